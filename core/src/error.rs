@@ -1,0 +1,228 @@
+//! The one error type of Prism. Every variant names the offending item.
+
+use alloc::string::String;
+
+/// What went wrong, and with what.
+///
+/// Library code returns this instead of panicking: bad scene data, bad settings,
+/// unusable backends and device failures all land here. After an error the
+/// backend stays usable; the next valid call succeeds.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The scene has no primitives.
+    #[error("the scene is empty: add at least one sphere or triangle")]
+    EmptyScene,
+    /// A sphere's centre is NaN or infinite.
+    #[error("primitive {prim} (sphere): centre {center:?} is not finite")]
+    SphereCenterNotFinite {
+        /// Scene primitive id of the sphere.
+        prim: usize,
+        /// The centre given.
+        center: [f32; 3],
+    },
+    /// A sphere's radius is not a positive finite number.
+    #[error("primitive {prim} (sphere): radius {radius} must be positive and finite")]
+    SphereRadiusInvalid {
+        /// Scene primitive id of the sphere.
+        prim: usize,
+        /// The radius given.
+        radius: f32,
+    },
+    /// A vertex position is NaN or infinite.
+    #[error("mesh {mesh}: vertex {vertex} at {position:?} is not finite")]
+    VertexNotFinite {
+        /// Mesh index (order of `add_mesh`).
+        mesh: usize,
+        /// Vertex index inside the mesh.
+        vertex: usize,
+        /// The position given.
+        position: [f32; 3],
+    },
+    /// A triangle added with `add_triangle` has a NaN or infinite vertex.
+    #[error("primitive {prim} (triangle): vertex {vertex} at {position:?} is not finite")]
+    TriangleNotFinite {
+        /// Scene primitive id of the triangle.
+        prim: usize,
+        /// Which vertex (0, 1, 2).
+        vertex: usize,
+        /// The position given.
+        position: [f32; 3],
+    },
+    /// A triangle refers to a vertex the mesh does not have.
+    #[error("mesh {mesh}: triangle {triangle} uses vertex {index}, but the mesh has {vertex_count} vertices")]
+    IndexOutOfRange {
+        /// Mesh index.
+        mesh: usize,
+        /// Triangle index inside the mesh.
+        triangle: usize,
+        /// The bad vertex index.
+        index: u32,
+        /// Vertices in the mesh.
+        vertex_count: usize,
+    },
+    /// A triangle has zero area (collinear or repeated vertices).
+    #[error("primitive {prim} (triangle): degenerate (zero area), refused because Scene::reject_degenerate is set")]
+    DegenerateTriangle {
+        /// Scene primitive id of the triangle.
+        prim: usize,
+    },
+    /// A primitive names a material the scene does not have.
+    #[error("primitive {primitive}: material {material} does not exist (the scene has {count})")]
+    MaterialOutOfRange {
+        /// Scene primitive id.
+        primitive: usize,
+        /// The bad material id.
+        material: u32,
+        /// Materials in the scene.
+        count: usize,
+    },
+    /// A material parameter is out of its valid range.
+    #[error("material {index}: {field} = {value} is invalid: {reason}")]
+    MaterialInvalid {
+        /// Material index.
+        index: usize,
+        /// Field name.
+        field: &'static str,
+        /// The value given.
+        value: f32,
+        /// What the valid range is.
+        reason: &'static str,
+    },
+    /// The scene holds more primitives than a BVH can index.
+    #[error("the scene has {count} primitives; at most {limit} are supported")]
+    TooManyPrimitives {
+        /// Primitives given.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An image of zero width or height, or one too large to address.
+    #[error("image size {width}x{height} is invalid: {reason}")]
+    ImageSize {
+        /// Width asked for.
+        width: u32,
+        /// Height asked for.
+        height: u32,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A render setting is out of range.
+    #[error("render setting {field} = {value} is invalid: {reason}")]
+    Setting {
+        /// Setting name.
+        field: &'static str,
+        /// The value given (as f64, exact for every u32 and f32).
+        value: f64,
+        /// The valid range.
+        reason: &'static str,
+    },
+    /// A camera parameter is unusable.
+    #[error("camera: {reason}")]
+    Camera {
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A ray has NaN or infinite components, a zero direction, or `tmin > tmax`.
+    #[error("ray {index} is invalid: {ray:?} (needs finite origin/direction, non-zero direction, tmin <= tmax)")]
+    InvalidRay {
+        /// Index in the batch.
+        index: usize,
+        /// The ray as `[ox, oy, oz, tmin, dx, dy, dz, tmax]`.
+        ray: [f32; 8],
+    },
+    /// Input and output slices of a batch call differ in length.
+    #[error("{what}: {inputs} rays but {outputs} output slots")]
+    LengthMismatch {
+        /// Which call.
+        what: &'static str,
+        /// Rays given.
+        inputs: usize,
+        /// Output slots given.
+        outputs: usize,
+    },
+    /// `render`, `intersect` or `occluded` before `set_scene`.
+    #[error("no scene: call set_scene first")]
+    NoScene,
+    /// A backend cannot be used on this machine.
+    #[error("backend {backend} is unavailable: {reason}")]
+    BackendUnavailable {
+        /// Backend name.
+        backend: &'static str,
+        /// Why (missing driver, no adapter, ...).
+        reason: String,
+    },
+    /// The device ran out of memory.
+    #[error("backend {backend}: out of device memory allocating {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// Backend name.
+        backend: &'static str,
+        /// What was being allocated.
+        what: &'static str,
+        /// How many bytes.
+        bytes: u64,
+    },
+    /// A request exceeds a device limit.
+    #[error("backend {backend}: {what} needs {needed}, the device allows {limit}")]
+    DeviceLimit {
+        /// Backend name.
+        backend: &'static str,
+        /// What exceeded the limit.
+        what: &'static str,
+        /// Amount needed.
+        needed: u64,
+        /// Device limit.
+        limit: u64,
+    },
+    /// A device call failed (launch failure, device lost, driver error).
+    #[error("backend {backend}: {operation} failed: {message}")]
+    Device {
+        /// Backend name.
+        backend: &'static str,
+        /// What was being done.
+        operation: &'static str,
+        /// The driver's message.
+        message: String,
+    },
+    /// A GPU kernel or shader failed to compile.
+    #[error("backend {backend}: compiling {source_name} failed:\n{log}")]
+    Compile {
+        /// Backend name.
+        backend: &'static str,
+        /// Kernel or shader file.
+        source_name: String,
+        /// The compiler's log.
+        log: String,
+    },
+    /// A file could not be read.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A mesh or scene file is malformed.
+    #[error("{path}{}: {message}", line.map(|l| alloc::format!(":{l}")).unwrap_or_default())]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line, where known.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// An unknown scene, integrator or backend name.
+    #[error("unknown {what} '{name}' (known: {known})")]
+    UnknownName {
+        /// What kind of name.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The names that exist.
+        known: &'static str,
+    },
+    /// The caller's progress sink asked to stop.
+    #[error("cancelled")]
+    Cancelled,
+}

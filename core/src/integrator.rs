@@ -1,0 +1,215 @@
+//! The integrators: `path`, `whitted` and `ao`, one pixel at a time.
+//!
+//! [`render_pixel`] is the whole per-pixel program every backend runs (the GPU
+//! kernels mirror it), so a pixel's value depends only on the scene, the
+//! [`RenderParams`] and the pixel's coordinates.
+
+use crate::camera::camera_ray;
+use crate::gpu::{GpuMaterial, KIND_SPHERE, RenderParams};
+use crate::material::{reflect, scatter};
+use crate::ray::{Hit, Ray};
+use crate::rng::Pcg;
+use crate::sampling::cosine_hemisphere;
+use crate::traverse::Accel;
+use glam::Vec3;
+
+/// Whitted: share of a point's light kept when the key light is blocked.
+pub const SHADOW_KEEP: f32 = 0.35;
+/// Whitted: Phong ambient, diffuse and specular weights and exponent.
+pub const PHONG_AMBIENT: f32 = 0.1;
+/// Whitted: diffuse weight.
+pub const PHONG_DIFFUSE: f32 = 0.7;
+/// Whitted: specular weight.
+pub const PHONG_SPECULAR: f32 = 0.7;
+/// Whitted: specular exponent (32, computed as five squarings in [`pow32`]).
+pub const PHONG_EXPONENT: u32 = 32;
+/// Whitted: weight of the surface's own colour against what its mirror sees.
+pub const WHITTED_LOCAL: f32 = 0.55;
+
+#[inline(always)]
+fn xyz(a: [f32; 4]) -> Vec3 {
+    Vec3::new(a[0], a[1], a[2])
+}
+
+/// Start distance of a ray leaving a surface at `p`: relative to the magnitude of
+/// `p`, so self-intersection is avoided at every scene scale.
+#[inline(always)]
+pub fn spawn_tmin(p: Vec3) -> f32 {
+    1e-4 * (1.0 + p.abs().max_element())
+}
+
+/// The sky seen along `dir`: the vertical gradient of [`crate::Sky`].
+#[inline(always)]
+pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
+    let t = 0.5 * (dir.normalize_or_zero().y + 1.0);
+    (1.0 - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith)
+}
+
+/// Hit point and unit geometric normal (outward for spheres, by winding for
+/// triangles) of a hit whose `prim` is a slot.
+#[inline(always)]
+pub fn surface(accel: &Accel, ray: &Ray, hit: &Hit) -> (Vec3, Vec3) {
+    let p = ray.at(hit.t);
+    // ok: `hit.prim` is a slot returned by traversal of this accel.
+    let prim = &accel.primitives()[hit.prim as usize];
+    let n = if prim.kind() == KIND_SPHERE {
+        (p - xyz(prim.a)) * (1.0 / prim.b[0])
+    } else {
+        (xyz(prim.b) - xyz(prim.a)).cross(xyz(prim.c) - xyz(prim.a))
+    };
+    (p, n.normalize_or(Vec3::Y))
+}
+
+#[inline(always)]
+fn material_of(accel: &Accel, slot: u32) -> &GpuMaterial {
+    // ok: slot materials were checked against the material table when building.
+    &accel.materials()[accel.slot_materials()[slot as usize] as usize]
+}
+
+/// One path-traced sample; returns radiance and the number of rays traced.
+pub fn trace_path(accel: &Accel, params: &RenderParams, mut ray: Ray, rng: &mut Pcg) -> (Vec3, u32) {
+    let mut radiance = Vec3::ZERO;
+    let mut throughput = Vec3::ONE;
+    let mut rays = 0;
+    for depth in 0..params.max_depth {
+        let hit = accel.intersect_slot(&ray);
+        rays += 1;
+        if !hit.is_hit() {
+            radiance += throughput * sky_color(params, ray.dir);
+            break;
+        }
+        let (p, n) = surface(accel, &ray, &hit);
+        let m = material_of(accel, hit.prim);
+        radiance += throughput * xyz(m.emission_ior);
+        let s = scatter(m, ray.dir.normalize(), n, rng);
+        throughput *= s.attenuation;
+        if depth + 1 >= params.rr_depth {
+            // Russian roulette: survive with the throughput's largest channel.
+            let survive = throughput.max_element().min(1.0);
+            if rng.next_f32() >= survive {
+                break;
+            }
+            throughput *= 1.0 / survive;
+        }
+        ray = Ray::segment(p, s.dir, spawn_tmin(p), f32::INFINITY);
+    }
+    (radiance, rays)
+}
+
+/// `x^32` by five squarings: exact same operations on every backend (`powf`
+/// implementations differ in their last bits).
+#[inline(always)]
+pub fn pow32(x: f32) -> f32 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let x8 = x4 * x4;
+    let x16 = x8 * x8;
+    x16 * x16
+}
+
+/// Phong lighting of one point by the key light, with a hard shadow.
+#[inline(always)]
+fn whitted_local(accel: &Accel, params: &RenderParams, p: Vec3, n: Vec3, view: Vec3, albedo: Vec3) -> Vec3 {
+    let to_light = xyz(params.light_position) - p;
+    let dist = to_light.length();
+    let l = to_light * (1.0 / dist);
+    let shadowed = accel.occluded(&Ray::segment(p, l, spawn_tmin(p), dist));
+    let n_dot_l = n.dot(l).max(0.0);
+    let r = reflect(-l, n);
+    let spec = pow32(r.dot(view).max(0.0));
+    let lit = PHONG_AMBIENT * albedo + PHONG_DIFFUSE * n_dot_l * albedo + Vec3::splat(PHONG_SPECULAR * spec);
+    let keep = if shadowed { SHADOW_KEEP } else { 1.0 };
+    lit * xyz(params.light_color) * keep
+}
+
+/// One Whitted sample: Phong at each hit, `max_depth` mirror bounces, each hit
+/// keeping [`WHITTED_LOCAL`] of its own colour; returns colour and rays traced.
+pub fn trace_whitted(accel: &Accel, params: &RenderParams, mut ray: Ray) -> (Vec3, u32) {
+    let mut color = Vec3::ZERO;
+    let mut weight = 1.0;
+    let mut rays = 0;
+    for bounce in 0..=params.max_depth {
+        let hit = accel.intersect_slot(&ray);
+        rays += 1;
+        if !hit.is_hit() {
+            color += weight * sky_color(params, ray.dir);
+            break;
+        }
+        let (p, n) = surface(accel, &ray, &hit);
+        let d = ray.dir.normalize();
+        let n = if n.dot(d) < 0.0 { n } else { -n };
+        let albedo = xyz(material_of(accel, hit.prim).albedo_fuzz);
+        let local = whitted_local(accel, params, p, n, -d, albedo);
+        rays += 1;
+        if bounce == params.max_depth {
+            color += weight * local;
+            break;
+        }
+        color += weight * WHITTED_LOCAL * local;
+        weight *= 1.0 - WHITTED_LOCAL;
+        ray = Ray::segment(p, reflect(d, n), spawn_tmin(p), f32::INFINITY);
+    }
+    (color, rays)
+}
+
+/// One ambient-occlusion sample: albedo times the unoccluded share of
+/// `ao_samples` cosine rays of length `ao_distance`, times the shadow factor
+/// when `ao_shadows` is set; returns colour and rays traced.
+pub fn trace_ao(accel: &Accel, params: &RenderParams, ray: Ray, rng: &mut Pcg) -> (Vec3, u32) {
+    let hit = accel.intersect_slot(&ray);
+    if !hit.is_hit() {
+        return (sky_color(params, ray.dir), 1);
+    }
+    let (p, n) = surface(accel, &ray, &hit);
+    let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
+    let m = material_of(accel, hit.prim);
+    let tmin = spawn_tmin(p);
+    let mut open = 0u32;
+    for _ in 0..params.ao_samples {
+        let (u1, u2) = (rng.next_f32(), rng.next_f32());
+        let d = cosine_hemisphere(n, u1, u2);
+        open += !accel.occluded(&Ray::segment(p, d, tmin, params.ao_distance)) as u32;
+    }
+    let mut rays = 1 + params.ao_samples;
+    let mut keep = 1.0;
+    if params.ao_shadows != 0 {
+        let to_light = xyz(params.light_position) - p;
+        let dist = to_light.length();
+        let blocked = accel.occluded(&Ray::segment(p, to_light * (1.0 / dist), tmin, dist));
+        keep = if blocked { SHADOW_KEEP } else { 1.0 };
+        rays += 1;
+    }
+    let ao = open as f32 / params.ao_samples as f32;
+    (xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior), rays)
+}
+
+/// The linear colour of pixel `(x, y)` (row 0 at the top), averaged over `spp`
+/// samples, and the rays traced for it.
+///
+/// Sample `s` of pixel `i = y * width + x` draws from `Pcg::for_path(i, s, seed)`:
+/// four numbers for the camera (pixel jitter, lens), then the integrator's. With
+/// one sample per pixel the jitter is ignored and the ray goes through the
+/// pixel's centre.
+pub fn render_pixel(accel: &Accel, params: &RenderParams, x: u32, y: u32) -> (Vec3, u32) {
+    let pixel = y * params.width + x;
+    let mut sum = Vec3::ZERO;
+    let mut rays = 0;
+    let jitter = params.spp > 1;
+    for sample in 0..params.spp {
+        let mut rng = Pcg::for_path(pixel, sample, params.seed);
+        let (jx, jy) = (rng.next_f32(), rng.next_f32());
+        let (l1, l2) = (rng.next_f32(), rng.next_f32());
+        let (jx, jy) = if jitter { (jx, jy) } else { (0.5, 0.5) };
+        let s = (x as f32 + jx) / params.width as f32;
+        let t = 1.0 - (y as f32 + jy) / params.height as f32;
+        let ray = camera_ray(&params.camera, s, t, l1, l2);
+        let (c, r) = match params.integrator {
+            1 => trace_whitted(accel, params, ray),
+            2 => trace_ao(accel, params, ray, &mut rng),
+            _ => trace_path(accel, params, ray, &mut rng),
+        };
+        sum += c;
+        rays += r;
+    }
+    (sum * (1.0 / params.spp as f32), rays)
+}

@@ -1,0 +1,59 @@
+//! `prism-core`: the single source of truth of Prism.
+//!
+//! Everything a backend needs to trace rays lives here, in `#![no_std]` + `alloc`
+//! Rust: the scene as structure-of-arrays ([`scene`]), the binned-SAH BVH
+//! ([`bvh`]) and its flattened GPU layout ([`gpu`]), intersection and traversal
+//! ([`intersect`], [`traverse`]), PCG random numbers ([`rng`]), sampling
+//! ([`sampling`]), branchless materials ([`material`]), the thin-lens camera
+//! ([`camera`]), the integrators ([`integrator`]) and the [`Backend`] trait.
+//!
+//! GPU kernels (CUDA, WGSL) mirror these functions one for one, with the same
+//! names and the same operation order, so every backend traces the same paths.
+//!
+//! ```
+//! use prism_core::{Scene, Material, Ray, Hit, Accel};
+//! use glam::Vec3;
+//!
+//! let mut scene = Scene::new();
+//! let red = scene.add_material(Material::lambertian(Vec3::new(0.8, 0.1, 0.1)));
+//! scene.add_sphere(Vec3::new(0.0, 0.0, -3.0), 1.0, red);
+//! let accel = Accel::build(&scene).unwrap();
+//! let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z));
+//! assert!(hit.is_hit());
+//! assert!((hit.t - 2.0).abs() < 1e-5);
+//! ```
+#![no_std]
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod aabb;
+pub mod backend;
+pub mod bvh;
+pub mod camera;
+pub mod error;
+pub mod gpu;
+pub mod image;
+pub mod integrator;
+pub mod intersect;
+pub mod material;
+pub mod ray;
+pub mod rng;
+pub mod sampling;
+pub mod scene;
+pub mod traverse;
+
+pub use aabb::Aabb;
+pub use backend::{
+    Backend, BackendInfo, Integrator, NoProgress, Progress, RenderSettings, RenderStats,
+    TimingSource,
+};
+pub use camera::Camera;
+pub use error::Error;
+pub use glam;
+pub use image::{Image, PixelFormat};
+pub use material::Material;
+pub use ray::{Hit, Ray};
+pub use scene::{PointLight, Scene, Sky};
+pub use traverse::Accel;

@@ -1,0 +1,43 @@
+//! Warping uniform random numbers to directions and points.
+//!
+//! Each function is branch-free (no rejection loops), so GPU lanes stay together
+//! and the number of random numbers a path consumes is fixed.
+
+use glam::{Vec2, Vec3};
+
+/// `2 * pi`.
+const TAU: f32 = core::f32::consts::TAU;
+
+/// A uniform direction on the unit sphere from `(u1, u2)` in `[0, 1)^2`.
+#[inline(always)]
+pub fn unit_sphere(u1: f32, u2: f32) -> Vec3 {
+    let z = 1.0 - 2.0 * u1;
+    let r = libm::sqrtf((1.0 - z * z).max(0.0));
+    let phi = TAU * u2;
+    Vec3::new(r * libm::cosf(phi), r * libm::sinf(phi), z)
+}
+
+/// A uniform point inside the unit ball from `(u1, u2, u3)` in `[0, 1)^3`.
+#[inline(always)]
+pub fn unit_ball(u1: f32, u2: f32, u3: f32) -> Vec3 {
+    unit_sphere(u1, u2) * libm::cbrtf(u3)
+}
+
+/// A uniform point in the unit disk from `(u1, u2)` (polar map).
+#[inline(always)]
+pub fn unit_disk(u1: f32, u2: f32) -> Vec2 {
+    let r = libm::sqrtf(u1);
+    let phi = TAU * u2;
+    Vec2::new(r * libm::cosf(phi), r * libm::sinf(phi))
+}
+
+/// A cosine-distributed direction about the unit normal `n` (pdf `cos(theta) / pi`).
+///
+/// `normalize(n + unit_sphere)` is exactly cosine-distributed and needs no tangent
+/// frame; when the sum nearly vanishes (probability ~0), `n` itself is returned.
+#[inline(always)]
+pub fn cosine_hemisphere(n: Vec3, u1: f32, u2: f32) -> Vec3 {
+    let d = n + unit_sphere(u1, u2);
+    let len2 = d.length_squared();
+    if len2 > 1e-12 { d * (1.0 / libm::sqrtf(len2)) } else { n }
+}

@@ -1,0 +1,1 @@
+//! Prism facade (in progress)
