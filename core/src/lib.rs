@@ -39,6 +39,7 @@ pub mod integrator;
 pub mod intersect;
 pub mod material;
 pub mod ray;
+pub mod reference;
 pub mod rng;
 pub mod sampling;
 pub mod scene;

@@ -1,0 +1,78 @@
+//! Comparing hits with reference hits (Embree's, or another backend's).
+//!
+//! The rule of DESIGN.md: the same primitive with `t` within [`T_REL_TOLERANCE`]
+//! relative is agreement; a different primitive at a `t` within that tolerance is
+//! a *tie* (two surfaces that close along the ray are both right answers); a hit
+//! where the reference misses, or a miss where it hits, is a mismatch.
+
+use crate::ray::Hit;
+
+/// Relative tolerance on `t`.
+pub const T_REL_TOLERANCE: f32 = 1e-4;
+
+/// How one hit compares with its reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Both miss, or same primitive at the same `t`.
+    Match,
+    /// Different primitives at the same `t` (within tolerance).
+    Tie,
+    /// Anything else.
+    Mismatch,
+}
+
+/// Whether two distances agree within [`T_REL_TOLERANCE`] (relative to the larger).
+#[inline]
+pub fn t_close(a: f32, b: f32) -> bool {
+    (a - b).abs() <= T_REL_TOLERANCE * a.abs().max(b.abs()).max(1e-30)
+}
+
+/// Compare `hit` with the reference `(t, prim)` (`prim == Hit::NO_PRIM` for a miss).
+#[inline]
+pub fn classify(hit: &Hit, ref_t: f32, ref_prim: u32) -> Agreement {
+    match (hit.is_hit(), ref_prim != Hit::NO_PRIM) {
+        (false, false) => Agreement::Match,
+        (true, true) if t_close(hit.t, ref_t) => {
+            if hit.prim == ref_prim { Agreement::Match } else { Agreement::Tie }
+        }
+        _ => Agreement::Mismatch,
+    }
+}
+
+/// Counts of [`Agreement`] over a batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AgreementCounts {
+    /// Rays compared.
+    pub total: usize,
+    /// Matches.
+    pub matches: usize,
+    /// Ties.
+    pub ties: usize,
+    /// Mismatches.
+    pub mismatches: usize,
+    /// Index of the first mismatch, if any.
+    pub first_mismatch: Option<usize>,
+}
+
+impl AgreementCounts {
+    /// Compare a batch: `hits[i]` against `(ref_t[i], ref_prim[i])`.
+    pub fn compare(hits: &[Hit], reference: &[(f32, u32)]) -> Self {
+        let mut c = AgreementCounts { total: hits.len().min(reference.len()), ..Default::default() };
+        for (i, (h, &(t, p))) in hits.iter().zip(reference).enumerate() {
+            match classify(h, t, p) {
+                Agreement::Match => c.matches += 1,
+                Agreement::Tie => c.ties += 1,
+                Agreement::Mismatch => {
+                    c.mismatches += 1;
+                    c.first_mismatch.get_or_insert(i);
+                }
+            }
+        }
+        c
+    }
+
+    /// True when nothing mismatched.
+    pub fn passed(&self) -> bool {
+        self.mismatches == 0
+    }
+}
