@@ -1,1 +1,1332 @@
-//! (in progress)
+//! `prism-wgpu`: the wgpu backend of Prism.
+//!
+//! Runs prism-core's traversal and integrators as WGSL compute shaders on any
+//! Vulkan, Metal or DX12 adapter, headless (no window, no surface), including
+//! software adapters such as Mesa's lavapipe when asked for. The shaders in
+//! `backend-wgpu/shaders/` mirror prism-core function by function (same names,
+//! same operation order, see [`shaders`]); the buffers are prism-core's
+//! [`prism_core::gpu`] structs, uploaded as raw bytes.
+//!
+//! - `set_scene` builds the BVH with [`prism_core::Accel::build`] (the same tree
+//!   on every backend) and uploads it once.
+//! - `render` runs one fused kernel per pixel for all three integrators and
+//!   writes the image's own [`prism_core::PixelFormat`] on the device (sRGB
+//!   8-bit pixels are encoded in the shader with core's transfer curve).
+//! - `intersect` / `occluded` trace ray batches.
+//! - Frames and batches are split into chunks that respect the adapter's
+//!   storage-binding, buffer and dispatch limits, so a large image or batch
+//!   never fails for size alone.
+//! - Stage times come from GPU timestamp queries when the adapter has them
+//!   ([`TimingSource::TimestampQueries`]), otherwise from the host clock around
+//!   waited submissions ([`TimingSource::HostClock`]).
+//! - Device errors are caught with error scopes and a device-lost callback and
+//!   returned as [`Error`]; after a lost device every call says the backend must
+//!   be recreated.
+//!
+//! ```no_run
+//! use prism_core::{Backend, Camera, Image, Material, NoProgress, PixelFormat, RenderSettings, Scene};
+//! use prism_core::glam::Vec3;
+//! use prism_wgpu::{WgpuBackend, WgpuOptions};
+//!
+//! let mut scene = Scene::new();
+//! let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+//! scene.add_sphere(Vec3::ZERO, 1.0, grey);
+//! let mut gpu = WgpuBackend::new(WgpuOptions::default())?;
+//! gpu.set_scene(&scene)?;
+//! let camera = Camera::look_at(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, Vec3::Y, 40.0);
+//! let mut image = Image::new(64, 48, PixelFormat::Srgba8)?;
+//! let stats = gpu.render(&camera, &RenderSettings::default(), &mut image, &NoProgress)?;
+//! println!("{} rays in {:?} ({:?})", stats.rays, stats.trace, stats.timing);
+//! # Ok::<(), prism_core::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod shaders;
+
+pub use shaders::{SHADER_FILES, ShaderSource, SourcePatch};
+
+use prism_core::backend::check_batch;
+use prism_core::gpu::RenderParams;
+use prism_core::{
+    Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
+    RenderSettings, RenderStats, Scene, TimingSource,
+};
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The name this backend reports.
+pub const BACKEND_NAME: &str = "wgpu";
+
+/// Render workgroups are 8x8 pixels.
+const RENDER_TILE: u32 = 8;
+/// Batch workgroups are 64 rays.
+const BATCH_GROUP: u32 = 64;
+/// Bytes of one ray in a batch buffer ([`prism_core::gpu::GpuRay`]).
+const RAY_BYTES: u64 = 32;
+/// Bytes of one hit in the `intersect` output ([`Hit`]).
+const HIT_BYTES: u64 = 16;
+/// Bytes of one occlusion flag in the `occluded` output (a `u32`).
+const FLAG_BYTES: u64 = 4;
+/// Size of the per-chunk uniform (`Chunk` in entry.wgsl).
+const CHUNK_UNIFORM_BYTES: u64 = 16;
+/// Pixel samples per submission on a hardware adapter: large enough that a
+/// 1280x720x30 or an 8192x8192x1 frame is one dispatch that fills any GPU,
+/// small enough to report progress and honour cancellation on long renders.
+const HW_SAMPLES_PER_SUBMIT: u64 = 1 << 26;
+/// Pixel samples per submission on a software adapter (about a second of work
+/// on two CPU cores).
+const SW_SAMPLES_PER_SUBMIT: u64 = 1 << 18;
+
+/// How to choose and drive the adapter.
+pub struct WgpuOptions {
+    /// Accept a software adapter (`DeviceType::Cpu`, e.g. lavapipe
+    /// "llvmpipe (Vulkan, Cpu)") when no hardware adapter exists. A hardware
+    /// adapter is always preferred.
+    pub allow_software: bool,
+    /// Only consider adapters whose name contains this text (case-insensitive).
+    pub adapter_name: Option<String>,
+    /// Rewrite shader files before compilation (see [`SourcePatch`]).
+    pub source_patch: Option<SourcePatch>,
+    /// Use GPU timestamp queries for stage times when the adapter has them.
+    pub timestamps: bool,
+    /// Cap on the bytes one dispatch binds for its rays or output, below the
+    /// adapter's own limits (tests use it to exercise the splitting). `None`:
+    /// the adapter's limits alone.
+    pub max_chunk_bytes: Option<u64>,
+    /// Pixel samples per submission of a render (progress and cancellation
+    /// happen between submissions). `None`: 2^26 on hardware, 2^18 on a
+    /// software adapter.
+    pub samples_per_submit: Option<u64>,
+}
+
+impl Default for WgpuOptions {
+    fn default() -> Self {
+        Self {
+            allow_software: false,
+            adapter_name: None,
+            source_patch: None,
+            timestamps: true,
+            max_chunk_bytes: None,
+            samples_per_submit: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WgpuOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuOptions")
+            .field("allow_software", &self.allow_software)
+            .field("adapter_name", &self.adapter_name)
+            .field("source_patch", &self.source_patch.as_ref().map(|_| "<fn>"))
+            .field("timestamps", &self.timestamps)
+            .field("max_chunk_bytes", &self.max_chunk_bytes)
+            .field("samples_per_submit", &self.samples_per_submit)
+            .finish()
+    }
+}
+
+/// One adapter as [`adapters`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// Adapter name, e.g. "NVIDIA H100 80GB HBM3" or "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub name: String,
+    /// Graphics API: Vulkan, Metal, Dx12.
+    pub api: String,
+    /// Device type: DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu, Other.
+    pub device_type: String,
+    /// Driver name and version.
+    pub driver: String,
+    /// Whether this is a software implementation (device type Cpu).
+    pub software: bool,
+}
+
+impl std::fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {})", self.name, self.api, self.device_type)
+    }
+}
+
+fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
+    AdapterSummary {
+        name: info.name.clone(),
+        api: format!("{:?}", info.backend),
+        device_type: format!("{:?}", info.device_type),
+        driver: format!("{} {}", info.driver, info.driver_info)
+            .trim()
+            .to_string(),
+        software: info.device_type == wgpu::DeviceType::Cpu,
+    }
+}
+
+/// The graphics APIs searched: Vulkan, Metal, DX12 (not GL, whose compute
+/// support is partial); the `WGPU_BACKEND` environment variable overrides.
+fn searched_backends() -> wgpu::Backends {
+    wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY)
+}
+
+fn new_instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = searched_backends();
+    wgpu::Instance::new(desc)
+}
+
+/// Every adapter wgpu finds on this machine (none when no driver is installed).
+pub fn adapters() -> Vec<AdapterSummary> {
+    let instance = new_instance();
+    pollster::block_on(instance.enumerate_adapters(searched_backends()))
+        .iter()
+        .map(|a| summary(&a.get_info()))
+        .collect()
+}
+
+/// Preference among hardware adapters: discrete, integrated, virtual, other.
+fn adapter_rank(info: &wgpu::AdapterInfo) -> u32 {
+    match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+/// Which pipeline: the render kernels per integrator and output format, and
+/// the two batch kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kernel {
+    /// Integrator as `u32`, and whether the output is sRGB 8-bit.
+    Render(u32, bool),
+    Intersect,
+    Occluded,
+}
+
+impl Kernel {
+    fn entry_point(self) -> &'static str {
+        match self {
+            Kernel::Render(_, false) => "render_linear",
+            Kernel::Render(_, true) => "render_srgb8",
+            Kernel::Intersect => "intersect_main",
+            Kernel::Occluded => "occluded_main",
+        }
+    }
+}
+
+/// What `set_scene` uploaded.
+struct SceneState {
+    accel: Accel,
+    bind_group: wgpu::BindGroup,
+    // Kept alive for the bind group.
+    _buffers: [wgpu::Buffer; 4],
+}
+
+/// GPU timestamp queries at the start and end of each compute pass.
+struct Timestamps {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// Nanoseconds per tick.
+    period: f64,
+}
+
+/// A buffer that grows on demand and is reused across calls.
+#[derive(Default)]
+struct Reusable {
+    buffer: Option<wgpu::Buffer>,
+}
+
+/// The wgpu backend. See the crate docs.
+pub struct WgpuBackend {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    software: bool,
+    module: wgpu::ShaderModule,
+    source: ShaderSource,
+    scene_layout: wgpu::BindGroupLayout,
+    work_layout: wgpu::BindGroupLayout,
+    pipeline_layout: wgpu::PipelineLayout,
+    pipelines: HashMap<Kernel, wgpu::ComputePipeline>,
+    params: wgpu::Buffer,
+    chunk: wgpu::Buffer,
+    ray_count: wgpu::Buffer,
+    ray_count_readback: wgpu::Buffer,
+    dummy_rays: wgpu::Buffer,
+    timestamps: Option<Timestamps>,
+    rays_buf: Reusable,
+    out_buf: Reusable,
+    readback_buf: Reusable,
+    scene: Option<SceneState>,
+    max_chunk_bytes: u64,
+    samples_per_submit: u64,
+    lost: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Vec<String>>>,
+}
+
+fn device_error(operation: &'static str, message: impl Into<String>) -> Error {
+    Error::Device {
+        backend: BACKEND_NAME,
+        operation,
+        message: message.into(),
+    }
+}
+
+impl WgpuBackend {
+    /// Open the best adapter allowed by `options` and compile the shaders.
+    ///
+    /// Fails with [`Error::BackendUnavailable`] (listing the adapters seen) when
+    /// no acceptable adapter exists, and with [`Error::Compile`] when the WGSL
+    /// does not compile (only possible with a [`WgpuOptions::source_patch`]).
+    pub fn new(options: WgpuOptions) -> Result<WgpuBackend, Error> {
+        let instance = new_instance();
+        let all = pollster::block_on(instance.enumerate_adapters(searched_backends()));
+        let seen: Vec<String> = all
+            .iter()
+            .map(|a| summary(&a.get_info()).to_string())
+            .collect();
+        let seen_text = if seen.is_empty() {
+            "no adapters found (is a Vulkan driver and libvulkan1 installed?)".to_string()
+        } else {
+            format!("adapters seen: {}", seen.join("; "))
+        };
+        let wanted = |info: &wgpu::AdapterInfo| {
+            options
+                .adapter_name
+                .as_ref()
+                .is_none_or(|n| info.name.to_lowercase().contains(&n.to_lowercase()))
+        };
+        let mut candidates: Vec<wgpu::Adapter> =
+            all.into_iter().filter(|a| wanted(&a.get_info())).collect();
+        candidates.sort_by_key(|a| adapter_rank(&a.get_info()));
+        let adapter = match candidates.into_iter().next() {
+            Some(a)
+                if a.get_info().device_type != wgpu::DeviceType::Cpu || options.allow_software =>
+            {
+                a
+            }
+            Some(_) => {
+                return Err(Error::BackendUnavailable {
+                    backend: BACKEND_NAME,
+                    reason: format!(
+                        "no hardware GPU adapter, only software ones ({seen_text}); set allow_software (PRISM_BACKEND=wgpu) to use one"
+                    ),
+                });
+            }
+            None => {
+                let filter = options
+                    .adapter_name
+                    .as_ref()
+                    .map(|n| format!(" matching '{n}'"))
+                    .unwrap_or_default();
+                return Err(Error::BackendUnavailable {
+                    backend: BACKEND_NAME,
+                    reason: format!("no adapter{filter}: {seen_text}"),
+                });
+            }
+        };
+        let info = adapter.get_info();
+        let software = info.device_type == wgpu::DeviceType::Cpu;
+        let use_timestamps =
+            options.timestamps && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let required_features = if use_timestamps {
+            wgpu::Features::TIMESTAMP_QUERY
+        } else {
+            wgpu::Features::empty()
+        };
+        // Ask for everything the adapter offers: the WebGPU defaults would cap a
+        // storage binding at 128 MiB even on a card with 80 GiB.
+        let required_limits = adapter.limits();
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("prism-wgpu"),
+            required_features,
+            required_limits,
+            ..Default::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
+            Error::BackendUnavailable {
+                backend: BACKEND_NAME,
+                reason: format!("{}: request_device failed: {e}", info.name),
+            }
+        })?;
+
+        let lost = Arc::new(Mutex::new(None::<String>));
+        let lost_cb = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut l) = lost_cb.lock() {
+                l.get_or_insert(format!("{reason:?}: {message}"));
+            }
+        });
+        let uncaptured = Arc::new(Mutex::new(Vec::<String>::new()));
+        let uncaptured_cb = uncaptured.clone();
+        // wgpu's default handler panics; every call here runs in error scopes, so
+        // anything reaching this handler is only recorded and reported later.
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut u) = uncaptured_cb.lock()
+                && u.len() < 16
+            {
+                u.push(e.to_string());
+            }
+        }));
+
+        let limits = device.limits();
+        let binding_limit = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let max_chunk_bytes = options
+            .max_chunk_bytes
+            .map_or(binding_limit, |m| m.min(binding_limit))
+            & !15;
+        let samples_per_submit = options
+            .samples_per_submit
+            .unwrap_or(if software {
+                SW_SAMPLES_PER_SUBMIT
+            } else {
+                HW_SAMPLES_PER_SUBMIT
+            })
+            .max(1);
+
+        let source = ShaderSource::assemble(options.source_patch.as_ref());
+        let module = compile_module(&device, &source)?;
+
+        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let uniform = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let (scene_layout, work_layout, pipeline_layout) =
+            scoped(&device, "create the pipeline layout", || {
+                let scene_layout =
+                    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some("prism scene"),
+                        entries: &[
+                            uniform(0),
+                            storage(1, true),
+                            storage(2, true),
+                            storage(3, true),
+                            storage(4, true),
+                        ],
+                    });
+                let work_layout =
+                    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some("prism work"),
+                        entries: &[
+                            uniform(0),
+                            storage(1, true),
+                            storage(2, false),
+                            storage(3, false),
+                        ],
+                    });
+                let pipeline_layout =
+                    device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some("prism"),
+                        bind_group_layouts: &[Some(&scene_layout), Some(&work_layout)],
+                        immediate_size: 0,
+                    });
+                Ok((scene_layout, work_layout, pipeline_layout))
+            })?;
+
+        let small = |label, size, usage| create_buffer(&device, label, size, usage);
+        let params = small(
+            "render params",
+            size_of::<RenderParams>() as u64,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let chunk = small(
+            "chunk",
+            CHUNK_UNIFORM_BYTES,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let ray_count = small(
+            "ray count",
+            16,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let ray_count_readback = small(
+            "ray count readback",
+            16,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let dummy_rays = small("no rays", RAY_BYTES, wgpu::BufferUsages::STORAGE)?;
+        let timestamps = if use_timestamps {
+            let set = scoped(&device, "create the timestamp queries", || {
+                Ok(device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("prism timestamps"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2,
+                }))
+            })?;
+            let resolve = small(
+                "timestamp resolve",
+                16,
+                wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            )?;
+            let readback = small(
+                "timestamp readback",
+                16,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )?;
+            Some(Timestamps {
+                set,
+                resolve,
+                readback,
+                period: queue.get_timestamp_period() as f64,
+            })
+        } else {
+            None
+        };
+
+        Ok(WgpuBackend {
+            device,
+            queue,
+            info,
+            limits,
+            software,
+            module,
+            source,
+            scene_layout,
+            work_layout,
+            pipeline_layout,
+            pipelines: HashMap::new(),
+            params,
+            chunk,
+            ray_count,
+            ray_count_readback,
+            dummy_rays,
+            timestamps,
+            rays_buf: Reusable::default(),
+            out_buf: Reusable::default(),
+            readback_buf: Reusable::default(),
+            scene: None,
+            max_chunk_bytes,
+            samples_per_submit,
+            lost,
+            uncaptured,
+        })
+    }
+
+    /// The adapter in use.
+    pub fn adapter(&self) -> AdapterSummary {
+        summary(&self.info)
+    }
+
+    /// The device limits in force (the adapter's own).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Where stage times come from on this adapter.
+    pub fn timing_source(&self) -> TimingSource {
+        if self.timestamps.is_some() {
+            TimingSource::TimestampQueries
+        } else {
+            TimingSource::HostClock
+        }
+    }
+
+    /// Largest number of bytes one dispatch binds for rays or output.
+    pub fn max_chunk_bytes(&self) -> u64 {
+        self.max_chunk_bytes
+    }
+
+    /// The assembled WGSL module as compiled (after any source patch).
+    pub fn shader_source(&self) -> &ShaderSource {
+        &self.source
+    }
+
+    /// The scene as traced, once `set_scene` succeeded.
+    pub fn accel(&self) -> Option<&Accel> {
+        self.scene.as_ref().map(|s| &s.accel)
+    }
+
+    /// Fail if the device was lost: the backend must then be recreated.
+    fn check_usable(&self, operation: &'static str) -> Result<(), Error> {
+        let lost = self
+            .lost
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        match lost {
+            Some(why) => Err(device_error(
+                operation,
+                format!("the GPU device was lost ({why}); create a new WgpuBackend"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The pipeline of `kernel`, compiled on first use.
+    fn pipeline(&mut self, kernel: Kernel) -> Result<wgpu::ComputePipeline, Error> {
+        if let Some(p) = self.pipelines.get(&kernel) {
+            return Ok(p.clone());
+        }
+        let integrator = match kernel {
+            Kernel::Render(i, _) => i,
+            _ => 0,
+        };
+        let constants = [("INTEGRATOR", integrator as f64)];
+        let entry = kernel.entry_point();
+        let device = &self.device;
+        let guard = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: Some(&self.pipeline_layout),
+            module: &self.module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: if matches!(kernel, Kernel::Render(..)) {
+                    &constants
+                } else {
+                    &[]
+                },
+                zero_initialize_workgroup_memory: true,
+            },
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(guard.pop()) {
+            return Err(Error::Compile {
+                backend: BACKEND_NAME,
+                source_name: format!("shaders/*.wgsl, entry point {entry}"),
+                log: e.to_string(),
+            });
+        }
+        self.pipelines.insert(kernel, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// `slot` holds a buffer of at least `size` bytes with `usage`.
+    fn ensure(
+        device: &wgpu::Device,
+        slot: &mut Reusable,
+        label: &'static str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer, Error> {
+        if let Some(b) = &slot.buffer
+            && b.size() >= size
+        {
+            return Ok(b.clone());
+        }
+        // Drop the old one first so both never hold memory at once.
+        slot.buffer = None;
+        let b = create_buffer(device, label, size, usage)?;
+        slot.buffer = Some(b.clone());
+        Ok(b)
+    }
+
+    /// Submit `encoder`, wait for it, and return the trace time: from the
+    /// timestamps when available, else the host time of the wait.
+    fn submit_and_wait(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        operation: &'static str,
+    ) -> Result<Duration, Error> {
+        let start = Instant::now();
+        let index = self.queue.submit([encoder.finish()]);
+        wait(&self.device, Some(index), operation)?;
+        let host = start.elapsed();
+        let Some(ts) = &self.timestamps else {
+            return Ok(host);
+        };
+        let mut ticks = [0u64; 2];
+        map_and_read(&self.device, &ts.readback, 16, operation, |bytes| {
+            ticks.copy_from_slice(bytemuck::cast_slice(bytes));
+        })?;
+        let elapsed = ticks[1].saturating_sub(ticks[0]) as f64 * ts.period;
+        // A zero or absurd reading (some drivers) falls back to the host time.
+        if elapsed > 0.0 && elapsed < host.as_secs_f64() * 1e9 * 1.5 + 1e6 {
+            Ok(Duration::from_nanos(elapsed as u64))
+        } else {
+            Ok(host)
+        }
+    }
+
+    /// Record one compute dispatch (with timestamps if available) into `encoder`.
+    fn record_dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        scene: &wgpu::BindGroup,
+        work: &wgpu::BindGroup,
+        groups: (u32, u32),
+    ) {
+        let timestamp_writes =
+            self.timestamps
+                .as_ref()
+                .map(|ts| wgpu::ComputePassTimestampWrites {
+                    query_set: &ts.set,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("prism"),
+                timestamp_writes,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, scene, &[]);
+            pass.set_bind_group(1, work, &[]);
+            pass.dispatch_workgroups(groups.0, groups.1, 1);
+        }
+        if let Some(ts) = &self.timestamps {
+            encoder.resolve_query_set(&ts.set, 0..2, &ts.resolve, 0);
+            encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback, 0, 16);
+        }
+    }
+
+    fn work_bind_group(
+        &self,
+        rays: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        out_bytes: u64,
+    ) -> wgpu::BindGroup {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("prism work"),
+            layout: &self.work_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: whole(&self.chunk),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: whole(rays),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: out,
+                        offset: 0,
+                        size: NonZeroU64::new(out_bytes),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: whole(&self.ray_count),
+                },
+            ],
+        })
+    }
+
+    fn write_chunk(&self, first: u32, count: u32) {
+        self.queue
+            .write_buffer(&self.chunk, 0, bytemuck::cast_slice(&[first, count, 0, 0]));
+    }
+
+    /// Report and clear errors that escaped the error scopes.
+    fn take_uncaptured(&self, operation: &'static str) -> Result<(), Error> {
+        let mut u = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+        if u.is_empty() {
+            return Ok(());
+        }
+        let message = u.join("; ");
+        u.clear();
+        Err(device_error(operation, message))
+    }
+
+    fn render_inner(
+        &mut self,
+        camera: &Camera,
+        settings: &RenderSettings,
+        image: &mut Image,
+        progress: &dyn Progress,
+    ) -> Result<RenderStats, Error> {
+        let start = Instant::now();
+        let scene = self.scene.as_ref().ok_or(Error::NoScene)?;
+        let (width, height) = (image.width(), image.height());
+        let params = settings.params(&scene.accel, camera, width, height)?;
+        let scene_group = scene.bind_group.clone();
+        let format = image.format();
+        let bytes_per_pixel: u64 = match format {
+            PixelFormat::LinearF32 => 16,
+            PixelFormat::Srgba8 => 4,
+        };
+        let row_bytes = width as u64 * bytes_per_pixel;
+        let rows_by_bytes = self.max_chunk_bytes / row_bytes;
+        if rows_by_bytes == 0 {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "one image row of output (storage binding size)",
+                needed: row_bytes,
+                limit: self.max_chunk_bytes,
+            });
+        }
+        let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
+        let groups_x = width.div_ceil(RENDER_TILE) as u64;
+        if groups_x > max_groups {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "workgroups per dispatch dimension (image width / 8)",
+                needed: groups_x,
+                limit: max_groups,
+            });
+        }
+        let rows_by_dispatch = max_groups * RENDER_TILE as u64;
+        let rows_by_work = (self.samples_per_submit / (width as u64 * settings.spp as u64)).max(1);
+        let chunk_rows = rows_by_bytes
+            .min(rows_by_dispatch)
+            .min(rows_by_work)
+            .min(height as u64) as u32;
+        let chunk_bytes = chunk_rows as u64 * row_bytes;
+
+        let pipeline = self.pipeline(Kernel::Render(
+            settings.integrator as u32,
+            format == PixelFormat::Srgba8,
+        ))?;
+        let out = Self::ensure(
+            &self.device,
+            &mut self.out_buf,
+            "render output",
+            chunk_bytes.next_multiple_of(16),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        )?;
+        let readback = Self::ensure(
+            &self.device,
+            &mut self.readback_buf,
+            "render readback",
+            chunk_bytes.next_multiple_of(16),
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let upload_start = Instant::now();
+        self.queue
+            .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        let mut stats = RenderStats {
+            upload: upload_start.elapsed(),
+            timing: self.timing_source(),
+            ..Default::default()
+        };
+
+        let mut row = 0u32;
+        while row < height {
+            if progress.cancelled() {
+                return Err(Error::Cancelled);
+            }
+            let rows = chunk_rows.min(height - row);
+            let bytes = rows as u64 * row_bytes;
+            let work_group =
+                self.work_bind_group(&self.dummy_rays, &out, bytes.next_multiple_of(16));
+            self.write_chunk(row, rows);
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("prism render"),
+                });
+            encoder.clear_buffer(&self.ray_count, 0, None);
+            self.record_dispatch(
+                &mut encoder,
+                &pipeline,
+                &scene_group,
+                &work_group,
+                (groups_x as u32, rows.div_ceil(RENDER_TILE)),
+            );
+            encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, bytes.next_multiple_of(4));
+            encoder.copy_buffer_to_buffer(&self.ray_count, 0, &self.ray_count_readback, 0, 8);
+            stats.trace += self.submit_and_wait(encoder, "render")?;
+
+            let download_start = Instant::now();
+            let first = row as usize * width as usize;
+            let pixels = rows as usize * width as usize;
+            match format {
+                PixelFormat::LinearF32 => {
+                    let dst: &mut [u8] =
+                        bytemuck::cast_slice_mut(&mut image.linear_mut()[first..first + pixels]);
+                    map_and_read(&self.device, &readback, bytes, "render download", |src| {
+                        dst.copy_from_slice(src)
+                    })?;
+                }
+                PixelFormat::Srgba8 => {
+                    let dst: &mut [u8] =
+                        bytemuck::cast_slice_mut(&mut image.rgba8_mut()[first..first + pixels]);
+                    map_and_read(&self.device, &readback, bytes, "render download", |src| {
+                        dst.copy_from_slice(src)
+                    })?;
+                }
+            }
+            let mut count = [0u32; 2];
+            map_and_read(
+                &self.device,
+                &self.ray_count_readback,
+                8,
+                "render download",
+                |src| {
+                    count.copy_from_slice(bytemuck::cast_slice(src));
+                },
+            )?;
+            stats.rays += count[0] as u64 | (count[1] as u64) << 32;
+            stats.download += download_start.elapsed();
+            row += rows;
+            progress.advance(row as u64, height as u64);
+        }
+        stats.total = start.elapsed();
+        Ok(stats)
+    }
+
+    /// Trace a batch with `kernel`; `out_bytes` per ray are handed to `store`
+    /// chunk by chunk as `(first ray, bytes)`.
+    fn batch_inner(
+        &mut self,
+        kernel: Kernel,
+        rays: &[Ray],
+        out_bytes: u64,
+        mut store: impl FnMut(usize, &[u8]),
+    ) -> Result<RenderStats, Error> {
+        let start = Instant::now();
+        let scene_group = self
+            .scene
+            .as_ref()
+            .ok_or(Error::NoScene)?
+            .bind_group
+            .clone();
+        let mut stats = RenderStats {
+            rays: rays.len() as u64,
+            timing: self.timing_source(),
+            ..Default::default()
+        };
+        if rays.is_empty() {
+            stats.total = start.elapsed();
+            return Ok(stats);
+        }
+        let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
+        let rays_by_dispatch = max_groups * max_groups * BATCH_GROUP as u64;
+        let per_chunk = (self.max_chunk_bytes / RAY_BYTES.max(out_bytes))
+            .min(rays_by_dispatch)
+            .min(u32::MAX as u64 / 2)
+            .min(rays.len() as u64) as usize;
+        if per_chunk == 0 {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "one ray of a batch (storage binding size)",
+                needed: RAY_BYTES.max(out_bytes),
+                limit: self.max_chunk_bytes,
+            });
+        }
+        let pipeline = self.pipeline(kernel)?;
+        let in_buf = Self::ensure(
+            &self.device,
+            &mut self.rays_buf,
+            "ray batch",
+            per_chunk as u64 * RAY_BYTES,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let out_size = (per_chunk as u64 * out_bytes).next_multiple_of(16);
+        let out = Self::ensure(
+            &self.device,
+            &mut self.out_buf,
+            "batch output",
+            out_size,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        )?;
+        let readback = Self::ensure(
+            &self.device,
+            &mut self.readback_buf,
+            "batch readback",
+            out_size,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        )?;
+        for (k, chunk) in rays.chunks(per_chunk).enumerate() {
+            let first = k * per_chunk;
+            let n = chunk.len() as u64;
+            let upload_start = Instant::now();
+            self.queue
+                .write_buffer(&in_buf, 0, bytemuck::cast_slice(chunk));
+            self.write_chunk(first as u32, n as u32);
+            stats.upload += upload_start.elapsed();
+            let bytes = n * out_bytes;
+            let work_group = self.work_bind_group(&in_buf, &out, bytes.next_multiple_of(16));
+            let groups = n.div_ceil(BATCH_GROUP as u64);
+            let gx = groups.min(max_groups);
+            let gy = groups.div_ceil(gx);
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("prism batch"),
+                });
+            self.record_dispatch(
+                &mut encoder,
+                &pipeline,
+                &scene_group,
+                &work_group,
+                (gx as u32, gy as u32),
+            );
+            encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, bytes);
+            stats.trace += self.submit_and_wait(encoder, kernel.entry_point())?;
+            let download_start = Instant::now();
+            map_and_read(&self.device, &readback, bytes, "batch download", |src| {
+                store(first, src)
+            })?;
+            stats.download += download_start.elapsed();
+        }
+        stats.total = start.elapsed();
+        Ok(stats)
+    }
+
+    /// Run `f` inside error scopes: out-of-memory and validation errors of the
+    /// device become [`Error`]s, as do errors that escaped earlier scopes.
+    fn guarded<T>(
+        &mut self,
+        operation: &'static str,
+        f: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.check_usable(operation)?;
+        let device = self.device.clone();
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let result = f(self);
+        let internal = pollster::block_on(internal.pop());
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        if oom.is_some() {
+            return Err(Error::OutOfMemory {
+                backend: BACKEND_NAME,
+                what: operation,
+                bytes: 0,
+            });
+        }
+        if let Some(e) = validation.or(internal) {
+            return Err(device_error(operation, e.to_string()));
+        }
+        self.check_usable(operation)?;
+        self.take_uncaptured(operation)?;
+        result
+    }
+}
+
+/// A binding of all of `buffer`.
+fn whole(buffer: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(buffer.as_entire_buffer_binding())
+}
+
+/// A binding of the first `len` bytes of `buffer`.
+fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        buffer,
+        offset: 0,
+        size: NonZeroU64::new(len as u64),
+    })
+}
+
+/// Compile the module; errors name the shader file and line.
+fn compile_module(
+    device: &wgpu::Device,
+    source: &ShaderSource,
+) -> Result<wgpu::ShaderModule, Error> {
+    let guard = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("prism shaders"),
+        source: wgpu::ShaderSource::Wgsl(source.text.as_str().into()),
+    });
+    let error = pollster::block_on(guard.pop());
+    let info = pollster::block_on(module.get_compilation_info());
+    let mut log = String::new();
+    for m in info
+        .messages
+        .iter()
+        .filter(|m| m.message_type == wgpu::CompilationMessageType::Error)
+    {
+        match m.location.and_then(|l| {
+            source
+                .locate(l.line_number)
+                .map(|(f, line)| (f, line, l.line_position))
+        }) {
+            Some((file, line, col)) => {
+                log.push_str(&format!("{file}:{line}:{col}: error: {}\n", m.message))
+            }
+            None => log.push_str(&format!("error: {}\n", m.message)),
+        }
+    }
+    match error {
+        None if log.is_empty() => Ok(module),
+        error => {
+            if let Some(e) = error {
+                log.push_str(&e.to_string());
+            }
+            Err(Error::Compile {
+                backend: BACKEND_NAME,
+                source_name: "shaders/*.wgsl".into(),
+                log,
+            })
+        }
+    }
+}
+
+/// Run `f` in validation and internal error scopes; an error becomes [`Error::Device`].
+fn scoped<T>(
+    device: &wgpu::Device,
+    operation: &'static str,
+    f: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let result = f();
+    let internal = pollster::block_on(internal.pop());
+    let validation = pollster::block_on(validation.pop());
+    if let Some(e) = validation.or(internal) {
+        return Err(device_error(operation, e.to_string()));
+    }
+    result
+}
+
+/// Create a buffer; out-of-memory and limit errors name it and its size.
+fn create_buffer(
+    device: &wgpu::Device,
+    label: &'static str,
+    size: u64,
+    usage: wgpu::BufferUsages,
+) -> Result<wgpu::Buffer, Error> {
+    let limit = device.limits().max_buffer_size;
+    if size > limit {
+        return Err(Error::DeviceLimit {
+            backend: BACKEND_NAME,
+            what: label,
+            needed: size,
+            limit,
+        });
+    }
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(16),
+        usage,
+        mapped_at_creation: false,
+    });
+    let validation = pollster::block_on(validation.pop());
+    let oom = pollster::block_on(oom.pop());
+    if oom.is_some() {
+        return Err(Error::OutOfMemory {
+            backend: BACKEND_NAME,
+            what: label,
+            bytes: size,
+        });
+    }
+    if let Some(e) = validation {
+        return Err(device_error(
+            "create a buffer",
+            format!("{label} ({size} bytes): {e}"),
+        ));
+    }
+    Ok(buffer)
+}
+
+/// Block until `index` (or all work) finished. wgpu panics on a device error
+/// while polling; that panic is caught here and reported as a lost device.
+fn wait(
+    device: &wgpu::Device,
+    index: Option<wgpu::SubmissionIndex>,
+    operation: &'static str,
+) -> Result<(), Error> {
+    let poll = catch_unwind(AssertUnwindSafe(|| {
+        device.poll(wgpu::PollType::Wait {
+            submission_index: index,
+            timeout: None,
+        })
+    }));
+    match poll {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(device_error(operation, format!("waiting for the GPU: {e}"))),
+        Err(_) => Err(device_error(
+            operation,
+            "the GPU device failed while waiting (device lost); create a new WgpuBackend",
+        )),
+    }
+}
+
+/// Map the first `size` bytes of `buffer` for reading, hand them to `read`, unmap.
+fn map_and_read(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    size: u64,
+    operation: &'static str,
+    read: impl FnOnce(&[u8]),
+) -> Result<(), Error> {
+    if size == 0 {
+        read(&[]);
+        return Ok(());
+    }
+    let mapped = size.next_multiple_of(4);
+    let slice = buffer.slice(..mapped);
+    let (tx, rx) = mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        // The receiver lives until after the wait below; a failed send only
+        // means the call already returned with an error.
+        let _ = tx.send(r);
+    });
+    wait(device, None, operation)?;
+    match rx.try_recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            return Err(device_error(
+                operation,
+                format!("mapping the readback buffer: {e}"),
+            ));
+        }
+        Err(_) => {
+            return Err(device_error(
+                operation,
+                "mapping the readback buffer did not complete",
+            ));
+        }
+    }
+    {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| device_error(operation, format!("reading the mapped buffer: {e}")))?;
+        read(&view[..size as usize]);
+    }
+    buffer.unmap();
+    Ok(())
+}
+
+impl Backend for WgpuBackend {
+    fn info(&self) -> BackendInfo {
+        let a = self.adapter();
+        BackendInfo {
+            name: BACKEND_NAME,
+            device: format!("{} ({}, {}, {})", a.name, a.api, a.device_type, a.driver),
+            max_buffer_bytes: self.limits.max_buffer_size,
+            software: self.software,
+        }
+    }
+
+    fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
+        let start = Instant::now();
+        self.check_usable("set_scene")?;
+        // Build before touching the old scene: a bad scene leaves the backend as it was.
+        let accel = Accel::build(scene)?;
+        let build = start.elapsed();
+        let upload_start = Instant::now();
+        let state = self.guarded("set_scene", |this| this.upload_scene(accel))?;
+        self.scene = Some(state);
+        Ok(RenderStats {
+            build,
+            upload: upload_start.elapsed(),
+            total: start.elapsed(),
+            ..Default::default()
+        })
+    }
+
+    fn render(
+        &mut self,
+        camera: &Camera,
+        settings: &RenderSettings,
+        image: &mut Image,
+        progress: &dyn Progress,
+    ) -> Result<RenderStats, Error> {
+        self.guarded("render", |this| {
+            this.render_inner(camera, settings, image, progress)
+        })
+    }
+
+    fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
+        check_batch("intersect", rays, hits.len())?;
+        self.guarded("intersect", |this| {
+            this.batch_inner(Kernel::Intersect, rays, HIT_BYTES, |first, bytes| {
+                let n = bytes.len() / HIT_BYTES as usize;
+                let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut hits[first..first + n]);
+                dst.copy_from_slice(bytes);
+            })
+        })
+    }
+
+    fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
+        check_batch("occluded", rays, occluded.len())?;
+        self.guarded("occluded", |this| {
+            this.batch_inner(Kernel::Occluded, rays, FLAG_BYTES, |first, bytes| {
+                let flags: &[u32] = bytemuck::cast_slice(bytes);
+                for (o, f) in occluded[first..first + flags.len()].iter_mut().zip(flags) {
+                    *o = *f != 0;
+                }
+            })
+        })
+    }
+}
+
+impl WgpuBackend {
+    fn upload_scene(&mut self, accel: Accel) -> Result<SceneState, Error> {
+        let binding_limit = self.limits.max_storage_buffer_binding_size;
+        let upload = |label: &'static str, bytes: &[u8]| -> Result<wgpu::Buffer, Error> {
+            let size = (bytes.len() as u64).next_multiple_of(16);
+            if size > binding_limit {
+                return Err(Error::DeviceLimit {
+                    backend: BACKEND_NAME,
+                    what: label,
+                    needed: size,
+                    limit: binding_limit,
+                });
+            }
+            let buffer = create_buffer(
+                &self.device,
+                label,
+                size,
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            )?;
+            self.queue.write_buffer(&buffer, 0, bytes);
+            Ok(buffer)
+        };
+        // Drop the previous scene's buffers before allocating the new ones.
+        self.scene = None;
+        let nodes = upload("BVH nodes", bytemuck::cast_slice(accel.nodes()))?;
+        let prims = upload("primitives", bytemuck::cast_slice(accel.primitives()))?;
+        let slot_materials = upload(
+            "slot materials",
+            bytemuck::cast_slice(accel.slot_materials()),
+        )?;
+        let materials = upload("materials", bytemuck::cast_slice(accel.materials()))?;
+        // Bind the exact sizes: the shaders bound-check against arrayLength.
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("prism scene"),
+            layout: &self.scene_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(self.params.as_entire_buffer_binding()),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: exact(&nodes, size_of_val(accel.nodes())),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: exact(&prims, size_of_val(accel.primitives())),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: exact(&slot_materials, size_of_val(accel.slot_materials())),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: exact(&materials, size_of_val(accel.materials())),
+                },
+            ],
+        });
+        let index = self.queue.submit([]);
+        wait(&self.device, Some(index), "set_scene")?;
+        Ok(SceneState {
+            accel,
+            bind_group,
+            _buffers: [nodes, prims, slot_materials, materials],
+        })
+    }
+}

@@ -1,0 +1,136 @@
+// Bindings and compute entry points. Host side: backend-wgpu/src/lib.rs.
+//
+// group(0): the scene, uploaded once by set_scene, and the frame's parameters.
+// group(1): one call's work: which rows or rays, the ray input, the output.
+
+@group(0) @binding(0) var<uniform> params: RenderParams;
+@group(0) @binding(1) var<storage, read> nodes: array<BvhNode>;
+@group(0) @binding(2) var<storage, read> prims: array<Primitive>;
+@group(0) @binding(3) var<storage, read> slot_materials: array<u32>;
+@group(0) @binding(4) var<storage, read> materials: array<GpuMaterial>;
+
+// The part of a frame or batch one dispatch covers.
+struct Chunk {
+    // Render: first image row of the chunk. Batches: first ray of the chunk.
+    first: u32,
+    // Render: rows in the chunk. Batches: rays in the chunk.
+    count: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(1) @binding(0) var<uniform> chunk: Chunk;
+@group(1) @binding(1) var<storage, read> rays_in: array<GpuRay>;
+// The output, seen as 16-byte records (linear pixels, hits) by some entry
+// points and as 4-byte words (sRGB pixels, occlusion flags) by others; an
+// entry point uses one view only.
+@group(1) @binding(2) var<storage, read_write> out_quads: array<vec4<u32>>;
+@group(1) @binding(2) var<storage, read_write> out_words: array<u32>;
+// Rays traced by a render, as a 64-bit count: [low word, high word].
+@group(1) @binding(3) var<storage, read_write> ray_count: array<atomic<u32>, 2>;
+
+// prism_core::Integrator of the render pipelines (0 path, 1 whitted, 2 ao).
+override INTEGRATOR: u32 = 0u;
+
+// Rays counted in this workgroup, as a 64-bit count.
+var<workgroup> wg_rays_lo: atomic<u32>;
+var<workgroup> wg_rays_hi: atomic<u32>;
+
+// Add `n` to a 64-bit count kept as two atomic words (no 64-bit integers in
+// WGSL). The sum is the same whatever order the additions happen in.
+fn add_rays_workgroup(n: u32) {
+    let old = atomicAdd(&wg_rays_lo, n);
+    if old + n < old {
+        atomicAdd(&wg_rays_hi, 1u);
+    }
+}
+
+// Every invocation of a render workgroup calls this once (uniform control
+// flow): the workgroup's rays go to the global count with one atomic pair.
+fn count_rays(n: u32, local_index: u32) {
+    add_rays_workgroup(n);
+    workgroupBarrier();
+    if local_index == 0u {
+        let lo = atomicLoad(&wg_rays_lo);
+        let hi = atomicLoad(&wg_rays_hi);
+        let old = atomicAdd(&ray_count[0], lo);
+        var carry = 0u;
+        if old + lo < old {
+            carry = 1u;
+        }
+        if hi + carry != 0u {
+            atomicAdd(&ray_count[1], hi + carry);
+        }
+    }
+}
+
+// One pixel per invocation; writes linear RGBA f32 (alpha 1).
+@compute @workgroup_size(8, 8)
+fn render_linear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    var rays = 0u;
+    if gid.x < params.width && gid.y < chunk.count {
+        let r = render_pixel(gid.x, chunk.first + gid.y);
+        out_quads[gid.y * params.width + gid.x] = bitcast<vec4<u32>>(vec4<f32>(r.color, 1.0));
+        rays = r.rays;
+    }
+    count_rays(rays, lid);
+}
+
+// One pixel per invocation; writes sRGB 8-bit RGBA packed in a u32.
+@compute @workgroup_size(8, 8)
+fn render_srgb8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    var rays = 0u;
+    if gid.x < params.width && gid.y < chunk.count {
+        let r = render_pixel(gid.x, chunk.first + gid.y);
+        out_words[gid.y * params.width + gid.x] = encode_srgba8(r.color);
+        rays = r.rays;
+    }
+    count_rays(rays, lid);
+}
+
+// The ray of a batch at index `i` of the chunk.
+fn batch_ray(i: u32) -> Ray {
+    let r = rays_in[i];
+    return Ray(r.origin_tmin.xyz, r.origin_tmin.w, r.dir_tmax.xyz, r.dir_tmax.w);
+}
+
+// The flat index of an invocation in a 2D grid of 64-wide workgroups.
+fn batch_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.y * groups.x * 64u + gid.x;
+}
+
+// mirrors prism_core::traverse::Accel::intersect
+fn accel_intersect(ray: Ray) -> Hit {
+    var hit = closest_hit(ray);
+    if hit_is_hit(hit) {
+        // The slot becomes the scene primitive id.
+        hit.prim = bitcast<u32>(prims[hit.prim].a.w);
+    }
+    return hit;
+}
+
+// mirrors prism_core::traverse::Accel::occluded
+fn accel_occluded(ray: Ray) -> bool {
+    return any_hit(ray);
+}
+
+// Closest hit of each ray of the chunk, as prism_core::Hit.
+@compute @workgroup_size(64)
+fn intersect_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = batch_index(gid, groups);
+    if i >= chunk.count {
+        return;
+    }
+    let hit = accel_intersect(batch_ray(i));
+    out_quads[i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
+}
+
+// Whether anything lies on each ray of the chunk (1) or not (0).
+@compute @workgroup_size(64)
+fn occluded_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = batch_index(gid, groups);
+    if i >= chunk.count {
+        return;
+    }
+    out_words[i] = select(0u, 1u, accel_occluded(batch_ray(i)));
+}

@@ -1,0 +1,211 @@
+// The integrators `path`, `whitted` and `ao`, one pixel at a time (the mirror
+// of prism_core::integrator). Core passes `params` and the accel as arguments;
+// here they are the bindings of entry.wgsl, and core's `accel.intersect_slot`
+// and `accel.occluded` are closest_hit and any_hit of traverse.wgsl.
+
+// mirrors prism_core::integrator::SHADOW_KEEP
+const SHADOW_KEEP: f32 = 0.35;
+// mirrors prism_core::integrator::PHONG_AMBIENT
+const PHONG_AMBIENT: f32 = 0.1;
+// mirrors prism_core::integrator::PHONG_DIFFUSE
+const PHONG_DIFFUSE: f32 = 0.7;
+// mirrors prism_core::integrator::PHONG_SPECULAR
+const PHONG_SPECULAR: f32 = 0.7;
+// mirrors prism_core::integrator::PHONG_EXPONENT
+const PHONG_EXPONENT: u32 = 32u;
+// mirrors prism_core::integrator::WHITTED_LOCAL
+const WHITTED_LOCAL: f32 = 0.55;
+
+// A colour and the rays traced for it (core returns the tuple (Vec3, u32)).
+struct Traced {
+    color: vec3<f32>,
+    rays: u32,
+}
+
+// A hit point and its unit geometric normal (core returns the tuple (Vec3, Vec3)).
+struct Surface {
+    p: vec3<f32>,
+    n: vec3<f32>,
+}
+
+// mirrors prism_core::integrator::spawn_tmin
+fn spawn_tmin(p: vec3<f32>) -> f32 {
+    return 1e-4 * (1.0 + vec3_max_element(abs(p)));
+}
+
+// mirrors prism_core::integrator::sky_color
+fn sky_color(dir: vec3<f32>) -> vec3<f32> {
+    let t = 0.5 * (vec3_normalize_or_zero(dir).y + 1.0);
+    return (1.0 - t) * params.sky_horizon.xyz + t * params.sky_zenith.xyz;
+}
+
+// mirrors prism_core::integrator::surface
+fn surface(ray: Ray, hit: Hit) -> Surface {
+    let p = ray_at(ray, hit.t);
+    let prim = prims[hit.prim];
+    var n: vec3<f32>;
+    if bitcast<u32>(prim.b.w) == KIND_SPHERE {
+        n = (p - prim.a.xyz) * (1.0 / prim.b.x);
+    } else {
+        n = cross(prim.b.xyz - prim.a.xyz, prim.c.xyz - prim.a.xyz);
+    }
+    return Surface(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)));
+}
+
+// mirrors prism_core::integrator::material_of
+fn material_of(slot: u32) -> GpuMaterial {
+    return materials[slot_materials[slot]];
+}
+
+// mirrors prism_core::integrator::trace_path
+fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
+    var ray = first_ray;
+    var radiance = vec3<f32>(0.0);
+    var throughput = vec3<f32>(1.0);
+    var rays = 0u;
+    for (var depth = 0u; depth < params.max_depth; depth++) {
+        let hit = closest_hit(ray);
+        rays += 1u;
+        if !hit_is_hit(hit) {
+            radiance += throughput * sky_color(ray.dir);
+            break;
+        }
+        let surf = surface(ray, hit);
+        let m = material_of(hit.prim);
+        radiance += throughput * m.emission_ior.xyz;
+        let s = scatter(m, vec3_normalize(ray.dir), surf.n, rng);
+        throughput *= s.attenuation;
+        if depth + 1u >= params.rr_depth {
+            // Russian roulette: survive with the throughput's largest channel.
+            let survive = min(vec3_max_element(throughput), 1.0);
+            if pcg_next_f32(rng) >= survive {
+                break;
+            }
+            throughput *= 1.0 / survive;
+        }
+        ray = ray_segment(surf.p, s.dir, spawn_tmin(surf.p), f32_infinity());
+    }
+    return Traced(radiance, rays);
+}
+
+// mirrors prism_core::integrator::pow32
+fn pow32(x: f32) -> f32 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let x8 = x4 * x4;
+    let x16 = x8 * x8;
+    return x16 * x16;
+}
+
+// mirrors prism_core::integrator::whitted_local
+fn whitted_local(p: vec3<f32>, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>) -> vec3<f32> {
+    let to_light = params.light_position.xyz - p;
+    let dist = vec3_length(to_light);
+    let l = to_light * (1.0 / dist);
+    let shadowed = any_hit(ray_segment(p, l, spawn_tmin(p), dist));
+    let n_dot_l = max(dot(n, l), 0.0);
+    let r = reflect(-l, n);
+    let spec = pow32(max(dot(r, view), 0.0));
+    let lit = PHONG_AMBIENT * albedo + PHONG_DIFFUSE * n_dot_l * albedo + vec3<f32>(PHONG_SPECULAR * spec);
+    let keep = select(1.0, SHADOW_KEEP, shadowed);
+    return lit * params.light_color.xyz * keep;
+}
+
+// mirrors prism_core::integrator::trace_whitted
+fn trace_whitted(first_ray: Ray) -> Traced {
+    var ray = first_ray;
+    var color = vec3<f32>(0.0);
+    var weight = 1.0;
+    var rays = 0u;
+    for (var bounce = 0u; bounce <= params.max_depth; bounce++) {
+        let hit = closest_hit(ray);
+        rays += 1u;
+        if !hit_is_hit(hit) {
+            color += weight * sky_color(ray.dir);
+            break;
+        }
+        let surf = surface(ray, hit);
+        let d = vec3_normalize(ray.dir);
+        let n = select(-surf.n, surf.n, dot(surf.n, d) < 0.0);
+        let albedo = material_of(hit.prim).albedo_fuzz.xyz;
+        let local_color = whitted_local(surf.p, n, -d, albedo);
+        rays += 1u;
+        if bounce == params.max_depth {
+            color += weight * local_color;
+            break;
+        }
+        color += weight * WHITTED_LOCAL * local_color;
+        weight *= 1.0 - WHITTED_LOCAL;
+        ray = ray_segment(surf.p, reflect(d, n), spawn_tmin(surf.p), f32_infinity());
+    }
+    return Traced(color, rays);
+}
+
+// mirrors prism_core::integrator::trace_ao
+fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
+    let hit = closest_hit(ray);
+    if !hit_is_hit(hit) {
+        return Traced(sky_color(ray.dir), 1u);
+    }
+    let surf = surface(ray, hit);
+    let n = select(-surf.n, surf.n, dot(surf.n, ray.dir) < 0.0);
+    let m = material_of(hit.prim);
+    let tmin = spawn_tmin(surf.p);
+    var open = 0u;
+    for (var i = 0u; i < params.ao_samples; i++) {
+        let u1 = pcg_next_f32(rng);
+        let u2 = pcg_next_f32(rng);
+        let d = cosine_hemisphere(n, u1, u2);
+        open += select(1u, 0u, any_hit(ray_segment(surf.p, d, tmin, params.ao_distance)));
+    }
+    var rays = 1u + params.ao_samples;
+    var keep = 1.0;
+    if params.ao_shadows != 0u {
+        let to_light = params.light_position.xyz - surf.p;
+        let dist = vec3_length(to_light);
+        let blocked = any_hit(ray_segment(surf.p, to_light * (1.0 / dist), tmin, dist));
+        keep = select(1.0, SHADOW_KEEP, blocked);
+        rays += 1u;
+    }
+    let ao = f32(open) / f32(params.ao_samples);
+    return Traced(m.albedo_fuzz.xyz * (ao * keep) + m.emission_ior.xyz, rays);
+}
+
+// mirrors prism_core::integrator::render_pixel
+//
+// Core matches on `params.integrator`; here the same value arrives as the
+// pipeline constant INTEGRATOR (entry.wgsl), so that each integrator's
+// pipeline holds only its own code and registers.
+fn render_pixel(x: u32, y: u32) -> Traced {
+    let pixel = y * params.width + x;
+    var sum = vec3<f32>(0.0);
+    var rays = 0u;
+    let jitter = params.spp > 1u;
+    for (var sample_index = 0u; sample_index < params.spp; sample_index++) {
+        var rng = pcg_for_path(pixel, sample_index, params.seed);
+        let jx0 = pcg_next_f32(&rng);
+        let jy0 = pcg_next_f32(&rng);
+        let l1 = pcg_next_f32(&rng);
+        let l2 = pcg_next_f32(&rng);
+        let jx = select(0.5, jx0, jitter);
+        let jy = select(0.5, jy0, jitter);
+        let s = (f32(x) + jx) / f32(params.width);
+        let t = 1.0 - (f32(y) + jy) / f32(params.height);
+        let ray = camera_ray(params.camera, s, t, l1, l2);
+        var r: Traced;
+        switch INTEGRATOR {
+            case 1u: {
+                r = trace_whitted(ray);
+            }
+            case 2u: {
+                r = trace_ao(ray, &rng);
+            }
+            default: {
+                r = trace_path(ray, &rng);
+            }
+        }
+        sum += r.color;
+        rays += r.rays;
+    }
+    return Traced(sum * (1.0 / f32(params.spp)), rays);
+}

@@ -1,0 +1,144 @@
+// Ray-primitive intersection: slab test, watertight ray-triangle, robust
+// ray-sphere; each function mirrors its prism_core::intersect twin.
+
+// mirrors prism_core::intersect::MIN_DIR_COMPONENT
+const MIN_DIR_COMPONENT: f32 = 1e-30;
+// mirrors prism_core::intersect::SLAB_EXIT_SCALE
+const SLAB_EXIT_SCALE: f32 = 1.0000007;
+
+// mirrors prism_core::intersect::RayPre
+struct RayPre {
+    origin: vec3<f32>,
+    dir: vec3<f32>,
+    inv_dir: vec3<f32>,
+    neg_origin_inv_dir: vec3<f32>,
+    kz: u32,
+    kx: u32,
+    ky: u32,
+    shear: vec3<f32>,
+}
+
+// The result of one primitive test: core's Option<(t, u, v)> (spheres: u = v = 0).
+struct PrimHit {
+    hit: bool,
+    t: f32,
+    u: f32,
+    v: f32,
+}
+
+fn prim_hit_none() -> PrimHit {
+    return PrimHit(false, 0.0, 0.0, 0.0);
+}
+
+// The closure `safe` of RayPre::new: a component clamped away from zero.
+fn ray_pre_safe(c: f32) -> f32 {
+    if abs(c) < MIN_DIR_COMPONENT {
+        return f32_copysign(MIN_DIR_COMPONENT, c);
+    }
+    return c;
+}
+
+// mirrors prism_core::intersect::RayPre::new
+fn ray_pre_new(ray: Ray) -> RayPre {
+    let d = ray.dir;
+    let inv_dir = vec3<f32>(1.0 / ray_pre_safe(d.x), 1.0 / ray_pre_safe(d.y), 1.0 / ray_pre_safe(d.z));
+    let neg_origin_inv_dir = -ray.origin * inv_dir;
+    // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
+    let ad = abs(d);
+    var kz = 2u;
+    if ad.x > ad.y {
+        if ad.x > ad.z {
+            kz = 0u;
+        }
+    } else if ad.y > ad.z {
+        kz = 1u;
+    }
+    var kx = select(kz + 1u, 0u, kz == 2u);
+    var ky = select(kx + 1u, 0u, kx == 2u);
+    if d[kz] < 0.0 {
+        let k = kx;
+        kx = ky;
+        ky = k;
+    }
+    let shear = vec3<f32>(d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]);
+    return RayPre(ray.origin, d, inv_dir, neg_origin_inv_dir, kz, kx, ky, shear);
+}
+
+// mirrors prism_core::intersect::ray_aabb
+fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
+    // FMA form: bound * inv_dir + (-origin * inv_dir).
+    let t0 = lo * pre.inv_dir + pre.neg_origin_inv_dir;
+    let t1 = hi * pre.inv_dir + pre.neg_origin_inv_dir;
+    let near = min(t0, t1);
+    let far = max(t0, t1);
+    let t_enter = max(max(max(near.x, near.y), near.z), tmin);
+    let t_exit = min(min(min(far.x, far.y), far.z), tmax) * SLAB_EXIT_SCALE;
+    if t_enter <= t_exit {
+        return t_enter;
+    }
+    return f32_infinity();
+}
+
+// mirrors prism_core::intersect::ray_triangle
+fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: f32, tmax: f32) -> PrimHit {
+    let kx = pre.kx;
+    let ky = pre.ky;
+    let kz = pre.kz;
+    let a = v0 - pre.origin;
+    let b = v1 - pre.origin;
+    let c = v2 - pre.origin;
+    let sx = pre.shear.x;
+    let sy = pre.shear.y;
+    let sz = pre.shear.z;
+    let ax = a[kx] - sx * a[kz];
+    let ay = a[ky] - sy * a[kz];
+    let bx = b[kx] - sx * b[kz];
+    let by = b[ky] - sy * b[kz];
+    let cx = c[kx] - sx * c[kz];
+    let cy = c[ky] - sy * c[kz];
+    let u = cx * by - cy * bx;
+    let v = ax * cy - ay * cx;
+    let w = bx * ay - by * ax;
+    if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
+        return prim_hit_none();
+    }
+    let det = u + v + w;
+    if det == 0.0 {
+        return prim_hit_none();
+    }
+    let az = sz * a[kz];
+    let bz = sz * b[kz];
+    let cz = sz * c[kz];
+    let t_scaled = u * az + v * bz + w * cz;
+    let rcp_det = 1.0 / det;
+    let t = t_scaled * rcp_det;
+    if t > tmin && t < tmax {
+        return PrimHit(true, t, v * rcp_det, w * rcp_det);
+    }
+    return prim_hit_none();
+}
+
+// mirrors prism_core::intersect::ray_sphere
+fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32, tmin: f32, tmax: f32) -> PrimHit {
+    let f = origin - center;
+    let a = dot(dir, dir);
+    let b = dot(f, dir);
+    let l = f - (b / a) * dir;
+    let r2 = radius * radius;
+    let disc = a * (r2 - dot(l, l));
+    if disc < 0.0 {
+        return prim_hit_none();
+    }
+    let c = dot(f, f) - r2;
+    let q = -(b + f32_copysign(sqrt(disc), b));
+    let ta = c / q;
+    let tb = q / a;
+    let t0 = min(ta, tb);
+    let t1 = max(ta, tb);
+    if t0 > tmin && t0 < tmax {
+        return PrimHit(true, t0, 0.0, 0.0);
+    } else if t1 > tmin && t1 < tmax {
+        return PrimHit(true, t1, 0.0, 0.0);
+    }
+    return prim_hit_none();
+}

@@ -1,0 +1,34 @@
+// Warping uniform numbers to directions and points; branch-free as in core.
+
+// mirrors core::f32::consts::TAU (rounds to the same f32)
+const TAU: f32 = 6.283185307179586;
+
+// mirrors prism_core::sampling::unit_sphere
+fn unit_sphere(u1: f32, u2: f32) -> vec3<f32> {
+    let z = 1.0 - 2.0 * u1;
+    let r = sqrt(max(1.0 - z * z, 0.0));
+    let phi = TAU * u2;
+    return vec3<f32>(r * cos(phi), r * sin(phi), z);
+}
+
+// mirrors prism_core::sampling::unit_ball
+fn unit_ball(u1: f32, u2: f32, u3: f32) -> vec3<f32> {
+    return unit_sphere(u1, u2) * cbrtf(u3);
+}
+
+// mirrors prism_core::sampling::unit_disk
+fn unit_disk(u1: f32, u2: f32) -> vec2<f32> {
+    let r = sqrt(u1);
+    let phi = TAU * u2;
+    return vec2<f32>(r * cos(phi), r * sin(phi));
+}
+
+// mirrors prism_core::sampling::cosine_hemisphere
+fn cosine_hemisphere(n: vec3<f32>, u1: f32, u2: f32) -> vec3<f32> {
+    let d = n + unit_sphere(u1, u2);
+    let len2 = dot(d, d);
+    if len2 > 1e-12 {
+        return d * (1.0 / sqrt(len2));
+    }
+    return n;
+}

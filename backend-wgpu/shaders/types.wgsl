@@ -1,0 +1,117 @@
+// Buffer structs: the mirrors of prism_core::gpu, plus the register-only values
+// (Ray, Hit) that the traversal passes around.
+//
+// Every buffer struct is built from 16-byte rows, as in core; tests/layout.rs
+// computes these layouts with naga and checks each size and member offset
+// against prism_core::gpu::layouts().
+
+// mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE
+const TRAVERSAL_STACK_SIZE: u32 = 64u;
+// mirrors prism_core::gpu::EMPTY_CHILD
+const EMPTY_CHILD: u32 = 0xffffffffu;
+// mirrors prism_core::gpu::KIND_TRIANGLE
+const KIND_TRIANGLE: u32 = 0u;
+// mirrors prism_core::gpu::KIND_SPHERE
+const KIND_SPHERE: u32 = 1u;
+// mirrors prism_core::ray::Hit::NO_PRIM
+const NO_PRIM: u32 = 0xffffffffu;
+
+// mirrors prism_core::gpu::BvhNode
+struct BvhNode {
+    left_lo: vec4<f32>,
+    left_hi: vec4<f32>,
+    right_lo: vec4<f32>,
+    right_hi: vec4<f32>,
+}
+
+// mirrors prism_core::gpu::Primitive
+struct Primitive {
+    a: vec4<f32>,
+    b: vec4<f32>,
+    c: vec4<f32>,
+}
+
+// mirrors prism_core::gpu::GpuMaterial
+struct GpuMaterial {
+    albedo_fuzz: vec4<f32>,
+    emission_ior: vec4<f32>,
+    lobe_weights: vec4<f32>,
+}
+
+// mirrors prism_core::gpu::GpuRay
+struct GpuRay {
+    origin_tmin: vec4<f32>,
+    dir_tmax: vec4<f32>,
+}
+
+// mirrors prism_core::gpu::GpuCamera
+struct GpuCamera {
+    origin_lens: vec4<f32>,
+    lower_left: vec4<f32>,
+    horizontal: vec4<f32>,
+    vertical: vec4<f32>,
+    u: vec4<f32>,
+    v: vec4<f32>,
+}
+
+// mirrors prism_core::gpu::RenderParams
+struct RenderParams {
+    camera: GpuCamera,
+    sky_horizon: vec4<f32>,
+    sky_zenith: vec4<f32>,
+    light_position: vec4<f32>,
+    light_color: vec4<f32>,
+    width: u32,
+    height: u32,
+    spp: u32,
+    max_depth: u32,
+    seed: u32,
+    integrator: u32,
+    ao_samples: u32,
+    ao_shadows: u32,
+    ao_distance: f32,
+    rr_depth: u32,
+    prim_count: u32,
+    _pad: u32,
+}
+
+// mirrors prism_core::ray::Ray (same 32 bytes as GpuRay: vec3 + f32 twice)
+struct Ray {
+    origin: vec3<f32>,
+    tmin: f32,
+    dir: vec3<f32>,
+    tmax: f32,
+}
+
+// mirrors prism_core::ray::Hit
+struct Hit {
+    t: f32,
+    u: f32,
+    v: f32,
+    prim: u32,
+}
+
+// mirrors prism_core::ray::Ray::new
+fn ray_new(origin: vec3<f32>, dir: vec3<f32>) -> Ray {
+    return Ray(origin, 0.0, dir, f32_infinity());
+}
+
+// mirrors prism_core::ray::Ray::segment
+fn ray_segment(origin: vec3<f32>, dir: vec3<f32>, tmin: f32, tmax: f32) -> Ray {
+    return Ray(origin, tmin, dir, tmax);
+}
+
+// mirrors prism_core::ray::Ray::at
+fn ray_at(ray: Ray, t: f32) -> vec3<f32> {
+    return ray.origin + t * ray.dir;
+}
+
+// mirrors prism_core::ray::Hit::MISS
+fn hit_miss() -> Hit {
+    return Hit(f32_infinity(), 0.0, 0.0, NO_PRIM);
+}
+
+// mirrors prism_core::ray::Hit::is_hit
+fn hit_is_hit(hit: Hit) -> bool {
+    return hit.prim != NO_PRIM;
+}

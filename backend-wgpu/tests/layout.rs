@@ -1,0 +1,229 @@
+//! The WGSL mirrors against prism-core, with no adapter needed: struct layouts
+//! (computed by naga) against `prism_core::gpu::layouts()`, shared constants,
+//! the `// mirrors` comments, and naga validation of the whole module.
+
+use naga::proc::Layouter;
+use naga::{Module, TypeInner};
+use prism_wgpu::ShaderSource;
+use std::mem::{offset_of, size_of};
+
+fn module() -> (ShaderSource, Module) {
+    let source = ShaderSource::assemble(None);
+    let module = match naga::front::wgsl::parse_str(&source.text) {
+        Ok(m) => m,
+        Err(e) => panic!("WGSL does not parse:\n{}", e.emit_to_string(&source.text)),
+    };
+    (source, module)
+}
+
+/// `(size, [(member, offset)])` of the WGSL struct `name`.
+fn wgsl_struct(module: &Module, layouter: &Layouter, name: &str) -> (u32, Vec<(String, u32)>) {
+    let (handle, ty) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no struct {name} in the WGSL"));
+    let TypeInner::Struct { members, span } = &ty.inner else {
+        panic!("{name} is not a struct")
+    };
+    assert_eq!(
+        layouter[handle].size, *span,
+        "{name}: layouter size and struct span differ"
+    );
+    let members = members
+        .iter()
+        .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+        .collect();
+    (*span, members)
+}
+
+#[test]
+fn wgsl_struct_layouts_match_core() {
+    let (_, module) = module();
+    let mut layouter = Layouter::default();
+    layouter.update(module.to_ctx()).expect("layouts");
+    for (name, size, fields) in prism_core::gpu::layouts() {
+        let (wgsl_size, members) = wgsl_struct(&module, &layouter, name);
+        assert_eq!(
+            wgsl_size as usize, size,
+            "{name}: WGSL size {wgsl_size}, Rust size {size}"
+        );
+        let rust: Vec<(String, u32)> = fields
+            .iter()
+            .map(|(f, o)| (f.to_string(), *o as u32))
+            .collect();
+        assert_eq!(
+            members, rust,
+            "{name}: WGSL members/offsets differ from prism_core::gpu"
+        );
+    }
+    // The register-side Ray and Hit have the bytes of core's Ray and Hit too.
+    let (size, members) = wgsl_struct(&module, &layouter, "Hit");
+    assert_eq!(size as usize, size_of::<prism_core::Hit>());
+    let hit = [
+        ("t", offset_of!(prism_core::Hit, t)),
+        ("u", offset_of!(prism_core::Hit, u)),
+        ("v", offset_of!(prism_core::Hit, v)),
+        ("prim", offset_of!(prism_core::Hit, prim)),
+    ];
+    assert_eq!(
+        members,
+        hit.map(|(n, o)| (n.to_string(), o as u32)).to_vec()
+    );
+    let (size, members) = wgsl_struct(&module, &layouter, "Ray");
+    assert_eq!(size as usize, size_of::<prism_core::Ray>());
+    let ray = [
+        ("origin", offset_of!(prism_core::Ray, origin)),
+        ("tmin", offset_of!(prism_core::Ray, tmin)),
+        ("dir", offset_of!(prism_core::Ray, dir)),
+        ("tmax", offset_of!(prism_core::Ray, tmax)),
+    ];
+    assert_eq!(
+        members,
+        ray.map(|(n, o)| (n.to_string(), o as u32)).to_vec()
+    );
+}
+
+#[test]
+fn wgsl_module_validates() {
+    let (source, module) = module();
+    let mut validator = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    );
+    if let Err(e) = validator.validate(&module) {
+        panic!(
+            "WGSL does not validate:\n{}",
+            e.emit_to_string(&source.text)
+        );
+    }
+    for entry in [
+        "render_linear",
+        "render_srgb8",
+        "intersect_main",
+        "occluded_main",
+    ] {
+        assert!(
+            module.entry_points.iter().any(|e| e.name == entry),
+            "entry point {entry} missing"
+        );
+    }
+}
+
+/// A scalar constant of the module, as f64.
+fn constant(module: &Module, name: &str) -> f64 {
+    let (_, c) = module
+        .constants
+        .iter()
+        .find(|(_, c)| c.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no const {name} in the WGSL"));
+    match module.global_expressions[c.init] {
+        naga::Expression::Literal(naga::Literal::F32(v)) => v as f64,
+        naga::Expression::Literal(naga::Literal::U32(v)) => v as f64,
+        ref e => panic!("const {name} is not a scalar literal: {e:?}"),
+    }
+}
+
+#[test]
+fn wgsl_constants_match_core() {
+    use prism_core::{gpu, integrator, intersect};
+    let (_, module) = module();
+    let exact = [
+        ("TRAVERSAL_STACK_SIZE", gpu::TRAVERSAL_STACK_SIZE as f64),
+        ("EMPTY_CHILD", gpu::EMPTY_CHILD as f64),
+        ("KIND_TRIANGLE", gpu::KIND_TRIANGLE as f64),
+        ("KIND_SPHERE", gpu::KIND_SPHERE as f64),
+        ("NO_PRIM", prism_core::Hit::NO_PRIM as f64),
+        ("MIN_DIR_COMPONENT", intersect::MIN_DIR_COMPONENT as f64),
+        ("SLAB_EXIT_SCALE", intersect::SLAB_EXIT_SCALE as f64),
+        ("SHADOW_KEEP", integrator::SHADOW_KEEP as f64),
+        ("PHONG_AMBIENT", integrator::PHONG_AMBIENT as f64),
+        ("PHONG_DIFFUSE", integrator::PHONG_DIFFUSE as f64),
+        ("PHONG_SPECULAR", integrator::PHONG_SPECULAR as f64),
+        ("PHONG_EXPONENT", integrator::PHONG_EXPONENT as f64),
+        ("WHITTED_LOCAL", integrator::WHITTED_LOCAL as f64),
+        ("TAU", core::f32::consts::TAU as f64),
+    ];
+    for (name, want) in exact {
+        // Both sides are f32 or u32 values, so equality is exact.
+        assert_eq!(
+            constant(&module, name),
+            want,
+            "const {name} differs from prism-core"
+        );
+    }
+}
+
+/// `CamelCase` to `snake_case`.
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Every `// mirrors prism_core::path::name` comment sits on the declaration of
+/// that name: `fn name`, `fn type_method` for `Type::method`, `struct Name`,
+/// `const NAME`. Every function of the WGSL files is either a mirror or one of
+/// the documented helpers.
+#[test]
+fn mirror_comments_name_their_declarations() {
+    let mut mirrored = 0;
+    for (file, text) in prism_wgpu::SHADER_FILES {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(path) = line.trim().strip_prefix("// mirrors prism_core::") else {
+                continue;
+            };
+            let path = path
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .next()
+                .unwrap_or_default();
+            let segments: Vec<&str> = path.split("::").collect();
+            let decl = lines[i + 1..]
+                .iter()
+                .map(|l| l.trim())
+                .find(|l| !l.starts_with("//"))
+                .unwrap_or_else(|| {
+                    panic!("{file}:{}: mirror comment at the end of the file", i + 1)
+                });
+            let last = segments[segments.len() - 1];
+            let expected = if last
+                .chars()
+                .all(|c| c.is_uppercase() || c == '_' || c.is_ascii_digit())
+            {
+                format!("const {last}:")
+            } else if last.chars().next().is_some_and(|c| c.is_uppercase()) {
+                format!("struct {last} {{")
+            } else if segments.len() >= 2
+                && segments[segments.len() - 2]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_uppercase())
+            {
+                format!("fn {}_{}(", snake(segments[segments.len() - 2]), last)
+            } else {
+                format!("fn {last}(")
+            };
+            // Methods that core names after their type (Hit::MISS, Ray::new) follow the same rule.
+            let expected = expected
+                .replace("fn hit_MISS(", "fn hit_miss(")
+                .replace("const MISS:", "fn hit_miss(");
+            assert!(
+                decl.starts_with(&expected),
+                "{file}:{}: `// mirrors prism_core::{path}` is followed by `{decl}`, expected `{expected}...`",
+                i + 1
+            );
+            mirrored += 1;
+        }
+    }
+    assert!(mirrored >= 40, "only {mirrored} mirror comments found");
+}
