@@ -1,1 +1,41 @@
-//! Prism facade (in progress)
+//! Prism: an embeddable ray tracing core with CPU, CUDA and wgpu backends that
+//! give the same answers, picked at run time.
+//!
+//! ```no_run
+//! use prism::{BackendChoice, Image, NoProgress, PixelFormat};
+//!
+//! let preset = prism::scenes::by_name("rtiow")?;
+//! let mut opened = prism::open(BackendChoice::Auto)?;
+//! println!("{}", opened.report());
+//! opened.backend.set_scene(&preset.scene)?;
+//! let mut image = Image::new(640, 360, PixelFormat::Srgba8)?;
+//! opened.backend.render(&preset.camera, &preset.settings, &mut image, &NoProgress)?;
+//! # Ok::<(), prism::Error>(())
+//! ```
+
+pub mod mesh;
+pub mod rays;
+pub mod scenes;
+mod select;
+
+pub use prism_core::*;
+pub use select::{Attempt, BackendChoice, Opened, open, open_with_env};
+
+use glam::Vec3;
+
+/// A scene holding one mesh, and the camera `shared/scenes` uses for its primary
+/// rays: 1.2 bounding-box diagonals from the centre along `normalize(0.4, 0.3, 1)`,
+/// vertical field of view 45 degrees.
+pub fn mesh_scene(mesh: &mesh::Mesh, material: Material) -> Result<(Scene, Camera), Error> {
+    let mut scene = Scene::new();
+    let m = scene.add_material(material);
+    scene.add_mesh(&mesh.positions, &mesh.triangles, m)?;
+    let b = mesh.bounds();
+    let center = b.center();
+    let eye = center + 1.2 * b.diagonal() * Vec3::new(0.4, 0.3, 1.0).normalize();
+    scene.light = PointLight {
+        position: eye + Vec3::new(0.0, b.diagonal(), 0.0),
+        color: Vec3::ONE,
+    };
+    Ok((scene, Camera::look_at(eye, center, Vec3::Y, 45.0)))
+}

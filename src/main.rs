@@ -1,1 +1,423 @@
-fn main() {}
+//! The `prism` command line: render, bench, info.
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use prism::{
+    Backend, BackendChoice, Camera, Error, Hit, Image, Integrator, Material, PixelFormat, Progress,
+    Ray, RenderSettings, RenderStats, Scene,
+};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(
+    name = "prism",
+    version,
+    about = "Prism: one ray tracing core, CPU, CUDA and wgpu backends that agree"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render a built-in scene or a mesh to PNG (or linear EXR).
+    Render(RenderArgs),
+    /// Time a scene render (stage table) or a ray file (Mrays/s), median of N runs.
+    Bench(BenchArgs),
+    /// List the backends found, their devices, and why any was skipped.
+    Info,
+}
+
+#[derive(Args, Clone)]
+struct SceneArgs {
+    /// Built-in scene: rtiow, whitted19, cornell.
+    #[arg(long, default_value = "rtiow")]
+    scene: String,
+    /// Render this mesh (.obj or .ply) instead of a built-in scene.
+    #[arg(long)]
+    mesh: Option<PathBuf>,
+    /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND overrides).
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Image width (default: the scene's).
+    #[arg(long)]
+    width: Option<u32>,
+    /// Image height (default: the scene's).
+    #[arg(long)]
+    height: Option<u32>,
+    /// Samples per pixel (default: the scene's).
+    #[arg(long)]
+    spp: Option<u32>,
+    /// Maximum path depth, or mirror bounces for whitted (default: the scene's).
+    #[arg(long)]
+    depth: Option<u32>,
+    /// Frame seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u32,
+    /// Integrator: path, whitted, ao (default: the scene's).
+    #[arg(long)]
+    integrator: Option<String>,
+    /// AO rays per sample.
+    #[arg(long)]
+    ao_samples: Option<u32>,
+    /// AO ray length.
+    #[arg(long)]
+    ao_distance: Option<f32>,
+    /// AO also traces a shadow ray to the key light.
+    #[arg(long)]
+    ao_shadows: bool,
+    /// CPU worker threads (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    #[command(flatten)]
+    scene: SceneArgs,
+    /// Output file: .png (sRGB 8-bit) or .exr (linear float).
+    #[arg(long, default_value = "prism.png")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    scene: SceneArgs,
+    /// Runs to take the median of.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Trace this ray file (with --mesh) instead of rendering.
+    #[arg(long, requires = "mesh")]
+    rays: Option<PathBuf>,
+    /// Reference hits for --rays: report agreement (match, tie, mismatch).
+    #[arg(long, requires = "rays")]
+    hits: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render(a) => render(a),
+        Command::Bench(a) => bench(a),
+        Command::Info => info(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The scene, camera, settings and size the arguments describe.
+fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u32), Error> {
+    let (name, scene, camera, mut settings, w, h) = match &a.mesh {
+        Some(path) => {
+            let mesh = prism::mesh::load_mesh(path)?;
+            let (scene, camera) =
+                prism::mesh_scene(&mesh, Material::lambertian(glam::Vec3::splat(0.7)))?;
+            let settings = RenderSettings {
+                integrator: Integrator::Ao,
+                spp: 4,
+                ao_distance: 0.1 * mesh.bounds().diagonal(),
+                ..Default::default()
+            };
+            (
+                path.display().to_string(),
+                scene,
+                camera,
+                settings,
+                512,
+                512,
+            )
+        }
+        None => {
+            let p = prism::scenes::by_name(&a.scene)?;
+            (
+                p.name.to_string(),
+                p.scene,
+                p.camera,
+                p.settings,
+                p.width,
+                p.height,
+            )
+        }
+    };
+    if let Some(i) = &a.integrator {
+        settings.integrator = Integrator::from_name(i)?;
+    }
+    settings.spp = a.spp.unwrap_or(settings.spp);
+    settings.max_depth = a.depth.unwrap_or(settings.max_depth);
+    settings.seed = a.seed;
+    settings.ao_samples = a.ao_samples.unwrap_or(settings.ao_samples);
+    settings.ao_distance = a.ao_distance.unwrap_or(settings.ao_distance);
+    settings.ao_shadows |= a.ao_shadows;
+    Ok((
+        name,
+        scene,
+        camera,
+        settings,
+        a.width.unwrap_or(w),
+        a.height.unwrap_or(h),
+    ))
+}
+
+/// Open the backend the arguments ask for, saying which was taken.
+fn open_backend(a: &SceneArgs) -> Result<Box<dyn Backend + Send>, Error> {
+    let choice = BackendChoice::from_name(&a.backend)?;
+    if a.threads > 0
+        && matches!(choice, BackendChoice::Cpu)
+        && std::env::var("PRISM_BACKEND").is_err()
+    {
+        eprintln!("  cpu: using {} threads", a.threads);
+        return Ok(Box::new(prism_cpu::CpuBackend::with_threads(a.threads)?));
+    }
+    let opened = prism::open(choice)?;
+    eprintln!("{}", opened.report());
+    Ok(opened.backend)
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn advance(&self, done: u64, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(done);
+    }
+}
+
+fn render(a: RenderArgs) -> Result<(), Error> {
+    let (name, scene, camera, settings, w, h) = setup(&a.scene)?;
+    let mut backend = open_backend(&a.scene)?;
+    let exr = a
+        .out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("exr"));
+    let mut image = Image::new(
+        w,
+        h,
+        if exr {
+            PixelFormat::LinearF32
+        } else {
+            PixelFormat::Srgba8
+        },
+    )?;
+    let start = Instant::now();
+    let scene_stats = backend.set_scene(&scene)?;
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {percent}% {elapsed_precise} (eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("rendering {name} {w}x{h}"));
+    let stats = backend.render(&camera, &settings, &mut image, &Bar(bar.clone()))?;
+    bar.finish_and_clear();
+    let elapsed = start.elapsed();
+    save(&image, &a.out)?;
+    println!(
+        "{name} {w}x{h} {} spp {} on {} [{}]: {:.2} s (build {:.1} ms, trace {:.2} s), {:.1} Mrays/s -> {}",
+        settings.spp,
+        settings.integrator.name(),
+        backend.info().name,
+        backend.info().device,
+        elapsed.as_secs_f64(),
+        ms(scene_stats.build),
+        stats.trace.as_secs_f64(),
+        stats.mrays_per_s(),
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn save(image: &Image, path: &Path) -> Result<(), Error> {
+    let io = |e: image::ImageError| Error::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    match image.format() {
+        PixelFormat::LinearF32 => {
+            let data: Vec<f32> = image.linear().iter().flatten().copied().collect();
+            let buf = image::Rgba32FImage::from_raw(image.width(), image.height(), data)
+                .ok_or_else(|| Error::Io {
+                    path: path.display().to_string(),
+                    message: "image size mismatch".into(),
+                })?;
+            image::DynamicImage::ImageRgba32F(buf)
+                .save(path)
+                .map_err(io)
+        }
+        PixelFormat::Srgba8 => image::save_buffer(
+            path,
+            &image.to_rgba8_bytes(),
+            image.width(),
+            image.height(),
+            image::ExtendedColorType::Rgba8,
+        )
+        .map_err(io),
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
+
+fn bench(a: BenchArgs) -> Result<(), Error> {
+    if a.runs == 0 {
+        return Err(Error::Setting {
+            field: "runs",
+            value: 0.0,
+            reason: "must be at least 1",
+        });
+    }
+    match &a.rays {
+        Some(rays) => bench_rays(&a, rays),
+        None => bench_render(&a),
+    }
+}
+
+fn bench_render(a: &BenchArgs) -> Result<(), Error> {
+    let (name, scene, camera, settings, w, h) = setup(&a.scene)?;
+    let mut backend = open_backend(&a.scene)?;
+    let mut image = Image::new(w, h, PixelFormat::Srgba8)?;
+    // One untimed warm-up: kernel compilation, caches, page faults.
+    backend.set_scene(&scene)?;
+    backend.render(&camera, &settings, &mut image, &prism::NoProgress)?;
+    let mut runs: Vec<(RenderStats, RenderStats)> = Vec::new();
+    for _ in 0..a.runs {
+        let s = backend.set_scene(&scene)?;
+        let r = backend.render(&camera, &settings, &mut image, &prism::NoProgress)?;
+        runs.push((s, r));
+    }
+    let col = |f: &dyn Fn(&(RenderStats, RenderStats)) -> f64| median(runs.iter().map(f).collect());
+    let info = backend.info();
+    println!(
+        "bench {name} {w}x{h} {} spp depth {} {} on {} [{}], median of {} runs ({:?})",
+        settings.spp,
+        settings.max_depth,
+        settings.integrator.name(),
+        info.name,
+        info.device,
+        a.runs,
+        runs[0].1.timing
+    );
+    println!("| build ms | upload ms | trace ms | download ms | frame ms | rays | Mrays/s |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {} | {:.1} |",
+        col(&|r| ms(r.0.build)),
+        col(&|r| ms(r.0.upload)),
+        col(&|r| ms(r.1.trace)),
+        col(&|r| ms(r.1.download)),
+        col(&|r| ms(r.1.total)),
+        runs[0].1.rays,
+        col(&|r| r.1.mrays_per_s()),
+    );
+    Ok(())
+}
+
+fn bench_rays(a: &BenchArgs, rays_path: &Path) -> Result<(), Error> {
+    let mesh_path = a.scene.mesh.as_ref().ok_or(Error::Setting {
+        field: "mesh",
+        value: 0.0,
+        reason: "--rays needs --mesh",
+    })?;
+    let mesh = prism::mesh::load_mesh(mesh_path)?;
+    let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(glam::Vec3::splat(0.7)))?;
+    let rays: Vec<Ray> = prism::rays::read_rays(rays_path)?;
+    let mut backend = open_backend(&a.scene)?;
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut occ = vec![false; rays.len()];
+    backend.set_scene(&scene)?;
+    backend.intersect(&rays, &mut hits)?;
+    backend.occluded(&rays, &mut occ)?;
+    let (mut build, mut closest, mut occluded) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..a.runs {
+        build.push(ms(backend.set_scene(&scene)?.build));
+        let s = backend.intersect(&rays, &mut hits)?;
+        closest.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
+        let s = backend.occluded(&rays, &mut occ)?;
+        occluded.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
+    }
+    let info = backend.info();
+    println!(
+        "bench {} {} ({} tris, {} rays) on {} [{}], median of {}: build {:.1} ms, closest {:.2} Mrays/s, occluded {:.2} Mrays/s",
+        mesh_path.display(),
+        rays_path.display(),
+        mesh.triangles.len(),
+        rays.len(),
+        info.name,
+        info.device,
+        a.runs,
+        median(build),
+        median(closest),
+        median(occluded)
+    );
+    if let Some(hits_path) = &a.hits {
+        let reference = prism::rays::read_hits(hits_path)?;
+        let c = prism::reference::AgreementCounts::compare(&rays, &hits, &reference);
+        let occ_bad = occ
+            .iter()
+            .zip(&reference)
+            .filter(|(o, r)| **o != (r.1 != Hit::NO_PRIM))
+            .count();
+        println!(
+            "agreement with {}: {} rays, {} match, {} ties, {} mismatches (first: {:?}); occluded disagrees on {}",
+            hits_path.display(),
+            c.total,
+            c.matches,
+            c.ties,
+            c.mismatches,
+            c.first_mismatch,
+            occ_bad
+        );
+        if !c.passed() || reference.len() != rays.len() {
+            return Err(Error::Setting {
+                field: "hits",
+                value: c.mismatches as f64,
+                reason: "intersect disagrees with the reference hits",
+            });
+        }
+    }
+    Ok(())
+}
+
+fn info() -> Result<(), Error> {
+    for choice in [BackendChoice::Cuda, BackendChoice::Wgpu, BackendChoice::Cpu] {
+        match prism::open_with_env(choice, None) {
+            Ok(o) => {
+                let i = o.backend.info();
+                println!(
+                    "{:>5}: {}{} (max buffer {} MiB)",
+                    i.name,
+                    i.device,
+                    if i.software { " [software]" } else { "" },
+                    i.max_buffer_bytes >> 20
+                );
+            }
+            Err(e) => println!(
+                "{:>5}: not available: {}",
+                format!("{choice:?}").to_lowercase(),
+                match e {
+                    Error::BackendUnavailable { reason, .. } => reason,
+                    e => e.to_string(),
+                }
+            ),
+        }
+    }
+    if let Ok(v) = std::env::var("PRISM_BACKEND") {
+        println!("PRISM_BACKEND={v} overrides --backend");
+    }
+    Ok(())
+}

@@ -5,10 +5,12 @@
 //! a *tie* (two surfaces that close along the ray are both right answers); a hit
 //! where the reference misses, or a miss where it hits, is a mismatch.
 
-use crate::ray::Hit;
+use crate::ray::{Hit, Ray};
 
 /// Relative tolerance on `t`.
 pub const T_REL_TOLERANCE: f32 = 1e-4;
+/// Absolute floor of the tolerance, in ulps of the origin's largest coordinate.
+pub const ORIGIN_ULPS: f32 = 8.0;
 
 /// How one hit compares with its reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,19 +23,35 @@ pub enum Agreement {
     Mismatch,
 }
 
-/// Whether two distances agree within [`T_REL_TOLERANCE`] (relative to the larger).
+/// The smallest `|t - t'|` the origin's own rounding allows along `ray`.
 #[inline]
-pub fn t_close(a: f32, b: f32) -> bool {
-    (a - b).abs() <= T_REL_TOLERANCE * a.abs().max(b.abs()).max(1e-30)
+pub fn t_floor(ray: &Ray) -> f32 {
+    let len = ray.dir.length();
+    if len > 0.0 {
+        ORIGIN_ULPS * f32::EPSILON * ray.origin.abs().max_element() / len
+    } else {
+        0.0
+    }
 }
 
-/// Compare `hit` with the reference `(t, prim)` (`prim == Hit::NO_PRIM` for a miss).
+/// Whether two distances agree: within [`T_REL_TOLERANCE`] of the larger, or within `floor`.
 #[inline]
-pub fn classify(hit: &Hit, ref_t: f32, ref_prim: u32) -> Agreement {
+pub fn t_close(a: f32, b: f32, floor: f32) -> bool {
+    (a - b).abs() <= (T_REL_TOLERANCE * a.abs().max(b.abs())).max(floor)
+}
+
+/// Compare `hit` (the answer for `ray`) with the reference `(t, prim)`
+/// (`prim == Hit::NO_PRIM` for a miss).
+#[inline]
+pub fn classify(ray: &Ray, hit: &Hit, ref_t: f32, ref_prim: u32) -> Agreement {
     match (hit.is_hit(), ref_prim != Hit::NO_PRIM) {
         (false, false) => Agreement::Match,
-        (true, true) if t_close(hit.t, ref_t) => {
-            if hit.prim == ref_prim { Agreement::Match } else { Agreement::Tie }
+        (true, true) if t_close(hit.t, ref_t, t_floor(ray)) => {
+            if hit.prim == ref_prim {
+                Agreement::Match
+            } else {
+                Agreement::Tie
+            }
         }
         _ => Agreement::Mismatch,
     }
@@ -55,11 +73,14 @@ pub struct AgreementCounts {
 }
 
 impl AgreementCounts {
-    /// Compare a batch: `hits[i]` against `(ref_t[i], ref_prim[i])`.
-    pub fn compare(hits: &[Hit], reference: &[(f32, u32)]) -> Self {
-        let mut c = AgreementCounts { total: hits.len().min(reference.len()), ..Default::default() };
-        for (i, (h, &(t, p))) in hits.iter().zip(reference).enumerate() {
-            match classify(h, t, p) {
+    /// Compare a batch: `hits[i]` (the answer for `rays[i]`) against `reference[i] = (t, prim)`.
+    pub fn compare(rays: &[Ray], hits: &[Hit], reference: &[(f32, u32)]) -> Self {
+        let mut c = AgreementCounts {
+            total: hits.len().min(reference.len()).min(rays.len()),
+            ..Default::default()
+        };
+        for (i, ((h, &(t, p)), ray)) in hits.iter().zip(reference).zip(rays).enumerate() {
+            match classify(ray, h, t, p) {
                 Agreement::Match => c.matches += 1,
                 Agreement::Tie => c.ties += 1,
                 Agreement::Mismatch => {
