@@ -13,7 +13,10 @@ pub struct Aabb {
 
 impl Aabb {
     /// The empty box: the identity of [`Aabb::union`], hit by no ray.
-    pub const EMPTY: Aabb = Aabb { min: Vec3::INFINITY, max: Vec3::NEG_INFINITY };
+    pub const EMPTY: Aabb = Aabb {
+        min: Vec3::INFINITY,
+        max: Vec3::NEG_INFINITY,
+    };
 
     /// The box of one point.
     #[inline]
@@ -24,13 +27,19 @@ impl Aabb {
     /// The smallest box holding both.
     #[inline]
     pub fn union(self, other: Aabb) -> Aabb {
-        Aabb { min: self.min.min(other.min), max: self.max.max(other.max) }
+        Aabb {
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+        }
     }
 
     /// The smallest box holding `self` and `p`.
     #[inline]
     pub fn grow(self, p: Vec3) -> Aabb {
-        Aabb { min: self.min.min(p), max: self.max.max(p) }
+        Aabb {
+            min: self.min.min(p),
+            max: self.max.max(p),
+        }
     }
 
     /// Whether the box holds no point.
@@ -42,7 +51,11 @@ impl Aabb {
     /// Size along each axis (zero for an empty box).
     #[inline]
     pub fn extent(&self) -> Vec3 {
-        if self.is_empty() { Vec3::ZERO } else { self.max - self.min }
+        if self.is_empty() {
+            Vec3::ZERO
+        } else {
+            self.max - self.min
+        }
     }
 
     /// Centre point.

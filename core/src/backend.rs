@@ -38,11 +38,14 @@ impl Integrator {
 
     /// Look an integrator up by [`Integrator::name`].
     pub fn from_name(name: &str) -> Result<Integrator, Error> {
-        Self::ALL.into_iter().find(|i| i.name() == name).ok_or_else(|| Error::UnknownName {
-            what: "integrator",
-            name: name.into(),
-            known: "path, whitted, ao",
-        })
+        Self::ALL
+            .into_iter()
+            .find(|i| i.name() == name)
+            .ok_or_else(|| Error::UnknownName {
+                what: "integrator",
+                name: name.into(),
+                known: "path, whitted, ao",
+            })
     }
 }
 
@@ -92,7 +95,13 @@ impl RenderSettings {
 
     /// Check every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), Error> {
-        let bad = |field, value: f64, reason| Err(Error::Setting { field, value, reason });
+        let bad = |field, value: f64, reason| {
+            Err(Error::Setting {
+                field,
+                value,
+                reason,
+            })
+        };
         if !(1..=Self::MAX_SPP).contains(&self.spp) {
             return bad("spp", self.spp as f64, "must be in 1..=65536");
         }
@@ -103,13 +112,23 @@ impl RenderSettings {
             return bad("ao_samples", self.ao_samples as f64, "must be in 1..=1024");
         }
         if !(self.ao_distance > 0.0 && self.ao_distance.is_finite()) {
-            return bad("ao_distance", self.ao_distance as f64, "must be finite and > 0");
+            return bad(
+                "ao_distance",
+                self.ao_distance as f64,
+                "must be finite and > 0",
+            );
         }
         Ok(())
     }
 
     /// The per-frame parameter block for an image of `width x height` pixels.
-    pub fn params(&self, accel: &Accel, camera: &Camera, width: u32, height: u32) -> Result<RenderParams, Error> {
+    pub fn params(
+        &self,
+        accel: &Accel,
+        camera: &Camera,
+        width: u32,
+        height: u32,
+    ) -> Result<RenderParams, Error> {
         self.validate()?;
         Image::checked_pixels(width, height)?;
         let sky = accel.sky();
@@ -172,7 +191,11 @@ impl RenderStats {
     /// Million rays per second over the trace stage.
     pub fn mrays_per_s(&self) -> f64 {
         let s = self.trace.as_secs_f64();
-        if s > 0.0 { self.rays as f64 / s / 1e6 } else { 0.0 }
+        if s > 0.0 {
+            self.rays as f64 / s / 1e6
+        } else {
+            0.0
+        }
     }
 }
 
@@ -240,13 +263,19 @@ pub trait Backend {
 /// backends so that they refuse the same input with the same error.
 pub fn check_batch(what: &'static str, rays: &[Ray], outputs: usize) -> Result<(), Error> {
     if rays.len() != outputs {
-        return Err(Error::LengthMismatch { what, inputs: rays.len(), outputs });
+        return Err(Error::LengthMismatch {
+            what,
+            inputs: rays.len(),
+            outputs,
+        });
     }
     if let Some(index) = rays.iter().position(|r| !r.is_valid()) {
         let r = rays[index];
         return Err(Error::InvalidRay {
             index,
-            ray: [r.origin.x, r.origin.y, r.origin.z, r.tmin, r.dir.x, r.dir.y, r.dir.z, r.tmax],
+            ray: [
+                r.origin.x, r.origin.y, r.origin.z, r.tmin, r.dir.x, r.dir.y, r.dir.z, r.tmax,
+            ],
         });
     }
     Ok(())

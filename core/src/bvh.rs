@@ -50,17 +50,27 @@ struct ChildRef {
 }
 
 impl ChildRef {
-    const EMPTY: ChildRef = ChildRef { bounds: Aabb::EMPTY, index: EMPTY_CHILD, count: 0 };
+    const EMPTY: ChildRef = ChildRef {
+        bounds: Aabb::EMPTY,
+        index: EMPTY_CHILD,
+        count: 0,
+    };
 
     /// The two node rows of this child.
     fn rows(&self) -> ([f32; 4], [f32; 4]) {
         if self.index == EMPTY_CHILD {
             // An absent child: a box at +inf, which the slab test never enters.
             let inf = f32::INFINITY;
-            return ([inf, inf, inf, f32::from_bits(EMPTY_CHILD)], [inf, inf, inf, f32::from_bits(0)]);
+            return (
+                [inf, inf, inf, f32::from_bits(EMPTY_CHILD)],
+                [inf, inf, inf, f32::from_bits(0)],
+            );
         }
         let (lo, hi) = (self.bounds.min, self.bounds.max);
-        ([lo.x, lo.y, lo.z, f32::from_bits(self.index)], [hi.x, hi.y, hi.z, f32::from_bits(self.count)])
+        (
+            [lo.x, lo.y, lo.z, f32::from_bits(self.index)],
+            [hi.x, hi.y, hi.z, f32::from_bits(self.count)],
+        )
     }
 }
 
@@ -93,27 +103,48 @@ impl Bvh {
             b.fill(0, ChildRef::EMPTY, ChildRef::EMPTY);
         } else if !b.should_split(0, n, &root, 0) {
             b.depth = 1;
-            b.fill(0, ChildRef { bounds: root, index: 0, count: n as u32 }, ChildRef::EMPTY);
+            b.fill(
+                0,
+                ChildRef {
+                    bounds: root,
+                    index: 0,
+                    count: n as u32,
+                },
+                ChildRef::EMPTY,
+            );
         } else {
             b.build_inner(0, 0, n, 0);
         }
-        Bvh { nodes: b.nodes, order: b.order, depth: b.depth }
+        Bvh {
+            nodes: b.nodes,
+            order: b.order,
+            depth: b.depth,
+        }
     }
 }
 
 impl Builder<'_> {
     fn range_bounds(&self, start: usize, end: usize) -> Aabb {
-        self.order[start..end].iter().fold(Aabb::EMPTY, |a, &i| a.union(self.bounds[i as usize]))
+        self.order[start..end]
+            .iter()
+            .fold(Aabb::EMPTY, |a, &i| a.union(self.bounds[i as usize]))
     }
 
     fn centroid_bounds(&self, start: usize, end: usize) -> Aabb {
-        self.order[start..end].iter().fold(Aabb::EMPTY, |a, &i| a.grow(self.centroids[i as usize]))
+        self.order[start..end]
+            .iter()
+            .fold(Aabb::EMPTY, |a, &i| a.grow(self.centroids[i as usize]))
     }
 
     fn fill(&mut self, node: usize, left: ChildRef, right: ChildRef) {
         let (left_lo, left_hi) = left.rows();
         let (right_lo, right_hi) = right.rows();
-        self.nodes[node] = BvhNode { left_lo, left_hi, right_lo, right_hi };
+        self.nodes[node] = BvhNode {
+            left_lo,
+            left_hi,
+            right_lo,
+            right_hi,
+        };
     }
 
     /// Fill `node` with the two children of the range `[start, end)` (at least 2
@@ -134,12 +165,20 @@ impl Builder<'_> {
         let count = end - start;
         if !self.should_split(start, end, &bounds, depth) {
             self.depth = self.depth.max(depth);
-            return ChildRef { bounds, index: start as u32, count: count as u32 };
+            return ChildRef {
+                bounds,
+                index: start as u32,
+                count: count as u32,
+            };
         }
         let node = self.nodes.len();
         self.nodes.push(BvhNode::default());
         self.build_inner(node, start, end, depth);
-        ChildRef { bounds, index: node as u32, count: 0 }
+        ChildRef {
+            bounds,
+            index: node as u32,
+            count: 0,
+        }
     }
 
     /// The leaf policy: split ranges above [`MAX_LEAF_SIZE`], keep single
@@ -159,7 +198,11 @@ impl Builder<'_> {
             Some((_, _, cost)) => {
                 let area = bounds.half_area();
                 // cost is sum(A_child * N_child); normalise by the parent's area.
-                let split_cost = if area > 0.0 { COST_TRAVERSAL + COST_INTERSECT * cost / area } else { f32::INFINITY };
+                let split_cost = if area > 0.0 {
+                    COST_TRAVERSAL + COST_INTERSECT * cost / area
+                } else {
+                    f32::INFINITY
+                };
                 split_cost < leaf_cost
             }
             None => false,
@@ -268,11 +311,17 @@ fn bin_of(c: f32, lo: f32, scale: f32) -> usize {
 /// The bounds of a sphere.
 #[inline]
 pub fn sphere_bounds(center: Vec3, radius: f32) -> Aabb {
-    Aabb { min: center - Vec3::splat(radius), max: center + Vec3::splat(radius) }
+    Aabb {
+        min: center - Vec3::splat(radius),
+        max: center + Vec3::splat(radius),
+    }
 }
 
 /// The bounds of a triangle.
 #[inline]
 pub fn triangle_bounds(v0: Vec3, v1: Vec3, v2: Vec3) -> Aabb {
-    Aabb { min: v0.min(v1).min(v2), max: v0.max(v1).max(v2) }
+    Aabb {
+        min: v0.min(v1).min(v2),
+        max: v0.max(v1).max(v2),
+    }
 }

@@ -27,32 +27,57 @@ impl Camera {
     /// A pinhole camera focused at the point it looks at.
     pub fn look_at(look_from: Vec3, look_at: Vec3, up: Vec3, vfov_degrees: f32) -> Self {
         let focus_distance = (look_at - look_from).length();
-        Self { look_from, look_at, up, vfov_degrees, aperture: 0.0, focus_distance }
+        Self {
+            look_from,
+            look_at,
+            up,
+            vfov_degrees,
+            aperture: 0.0,
+            focus_distance,
+        }
     }
 
     /// The camera frame for an image of `width x height` pixels.
     pub fn frame(&self, width: u32, height: u32) -> Result<GpuCamera, Error> {
         let finite = self.look_from.is_finite() && self.look_at.is_finite() && self.up.is_finite();
         if !finite {
-            return Err(Error::Camera { reason: "look_from, look_at and up must be finite" });
+            return Err(Error::Camera {
+                reason: "look_from, look_at and up must be finite",
+            });
         }
         if !(self.vfov_degrees > 0.0 && self.vfov_degrees < 180.0) {
-            return Err(Error::Camera { reason: "vfov_degrees must be in (0, 180)" });
+            return Err(Error::Camera {
+                reason: "vfov_degrees must be in (0, 180)",
+            });
         }
         if !(self.aperture >= 0.0 && self.aperture.is_finite()) {
-            return Err(Error::Camera { reason: "aperture must be finite and >= 0" });
+            return Err(Error::Camera {
+                reason: "aperture must be finite and >= 0",
+            });
         }
         if !(self.focus_distance > 0.0 && self.focus_distance.is_finite()) {
-            return Err(Error::Camera { reason: "focus_distance must be finite and > 0" });
+            return Err(Error::Camera {
+                reason: "focus_distance must be finite and > 0",
+            });
         }
         if width == 0 || height == 0 {
-            return Err(Error::ImageSize { width, height, reason: "width and height must be at least 1" });
+            return Err(Error::ImageSize {
+                width,
+                height,
+                reason: "width and height must be at least 1",
+            });
         }
         let aspect = width as f32 / height as f32;
         let half_h = libm::tanf(self.vfov_degrees.to_radians() * 0.5);
         let half_w = aspect * half_h;
-        let w = (self.look_from - self.look_at).try_normalize().ok_or(Error::Camera { reason: "look_from equals look_at" })?;
-        let u = self.up.cross(w).try_normalize().ok_or(Error::Camera { reason: "up is parallel to the view direction" })?;
+        let w = (self.look_from - self.look_at)
+            .try_normalize()
+            .ok_or(Error::Camera {
+                reason: "look_from equals look_at",
+            })?;
+        let u = self.up.cross(w).try_normalize().ok_or(Error::Camera {
+            reason: "up is parallel to the view direction",
+        })?;
         let v = w.cross(u);
         let f = self.focus_distance;
         let lower_left = self.look_from - half_w * f * u - half_h * f * v - f * w;
@@ -77,5 +102,8 @@ pub fn camera_ray(cam: &GpuCamera, s: f32, t: f32, l1: f32, l2: f32) -> Ray {
     let offset = v3(cam.u) * lens.x + v3(cam.v) * lens.y;
     let target = v3(cam.lower_left) + s * v3(cam.horizontal) + t * v3(cam.vertical);
     let from = origin + offset;
-    Ray::new(from, (target - from).normalize_or(v3(cam.u).cross(v3(cam.v))))
+    Ray::new(
+        from,
+        (target - from).normalize_or(v3(cam.u).cross(v3(cam.v))),
+    )
 }

@@ -50,7 +50,9 @@ pub enum Error {
         position: [f32; 3],
     },
     /// A triangle refers to a vertex the mesh does not have.
-    #[error("mesh {mesh}: triangle {triangle} uses vertex {index}, but the mesh has {vertex_count} vertices")]
+    #[error(
+        "mesh {mesh}: triangle {triangle} uses vertex {index}, but the mesh has {vertex_count} vertices"
+    )]
     IndexOutOfRange {
         /// Mesh index.
         mesh: usize,
@@ -62,7 +64,9 @@ pub enum Error {
         vertex_count: usize,
     },
     /// A triangle has zero area (collinear or repeated vertices).
-    #[error("primitive {prim} (triangle): degenerate (zero area), refused because Scene::reject_degenerate is set")]
+    #[error(
+        "primitive {prim} (triangle): degenerate (zero area), refused because Scene::reject_degenerate is set"
+    )]
     DegenerateTriangle {
         /// Scene primitive id of the triangle.
         prim: usize,
@@ -124,7 +128,9 @@ pub enum Error {
         reason: &'static str,
     },
     /// A ray has NaN or infinite components, a zero direction, or `tmin > tmax`.
-    #[error("ray {index} is invalid: {ray:?} (needs finite origin/direction, non-zero direction, tmin <= tmax)")]
+    #[error(
+        "ray {index} is invalid: {ray:?} (needs finite origin/direction, non-zero direction, tmin <= tmax)"
+    )]
     InvalidRay {
         /// Index in the batch.
         index: usize,

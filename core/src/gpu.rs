@@ -280,15 +280,32 @@ pub fn layouts() -> [StructLayout; 6] {
         (
             "BvhNode",
             size_of::<BvhNode>(),
-            &[("left_lo", 0), ("left_hi", 16), ("right_lo", 32), ("right_hi", 48)],
+            &[
+                ("left_lo", 0),
+                ("left_hi", 16),
+                ("right_lo", 32),
+                ("right_hi", 48),
+            ],
         ),
-        ("Primitive", size_of::<Primitive>(), &[("a", 0), ("b", 16), ("c", 32)]),
+        (
+            "Primitive",
+            size_of::<Primitive>(),
+            &[("a", 0), ("b", 16), ("c", 32)],
+        ),
         (
             "GpuMaterial",
             size_of::<GpuMaterial>(),
-            &[("albedo_fuzz", 0), ("emission_ior", 16), ("lobe_weights", 32)],
+            &[
+                ("albedo_fuzz", 0),
+                ("emission_ior", 16),
+                ("lobe_weights", 32),
+            ],
         ),
-        ("GpuRay", size_of::<GpuRay>(), &[("origin_tmin", 0), ("dir_tmax", 16)]),
+        (
+            "GpuRay",
+            size_of::<GpuRay>(),
+            &[("origin_tmin", 0), ("dir_tmax", 16)],
+        ),
         (
             "GpuCamera",
             size_of::<GpuCamera>(),

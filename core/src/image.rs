@@ -34,8 +34,18 @@ impl Image {
     /// cannot allocate it.
     pub fn new(width: u32, height: u32, format: PixelFormat) -> Result<Image, Error> {
         let n = Self::checked_pixels(width, height)?;
-        let oom = Error::ImageSize { width, height, reason: "not enough host memory for the image" };
-        let mut img = Image { width, height, format, linear: Vec::new(), rgba8: Vec::new() };
+        let oom = Error::ImageSize {
+            width,
+            height,
+            reason: "not enough host memory for the image",
+        };
+        let mut img = Image {
+            width,
+            height,
+            format,
+            linear: Vec::new(),
+            rgba8: Vec::new(),
+        };
         match format {
             PixelFormat::LinearF32 => {
                 img.linear.try_reserve_exact(n).map_err(|_| oom)?;
@@ -52,14 +62,26 @@ impl Image {
     /// Pixel count of a `width x height` image, or the error [`Image::new`] would give.
     pub fn checked_pixels(width: u32, height: u32) -> Result<usize, Error> {
         if width == 0 || height == 0 {
-            return Err(Error::ImageSize { width, height, reason: "width and height must be at least 1" });
+            return Err(Error::ImageSize {
+                width,
+                height,
+                reason: "width and height must be at least 1",
+            });
         }
         if width > MAX_IMAGE_DIMENSION || height > MAX_IMAGE_DIMENSION {
-            return Err(Error::ImageSize { width, height, reason: "width and height must be at most 65536" });
+            return Err(Error::ImageSize {
+                width,
+                height,
+                reason: "width and height must be at most 65536",
+            });
         }
         let n = width as u64 * height as u64;
         if n > MAX_IMAGE_PIXELS {
-            return Err(Error::ImageSize { width, height, reason: "more than 2^30 pixels" });
+            return Err(Error::ImageSize {
+                width,
+                height,
+                reason: "more than 2^30 pixels",
+            });
         }
         Ok(n as usize)
     }
@@ -109,7 +131,11 @@ impl Image {
     pub fn to_rgba8_bytes(&self) -> Vec<u8> {
         match self.format {
             PixelFormat::Srgba8 => self.rgba8.iter().flatten().copied().collect(),
-            PixelFormat::LinearF32 => self.linear.iter().flat_map(|p| encode_srgba8(Vec3::new(p[0], p[1], p[2]))).collect(),
+            PixelFormat::LinearF32 => self
+                .linear
+                .iter()
+                .flat_map(|p| encode_srgba8(Vec3::new(p[0], p[1], p[2])))
+                .collect(),
         }
     }
 }
@@ -119,12 +145,21 @@ impl Image {
 #[inline]
 pub fn linear_to_srgb8(c: f32) -> u8 {
     let c = if c > 0.0 { c.min(1.0) } else { 0.0 };
-    let s = if c <= 0.003_130_8 { 12.92 * c } else { 1.055 * libm::powf(c, 1.0 / 2.4) - 0.055 };
+    let s = if c <= 0.003_130_8 {
+        12.92 * c
+    } else {
+        1.055 * libm::powf(c, 1.0 / 2.4) - 0.055
+    };
     (s * 255.0 + 0.5) as u8
 }
 
 /// A linear colour to an sRGB 8-bit RGBA pixel with alpha 255.
 #[inline]
 pub fn encode_srgba8(c: Vec3) -> [u8; 4] {
-    [linear_to_srgb8(c.x), linear_to_srgb8(c.y), linear_to_srgb8(c.z), 255]
+    [
+        linear_to_srgb8(c.x),
+        linear_to_srgb8(c.y),
+        linear_to_srgb8(c.z),
+        255,
+    ]
 }

@@ -67,7 +67,12 @@ fn material_of(accel: &Accel, slot: u32) -> &GpuMaterial {
 }
 
 /// One path-traced sample; returns radiance and the number of rays traced.
-pub fn trace_path(accel: &Accel, params: &RenderParams, mut ray: Ray, rng: &mut Pcg) -> (Vec3, u32) {
+pub fn trace_path(
+    accel: &Accel,
+    params: &RenderParams,
+    mut ray: Ray,
+    rng: &mut Pcg,
+) -> (Vec3, u32) {
     let mut radiance = Vec3::ZERO;
     let mut throughput = Vec3::ONE;
     let mut rays = 0;
@@ -109,7 +114,14 @@ pub fn pow32(x: f32) -> f32 {
 
 /// Phong lighting of one point by the key light, with a hard shadow.
 #[inline(always)]
-fn whitted_local(accel: &Accel, params: &RenderParams, p: Vec3, n: Vec3, view: Vec3, albedo: Vec3) -> Vec3 {
+fn whitted_local(
+    accel: &Accel,
+    params: &RenderParams,
+    p: Vec3,
+    n: Vec3,
+    view: Vec3,
+    albedo: Vec3,
+) -> Vec3 {
     let to_light = xyz(params.light_position) - p;
     let dist = to_light.length();
     let l = to_light * (1.0 / dist);
@@ -117,7 +129,9 @@ fn whitted_local(accel: &Accel, params: &RenderParams, p: Vec3, n: Vec3, view: V
     let n_dot_l = n.dot(l).max(0.0);
     let r = reflect(-l, n);
     let spec = pow32(r.dot(view).max(0.0));
-    let lit = PHONG_AMBIENT * albedo + PHONG_DIFFUSE * n_dot_l * albedo + Vec3::splat(PHONG_SPECULAR * spec);
+    let lit = PHONG_AMBIENT * albedo
+        + PHONG_DIFFUSE * n_dot_l * albedo
+        + Vec3::splat(PHONG_SPECULAR * spec);
     let keep = if shadowed { SHADOW_KEEP } else { 1.0 };
     lit * xyz(params.light_color) * keep
 }

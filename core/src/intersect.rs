@@ -28,8 +28,9 @@ pub struct RayPre {
     pub dir: Vec3,
     /// `1 / dir`, with components clamped away from zero ([`MIN_DIR_COMPONENT`]).
     pub inv_dir: Vec3,
-    /// `-origin * inv_dir`: the slab test becomes one multiply-add per plane,
-    /// `t = bound * inv_dir + neg_origin_inv_dir` (one FMA on GPUs).
+    /// `-origin * inv_dir`, the constant of the one-FMA slab form
+    /// `bound * inv_dir + neg_origin_inv_dir`. [`ray_aabb`] does not use it: that
+    /// form is not conservative away from the world origin (see there).
     pub neg_origin_inv_dir: Vec3,
     /// Watertight test: the axis where `|dir|` is largest.
     pub kz: usize,
@@ -46,19 +47,40 @@ impl RayPre {
     #[inline]
     pub fn new(ray: &Ray) -> Self {
         let d = ray.dir;
-        let safe = |c: f32| if c.abs() < MIN_DIR_COMPONENT { MIN_DIR_COMPONENT.copysign(c) } else { c };
+        let safe = |c: f32| {
+            if c.abs() < MIN_DIR_COMPONENT {
+                MIN_DIR_COMPONENT.copysign(c)
+            } else {
+                c
+            }
+        };
         let inv_dir = Vec3::new(1.0 / safe(d.x), 1.0 / safe(d.y), 1.0 / safe(d.z));
         let neg_origin_inv_dir = -ray.origin * inv_dir;
         // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
         let ad = d.abs();
-        let kz = if ad.x > ad.y { if ad.x > ad.z { 0 } else { 2 } } else if ad.y > ad.z { 1 } else { 2 };
+        let kz = if ad.x > ad.y {
+            if ad.x > ad.z { 0 } else { 2 }
+        } else if ad.y > ad.z {
+            1
+        } else {
+            2
+        };
         let mut kx = if kz == 2 { 0 } else { kz + 1 };
         let mut ky = if kx == 2 { 0 } else { kx + 1 };
         if d[kz] < 0.0 {
             core::mem::swap(&mut kx, &mut ky);
         }
         let shear = Vec3::new(d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]);
-        Self { origin: ray.origin, dir: d, inv_dir, neg_origin_inv_dir, kz, kx, ky, shear }
+        Self {
+            origin: ray.origin,
+            dir: d,
+            inv_dir,
+            neg_origin_inv_dir,
+            kz,
+            kx,
+            ky,
+            shear,
+        }
     }
 }
 
@@ -68,14 +90,22 @@ impl RayPre {
 /// A box with `lo = hi = +inf` (the BVH's absent child) is never hit.
 #[inline(always)]
 pub fn ray_aabb(pre: &RayPre, lo: Vec3, hi: Vec3, tmin: f32, tmax: f32) -> f32 {
-    // FMA form: bound * inv_dir + (-origin * inv_dir).
-    let t0 = lo * pre.inv_dir + pre.neg_origin_inv_dir;
-    let t1 = hi * pre.inv_dir + pre.neg_origin_inv_dir;
+    // Ize's form (bound - origin) * inv_dir: its rounding error is relative to t
+    // itself, which is what SLAB_EXIT_SCALE covers. The FMA form
+    // bound * inv_dir + (-origin * inv_dir) errs by ulps of |origin * inv_dir|,
+    // which far from the world origin exceeds that margin and culls boxes whose
+    // primitives are hit (cracks between triangles through the BVH).
+    let t0 = (lo - pre.origin) * pre.inv_dir;
+    let t1 = (hi - pre.origin) * pre.inv_dir;
     let near = t0.min(t1);
     let far = t0.max(t1);
     let t_enter = near.x.max(near.y).max(near.z).max(tmin);
     let t_exit = far.x.min(far.y).min(far.z).min(tmax) * SLAB_EXIT_SCALE;
-    if t_enter <= t_exit { t_enter } else { f32::INFINITY }
+    if t_enter <= t_exit {
+        t_enter
+    } else {
+        f32::INFINITY
+    }
 }
 
 /// Watertight ray-triangle test (Woop, Benthin, Wald 2013).
@@ -89,7 +119,14 @@ pub fn ray_aabb(pre: &RayPre, lo: Vec3, hi: Vec3, tmin: f32, tmax: f32) -> f32 {
 /// exactly through an edge may report either neighbour) and keeps the GPU mirrors
 /// identical on hardware without `f64` (WGSL).
 #[inline(always)]
-pub fn ray_triangle(pre: &RayPre, v0: Vec3, v1: Vec3, v2: Vec3, tmin: f32, tmax: f32) -> Option<(f32, f32, f32)> {
+pub fn ray_triangle(
+    pre: &RayPre,
+    v0: Vec3,
+    v1: Vec3,
+    v2: Vec3,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(f32, f32, f32)> {
     let (kx, ky, kz) = (pre.kx, pre.ky, pre.kz);
     let a = v0 - pre.origin;
     let b = v1 - pre.origin;
@@ -117,7 +154,11 @@ pub fn ray_triangle(pre: &RayPre, v0: Vec3, v1: Vec3, v2: Vec3, tmin: f32, tmax:
     let t_scaled = u * az + v * bz + w * cz;
     let rcp_det = 1.0 / det;
     let t = t_scaled * rcp_det;
-    if t > tmin && t < tmax { Some((t, v * rcp_det, w * rcp_det)) } else { None }
+    if t > tmin && t < tmax {
+        Some((t, v * rcp_det, w * rcp_det))
+    } else {
+        None
+    }
 }
 
 /// Robust ray-sphere test: nearest `t` in `(tmin, tmax)` where the ray meets the
@@ -129,7 +170,14 @@ pub fn ray_triangle(pre: &RayPre, v0: Vec3, v1: Vec3, v2: Vec3, tmin: f32, tmax:
 /// cancellation for small spheres far away) and the roots from `q` (no
 /// cancellation between `-b` and `sqrt(disc)`).
 #[inline(always)]
-pub fn ray_sphere(origin: Vec3, dir: Vec3, center: Vec3, radius: f32, tmin: f32, tmax: f32) -> Option<f32> {
+pub fn ray_sphere(
+    origin: Vec3,
+    dir: Vec3,
+    center: Vec3,
+    radius: f32,
+    tmin: f32,
+    tmax: f32,
+) -> Option<f32> {
     let f = origin - center;
     let a = dir.dot(dir);
     let b = f.dot(dir);

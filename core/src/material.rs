@@ -37,19 +37,51 @@ pub struct Material {
 impl Material {
     /// A diffuse surface.
     pub fn lambertian(albedo: Vec3) -> Self {
-        Self { albedo, fuzz: 0.0, emission: Vec3::ZERO, ior: 1.5, lambert: 1.0, metal: 0.0, dielectric: 0.0 }
+        Self {
+            albedo,
+            fuzz: 0.0,
+            emission: Vec3::ZERO,
+            ior: 1.5,
+            lambert: 1.0,
+            metal: 0.0,
+            dielectric: 0.0,
+        }
     }
     /// A metal, `fuzz = 0` for a mirror.
     pub fn metal(albedo: Vec3, fuzz: f32) -> Self {
-        Self { albedo, fuzz, emission: Vec3::ZERO, ior: 1.5, lambert: 0.0, metal: 1.0, dielectric: 0.0 }
+        Self {
+            albedo,
+            fuzz,
+            emission: Vec3::ZERO,
+            ior: 1.5,
+            lambert: 0.0,
+            metal: 1.0,
+            dielectric: 0.0,
+        }
     }
     /// A clear dielectric (glass 1.5, water 1.33).
     pub fn dielectric(ior: f32) -> Self {
-        Self { albedo: Vec3::ONE, fuzz: 0.0, emission: Vec3::ZERO, ior, lambert: 0.0, metal: 0.0, dielectric: 1.0 }
+        Self {
+            albedo: Vec3::ONE,
+            fuzz: 0.0,
+            emission: Vec3::ZERO,
+            ior,
+            lambert: 0.0,
+            metal: 0.0,
+            dielectric: 1.0,
+        }
     }
     /// A light: emits `radiance`, reflects nothing.
     pub fn emissive(radiance: Vec3) -> Self {
-        Self { albedo: Vec3::ZERO, fuzz: 0.0, emission: radiance, ior: 1.5, lambert: 0.0, metal: 0.0, dielectric: 0.0 }
+        Self {
+            albedo: Vec3::ZERO,
+            fuzz: 0.0,
+            emission: radiance,
+            ior: 1.5,
+            lambert: 0.0,
+            metal: 0.0,
+            dielectric: 0.0,
+        }
     }
     /// `(1 - t) * a + t * b`, parameter by parameter (lobe weights included), for
     /// `t` in `[0, 1]`: e.g. a varnished diffuse surface is a blend of Lambert and metal.
@@ -68,13 +100,32 @@ impl Material {
 
     /// Check ranges; `index` is the material id named in the error.
     pub fn validate(&self, index: usize) -> Result<(), Error> {
-        let bad = |field, value, reason| Err(Error::MaterialInvalid { index, field, value, reason });
-        for (field, v) in [("albedo.r", self.albedo.x), ("albedo.g", self.albedo.y), ("albedo.b", self.albedo.z)] {
+        let bad = |field, value, reason| {
+            Err(Error::MaterialInvalid {
+                index,
+                field,
+                value,
+                reason,
+            })
+        };
+        for (field, v) in [
+            ("albedo.r", self.albedo.x),
+            ("albedo.g", self.albedo.y),
+            ("albedo.b", self.albedo.z),
+        ] {
             if !(0.0..=1.0).contains(&v) {
-                return bad(field, v, "must be in [0, 1] (a surface cannot reflect more than it receives)");
+                return bad(
+                    field,
+                    v,
+                    "must be in [0, 1] (a surface cannot reflect more than it receives)",
+                );
             }
         }
-        for (field, v) in [("emission.r", self.emission.x), ("emission.g", self.emission.y), ("emission.b", self.emission.z)] {
+        for (field, v) in [
+            ("emission.r", self.emission.x),
+            ("emission.g", self.emission.y),
+            ("emission.b", self.emission.z),
+        ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return bad(field, v, "must be finite and >= 0");
             }
@@ -85,14 +136,22 @@ impl Material {
         if !(self.ior > 0.0 && self.ior.is_finite()) {
             return bad("ior", self.ior, "must be finite and > 0");
         }
-        for (field, v) in [("lambert", self.lambert), ("metal", self.metal), ("dielectric", self.dielectric)] {
+        for (field, v) in [
+            ("lambert", self.lambert),
+            ("metal", self.metal),
+            ("dielectric", self.dielectric),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(field, v, "lobe weights must be in [0, 1]");
             }
         }
         let sum = self.lambert + self.metal + self.dielectric;
         if sum > 1.0 + 1e-6 {
-            return bad("lambert + metal + dielectric", sum, "lobe weights must sum to at most 1");
+            return bad(
+                "lambert + metal + dielectric",
+                sum,
+                "lobe weights must sum to at most 1",
+            );
         }
         Ok(())
     }
@@ -158,7 +217,11 @@ pub fn scatter(m: &GpuMaterial, dir: Vec3, normal: Vec3, rng: &mut Pcg) -> Scatt
     let mirror = reflect(dir, n);
     let fuzzed = mirror + fuzz * unit_ball(u3, u4, u5);
     let fuzzed_len2 = fuzzed.length_squared();
-    let d_metal = if fuzzed_len2 > 1e-12 { fuzzed * (1.0 / libm::sqrtf(fuzzed_len2)) } else { mirror };
+    let d_metal = if fuzzed_len2 > 1e-12 {
+        fuzzed * (1.0 / libm::sqrtf(fuzzed_len2))
+    } else {
+        mirror
+    };
     let metal_keep = if d_metal.dot(n) > 0.0 { 1.0 } else { 0.0 };
 
     // Dielectric: refract, or reflect by Schlick's probability or total internal reflection.
@@ -169,7 +232,11 @@ pub fn scatter(m: &GpuMaterial, dir: Vec3, normal: Vec3, rng: &mut Pcg) -> Scatt
     let r_par = -libm::sqrtf((1.0 - r_perp.length_squared()).abs()) * n;
     let refracted = r_perp + r_par;
     let refracted_len2 = refracted.length_squared();
-    let refracted = if refracted_len2 > 1e-12 { refracted * (1.0 / libm::sqrtf(refracted_len2)) } else { mirror };
+    let refracted = if refracted_len2 > 1e-12 {
+        refracted * (1.0 / libm::sqrtf(refracted_len2))
+    } else {
+        mirror
+    };
     let reflects = sin2_t > 1.0 || schlick(cos_i, eta) > u_fresnel;
     let d_dielectric = if reflects { mirror } else { refracted };
 
@@ -190,5 +257,8 @@ pub fn scatter(m: &GpuMaterial, dir: Vec3, normal: Vec3, rng: &mut Pcg) -> Scatt
     if u_lobe >= c_dielectric {
         attenuation = Vec3::ZERO;
     }
-    Scatter { dir: out_dir, attenuation }
+    Scatter {
+        dir: out_dir,
+        attenuation,
+    }
 }

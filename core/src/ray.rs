@@ -26,13 +26,23 @@ impl Ray {
     /// A ray over `(0, +inf)`.
     #[inline]
     pub fn new(origin: Vec3, dir: Vec3) -> Self {
-        Self { origin, tmin: 0.0, dir, tmax: f32::INFINITY }
+        Self {
+            origin,
+            tmin: 0.0,
+            dir,
+            tmax: f32::INFINITY,
+        }
     }
 
     /// A ray over `(tmin, tmax)`.
     #[inline]
     pub fn segment(origin: Vec3, dir: Vec3, tmin: f32, tmax: f32) -> Self {
-        Self { origin, tmin, dir, tmax }
+        Self {
+            origin,
+            tmin,
+            dir,
+            tmax,
+        }
     }
 
     /// The point at distance `t`.
@@ -76,7 +86,12 @@ impl Hit {
     /// The primitive id of a miss.
     pub const NO_PRIM: u32 = u32::MAX;
     /// A miss.
-    pub const MISS: Hit = Hit { t: f32::INFINITY, u: 0.0, v: 0.0, prim: Hit::NO_PRIM };
+    pub const MISS: Hit = Hit {
+        t: f32::INFINITY,
+        u: 0.0,
+        v: 0.0,
+        prim: Hit::NO_PRIM,
+    };
 
     /// Whether the ray hit anything.
     #[inline]

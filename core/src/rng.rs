@@ -31,13 +31,18 @@ impl Pcg {
     /// The generator of one path.
     #[inline(always)]
     pub fn for_path(pixel: u32, sample: u32, frame_seed: u32) -> Self {
-        Self { state: path_seed(pixel, sample, frame_seed) }
+        Self {
+            state: path_seed(pixel, sample, frame_seed),
+        }
     }
 
     /// The next 32 random bits.
     #[inline(always)]
     pub fn next_u32(&mut self) -> u32 {
-        self.state = self.state.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
+        self.state = self
+            .state
+            .wrapping_mul(747_796_405)
+            .wrapping_add(2_891_336_453);
         let s = self.state;
         let word = ((s >> ((s >> 28) + 4)) ^ s).wrapping_mul(277_803_737);
         (word >> 22) ^ word

@@ -39,5 +39,9 @@ pub fn unit_disk(u1: f32, u2: f32) -> Vec2 {
 pub fn cosine_hemisphere(n: Vec3, u1: f32, u2: f32) -> Vec3 {
     let d = n + unit_sphere(u1, u2);
     let len2 = d.length_squared();
-    if len2 > 1e-12 { d * (1.0 / libm::sqrtf(len2)) } else { n }
+    if len2 > 1e-12 {
+        d * (1.0 / libm::sqrtf(len2))
+    } else {
+        n
+    }
 }

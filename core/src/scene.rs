@@ -36,18 +36,27 @@ pub struct Sky {
 
 impl Sky {
     /// No light from the sky.
-    pub const BLACK: Sky = Sky { horizon: Vec3::ZERO, zenith: Vec3::ZERO };
+    pub const BLACK: Sky = Sky {
+        horizon: Vec3::ZERO,
+        zenith: Vec3::ZERO,
+    };
 
     /// One colour in every direction.
     #[inline]
     pub fn constant(color: Vec3) -> Self {
-        Self { horizon: color, zenith: color }
+        Self {
+            horizon: color,
+            zenith: color,
+        }
     }
 
     /// The gradient of *Ray Tracing in One Weekend*: white to light blue.
     #[inline]
     pub fn rtiow() -> Self {
-        Self { horizon: Vec3::ONE, zenith: Vec3::new(0.5, 0.7, 1.0) }
+        Self {
+            horizon: Vec3::ONE,
+            zenith: Vec3::new(0.5, 0.7, 1.0),
+        }
     }
 }
 
@@ -120,7 +129,10 @@ impl Scene {
             mesh_count: 0,
             reject_degenerate: false,
             sky: Sky::rtiow(),
-            light: PointLight { position: Vec3::ONE, color: Vec3::ONE },
+            light: PointLight {
+                position: Vec3::ONE,
+                color: Vec3::ONE,
+            },
         }
     }
 
@@ -133,7 +145,8 @@ impl Scene {
     /// Add a sphere; returns its primitive id.
     pub fn add_sphere(&mut self, center: Vec3, radius: f32, material: u32) -> u32 {
         let id = self.prim_ref.len() as u32;
-        self.prim_ref.push(PrimRef::Sphere(self.sphere_id.len() as u32));
+        self.prim_ref
+            .push(PrimRef::Sphere(self.sphere_id.len() as u32));
         self.sphere_center_radius.push(center.extend(radius));
         self.sphere_id.push(id);
         self.prim_material.push(material);
@@ -143,7 +156,8 @@ impl Scene {
     /// Add a triangle; returns its primitive id.
     pub fn add_triangle(&mut self, v0: Vec3, v1: Vec3, v2: Vec3, material: u32) -> u32 {
         let id = self.prim_ref.len() as u32;
-        self.prim_ref.push(PrimRef::Triangle(self.tri_id.len() as u32));
+        self.prim_ref
+            .push(PrimRef::Triangle(self.tri_id.len() as u32));
         self.tri_v0.push(v0);
         self.tri_v1.push(v1);
         self.tri_v2.push(v2);
@@ -157,20 +171,37 @@ impl Scene {
     ///
     /// Fails, adding nothing, when an index is out of range or a used vertex is not
     /// finite; the error names the mesh, the triangle and the vertex.
-    pub fn add_mesh(&mut self, positions: &[Vec3], triangles: &[[u32; 3]], material: u32) -> Result<u32, Error> {
+    pub fn add_mesh(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+        material: u32,
+    ) -> Result<u32, Error> {
         let mesh = self.mesh_count;
         for (t, tri) in triangles.iter().enumerate() {
             for &index in tri {
                 let Some(p) = positions.get(index as usize) else {
-                    return Err(Error::IndexOutOfRange { mesh, triangle: t, index, vertex_count: positions.len() });
+                    return Err(Error::IndexOutOfRange {
+                        mesh,
+                        triangle: t,
+                        index,
+                        vertex_count: positions.len(),
+                    });
                 };
                 if !p.is_finite() {
-                    return Err(Error::VertexNotFinite { mesh, vertex: index as usize, position: p.to_array() });
+                    return Err(Error::VertexNotFinite {
+                        mesh,
+                        vertex: index as usize,
+                        position: p.to_array(),
+                    });
                 }
             }
         }
         if self.prim_ref.len() + triangles.len() > MAX_PRIMITIVES {
-            return Err(Error::TooManyPrimitives { count: self.prim_ref.len() + triangles.len(), limit: MAX_PRIMITIVES });
+            return Err(Error::TooManyPrimitives {
+                count: self.prim_ref.len() + triangles.len(),
+                limit: MAX_PRIMITIVES,
+            });
         }
         self.mesh_count += 1;
         let first = self.prim_ref.len() as u32;
@@ -231,7 +262,11 @@ impl Scene {
     #[inline]
     pub fn triangle(&self, index: u32) -> Option<[Vec3; 3]> {
         let i = index as usize;
-        Some([*self.tri_v0.get(i)?, *self.tri_v1.get(i)?, *self.tri_v2.get(i)?])
+        Some([
+            *self.tri_v0.get(i)?,
+            *self.tri_v1.get(i)?,
+            *self.tri_v2.get(i)?,
+        ])
     }
 
     /// Check every primitive and material; the first problem found is returned,
@@ -241,20 +276,30 @@ impl Scene {
             return Err(Error::EmptyScene);
         }
         if self.prim_ref.len() > MAX_PRIMITIVES {
-            return Err(Error::TooManyPrimitives { count: self.prim_ref.len(), limit: MAX_PRIMITIVES });
+            return Err(Error::TooManyPrimitives {
+                count: self.prim_ref.len(),
+                limit: MAX_PRIMITIVES,
+            });
         }
         for (i, m) in self.materials.iter().enumerate() {
             m.validate(i)?;
         }
         for (id, &m) in self.prim_material.iter().enumerate() {
             if m as usize >= self.materials.len() {
-                return Err(Error::MaterialOutOfRange { primitive: id, material: m, count: self.materials.len() });
+                return Err(Error::MaterialOutOfRange {
+                    primitive: id,
+                    material: m,
+                    count: self.materials.len(),
+                });
             }
         }
         for (s, cr) in self.sphere_center_radius.iter().enumerate() {
             let prim = self.sphere_id[s] as usize;
             if !cr.truncate().is_finite() {
-                return Err(Error::SphereCenterNotFinite { prim, center: cr.truncate().to_array() });
+                return Err(Error::SphereCenterNotFinite {
+                    prim,
+                    center: cr.truncate().to_array(),
+                });
             }
             if !(cr.w > 0.0 && cr.w.is_finite()) {
                 return Err(Error::SphereRadiusInvalid { prim, radius: cr.w });
@@ -264,11 +309,17 @@ impl Scene {
             let (a, b, c) = (self.tri_v0[t], self.tri_v1[t], self.tri_v2[t]);
             for (k, p) in [a, b, c].into_iter().enumerate() {
                 if !p.is_finite() {
-                    return Err(Error::TriangleNotFinite { prim: self.tri_id[t] as usize, vertex: k, position: p.to_array() });
+                    return Err(Error::TriangleNotFinite {
+                        prim: self.tri_id[t] as usize,
+                        vertex: k,
+                        position: p.to_array(),
+                    });
                 }
             }
             if self.reject_degenerate && (b - a).cross(c - a) == Vec3::ZERO {
-                return Err(Error::DegenerateTriangle { prim: self.tri_id[t] as usize });
+                return Err(Error::DegenerateTriangle {
+                    prim: self.tri_id[t] as usize,
+                });
             }
         }
         Ok(())

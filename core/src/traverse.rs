@@ -58,7 +58,12 @@ impl Accel {
             prims.push(match scene.prim_ref[id as usize] {
                 PrimRef::Triangle(t) => {
                     let t = t as usize;
-                    Primitive::triangle(id, scene.tri_v0[t].into(), scene.tri_v1[t].into(), scene.tri_v2[t].into())
+                    Primitive::triangle(
+                        id,
+                        scene.tri_v0[t].into(),
+                        scene.tri_v1[t].into(),
+                        scene.tri_v2[t].into(),
+                    )
                 }
                 PrimRef::Sphere(s) => {
                     let cr = scene.sphere_center_radius[s as usize];
@@ -166,18 +171,34 @@ pub fn ray_primitive(pre: &RayPre, p: &Primitive, tmin: f32, tmax: f32) -> Optio
 pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let pre = RayPre::new(ray);
     let tmin = ray.tmin;
-    let mut best = Hit { t: ray.tmax, ..Hit::MISS };
+    let mut best = Hit {
+        t: ray.tmax,
+        ..Hit::MISS
+    };
     let mut stack = [0u32; TRAVERSAL_STACK_SIZE];
     let mut sp = 0usize;
     let mut node = 0usize;
     while let Some(n) = nodes.get(node) {
         let tl = ray_aabb(&pre, xyz(n.left_lo), xyz(n.left_hi), tmin, best.t);
         let tr = ray_aabb(&pre, xyz(n.right_lo), xyz(n.right_hi), tmin, best.t);
-        let (l_index, l_count, r_index, r_count) = (n.left_index(), n.left_count(), n.right_index(), n.right_count());
+        let (l_index, l_count, r_index, r_count) = (
+            n.left_index(),
+            n.left_count(),
+            n.right_index(),
+            n.right_count(),
+        );
         // Order the children near to far.
         let swap = tr < tl;
-        let (mut t_near, near_index, near_count) = if swap { (tr, r_index, r_count) } else { (tl, l_index, l_count) };
-        let (mut t_far, far_index, far_count) = if swap { (tl, l_index, l_count) } else { (tr, r_index, r_count) };
+        let (mut t_near, near_index, near_count) = if swap {
+            (tr, r_index, r_count)
+        } else {
+            (tl, l_index, l_count)
+        };
+        let (mut t_far, far_index, far_count) = if swap {
+            (tl, l_index, l_count)
+        } else {
+            (tr, r_index, r_count)
+        };
         // Leaves are intersected right away, nearest first.
         if near_count > 0 {
             if t_near < best.t {
@@ -217,12 +238,26 @@ pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
 }
 
 #[inline(always)]
-fn leaf_closest(pre: &RayPre, prims: &[Primitive], first: u32, count: u32, tmin: f32, best: &mut Hit) {
+fn leaf_closest(
+    pre: &RayPre,
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    tmin: f32,
+    best: &mut Hit,
+) {
     let first = first as usize;
-    let Some(leaf) = prims.get(first..first + count as usize) else { return };
+    let Some(leaf) = prims.get(first..first + count as usize) else {
+        return;
+    };
     for (k, p) in leaf.iter().enumerate() {
         if let Some((t, u, v)) = ray_primitive(pre, p, tmin, best.t) {
-            *best = Hit { t, u, v, prim: (first + k) as u32 };
+            *best = Hit {
+                t,
+                u,
+                v,
+                prim: (first + k) as u32,
+            };
         }
     }
 }
@@ -235,10 +270,17 @@ pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
     let mut sp = 0usize;
     let mut node = 0usize;
     loop {
-        let Some(n) = nodes.get(node) else { return false };
+        let Some(n) = nodes.get(node) else {
+            return false;
+        };
         let tl = ray_aabb(&pre, xyz(n.left_lo), xyz(n.left_hi), tmin, tmax);
         let tr = ray_aabb(&pre, xyz(n.right_lo), xyz(n.right_hi), tmin, tmax);
-        let (l_index, l_count, r_index, r_count) = (n.left_index(), n.left_count(), n.right_index(), n.right_count());
+        let (l_index, l_count, r_index, r_count) = (
+            n.left_index(),
+            n.left_count(),
+            n.right_index(),
+            n.right_count(),
+        );
         let mut go_left = tl < f32::INFINITY;
         let mut go_right = tr < f32::INFINITY;
         if go_left && l_count > 0 {
@@ -255,8 +297,11 @@ pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
         }
         // Visit the nearer inner child first: it is the likelier to hold an occluder.
         let swap = tr < tl;
-        let (near, far, go_near, go_far) =
-            if swap { (r_index, l_index, go_right, go_left) } else { (l_index, r_index, go_left, go_right) };
+        let (near, far, go_near, go_far) = if swap {
+            (r_index, l_index, go_right, go_left)
+        } else {
+            (l_index, r_index, go_left, go_right)
+        };
         if go_near && go_far {
             if sp < TRAVERSAL_STACK_SIZE {
                 stack[sp] = far;
@@ -277,8 +322,18 @@ pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
 }
 
 #[inline(always)]
-fn leaf_any(pre: &RayPre, prims: &[Primitive], first: u32, count: u32, tmin: f32, tmax: f32) -> bool {
+fn leaf_any(
+    pre: &RayPre,
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    tmin: f32,
+    tmax: f32,
+) -> bool {
     let first = first as usize;
-    let Some(leaf) = prims.get(first..first + count as usize) else { return false };
-    leaf.iter().any(|p| ray_primitive(pre, p, tmin, tmax).is_some())
+    let Some(leaf) = prims.get(first..first + count as usize) else {
+        return false;
+    };
+    leaf.iter()
+        .any(|p| ray_primitive(pre, p, tmin, tmax).is_some())
 }
