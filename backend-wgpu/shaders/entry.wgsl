@@ -31,6 +31,11 @@ struct Chunk {
 
 // prism_core::Integrator of the render pipelines (0 path, 1 whitted, 2 ao).
 override INTEGRATOR: u32 = 0u;
+// Render workgroup: TILE_X x TILE_Y pixels (WgpuOptions::render_tile).
+override TILE_X: u32 = 8u;
+override TILE_Y: u32 = 8u;
+// Batch workgroup: BATCH_SIZE rays (WgpuOptions::batch_workgroup).
+override BATCH_SIZE: u32 = 64u;
 
 // Rays counted in this workgroup, as a 64-bit count.
 var<workgroup> wg_rays_lo: atomic<u32>;
@@ -65,7 +70,7 @@ fn count_rays(n: u32, local_index: u32) {
 }
 
 // One pixel per invocation; writes linear RGBA f32 (alpha 1).
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(TILE_X, TILE_Y)
 fn render_linear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
@@ -77,7 +82,7 @@ fn render_linear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_i
 }
 
 // One pixel per invocation; writes sRGB 8-bit RGBA packed in a u32.
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(TILE_X, TILE_Y)
 fn render_srgb8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
@@ -94,9 +99,9 @@ fn batch_ray(i: u32) -> Ray {
     return Ray(r.origin_tmin.xyz, r.origin_tmin.w, r.dir_tmax.xyz, r.dir_tmax.w);
 }
 
-// The flat index of an invocation in a 2D grid of 64-wide workgroups.
+// The flat index of an invocation in a 2D grid of BATCH_SIZE-wide workgroups.
 fn batch_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return gid.y * groups.x * 64u + gid.x;
+    return gid.y * groups.x * BATCH_SIZE + gid.x;
 }
 
 // mirrors prism_core::traverse::Accel::intersect
@@ -115,7 +120,7 @@ fn accel_occluded(ray: Ray) -> bool {
 }
 
 // Closest hit of each ray of the chunk, as prism_core::Hit.
-@compute @workgroup_size(64)
+@compute @workgroup_size(BATCH_SIZE)
 fn intersect_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = batch_index(gid, groups);
     if i >= chunk.count {
@@ -126,7 +131,7 @@ fn intersect_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
 }
 
 // Whether anything lies on each ray of the chunk (1) or not (0).
-@compute @workgroup_size(64)
+@compute @workgroup_size(BATCH_SIZE)
 fn occluded_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = batch_index(gid, groups);
     if i >= chunk.count {

@@ -62,10 +62,6 @@ use std::time::{Duration, Instant};
 /// The name this backend reports.
 pub const BACKEND_NAME: &str = "wgpu";
 
-/// Render workgroups are 8x8 pixels.
-const RENDER_TILE: u32 = 8;
-/// Batch workgroups are 64 rays.
-const BATCH_GROUP: u32 = 64;
 /// Bytes of one ray in a batch buffer ([`prism_core::gpu::GpuRay`]).
 const RAY_BYTES: u64 = 32;
 /// Bytes of one hit in the `intersect` output ([`Hit`]).
@@ -102,6 +98,11 @@ pub struct WgpuOptions {
     /// happen between submissions). `None`: 2^26 on hardware, 2^18 on a
     /// software adapter.
     pub samples_per_submit: Option<u64>,
+    /// Render workgroup size in pixels, `(x, y)`; default 8x8 (a tile of
+    /// neighbouring, coherent primary rays).
+    pub render_tile: (u32, u32),
+    /// Rays per workgroup of `intersect` / `occluded`; default 64.
+    pub batch_workgroup: u32,
 }
 
 impl Default for WgpuOptions {
@@ -113,6 +114,8 @@ impl Default for WgpuOptions {
             timestamps: true,
             max_chunk_bytes: None,
             samples_per_submit: None,
+            render_tile: (8, 8),
+            batch_workgroup: 64,
         }
     }
 }
@@ -126,6 +129,8 @@ impl std::fmt::Debug for WgpuOptions {
             .field("timestamps", &self.timestamps)
             .field("max_chunk_bytes", &self.max_chunk_bytes)
             .field("samples_per_submit", &self.samples_per_submit)
+            .field("render_tile", &self.render_tile)
+            .field("batch_workgroup", &self.batch_workgroup)
             .finish()
     }
 }
@@ -240,6 +245,8 @@ struct Reusable {
 }
 
 /// The wgpu backend. See the crate docs.
+///
+/// `Send`, so a `Box<dyn Backend + Send>` can hold it.
 pub struct WgpuBackend {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -264,6 +271,8 @@ pub struct WgpuBackend {
     scene: Option<SceneState>,
     max_chunk_bytes: u64,
     samples_per_submit: u64,
+    render_tile: (u32, u32),
+    batch_workgroup: u32,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,
 }
@@ -390,8 +399,42 @@ impl WgpuBackend {
             })
             .max(1);
 
+        let (tx, ty) = options.render_tile;
+        let invocations = limits.max_compute_invocations_per_workgroup;
+        if tx == 0
+            || ty == 0
+            || tx > limits.max_compute_workgroup_size_x
+            || ty > limits.max_compute_workgroup_size_y
+        {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "render_tile (workgroup size per dimension, each at least 1)",
+                needed: tx.max(ty) as u64,
+                limit: limits
+                    .max_compute_workgroup_size_x
+                    .min(limits.max_compute_workgroup_size_y) as u64,
+            });
+        }
+        if tx as u64 * ty as u64 > invocations as u64 {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "render_tile (invocations per workgroup)",
+                needed: tx as u64 * ty as u64,
+                limit: invocations as u64,
+            });
+        }
+        let bw = options.batch_workgroup;
+        if bw == 0 || bw > invocations.min(limits.max_compute_workgroup_size_x) {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "batch_workgroup (invocations per workgroup, at least 1)",
+                needed: bw as u64,
+                limit: invocations.min(limits.max_compute_workgroup_size_x) as u64,
+            });
+        }
+
         let source = ShaderSource::assemble(options.source_patch.as_ref());
-        let module = compile_module(&device, &source)?;
+        let module = compile_module(&device, &source, options.source_patch.is_none())?;
 
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
@@ -521,6 +564,8 @@ impl WgpuBackend {
             scene: None,
             max_chunk_bytes,
             samples_per_submit,
+            render_tile: options.render_tile,
+            batch_workgroup: options.batch_workgroup,
             lost,
             uncaptured,
         })
@@ -585,7 +630,12 @@ impl WgpuBackend {
             Kernel::Render(i, _) => i,
             _ => 0,
         };
-        let constants = [("INTEGRATOR", integrator as f64)];
+        let constants = [
+            ("INTEGRATOR", integrator as f64),
+            ("TILE_X", self.render_tile.0 as f64),
+            ("TILE_Y", self.render_tile.1 as f64),
+            ("BATCH_SIZE", self.batch_workgroup as f64),
+        ];
         let entry = kernel.entry_point();
         let device = &self.device;
         let guard = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -595,11 +645,7 @@ impl WgpuBackend {
             module: &self.module,
             entry_point: Some(entry),
             compilation_options: wgpu::PipelineCompilationOptions {
-                constants: if matches!(kernel, Kernel::Render(..)) {
-                    &constants
-                } else {
-                    &[]
-                },
+                constants: &constants,
                 zero_initialize_workgroup_memory: true,
             },
             cache: None,
@@ -773,16 +819,17 @@ impl WgpuBackend {
             });
         }
         let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
-        let groups_x = width.div_ceil(RENDER_TILE) as u64;
+        let (tile_x, tile_y) = self.render_tile;
+        let groups_x = width.div_ceil(tile_x) as u64;
         if groups_x > max_groups {
             return Err(Error::DeviceLimit {
                 backend: BACKEND_NAME,
-                what: "workgroups per dispatch dimension (image width / 8)",
+                what: "workgroups per dispatch dimension (image width / render tile width)",
                 needed: groups_x,
                 limit: max_groups,
             });
         }
-        let rows_by_dispatch = max_groups * RENDER_TILE as u64;
+        let rows_by_dispatch = max_groups * tile_y as u64;
         let rows_by_work = (self.samples_per_submit / (width as u64 * settings.spp as u64)).max(1);
         let chunk_rows = rows_by_bytes
             .min(rows_by_dispatch)
@@ -838,7 +885,7 @@ impl WgpuBackend {
                 &pipeline,
                 &scene_group,
                 &work_group,
-                (groups_x as u32, rows.div_ceil(RENDER_TILE)),
+                (groups_x as u32, rows.div_ceil(tile_y)),
             );
             encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, bytes.next_multiple_of(4));
             encoder.copy_buffer_to_buffer(&self.ray_count, 0, &self.ray_count_readback, 0, 8);
@@ -908,7 +955,8 @@ impl WgpuBackend {
             return Ok(stats);
         }
         let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
-        let rays_by_dispatch = max_groups * max_groups * BATCH_GROUP as u64;
+        let group = self.batch_workgroup as u64;
+        let rays_by_dispatch = max_groups * max_groups * group;
         let per_chunk = (self.max_chunk_bytes / RAY_BYTES.max(out_bytes))
             .min(rays_by_dispatch)
             .min(u32::MAX as u64 / 2)
@@ -954,7 +1002,7 @@ impl WgpuBackend {
             stats.upload += upload_start.elapsed();
             let bytes = n * out_bytes;
             let work_group = self.work_bind_group(&in_buf, &out, bytes.next_multiple_of(16));
-            let groups = n.div_ceil(BATCH_GROUP as u64);
+            let groups = n.div_ceil(group);
             let gx = groups.min(max_groups);
             let gy = groups.div_ceil(gx);
             let mut encoder = self
@@ -1028,15 +1076,33 @@ fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<'_> {
 }
 
 /// Compile the module; errors name the shader file and line.
+///
+/// `trusted`: the module is this crate's own, unpatched source. Its loops all
+/// end (traversal visits each node of a core-built BVH at most once, child
+/// indices always grow; the other loops count to `spp`, `max_depth` and
+/// `ao_samples`), so wgpu's loop-bounding counters, which cost instructions
+/// in the traversal's inner loop, are left out. Buffer bounds checks stay.
 fn compile_module(
     device: &wgpu::Device,
     source: &ShaderSource,
+    trusted: bool,
 ) -> Result<wgpu::ShaderModule, Error> {
     let guard = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+    let desc = wgpu::ShaderModuleDescriptor {
         label: Some("prism shaders"),
         source: wgpu::ShaderSource::Wgsl(source.text.as_str().into()),
-    });
+    };
+    let module = if trusted {
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        // SAFETY: the only check relaxed is loop bounding, and every loop of the
+        // unpatched module terminates (see above); bounds checks remain on.
+        unsafe { device.create_shader_module_trusted(desc, checks) }
+    } else {
+        device.create_shader_module(desc)
+    };
     let error = pollster::block_on(guard.pop());
     let info = pollster::block_on(module.get_compilation_info());
     let mut log = String::new();
@@ -1330,3 +1396,9 @@ impl WgpuBackend {
         })
     }
 }
+
+// The facade keeps backends as `Box<dyn Backend + Send>`.
+const _: fn() = || {
+    fn is_send<T: Send>() {}
+    is_send::<WgpuBackend>();
+};

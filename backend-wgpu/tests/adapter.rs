@@ -1,0 +1,734 @@
+//! The wgpu backend on a real adapter (lavapipe in CI) against prism-core.
+//!
+//! Without an adapter these tests print why and pass, unless
+//! `PRISM_REQUIRE_WGPU=1` (CI sets it): then they fail.
+//!
+//! All tests share one backend (behind a mutex), so each pipeline is compiled
+//! once per run: on lavapipe compiling a render pipeline takes seconds.
+
+use prism_core::glam::Vec3;
+use prism_core::integrator::render_pixel;
+use prism_core::reference::AgreementCounts;
+use prism_core::rng::Pcg;
+use prism_core::{
+    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat,
+    Progress, Ray, RenderSettings, Scene, TimingSource,
+};
+use prism_wgpu::{WgpuBackend, WgpuOptions};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// Open a backend (software adapters allowed), or explain why not.
+fn open(options: WgpuOptions) -> Option<WgpuBackend> {
+    match WgpuBackend::new(WgpuOptions {
+        allow_software: true,
+        ..options
+    }) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
+            if required || !matches!(e, Error::BackendUnavailable { .. }) {
+                panic!(
+                    "no usable wgpu adapter (PRISM_REQUIRE_WGPU=1 or not an availability problem): {e}"
+                );
+            }
+            eprintln!(
+                "SKIPPED: no wgpu adapter: {e}. Install Mesa's lavapipe \
+                 (apt-get install -y mesa-vulkan-drivers libvulkan1) to run this test; \
+                 set PRISM_REQUIRE_WGPU=1 to make a missing adapter fail."
+            );
+            None
+        }
+    }
+}
+
+/// Run `f` with the shared backend; returns without calling it when there is no adapter.
+fn with_backend(f: impl FnOnce(&mut WgpuBackend)) {
+    static SHARED: OnceLock<Mutex<Option<WgpuBackend>>> = OnceLock::new();
+    let shared = SHARED.get_or_init(|| Mutex::new(open(WgpuOptions::default())));
+    // A failed test poisons the mutex; the backend itself stays usable.
+    let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(b) = guard.as_mut() {
+        f(b);
+    }
+}
+
+/// A uniform float in [lo, hi).
+fn uniform(rng: &mut Pcg, lo: f32, hi: f32) -> f32 {
+    lo + (hi - lo) * rng.next_f32()
+}
+
+fn random_vec(rng: &mut Pcg, lo: f32, hi: f32) -> Vec3 {
+    Vec3::new(
+        uniform(rng, lo, hi),
+        uniform(rng, lo, hi),
+        uniform(rng, lo, hi),
+    )
+}
+
+/// A scene of `n` random spheres and triangles in a 10-unit box, with one of
+/// each material kind, blends and a light.
+fn random_scene(seed: u32, n: usize) -> Scene {
+    let mut rng = Pcg::for_path(seed, 7, 99);
+    let mut scene = Scene::new();
+    let mats = [
+        scene.add_material(Material::lambertian(Vec3::new(0.7, 0.3, 0.2))),
+        scene.add_material(Material::metal(Vec3::new(0.8, 0.8, 0.9), 0.2)),
+        scene.add_material(Material::dielectric(1.5)),
+        scene.add_material(Material::emissive(Vec3::new(4.0, 3.5, 3.0))),
+        scene.add_material(Material::blend(
+            Material::lambertian(Vec3::new(0.2, 0.6, 0.3)),
+            Material::metal(Vec3::splat(0.9), 0.0),
+            0.3,
+        )),
+    ];
+    for i in 0..n {
+        let m = mats[i % mats.len()];
+        if rng.next_f32() < 0.5 {
+            let c = random_vec(&mut rng, -5.0, 5.0);
+            scene.add_sphere(c, uniform(&mut rng, 0.05, 0.8), m);
+        } else {
+            let a = random_vec(&mut rng, -5.0, 5.0);
+            let b = a + random_vec(&mut rng, -1.5, 1.5);
+            let c = a + random_vec(&mut rng, -1.5, 1.5);
+            scene.add_triangle(a, b, c, m);
+        }
+    }
+    // A ground plane of two triangles sharing an edge (watertightness).
+    let g = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+    let (p0, p1, p2, p3) = (
+        Vec3::new(-20.0, -6.0, -20.0),
+        Vec3::new(20.0, -6.0, -20.0),
+        Vec3::new(20.0, -6.0, 20.0),
+        Vec3::new(-20.0, -6.0, 20.0),
+    );
+    scene.add_triangle(p0, p2, p1, g);
+    scene.add_triangle(p0, p3, p2, g);
+    scene
+}
+
+/// Rays from around and inside the scene, some with finite `tmin`/`tmax`, some
+/// with axis-aligned or unnormalised directions.
+fn random_rays(seed: u32, n: usize) -> Vec<Ray> {
+    let mut rng = Pcg::for_path(seed, 3, 5);
+    (0..n)
+        .map(|i| {
+            let origin = random_vec(&mut rng, -8.0, 8.0);
+            let mut dir = random_vec(&mut rng, -1.0, 1.0);
+            match i % 7 {
+                0 => dir = Vec3::new(0.0, 0.0, if dir.z < 0.0 { -1.0 } else { 1.0 }),
+                1 => dir *= 10.0,
+                _ => {}
+            }
+            if dir == Vec3::ZERO {
+                dir = Vec3::Y;
+            }
+            let (tmin, tmax) = if i % 5 == 0 {
+                (0.5, uniform(&mut rng, 1.0, 10.0))
+            } else {
+                (0.0, f32::INFINITY)
+            };
+            Ray::segment(origin, dir, tmin, tmax)
+        })
+        .collect()
+}
+
+#[test]
+fn intersect_and_occluded_match_core_on_random_scenes() {
+    with_backend(|gpu| {
+        for seed in 0..3 {
+            let scene = random_scene(seed, 300);
+            let accel = Accel::build(&scene).expect("scene");
+            gpu.set_scene(&scene).expect("set_scene");
+            let rays = random_rays(seed, 20_000);
+            let mut hits = vec![Hit::MISS; rays.len()];
+            let stats = gpu.intersect(&rays, &mut hits).expect("intersect");
+            assert_eq!(stats.rays, rays.len() as u64);
+            let reference: Vec<(f32, u32)> = rays
+                .iter()
+                .map(|r| accel.intersect(r))
+                .map(|h| (h.t, h.prim))
+                .collect();
+            let counts = AgreementCounts::compare(&rays, &hits, &reference);
+            eprintln!("random scene {seed}: intersect vs core: {counts:?}");
+            assert!(
+                counts.passed(),
+                "scene {seed}: {counts:?}; first mismatch ray {:?}",
+                counts
+                    .first_mismatch
+                    .map(|i| (rays[i], hits[i], reference[i]))
+            );
+            // Barycentrics of triangle hits agree too.
+            for (h, r) in hits.iter().zip(&rays) {
+                let c = accel.intersect(r);
+                if h.prim == c.prim && h.is_hit() {
+                    assert!(
+                        (h.u - c.u).abs() < 1e-3 && (h.v - c.v).abs() < 1e-3,
+                        "barycentrics {h:?} vs {c:?}"
+                    );
+                }
+            }
+
+            let mut occluded = vec![false; rays.len()];
+            gpu.occluded(&rays, &mut occluded).expect("occluded");
+            let mut differ = 0;
+            for (i, r) in rays.iter().enumerate() {
+                let want = accel.occluded(r);
+                if occluded[i] != want {
+                    // Only a hit within rounding of tmin or tmax may flip.
+                    let h = accel.intersect(&Ray::segment(
+                        r.origin,
+                        r.dir,
+                        r.tmin * 0.999,
+                        r.tmax * 1.001 + 1e-6,
+                    ));
+                    let at_end = h.is_hit()
+                        && ((h.t - r.tmax).abs() <= 1e-4 * r.tmax
+                            || (h.t - r.tmin).abs() <= 1e-4 * r.tmin.max(1e-3));
+                    assert!(
+                        at_end,
+                        "ray {i} {r:?}: gpu occluded {} core {want}",
+                        occluded[i]
+                    );
+                    differ += 1;
+                }
+            }
+            eprintln!("random scene {seed}: occluded differs from core on {differ} boundary rays");
+        }
+    });
+}
+
+/// The scenes directory: `$PRISM_SCENES`, else `../shared/scenes` beside the workspace.
+fn scenes_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("PRISM_SCENES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/scenes"));
+    dir.join("bunny.obj").exists().then_some(dir)
+}
+
+/// A minimal OBJ reader following `../shared/scenes/README.md`: `v` lines are
+/// vertices, `f` lines are fan-triangulated, indices 1-based or negative.
+fn load_obj(path: &std::path::Path) -> Scene {
+    let text = std::fs::read_to_string(path).expect("read obj");
+    let mut positions = Vec::new();
+    let mut triangles = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        match parts.next() {
+            Some("v") => {
+                let c: Vec<f32> = parts.take(3).map(|p| p.parse().expect("vertex")).collect();
+                positions.push(Vec3::new(c[0], c[1], c[2]));
+            }
+            Some("f") => {
+                let idx: Vec<u32> = parts
+                    .map(|p| {
+                        let i: i64 = p
+                            .split('/')
+                            .next()
+                            .and_then(|s| s.parse().ok())
+                            .expect("face index");
+                        (if i < 0 {
+                            positions.len() as i64 + i
+                        } else {
+                            i - 1
+                        }) as u32
+                    })
+                    .collect();
+                for k in 1..idx.len() - 1 {
+                    triangles.push([idx[0], idx[k], idx[k + 1]]);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+    scene.add_mesh(&positions, &triangles, m).expect("mesh");
+    scene
+}
+
+fn read_rays(path: &std::path::Path) -> Vec<Ray> {
+    bytemuck::pod_collect_to_vec(&std::fs::read(path).expect("read rays"))
+}
+
+fn read_hits(path: &std::path::Path) -> Vec<(f32, u32)> {
+    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&std::fs::read(path).expect("read hits"));
+    words
+        .chunks_exact(2)
+        .map(|w| (f32::from_bits(w[0]), w[1]))
+        .collect()
+}
+
+/// `intersect` against Embree's reference hits (DESIGN.md's rule) on every
+/// fourth ray of each set (a quarter keeps lavapipe under a few seconds);
+/// `PRISM_FULL_RAYS=1` traces them all.
+#[test]
+fn intersect_matches_embree_reference_hits() {
+    let Some(dir) = scenes_dir() else {
+        eprintln!(
+            "SKIPPED: ../shared/scenes not found (set PRISM_SCENES to its path to run the Embree comparison)"
+        );
+        return;
+    };
+    let step = if std::env::var("PRISM_FULL_RAYS").is_ok_and(|v| v == "1") {
+        1
+    } else {
+        8
+    };
+    with_backend(|gpu| {
+        for mesh in ["bunny", "ogre"] {
+            let scene = load_obj(&dir.join(format!("{mesh}.obj")));
+            gpu.set_scene(&scene).expect("set_scene");
+            for set in ["primary", "diffuse"] {
+                let rays = read_rays(&dir.join(format!("{mesh}.{set}.rays")));
+                let reference = read_hits(&dir.join(format!("{mesh}.{set}.hits")));
+                assert_eq!(rays.len(), reference.len());
+                let rays: Vec<Ray> = rays.into_iter().step_by(step).collect();
+                let reference: Vec<(f32, u32)> = reference.into_iter().step_by(step).collect();
+                let mut hits = vec![Hit::MISS; rays.len()];
+                let stats = gpu.intersect(&rays, &mut hits).expect("intersect");
+                let counts = AgreementCounts::compare(&rays, &hits, &reference);
+                eprintln!(
+                    "{mesh}.{set} (every {step}th ray): {} rays, {} match, {} ties, {} mismatches; {:.2} Mrays/s ({:?})",
+                    counts.total,
+                    counts.matches,
+                    counts.ties,
+                    counts.mismatches,
+                    stats.mrays_per_s(),
+                    stats.timing
+                );
+                assert!(
+                    counts.passed(),
+                    "{mesh}.{set}: {counts:?}; first mismatch: ray {:?} gpu {:?} embree {:?}",
+                    counts.first_mismatch.map(|i| rays[i]),
+                    counts.first_mismatch.map(|i| hits[i]),
+                    counts.first_mismatch.map(|i| reference[i])
+                );
+            }
+        }
+    });
+}
+
+/// A small scene with every material kind, triangles and spheres, lit by the
+/// sky, an emissive sphere and the key light.
+fn render_scene() -> (Scene, Camera) {
+    let mut scene = Scene::new();
+    let ground = scene.add_material(Material::lambertian(Vec3::new(0.5, 0.5, 0.45)));
+    let red = scene.add_material(Material::lambertian(Vec3::new(0.7, 0.15, 0.1)));
+    let metal = scene.add_material(Material::metal(Vec3::new(0.8, 0.7, 0.5), 0.15));
+    let mirror = scene.add_material(Material::metal(Vec3::splat(0.95), 0.0));
+    let glass = scene.add_material(Material::dielectric(1.5));
+    let light = scene.add_material(Material::emissive(Vec3::new(6.0, 5.0, 4.0)));
+    let varnish = scene.add_material(Material::blend(
+        Material::lambertian(Vec3::new(0.1, 0.3, 0.7)),
+        Material::metal(Vec3::splat(0.9), 0.05),
+        0.25,
+    ));
+    scene.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, ground);
+    scene.add_sphere(Vec3::new(-2.2, 1.0, 0.0), 1.0, red);
+    scene.add_sphere(Vec3::new(0.0, 1.0, 0.0), 1.0, glass);
+    scene.add_sphere(Vec3::new(2.2, 1.0, 0.0), 1.0, metal);
+    scene.add_sphere(Vec3::new(1.0, 0.35, 1.6), 0.35, light);
+    scene.add_sphere(Vec3::new(-1.0, 0.3, 1.7), 0.3, varnish);
+    // A mirror quad behind, in triangles.
+    let (a, b, c, d) = (
+        Vec3::new(-4.0, 0.0, -2.5),
+        Vec3::new(4.0, 0.0, -2.5),
+        Vec3::new(4.0, 3.0, -2.5),
+        Vec3::new(-4.0, 3.0, -2.5),
+    );
+    scene.add_triangle(a, b, c, mirror);
+    scene.add_triangle(a, c, d, mirror);
+    scene.light.position = Vec3::new(3.0, 5.0, 4.0);
+    let mut camera = Camera::look_at(
+        Vec3::new(0.0, 2.0, 7.0),
+        Vec3::new(0.0, 0.8, 0.0),
+        Vec3::Y,
+        40.0,
+    );
+    camera.aperture = 0.05;
+    (scene, camera)
+}
+
+/// Core's linear image and ray count.
+fn core_render(
+    scene: &Scene,
+    camera: &Camera,
+    settings: &RenderSettings,
+    w: u32,
+    h: u32,
+) -> (Vec<Vec3>, u64) {
+    let accel = Accel::build(scene).expect("scene");
+    let params = settings.params(&accel, camera, w, h).expect("params");
+    let mut rays = 0u64;
+    let mut pixels = Vec::with_capacity((w * h) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            let (c, r) = render_pixel(&accel, &params, x, y);
+            pixels.push(c);
+            rays += r as u64;
+        }
+    }
+    (pixels, rays)
+}
+
+/// Per-pixel comparison of a GPU render with core's.
+///
+/// Both trace the same paths (same PCG streams, same operation order), so a
+/// pixel differs only by float rounding: FMA contraction, and the GPU's own
+/// sqrt, division, sin/cos and pow, each within a few ulps. Those keep a
+/// sample within `1e-3` (relative to the pixel's brightness, the colour scale
+/// of these scenes being about 1). Rarely a rounding flips a decision (Russian
+/// roulette, Fresnel, a grazing hit, a shadow-ray boundary) and that one
+/// sample takes another path: its pixel then moves by up to the sample's
+/// value / spp. So: at least `share` of the pixels within 1e-3, and the mean
+/// absolute error under `mean`.
+fn compare_linear(
+    what: &str,
+    gpu: &[[f32; 4]],
+    core: &[Vec3],
+    share: f64,
+    mean: f64,
+) -> Result<(), String> {
+    assert_eq!(gpu.len(), core.len());
+    let mut close = 0usize;
+    let mut sum = 0.0f64;
+    let mut worst = (0.0f32, 0usize);
+    for (i, (g, c)) in gpu.iter().zip(core).enumerate() {
+        if !g.iter().all(|v| v.is_finite()) || g[3] != 1.0 {
+            return Err(format!("{what}: pixel {i} is {g:?}"));
+        }
+        let d = (Vec3::new(g[0], g[1], g[2]) - *c).abs().max_element();
+        if d <= 1e-3 * (1.0 + c.max_element()) {
+            close += 1;
+        }
+        sum += d as f64;
+        if d > worst.0 {
+            worst = (d, i);
+        }
+    }
+    let n = gpu.len() as f64;
+    let (close_share, mae) = (close as f64 / n, sum / n);
+    eprintln!(
+        "{what}: {:.2}% of pixels within 1e-3, mean abs error {mae:.2e}, worst {:.3} at pixel {}",
+        100.0 * close_share,
+        worst.0,
+        worst.1
+    );
+    if close_share < share {
+        return Err(format!(
+            "{what}: only {:.2}% of pixels within 1e-3 (need {:.1}%)",
+            100.0 * close_share,
+            100.0 * share
+        ));
+    }
+    if mae > mean {
+        return Err(format!("{what}: mean abs error {mae} > {mean}"));
+    }
+    Ok(())
+}
+
+const W: u32 = 64;
+const H: u32 = 48;
+
+fn settings(integrator: Integrator) -> RenderSettings {
+    match integrator {
+        Integrator::Path => RenderSettings {
+            integrator,
+            spp: 4,
+            max_depth: 8,
+            seed: 11,
+            ..Default::default()
+        },
+        Integrator::Whitted => RenderSettings {
+            integrator,
+            spp: 1,
+            max_depth: 2,
+            ..Default::default()
+        },
+        Integrator::Ao => RenderSettings {
+            integrator,
+            spp: 2,
+            ao_samples: 4,
+            ao_distance: 1.5,
+            ao_shadows: true,
+            seed: 5,
+            ..Default::default()
+        },
+    }
+}
+
+#[test]
+fn renders_match_core_render_pixel() {
+    let (scene, camera) = render_scene();
+    with_backend(|gpu| {
+        gpu.set_scene(&scene).expect("set_scene");
+        for integrator in Integrator::ALL {
+            let s = settings(integrator);
+            let mut image = Image::new(W, H, PixelFormat::LinearF32).expect("image");
+            let stats = gpu
+                .render(&camera, &s, &mut image, &NoProgress)
+                .expect("render");
+            let (core, core_rays) = core_render(&scene, &camera, &s, W, H);
+            // Whitted has no random decisions: only grazing hits and shadow
+            // boundaries may flip. Path and AO have more decisions per pixel.
+            let (share, mean) = match integrator {
+                Integrator::Whitted => (0.99, 2e-3),
+                _ => (0.95, 1e-2),
+            };
+            if let Err(e) = compare_linear(integrator.name(), image.linear(), &core, share, mean) {
+                panic!("{e}");
+            }
+            let ray_diff = (stats.rays as f64 - core_rays as f64).abs() / core_rays as f64;
+            eprintln!(
+                "{}: {} rays on the GPU, {} in core; {:?}",
+                integrator.name(),
+                stats.rays,
+                core_rays,
+                stats.timing
+            );
+            assert!(
+                ray_diff < 0.01,
+                "{}: ray count {} vs core {}",
+                integrator.name(),
+                stats.rays,
+                core_rays
+            );
+            assert!(stats.trace > std::time::Duration::ZERO && stats.total >= stats.trace);
+        }
+    });
+}
+
+#[test]
+fn srgb8_output_is_core_encoding() {
+    let (scene, camera) = render_scene();
+    with_backend(|gpu| {
+        gpu.set_scene(&scene).expect("set_scene");
+        let s = settings(Integrator::Whitted);
+        let mut image = Image::new(W, H, PixelFormat::Srgba8).expect("image");
+        gpu.render(&camera, &s, &mut image, &NoProgress)
+            .expect("render");
+        let (core, _) = core_render(&scene, &camera, &s, W, H);
+        let mut off_by_more = 0;
+        for (g, c) in image.rgba8().iter().zip(&core) {
+            let want = prism_core::image::encode_srgba8(*c);
+            assert_eq!(g[3], 255);
+            // pow() on the GPU may round the last bit differently: off by one
+            // level is the encoding's own rounding; more means another colour.
+            if g.iter().zip(want).any(|(a, b)| a.abs_diff(b) > 1) {
+                off_by_more += 1;
+            }
+        }
+        eprintln!(
+            "srgb8: {off_by_more} of {} pixels differ by more than 1/255",
+            W * H
+        );
+        assert!(off_by_more as f64 <= 0.01 * (W * H) as f64);
+    });
+}
+
+/// A backend with tiny chunks gives the same bytes as one dispatch per call.
+#[test]
+fn chunked_calls_give_the_same_results() {
+    let Some(mut small) = open(WgpuOptions {
+        max_chunk_bytes: Some(4096),
+        samples_per_submit: Some(500),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let scene = random_scene(4, 200);
+    let rays = random_rays(9, 3000);
+    let (render, camera) = render_scene();
+    let s = settings(Integrator::Whitted);
+    let run = |gpu: &mut WgpuBackend| {
+        gpu.set_scene(&scene).expect("set_scene");
+        let mut hits = vec![Hit::MISS; rays.len()];
+        gpu.intersect(&rays, &mut hits).expect("intersect");
+        let mut occ = vec![false; rays.len()];
+        gpu.occluded(&rays, &mut occ).expect("occluded");
+        gpu.set_scene(&render).expect("set_scene");
+        let mut image = Image::new(W, H, PixelFormat::Srgba8).expect("image");
+        let stats = gpu
+            .render(&camera, &s, &mut image, &NoProgress)
+            .expect("render");
+        (hits, occ, image, stats.rays)
+    };
+    assert_eq!(small.max_chunk_bytes(), 4096);
+    let chunked = run(&mut small);
+    drop(small);
+    with_backend(|gpu| {
+        let whole = run(gpu);
+        assert!(chunked.0 == whole.0, "intersect differs when chunked");
+        assert!(chunked.1 == whole.1, "occluded differs when chunked");
+        assert!(chunked.2 == whole.2, "render differs when chunked");
+        assert_eq!(chunked.3, whole.3, "ray count differs when chunked");
+    });
+}
+
+/// Cancels after the first progress report.
+struct CancelAfterFirst(std::sync::atomic::AtomicBool);
+
+impl Progress for CancelAfterFirst {
+    fn advance(&self, _done: u64, _total: u64) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[test]
+fn bad_input_is_refused_and_the_backend_stays_usable() {
+    with_backend(|gpu| {
+        let info = gpu.info();
+        assert_eq!(info.name, "wgpu");
+        assert!(info.max_buffer_bytes > 0);
+        eprintln!(
+            "adapter: {} (software {}), timing {:?}",
+            info.device,
+            info.software,
+            gpu.timing_source()
+        );
+        if info.device.contains("llvmpipe") {
+            assert!(info.software);
+            assert_eq!(gpu.timing_source(), TimingSource::TimestampQueries);
+        }
+        let (scene, camera) = render_scene();
+        gpu.set_scene(&scene).expect("set_scene");
+        let ray = Ray::new(Vec3::new(0.0, 1.0, 5.0), Vec3::NEG_Z);
+        let mut one = [Hit::MISS];
+        assert!(matches!(
+            gpu.intersect(&[ray, ray], &mut one),
+            Err(Error::LengthMismatch { .. })
+        ));
+        let bad = Ray::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::X);
+        assert!(matches!(
+            gpu.intersect(&[ray, bad], &mut [Hit::MISS; 2]),
+            Err(Error::InvalidRay { index: 1, .. })
+        ));
+        assert!(matches!(
+            gpu.occluded(&[Ray::new(Vec3::ZERO, Vec3::ZERO)], &mut [false]),
+            Err(Error::InvalidRay { .. })
+        ));
+        gpu.intersect(&[], &mut []).expect("empty batch");
+        let mut image = Image::new(8, 8, PixelFormat::LinearF32).expect("image");
+        let zero_spp = RenderSettings {
+            spp: 0,
+            ..Default::default()
+        };
+        assert!(matches!(
+            gpu.render(&camera, &zero_spp, &mut image, &NoProgress),
+            Err(Error::Setting { field: "spp", .. })
+        ));
+        let mut empty = Scene::new();
+        empty.add_material(Material::lambertian(Vec3::ONE));
+        assert!(matches!(gpu.set_scene(&empty), Err(Error::EmptyScene)));
+        // The previous scene is still there after a refused one.
+        gpu.intersect(&[ray], &mut one).expect("intersect");
+        assert!(one[0].is_hit());
+        // Cancellation between submissions (a 1-row-per-submit backend is not
+        // needed: a tall image on a software adapter takes several).
+        let tall = RenderSettings {
+            integrator: Integrator::Ao,
+            spp: 32,
+            ..Default::default()
+        };
+        let mut big = Image::new(128, 128, PixelFormat::Srgba8).expect("image");
+        let cancel = CancelAfterFirst(Default::default());
+        match gpu.render(&camera, &tall, &mut big, &cancel) {
+            Err(Error::Cancelled) => {}
+            Ok(_) => {
+                eprintln!("render finished in one submission: nothing to cancel on this adapter")
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+        gpu.intersect(&[ray], &mut one)
+            .expect("usable after cancel");
+    });
+}
+
+#[test]
+fn calls_before_set_scene_say_no_scene() {
+    let Some(mut gpu) = open(WgpuOptions::default()) else {
+        return;
+    };
+    let mut image = Image::new(4, 4, PixelFormat::LinearF32).expect("image");
+    let camera = Camera::look_at(Vec3::Z, Vec3::ZERO, Vec3::Y, 40.0);
+    assert_eq!(
+        gpu.render(&camera, &RenderSettings::default(), &mut image, &NoProgress),
+        Err(Error::NoScene)
+    );
+    assert_eq!(
+        gpu.intersect(&[Ray::new(Vec3::ZERO, Vec3::X)], &mut [Hit::MISS]),
+        Err(Error::NoScene)
+    );
+    assert_eq!(
+        gpu.occluded(&[Ray::new(Vec3::ZERO, Vec3::X)], &mut [false]),
+        Err(Error::NoScene)
+    );
+}
+
+#[test]
+fn a_shader_that_does_not_compile_names_its_file() {
+    let patch: prism_wgpu::SourcePatch = Box::new(|file, text| {
+        if file == "rng.wgsl" {
+            text.replace("fn pcg_hash(", "fn pcg_hash(oops")
+        } else {
+            text.to_string()
+        }
+    });
+    match WgpuBackend::new(WgpuOptions {
+        allow_software: true,
+        source_patch: Some(patch),
+        ..Default::default()
+    }) {
+        Err(Error::Compile { log, .. }) => {
+            eprintln!("compile error as reported:\n{log}");
+            assert!(
+                log.contains("rng.wgsl:"),
+                "the log does not name rng.wgsl: {log}"
+            );
+        }
+        Err(Error::BackendUnavailable { .. }) => {
+            // No adapter: `open` reports the skip (or fails under PRISM_REQUIRE_WGPU=1).
+            let _ = open(WgpuOptions::default());
+        }
+        Err(e) => panic!("expected a compile error, got {e}"),
+        Ok(_) => panic!("a broken shader compiled"),
+    }
+}
+
+/// A mirror that drifts from core (one PCG constant changed) compiles, runs,
+/// and is caught by the per-pixel comparison with core.
+#[test]
+fn a_drifted_mirror_is_caught_by_the_comparison() {
+    let patch: prism_wgpu::SourcePatch = Box::new(|file, text| {
+        if file == "rng.wgsl" {
+            text.replacen("277803737u", "277803739u", 1)
+        } else {
+            text.to_string()
+        }
+    });
+    let Some(mut gpu) = open(WgpuOptions {
+        source_patch: Some(patch),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (scene, camera) = render_scene();
+    gpu.set_scene(&scene).expect("set_scene");
+    let s = settings(Integrator::Ao);
+    let mut image = Image::new(W, H, PixelFormat::LinearF32).expect("image");
+    gpu.render(&camera, &s, &mut image, &NoProgress)
+        .expect("render");
+    let (core, _) = core_render(&scene, &camera, &s, W, H);
+    let verdict = compare_linear(
+        "drifted ao (expected to fail)",
+        image.linear(),
+        &core,
+        0.95,
+        1e-2,
+    );
+    assert!(verdict.is_err(), "a drifted PCG mirror was not noticed");
+}
