@@ -4,7 +4,7 @@
 //! (`backend-cuda/kernels/intersect.cuh`, `backend-wgpu/shaders/intersect.wgsl`).
 
 use crate::ray::Ray;
-use glam::Vec3;
+use glam::{Vec3, Vec3A, Vec4};
 
 /// Smallest magnitude a direction component is given before taking its inverse.
 ///
@@ -40,6 +40,14 @@ pub struct RayPre {
     pub ky: usize,
     /// Shear constants `(dir[kx]/dir[kz], dir[ky]/dir[kz], 1/dir[kz])`.
     pub shear: Vec3,
+    /// `(kx, ky, kz)` as one of six codes (`2 * kz + swapped`), so traversal can
+    /// dispatch once per ray to a triangle test with the axes fixed at compile
+    /// time (no run-time indexing of vertex components in the hot loop).
+    pub perm: u8,
+    /// `origin` in a 16-byte SIMD register (same values).
+    pub origin_a: Vec3A,
+    /// `inv_dir` in a 16-byte SIMD register (same values).
+    pub inv_dir_a: Vec3A,
 }
 
 impl RayPre {
@@ -67,7 +75,8 @@ impl RayPre {
         };
         let mut kx = if kz == 2 { 0 } else { kz + 1 };
         let mut ky = if kx == 2 { 0 } else { kx + 1 };
-        if d[kz] < 0.0 {
+        let swapped = d[kz] < 0.0;
+        if swapped {
             core::mem::swap(&mut kx, &mut ky);
         }
         let shear = Vec3::new(d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]);
@@ -80,7 +89,29 @@ impl RayPre {
             kx,
             ky,
             shear,
+            perm: 2 * kz as u8 + swapped as u8,
+            origin_a: ray.origin.into(),
+            inv_dir_a: inv_dir.into(),
         }
+    }
+}
+
+/// [`ray_aabb`] on two BVH node rows (`xyz` = corner, `w` ignored), in SIMD
+/// registers. The same operations in the same order, so the same results.
+#[inline(always)]
+pub fn ray_aabb_rows(pre: &RayPre, lo: &[f32; 4], hi: &[f32; 4], tmin: f32, tmax: f32) -> f32 {
+    let lo = Vec3A::from_vec4(Vec4::from_array(*lo));
+    let hi = Vec3A::from_vec4(Vec4::from_array(*hi));
+    let t0 = (lo - pre.origin_a) * pre.inv_dir_a;
+    let t1 = (hi - pre.origin_a) * pre.inv_dir_a;
+    let near = t0.min(t1);
+    let far = t0.max(t1);
+    let t_enter = near.x.max(near.y).max(near.z).max(tmin);
+    let t_exit = far.x.min(far.y).min(far.z).min(tmax) * SLAB_EXIT_SCALE;
+    if t_enter <= t_exit {
+        t_enter
+    } else {
+        f32::INFINITY
     }
 }
 
@@ -127,17 +158,38 @@ pub fn ray_triangle(
     tmin: f32,
     tmax: f32,
 ) -> Option<(f32, f32, f32)> {
-    let (kx, ky, kz) = (pre.kx, pre.ky, pre.kz);
-    let a = v0 - pre.origin;
-    let b = v1 - pre.origin;
-    let c = v2 - pre.origin;
+    let (v0, v1, v2) = (v0.into(), v1.into(), v2.into());
+    match pre.perm {
+        0 => ray_triangle_axes::<1, 2, 0>(pre, v0, v1, v2, tmin, tmax),
+        1 => ray_triangle_axes::<2, 1, 0>(pre, v0, v1, v2, tmin, tmax),
+        2 => ray_triangle_axes::<2, 0, 1>(pre, v0, v1, v2, tmin, tmax),
+        3 => ray_triangle_axes::<0, 2, 1>(pre, v0, v1, v2, tmin, tmax),
+        4 => ray_triangle_axes::<0, 1, 2>(pre, v0, v1, v2, tmin, tmax),
+        _ => ray_triangle_axes::<1, 0, 2>(pre, v0, v1, v2, tmin, tmax),
+    }
+}
+
+/// [`ray_triangle`] with the permutation `(KX, KY, KZ)` of `pre` fixed at compile
+/// time. The caller guarantees it equals `(pre.kx, pre.ky, pre.kz)`.
+#[inline(always)]
+pub fn ray_triangle_axes<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    v0: Vec3A,
+    v1: Vec3A,
+    v2: Vec3A,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(f32, f32, f32)> {
+    let a = v0 - pre.origin_a;
+    let b = v1 - pre.origin_a;
+    let c = v2 - pre.origin_a;
     let (sx, sy, sz) = (pre.shear.x, pre.shear.y, pre.shear.z);
-    let ax = a[kx] - sx * a[kz];
-    let ay = a[ky] - sy * a[kz];
-    let bx = b[kx] - sx * b[kz];
-    let by = b[ky] - sy * b[kz];
-    let cx = c[kx] - sx * c[kz];
-    let cy = c[ky] - sy * c[kz];
+    let ax = a[KX] - sx * a[KZ];
+    let ay = a[KY] - sy * a[KZ];
+    let bx = b[KX] - sx * b[KZ];
+    let by = b[KY] - sy * b[KZ];
+    let cx = c[KX] - sx * c[KZ];
+    let cy = c[KY] - sy * c[KZ];
     let u = cx * by - cy * bx;
     let v = ax * cy - ay * cx;
     let w = bx * ay - by * ax;
@@ -148,9 +200,9 @@ pub fn ray_triangle(
     if det == 0.0 {
         return None;
     }
-    let az = sz * a[kz];
-    let bz = sz * b[kz];
-    let cz = sz * c[kz];
+    let az = sz * a[KZ];
+    let bz = sz * b[KZ];
+    let cz = sz * c[KZ];
     let t_scaled = u * az + v * bz + w * cz;
     let rcp_det = 1.0 / det;
     let t = t_scaled * rcp_det;

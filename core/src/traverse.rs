@@ -8,7 +8,7 @@ use crate::aabb::Aabb;
 use crate::bvh::{Bvh, sphere_bounds, triangle_bounds};
 use crate::error::Error;
 use crate::gpu::{BvhNode, GpuMaterial, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
-use crate::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle};
+use crate::intersect::{RayPre, ray_aabb_rows, ray_sphere, ray_triangle, ray_triangle_axes};
 use crate::ray::{Hit, Ray};
 use crate::scene::{PointLight, PrimRef, Scene, Sky};
 use alloc::vec::Vec;
@@ -58,12 +58,18 @@ impl Accel {
             prims.push(match scene.prim_ref[id as usize] {
                 PrimRef::Triangle(t) => {
                     let t = t as usize;
-                    Primitive::triangle(
-                        id,
-                        scene.tri_v0[t].into(),
-                        scene.tri_v1[t].into(),
-                        scene.tri_v2[t].into(),
-                    )
+                    let (v0, v1, v2) = (scene.tri_v0[t], scene.tri_v1[t], scene.tri_v2[t]);
+                    // A zero-area triangle is stored as three copies of `v0`: its edge
+                    // functions are then exactly 0 and `ray_triangle` rejects it
+                    // (det == 0), so it is never hit. Stored as given, a collinear
+                    // triangle is hit by rays through its line, at rounding-noise
+                    // barycentrics and a wrong `t`.
+                    let (v1, v2) = if (v1 - v0).cross(v2 - v0) == Vec3::ZERO {
+                        (v0, v0)
+                    } else {
+                        (v1, v2)
+                    };
+                    Primitive::triangle(id, v0.into(), v1.into(), v2.into())
                 }
                 PrimRef::Sphere(s) => {
                     let cr = scene.sphere_center_radius[s as usize];
@@ -164,12 +170,54 @@ pub fn ray_primitive(pre: &RayPre, p: &Primitive, tmin: f32, tmax: f32) -> Optio
     }
 }
 
+/// [`ray_primitive`] with the ray's axis permutation fixed at compile time.
+#[inline(always)]
+fn ray_primitive_axes<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    p: &Primitive,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(f32, f32, f32)> {
+    if p.kind() == KIND_SPHERE {
+        ray_sphere(pre.origin, pre.dir, xyz(p.a), p.b[0], tmin, tmax).map(|t| (t, 0.0, 0.0))
+    } else {
+        let row = |r: [f32; 4]| glam::Vec3A::from_vec4(glam::Vec4::from_array(r));
+        ray_triangle_axes::<KX, KY, KZ>(pre, row(p.a), row(p.b), row(p.c), tmin, tmax)
+    }
+}
+
+/// Run `$f::<KX, KY, KZ>` for the ray's axis permutation (see [`RayPre::perm`]).
+macro_rules! dispatch_axes {
+    ($pre:expr, $f:ident, $($arg:expr),*) => {
+        match $pre.perm {
+            0 => $f::<1, 2, 0>($($arg),*),
+            1 => $f::<2, 1, 0>($($arg),*),
+            2 => $f::<2, 0, 1>($($arg),*),
+            3 => $f::<0, 2, 1>($($arg),*),
+            4 => $f::<0, 1, 2>($($arg),*),
+            _ => $f::<1, 0, 2>($($arg),*),
+        }
+    };
+}
+
 /// Closest hit over a BVH; `Hit::prim` is the slot in `prims`.
 ///
 /// `nodes` and `prims` must come from one [`Accel`] (the builder's invariants
 /// keep every index in range and the stack within bounds).
 pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let pre = RayPre::new(ray);
+    dispatch_axes!(pre, closest_hit_axes, nodes, prims, ray, &pre)
+}
+
+/// [`closest_hit`] for one axis permutation: one copy of the loop per permutation
+/// keeps every vertex component access a compile-time lane.
+#[inline(never)]
+fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
+    nodes: &[BvhNode],
+    prims: &[Primitive],
+    ray: &Ray,
+    pre: &RayPre,
+) -> Hit {
     let tmin = ray.tmin;
     let mut best = Hit {
         t: ray.tmax,
@@ -179,8 +227,8 @@ pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let mut sp = 0usize;
     let mut node = 0usize;
     while let Some(n) = nodes.get(node) {
-        let tl = ray_aabb(&pre, xyz(n.left_lo), xyz(n.left_hi), tmin, best.t);
-        let tr = ray_aabb(&pre, xyz(n.right_lo), xyz(n.right_hi), tmin, best.t);
+        let tl = ray_aabb_rows(pre, &n.left_lo, &n.left_hi, tmin, best.t);
+        let tr = ray_aabb_rows(pre, &n.right_lo, &n.right_hi, tmin, best.t);
         let (l_index, l_count, r_index, r_count) = (
             n.left_index(),
             n.left_count(),
@@ -202,13 +250,13 @@ pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
         // Leaves are intersected right away, nearest first.
         if near_count > 0 {
             if t_near < best.t {
-                leaf_closest(&pre, prims, near_index, near_count, tmin, &mut best);
+                leaf_closest::<KX, KY, KZ>(pre, prims, near_index, near_count, tmin, &mut best);
             }
             t_near = f32::INFINITY;
         }
         if far_count > 0 {
             if t_far < best.t {
-                leaf_closest(&pre, prims, far_index, far_count, tmin, &mut best);
+                leaf_closest::<KX, KY, KZ>(pre, prims, far_index, far_count, tmin, &mut best);
             }
             t_far = f32::INFINITY;
         }
@@ -238,7 +286,7 @@ pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
 }
 
 #[inline(always)]
-fn leaf_closest(
+fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     prims: &[Primitive],
     first: u32,
@@ -251,7 +299,7 @@ fn leaf_closest(
         return;
     };
     for (k, p) in leaf.iter().enumerate() {
-        if let Some((t, u, v)) = ray_primitive(pre, p, tmin, best.t) {
+        if let Some((t, u, v)) = ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, best.t) {
             *best = Hit {
                 t,
                 u,
@@ -265,6 +313,17 @@ fn leaf_closest(
 /// Whether any primitive lies on the ray within `(tmin, tmax)`; stops at the first.
 pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
     let pre = RayPre::new(ray);
+    dispatch_axes!(pre, any_hit_axes, nodes, prims, ray, &pre)
+}
+
+/// [`any_hit`] for one axis permutation.
+#[inline(never)]
+fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
+    nodes: &[BvhNode],
+    prims: &[Primitive],
+    ray: &Ray,
+    pre: &RayPre,
+) -> bool {
     let (tmin, tmax) = (ray.tmin, ray.tmax);
     let mut stack = [0u32; TRAVERSAL_STACK_SIZE];
     let mut sp = 0usize;
@@ -273,8 +332,8 @@ pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
         let Some(n) = nodes.get(node) else {
             return false;
         };
-        let tl = ray_aabb(&pre, xyz(n.left_lo), xyz(n.left_hi), tmin, tmax);
-        let tr = ray_aabb(&pre, xyz(n.right_lo), xyz(n.right_hi), tmin, tmax);
+        let tl = ray_aabb_rows(pre, &n.left_lo, &n.left_hi, tmin, tmax);
+        let tr = ray_aabb_rows(pre, &n.right_lo, &n.right_hi, tmin, tmax);
         let (l_index, l_count, r_index, r_count) = (
             n.left_index(),
             n.left_count(),
@@ -284,13 +343,13 @@ pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
         let mut go_left = tl < f32::INFINITY;
         let mut go_right = tr < f32::INFINITY;
         if go_left && l_count > 0 {
-            if leaf_any(&pre, prims, l_index, l_count, tmin, tmax) {
+            if leaf_any::<KX, KY, KZ>(pre, prims, l_index, l_count, tmin, tmax) {
                 return true;
             }
             go_left = false;
         }
         if go_right && r_count > 0 {
-            if leaf_any(&pre, prims, r_index, r_count, tmin, tmax) {
+            if leaf_any::<KX, KY, KZ>(pre, prims, r_index, r_count, tmin, tmax) {
                 return true;
             }
             go_right = false;
@@ -322,7 +381,7 @@ pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
 }
 
 #[inline(always)]
-fn leaf_any(
+fn leaf_any<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     prims: &[Primitive],
     first: u32,
@@ -335,5 +394,5 @@ fn leaf_any(
         return false;
     };
     leaf.iter()
-        .any(|p| ray_primitive(pre, p, tmin, tmax).is_some())
+        .any(|p| ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, tmax).is_some())
 }
