@@ -66,9 +66,10 @@ fn ray_pre_new(ray: Ray) -> RayPre {
 
 // mirrors prism_core::intersect::ray_aabb
 fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
-    // FMA form: bound * inv_dir + (-origin * inv_dir).
-    let t0 = lo * pre.inv_dir + pre.neg_origin_inv_dir;
-    let t1 = hi * pre.inv_dir + pre.neg_origin_inv_dir;
+    // Ize's form (bound - origin) * inv_dir: its rounding error is relative to
+    // t itself, which SLAB_EXIT_SCALE covers (core explains why not the FMA form).
+    let t0 = (lo - pre.origin) * pre.inv_dir;
+    let t1 = (hi - pre.origin) * pre.inv_dir;
     let near = min(t0, t1);
     let far = max(t0, t1);
     let t_enter = max(max(max(near.x, near.y), near.z), tmin);

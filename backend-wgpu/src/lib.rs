@@ -899,14 +899,14 @@ impl WgpuBackend {
                     let dst: &mut [u8] =
                         bytemuck::cast_slice_mut(&mut image.linear_mut()[first..first + pixels]);
                     map_and_read(&self.device, &readback, bytes, "render download", |src| {
-                        dst.copy_from_slice(src)
+                        copy_parallel(dst, src)
                     })?;
                 }
                 PixelFormat::Srgba8 => {
                     let dst: &mut [u8] =
                         bytemuck::cast_slice_mut(&mut image.rgba8_mut()[first..first + pixels]);
                     map_and_read(&self.device, &readback, bytes, "render download", |src| {
-                        dst.copy_from_slice(src)
+                        copy_parallel(dst, src)
                     })?;
                 }
             }
@@ -1217,6 +1217,27 @@ fn wait(
             "the GPU device failed while waiting (device lost); create a new WgpuBackend",
         )),
     }
+}
+
+/// Copies above this size are split over threads: one core cannot read a large
+/// mapped readback buffer as fast as PCIe fills it.
+const PARALLEL_COPY_BYTES: usize = 32 << 20;
+
+/// `dst.copy_from_slice(src)`, on several threads for large copies.
+fn copy_parallel(dst: &mut [u8], src: &[u8]) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if dst.len() != src.len() || dst.len() < PARALLEL_COPY_BYTES || threads < 2 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let part = dst.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (d, s) in dst.chunks_mut(part).zip(src.chunks(part)) {
+            scope.spawn(move || d.copy_from_slice(s));
+        }
+    });
 }
 
 /// Map the first `size` bytes of `buffer` for reading, hand them to `read`, unmap.

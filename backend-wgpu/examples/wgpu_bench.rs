@@ -1,0 +1,619 @@
+//! Check and time the wgpu backend on one adapter, in one run.
+//!
+//! ```text
+//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--variants] [--software] [--quick]
+//! ```
+//!
+//! 1. `intersect` / `occluded` on every ray set of `DIR` (default
+//!    `../shared/scenes`) against Embree's reference hits and against
+//!    prism-core, and Mrays/s (median of N, trace time as `prism bench` takes it).
+//! 2. Renders of three scenes, each integrator, against prism-core's
+//!    `render_pixel` computed on the host's cores (per-pixel tolerance as in
+//!    `tests/adapter.rs`).
+//! 3. The benchmark frames of `prism bench`: `rtiow` 1280x720 30 spp depth 50
+//!    and `whitted19` 8192x8192, sRGB 8-bit output, stage times, median of N.
+//!    The two scenes are built here exactly as `prism::scenes` builds them
+//!    (this crate cannot depend on the facade, which depends on it).
+//! 4. With `--variants`: the same frames and ray sets for other workgroup sizes.
+//!
+//! `--software` accepts a software adapter, `--quick` shrinks the two frames
+//! (for a smoke test on lavapipe).
+//!
+//! Ends with a table of everything measured; exits non-zero if a check failed.
+
+use prism_core::glam::Vec3;
+use prism_core::integrator::render_pixel;
+use prism_core::reference::AgreementCounts;
+use prism_core::rng::Pcg;
+use prism_core::{
+    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat,
+    PointLight, Ray, RenderSettings, RenderStats, Scene, Sky,
+};
+use prism_wgpu::{WgpuBackend, WgpuOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// `prism::scenes::rtiow` (facade commit 2c52a83), rebuilt here.
+fn rtiow() -> (Scene, Camera, RenderSettings, u32, u32) {
+    let mut s = Scene::new();
+    s.sky = Sky::rtiow();
+    s.light = PointLight {
+        position: Vec3::new(10.0, 10.0, 10.0),
+        color: Vec3::ONE,
+    };
+    let ground = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    s.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, ground);
+    let mut rng = Pcg { state: 0x5EED_1E57 };
+    let mut r = || rng.next_f32();
+    for a in -11..11 {
+        for b in -11..11 {
+            let choose = r();
+            let center = Vec3::new(a as f32 + 0.9 * r(), 0.2, b as f32 + 0.9 * r());
+            if (center - Vec3::new(4.0, 0.2, 0.0)).length() <= 0.9 {
+                continue;
+            }
+            let m = if choose < 0.8 {
+                let albedo = Vec3::new(r() * r(), r() * r(), r() * r());
+                Material::lambertian(albedo)
+            } else if choose < 0.95 {
+                let albedo = Vec3::new(0.5 + 0.5 * r(), 0.5 + 0.5 * r(), 0.5 + 0.5 * r());
+                Material::metal(albedo, 0.5 * r())
+            } else {
+                Material::dielectric(1.5)
+            };
+            let id = s.add_material(m);
+            s.add_sphere(center, 0.2, id);
+        }
+    }
+    let glass = s.add_material(Material::dielectric(1.5));
+    s.add_sphere(Vec3::new(0.0, 1.0, 0.0), 1.0, glass);
+    let brown = s.add_material(Material::lambertian(Vec3::new(0.4, 0.2, 0.1)));
+    s.add_sphere(Vec3::new(-4.0, 1.0, 0.0), 1.0, brown);
+    let steel = s.add_material(Material::metal(Vec3::new(0.7, 0.6, 0.5), 0.0));
+    s.add_sphere(Vec3::new(4.0, 1.0, 0.0), 1.0, steel);
+    let camera = Camera {
+        look_from: Vec3::new(13.0, 2.0, 3.0),
+        look_at: Vec3::ZERO,
+        up: Vec3::Y,
+        vfov_degrees: 20.0,
+        aperture: 0.1,
+        focus_distance: 10.0,
+    };
+    let settings = RenderSettings {
+        integrator: Integrator::Path,
+        spp: 30,
+        max_depth: 50,
+        ..Default::default()
+    };
+    (s, camera, settings, 1280, 720)
+}
+
+/// `prism::scenes::whitted19` (facade commit 2c52a83), rebuilt here.
+fn whitted19() -> (Scene, Camera, RenderSettings, u32, u32) {
+    let mut s = Scene::new();
+    s.sky = Sky::constant(Vec3::new(94.0, 156.0, 255.0) / 255.0);
+    s.light = PointLight {
+        position: Vec3::ONE,
+        color: Vec3::ONE,
+    };
+    let grey = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    s.add_sphere(Vec3::new(0.0, -1002.0, 0.0), 1000.0, grey);
+    let rows: [(f32, f32, f32, usize); 3] = [
+        (-4.0, -0.25, -1.5, 7),
+        (-3.0, 0.25, -1.25, 6),
+        (-2.0, 0.75, -1.0, 5),
+    ];
+    let mut k = 0;
+    for (z, y, x0, n) in rows {
+        for i in 0..n {
+            let m = s.add_material(Material::lambertian(hue(k as f32 / 18.0)));
+            s.add_sphere(Vec3::new(x0 + 0.5 * i as f32, y, z), 0.25, m);
+            k += 1;
+        }
+    }
+    let camera = Camera::look_at(
+        Vec3::new(0.0, 0.0, 1.0),
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::Y,
+        90.0,
+    );
+    let settings = RenderSettings {
+        integrator: Integrator::Whitted,
+        spp: 1,
+        max_depth: 1,
+        ..Default::default()
+    };
+    (s, camera, settings, 8192, 8192)
+}
+
+fn hue(h: f32) -> Vec3 {
+    let f = |n: f32| {
+        let k = (n + h * 6.0) % 6.0;
+        0.9 - 0.8 * (k.min(4.0 - k).clamp(0.0, 1.0))
+    };
+    Vec3::new(f(5.0), f(3.0), f(1.0))
+}
+
+/// Spheres and triangles of every material kind (the scene of tests/adapter.rs).
+fn mixed() -> (Scene, Camera) {
+    let mut scene = Scene::new();
+    let ground = scene.add_material(Material::lambertian(Vec3::new(0.5, 0.5, 0.45)));
+    let red = scene.add_material(Material::lambertian(Vec3::new(0.7, 0.15, 0.1)));
+    let metal = scene.add_material(Material::metal(Vec3::new(0.8, 0.7, 0.5), 0.15));
+    let mirror = scene.add_material(Material::metal(Vec3::splat(0.95), 0.0));
+    let glass = scene.add_material(Material::dielectric(1.5));
+    let light = scene.add_material(Material::emissive(Vec3::new(6.0, 5.0, 4.0)));
+    let varnish = scene.add_material(Material::blend(
+        Material::lambertian(Vec3::new(0.1, 0.3, 0.7)),
+        Material::metal(Vec3::splat(0.9), 0.05),
+        0.25,
+    ));
+    scene.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, ground);
+    scene.add_sphere(Vec3::new(-2.2, 1.0, 0.0), 1.0, red);
+    scene.add_sphere(Vec3::new(0.0, 1.0, 0.0), 1.0, glass);
+    scene.add_sphere(Vec3::new(2.2, 1.0, 0.0), 1.0, metal);
+    scene.add_sphere(Vec3::new(1.0, 0.35, 1.6), 0.35, light);
+    scene.add_sphere(Vec3::new(-1.0, 0.3, 1.7), 0.3, varnish);
+    let (a, b, c, d) = (
+        Vec3::new(-4.0, 0.0, -2.5),
+        Vec3::new(4.0, 0.0, -2.5),
+        Vec3::new(4.0, 3.0, -2.5),
+        Vec3::new(-4.0, 3.0, -2.5),
+    );
+    scene.add_triangle(a, b, c, mirror);
+    scene.add_triangle(a, c, d, mirror);
+    scene.light.position = Vec3::new(3.0, 5.0, 4.0);
+    let mut camera = Camera::look_at(
+        Vec3::new(0.0, 2.0, 7.0),
+        Vec3::new(0.0, 0.8, 0.0),
+        Vec3::Y,
+        40.0,
+    );
+    camera.aperture = 0.05;
+    (scene, camera)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Core's linear image and rays, on every host core.
+fn core_render(
+    scene: &Scene,
+    camera: &Camera,
+    settings: &RenderSettings,
+    w: u32,
+    h: u32,
+) -> (Vec<Vec3>, u64) {
+    let accel = match Accel::build(scene) {
+        Ok(a) => a,
+        Err(e) => panic!("scene: {e}"),
+    };
+    let params = match settings.params(&accel, camera, w, h) {
+        Ok(p) => p,
+        Err(e) => panic!("params: {e}"),
+    };
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let mut pixels = vec![Vec3::ZERO; (w * h) as usize];
+    let mut rays = 0u64;
+    let rows_per = (h as usize).div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = pixels
+            .chunks_mut(rows_per * w as usize)
+            .enumerate()
+            .map(|(k, band)| {
+                let (accel, params) = (&accel, &params);
+                scope.spawn(move || {
+                    let mut r = 0u64;
+                    for (i, px) in band.iter_mut().enumerate() {
+                        let idx = k * rows_per * w as usize + i;
+                        let (c, n) = render_pixel(accel, params, idx as u32 % w, idx as u32 / w);
+                        *px = c;
+                        r += n as u64;
+                    }
+                    r
+                })
+            })
+            .collect();
+        for h in handles {
+            rays += h.join().unwrap_or(0);
+        }
+    });
+    (pixels, rays)
+}
+
+/// Share of pixels within 1e-3 of core (relative to brightness), mean abs error, worst.
+fn compare(gpu: &[[f32; 4]], core: &[Vec3]) -> (f64, f64, f32) {
+    let mut close = 0usize;
+    let mut sum = 0.0f64;
+    let mut worst = 0.0f32;
+    for (g, c) in gpu.iter().zip(core) {
+        let d = (Vec3::new(g[0], g[1], g[2]) - *c).abs().max_element();
+        let d = if d.is_finite() { d } else { f32::INFINITY };
+        if d <= 1e-3 * (1.0 + c.max_element()) {
+            close += 1;
+        }
+        sum += d as f64;
+        worst = worst.max(d);
+    }
+    let n = gpu.len().max(1) as f64;
+    (close as f64 / n, sum / n, worst)
+}
+
+fn load_obj(path: &Path) -> Result<Scene, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut positions = Vec::new();
+    let mut triangles = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        match parts.next() {
+            Some("v") => {
+                let c: Vec<f32> = parts.take(3).filter_map(|p| p.parse().ok()).collect();
+                if c.len() == 3 {
+                    positions.push(Vec3::new(c[0], c[1], c[2]));
+                }
+            }
+            Some("f") => {
+                let idx: Vec<u32> = parts
+                    .filter_map(|p| p.split('/').next().and_then(|s| s.parse::<i64>().ok()))
+                    .map(|i| {
+                        (if i < 0 {
+                            positions.len() as i64 + i
+                        } else {
+                            i - 1
+                        }) as u32
+                    })
+                    .collect();
+                for k in 1..idx.len().saturating_sub(1) {
+                    triangles.push([idx[0], idx[k], idx[k + 1]]);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.7)));
+    scene
+        .add_mesh(&positions, &triangles, m)
+        .map_err(|e| e.to_string())?;
+    Ok(scene)
+}
+
+struct Report {
+    lines: Vec<String>,
+    failed: Vec<String>,
+}
+
+impl Report {
+    fn line(&mut self, s: String) {
+        println!("{s}");
+        self.lines.push(s);
+    }
+    fn check(&mut self, ok: bool, what: String) {
+        if !ok {
+            println!("CHECK FAILED: {what}");
+            self.failed.push(what);
+        }
+    }
+}
+
+fn rays_bench(
+    gpu: &mut WgpuBackend,
+    dir: &Path,
+    runs: usize,
+    check: bool,
+    rep: &mut Report,
+    tag: &str,
+) -> Result<(), Error> {
+    for mesh in ["bunny", "ogre"] {
+        let obj = dir.join(format!("{mesh}.obj"));
+        let scene = match load_obj(&obj) {
+            Ok(s) => s,
+            Err(e) => {
+                rep.line(format!("skipping {mesh}: {e}"));
+                continue;
+            }
+        };
+        let accel = check.then(|| Accel::build(&scene)).transpose()?;
+        let set_stats = gpu.set_scene(&scene)?;
+        for set in ["primary", "diffuse"] {
+            let rays: Vec<Ray> = match std::fs::read(dir.join(format!("{mesh}.{set}.rays"))) {
+                Ok(b) => bytemuck::pod_collect_to_vec(&b),
+                Err(e) => {
+                    rep.line(format!("skipping {mesh}.{set}: {e}"));
+                    continue;
+                }
+            };
+            let mut hits = vec![Hit::MISS; rays.len()];
+            let mut occ = vec![false; rays.len()];
+            gpu.intersect(&rays, &mut hits)?;
+            gpu.occluded(&rays, &mut occ)?;
+            let (mut closest, mut occluded, mut closest_total) =
+                (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let s = gpu.intersect(&rays, &mut hits)?;
+                closest.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
+                closest_total.push(rays.len() as f64 / s.total.as_secs_f64() / 1e6);
+                let s = gpu.occluded(&rays, &mut occ)?;
+                occluded.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
+            }
+            rep.line(format!(
+                "{tag} rays {mesh}.{set}: {} rays, build {:.1} ms upload {:.1} ms, closest {:.1} Mrays/s (whole call {:.1}), occluded {:.1} Mrays/s, median of {runs}",
+                rays.len(),
+                ms(set_stats.build),
+                ms(set_stats.upload),
+                median(closest),
+                median(closest_total),
+                median(occluded)
+            ));
+            if !check {
+                continue;
+            }
+            if let Ok(b) = std::fs::read(dir.join(format!("{mesh}.{set}.hits"))) {
+                let words: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
+                let reference: Vec<(f32, u32)> = words
+                    .chunks_exact(2)
+                    .map(|w| (f32::from_bits(w[0]), w[1]))
+                    .collect();
+                let c = AgreementCounts::compare(&rays, &hits, &reference);
+                let occ_bad = occ
+                    .iter()
+                    .zip(&reference)
+                    .filter(|(o, r)| **o != (r.1 != Hit::NO_PRIM))
+                    .count();
+                rep.line(format!(
+                    "  vs Embree: {} match, {} ties, {} mismatches (first {:?}); occluded disagrees on {occ_bad}",
+                    c.matches, c.ties, c.mismatches, c.first_mismatch
+                ));
+                rep.check(
+                    c.passed() && reference.len() == rays.len(),
+                    format!("{mesh}.{set} intersect vs Embree"),
+                );
+                rep.check(occ_bad == 0, format!("{mesh}.{set} occluded vs Embree"));
+            }
+            if let Some(accel) = &accel {
+                let core: Vec<(f32, u32)> = rays
+                    .iter()
+                    .map(|r| accel.intersect(r))
+                    .map(|h| (h.t, h.prim))
+                    .collect();
+                let c = AgreementCounts::compare(&rays, &hits, &core);
+                let occ_bad = rays
+                    .iter()
+                    .zip(&occ)
+                    .filter(|(r, o)| accel.occluded(r) != **o)
+                    .count();
+                rep.line(format!(
+                    "  vs core:   {} match, {} ties, {} mismatches; occluded disagrees on {occ_bad}",
+                    c.matches, c.ties, c.mismatches
+                ));
+                rep.check(c.passed(), format!("{mesh}.{set} intersect vs core"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn frame_bench(
+    gpu: &mut WgpuBackend,
+    name: &str,
+    preset: &(Scene, Camera, RenderSettings, u32, u32),
+    runs: usize,
+    rep: &mut Report,
+    tag: &str,
+) -> Result<(), Error> {
+    let (scene, camera, settings, w, h) = preset;
+    let mut image = Image::new(*w, *h, PixelFormat::Srgba8)?;
+    gpu.set_scene(scene)?;
+    gpu.render(camera, settings, &mut image, &NoProgress)?;
+    let mut all: Vec<(RenderStats, RenderStats)> = Vec::new();
+    for _ in 0..runs {
+        let s = gpu.set_scene(scene)?;
+        let r = gpu.render(camera, settings, &mut image, &NoProgress)?;
+        all.push((s, r));
+    }
+    let col = |f: &dyn Fn(&(RenderStats, RenderStats)) -> f64| median(all.iter().map(f).collect());
+    rep.line(format!(
+        "{tag} frame {name} {w}x{h} {} spp depth {}: build {:.2} ms, upload {:.2} ms, trace {:.2} ms, download {:.2} ms, frame {:.2} ms, {} rays, {:.0} Mrays/s ({:?}), median of {runs}",
+        settings.spp,
+        settings.max_depth,
+        col(&|r| ms(r.0.build)),
+        col(&|r| ms(r.0.upload)),
+        col(&|r| ms(r.1.trace)),
+        col(&|r| ms(r.1.download)),
+        col(&|r| ms(r.1.total)),
+        all.first().map_or(0, |r| r.1.rays),
+        col(&|r| r.1.mrays_per_s()),
+        all.first().map_or(prism_core::TimingSource::HostClock, |r| r.1.timing),
+    ));
+    Ok(())
+}
+
+fn render_checks(gpu: &mut WgpuBackend, rep: &mut Report) -> Result<(), Error> {
+    let (mixed_scene, mixed_camera) = mixed();
+    let (rt_scene, rt_camera, _, _, _) = rtiow();
+    let (wh_scene, wh_camera, wh_settings, _, _) = whitted19();
+    let path = |spp, depth| RenderSettings {
+        integrator: Integrator::Path,
+        spp,
+        max_depth: depth,
+        seed: 3,
+        ..Default::default()
+    };
+    let cases: Vec<(&str, &Scene, &Camera, RenderSettings, u32, u32, f64)> = vec![
+        (
+            "mixed path",
+            &mixed_scene,
+            &mixed_camera,
+            path(8, 8),
+            160,
+            120,
+            0.95,
+        ),
+        (
+            "mixed whitted",
+            &mixed_scene,
+            &mixed_camera,
+            RenderSettings {
+                integrator: Integrator::Whitted,
+                spp: 1,
+                max_depth: 3,
+                ..Default::default()
+            },
+            160,
+            120,
+            0.99,
+        ),
+        (
+            "mixed ao",
+            &mixed_scene,
+            &mixed_camera,
+            RenderSettings {
+                integrator: Integrator::Ao,
+                spp: 4,
+                ao_samples: 8,
+                ao_distance: 1.5,
+                ao_shadows: true,
+                ..Default::default()
+            },
+            160,
+            120,
+            0.95,
+        ),
+        (
+            "rtiow path",
+            &rt_scene,
+            &rt_camera,
+            path(8, 50),
+            320,
+            180,
+            0.95,
+        ),
+        (
+            "whitted19",
+            &wh_scene,
+            &wh_camera,
+            wh_settings,
+            1024,
+            1024,
+            0.99,
+        ),
+    ];
+    for (name, scene, camera, settings, w, h, share) in cases {
+        gpu.set_scene(scene)?;
+        let mut image = Image::new(w, h, PixelFormat::LinearF32)?;
+        let stats = gpu.render(camera, &settings, &mut image, &NoProgress)?;
+        let t = Instant::now();
+        let (core, core_rays) = core_render(scene, camera, &settings, w, h);
+        let core_ms = ms(t.elapsed());
+        let (close, mae, worst) = compare(image.linear(), &core);
+        let ray_diff = (stats.rays as f64 - core_rays as f64).abs() / core_rays.max(1) as f64;
+        rep.line(format!(
+            "render {name} {w}x{h}: {:.3}% of pixels within 1e-3 of core, mean abs error {mae:.2e}, worst {worst:.3}; rays gpu {} core {} (core took {core_ms:.0} ms on the host)",
+            100.0 * close,
+            stats.rays,
+            core_rays
+        ));
+        rep.check(
+            close >= share && mae <= 1e-2 && ray_diff < 0.01,
+            format!("render {name} vs core"),
+        );
+    }
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let dir = arg("--scenes")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/scenes"));
+    let runs: usize = arg("--runs").and_then(|r| r.parse().ok()).unwrap_or(5);
+    let software = flag("--software");
+    let quick = flag("--quick");
+    let mut rep = Report {
+        lines: Vec::new(),
+        failed: Vec::new(),
+    };
+
+    for a in prism_wgpu::adapters() {
+        rep.line(format!("adapter: {a} driver {}", a.driver));
+    }
+    let mut gpu = match WgpuBackend::new(WgpuOptions {
+        allow_software: software,
+        ..Default::default()
+    }) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let info = gpu.info();
+    let l = gpu.limits();
+    rep.line(format!(
+        "using {} (software {}), timing {:?}; max storage binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+        info.device,
+        info.software,
+        gpu.timing_source(),
+        l.max_storage_buffer_binding_size >> 20,
+        l.max_buffer_size >> 20,
+        l.max_compute_workgroups_per_dimension
+    ));
+    let started = Instant::now();
+    let result = (|| -> Result<(), Error> {
+        rays_bench(&mut gpu, &dir, runs, true, &mut rep, "default")?;
+        render_checks(&mut gpu, &mut rep)?;
+        let (mut rt, mut wh) = (rtiow(), whitted19());
+        if quick {
+            // Smoke-test sizes for software adapters.
+            (rt.2.spp, rt.3, rt.4) = (2, 320, 180);
+            (wh.3, wh.4) = (1024, 1024);
+        }
+        frame_bench(&mut gpu, "rtiow", &rt, runs, &mut rep, "default")?;
+        frame_bench(&mut gpu, "whitted19", &wh, runs, &mut rep, "default")?;
+        if flag("--variants") {
+            for (tile, batch) in [((16, 8), 128), ((8, 4), 32), ((16, 16), 256)] {
+                let tag = format!("tile {}x{} batch {batch}", tile.0, tile.1);
+                let mut v = WgpuBackend::new(WgpuOptions {
+                    allow_software: software,
+                    render_tile: tile,
+                    batch_workgroup: batch,
+                    ..Default::default()
+                })?;
+                rays_bench(&mut v, &dir, runs, false, &mut rep, &tag)?;
+                frame_bench(&mut v, "rtiow", &rt, runs, &mut rep, &tag)?;
+                frame_bench(&mut v, "whitted19", &wh, runs, &mut rep, &tag)?;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        rep.failed.push(format!("error: {e}"));
+        println!("error: {e}");
+    }
+    println!(
+        "\n==== summary ({:.0} s) ====",
+        started.elapsed().as_secs_f64()
+    );
+    for l in &rep.lines {
+        println!("{l}");
+    }
+    if rep.failed.is_empty() {
+        println!("ALL CHECKS PASSED");
+    } else {
+        println!("FAILED: {}", rep.failed.join("; "));
+        std::process::exit(1);
+    }
+}
