@@ -1,1 +1,56 @@
-//! (in progress)
+//! `prism-cuda`: Prism's [`prism_core::Backend`] on NVIDIA GPUs.
+//!
+//! - The NVIDIA driver and NVRTC are loaded at run time through cudarc: a
+//!   program using this crate starts on any machine, and
+//!   [`CudaBackend::new`] returns [`prism_core::Error::BackendUnavailable`]
+//!   (saying why) where there is no driver, no NVRTC or no device.
+//! - The kernels (`kernels/*.cu`, `*.cuh`) mirror `prism_core` function by
+//!   function, same names and operation order. NVRTC compiles them for the
+//!   device's own architecture when a backend is opened; the cubin is cached on
+//!   disk ([`cache_dir`]), keyed by the sources, options, NVRTC version and
+//!   device. [`compile_kernels`] runs the same compilation with no GPU at all.
+//! - Scene buffers are uploaded once per `set_scene`; per-frame parameters go to
+//!   `__constant__` memory; frames come back through pinned memory kept across
+//!   frames, in the [`prism_core::Image`]'s own format (8-bit sRGB is encoded on
+//!   the device). Stage times come from CUDA events.
+//! - Every driver failure is an [`prism_core::Error`]; nothing panics, and a
+//!   kernel fault that poisons the context is recovered from on the next call.
+//!
+//! Floating point: NVRTC's defaults (IEEE division and square root, no
+//! flush-to-zero) with FMA contraction on, so results differ from core's by
+//! rounding only; the watertight triangle test opts out of contraction and
+//! decides inside/outside exactly as core does.
+//!
+//! ```no_run
+//! use prism_core::{Backend, Camera, Image, Material, NoProgress, PixelFormat, RenderSettings, Scene};
+//! use prism_core::glam::Vec3;
+//!
+//! let mut gpu = prism_cuda::CudaBackend::new()?;
+//! let mut scene = Scene::new();
+//! let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+//! scene.add_sphere(Vec3::new(0.0, 0.0, -3.0), 1.0, m);
+//! gpu.set_scene(&scene)?;
+//! let camera = Camera::look_at(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y, 60.0);
+//! let mut image = Image::new(320, 240, PixelFormat::Srgba8)?;
+//! let stats = gpu.render(&camera, &RenderSettings::default(), &mut image, &NoProgress)?;
+//! println!("{:.1} Mrays/s", stats.mrays_per_s());
+//! # Ok::<(), prism_core::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod backend;
+mod cache;
+mod driver;
+mod kernels;
+mod nvrtc;
+
+pub use backend::{
+    CudaBackend, CudaOptions, FrameTimes, KernelResources, MAX_LAUNCH_RAYS, ResidentBench,
+};
+pub use cache::cache_dir;
+pub use kernels::{
+    CompiledKernels, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED, KERNEL_RENDER_AO,
+    KERNEL_RENDER_PATH, KERNEL_RENDER_WHITTED, KernelConfig, PtxasReport, SOURCES, SourcePatch,
+    compile_kernels, compile_options, parse_ptxas_log,
+};
+pub use nvrtc::nvrtc_version;

@@ -1,0 +1,430 @@
+//! Benchmark of the CUDA backend: the figures of bench/RESULTS.md.
+//!
+//! ```text
+//! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
+//! ```
+//!
+//! For each kernel configuration (the default, or a sweep of block shapes,
+//! register budgets and scheduling variants with `--sweep`): compile time,
+//! per-kernel resources, `rtiow` 1280x720 30 spp depth 50 (median frame),
+//! `whitted19` 8192x8192 RGBA8 (kernel, render + download into pinned memory,
+//! the whole call), and the trace kernels alone on each shared ray set repeated
+//! to a device-resident batch (closest hit and any hit). Hits of the resident
+//! runs are checked against Embree's reference hits. A table comes last.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use prism_core::backend::Backend;
+use prism_core::reference::AgreementCounts;
+use prism_core::{Image, NoProgress, PixelFormat, Ray, RenderStats, Scene};
+use prism_cuda::{CudaBackend, CudaOptions, KernelConfig};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+struct Args {
+    scenes: Option<PathBuf>,
+    out: Option<PathBuf>,
+    sweep: bool,
+    frames: usize,
+    repeats: u32,
+    batch: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        scenes: scenes_dir(),
+        out: None,
+        sweep: false,
+        frames: 9,
+        repeats: 15,
+        batch: 1 << 22,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--scenes" => a.scenes = Some(PathBuf::from(value("--scenes")?)),
+            "--out" => a.out = Some(PathBuf::from(value("--out")?)),
+            "--sweep" => a.sweep = true,
+            "--frames" => {
+                a.frames = value("--frames")?
+                    .parse()
+                    .map_err(|e| format!("--frames: {e}"))?
+            }
+            "--repeats" => {
+                a.repeats = value("--repeats")?
+                    .parse()
+                    .map_err(|e| format!("--repeats: {e}"))?
+            }
+            "--batch" => {
+                a.batch = value("--batch")?
+                    .parse()
+                    .map_err(|e| format!("--batch: {e}"))?
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
+    let d = KernelConfig::default();
+    let mut v = vec![("default", d.clone())];
+    if sweep {
+        v.extend([
+            (
+                "noregen",
+                KernelConfig {
+                    path_regen: false,
+                    ..d.clone()
+                },
+            ),
+            (
+                "t64+8x8",
+                KernelConfig {
+                    trace_threads: 64,
+                    render_tile: [8, 8],
+                    ..d.clone()
+                },
+            ),
+            (
+                "t256+16x16",
+                KernelConfig {
+                    trace_threads: 256,
+                    render_tile: [16, 16],
+                    ..d.clone()
+                },
+            ),
+            (
+                "32x4",
+                KernelConfig {
+                    render_tile: [32, 4],
+                    ..d.clone()
+                },
+            ),
+            (
+                "min8+min6",
+                KernelConfig {
+                    trace_min_blocks: 8,
+                    render_min_blocks: 6,
+                    ..d.clone()
+                },
+            ),
+            (
+                "persist",
+                KernelConfig {
+                    persistent: true,
+                    ..d.clone()
+                },
+            ),
+            (
+                "persist256",
+                KernelConfig {
+                    persistent: true,
+                    trace_threads: 256,
+                    ..d.clone()
+                },
+            ),
+            (
+                "reg64",
+                KernelConfig {
+                    max_registers: Some(64),
+                    ..d.clone()
+                },
+            ),
+            (
+                "reg48",
+                KernelConfig {
+                    max_registers: Some(48),
+                    ..d.clone()
+                },
+            ),
+            (
+                "fastdiv*",
+                KernelConfig {
+                    extra_options: vec!["--prec-div=false".into(), "--prec-sqrt=false".into()],
+                    ..d.clone()
+                },
+            ),
+        ]);
+    }
+    v
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
+
+#[derive(Default, Clone)]
+struct Row {
+    name: String,
+    compile_s: f64,
+    rtiow_ms: f64,
+    rtiow_total_ms: f64,
+    rtiow_mrays: f64,
+    whitted_kernel_ms: f64,
+    whitted_to_pinned_ms: f64,
+    whitted_download_ms: f64,
+    whitted_total_ms: f64,
+    closest: Vec<f64>,
+    occluded: Vec<f64>,
+    agreement_ok: bool,
+}
+
+/// Write a binary PPM of an RGBA8 image, downsampled by `step`.
+fn write_ppm(path: &Path, img: &Image, step: u32) -> std::io::Result<()> {
+    let (w, h) = (img.width() / step, img.height() / step);
+    let mut out = Vec::with_capacity((w * h * 3) as usize + 32);
+    write!(out, "P6\n{w} {h}\n255\n")?;
+    let px = img.to_rgba8_bytes();
+    for y in 0..h {
+        for x in 0..w {
+            let i = (((y * step) * img.width() + x * step) * 4) as usize;
+            out.extend_from_slice(&px[i..i + 3]);
+        }
+    }
+    std::fs::write(path, out)
+}
+
+fn run_config(
+    name: &str,
+    config: &KernelConfig,
+    args: &Args,
+    meshes: &[(String, Scene, Vec<(String, Vec<Ray>, Vec<(f32, u32)>)>)],
+    log: &mut impl Write,
+) -> Result<Row, prism_core::Error> {
+    let mut row = Row {
+        name: name.to_owned(),
+        agreement_ok: true,
+        ..Default::default()
+    };
+    let cache = std::env::temp_dir().join("prism-gpu-bench-cache");
+    let t = Instant::now();
+    let mut gpu = CudaBackend::with_options(CudaOptions {
+        config: config.clone(),
+        cache_dir: Some(cache),
+        ..Default::default()
+    })?;
+    row.compile_s = t.elapsed().as_secs_f64();
+    let _ = writeln!(
+        log,
+        "\n== {name}: {config:?}\n   opened in {:.2} s (cache: {})",
+        row.compile_s,
+        gpu.kernels_from_cache()
+    );
+    for r in gpu.kernel_resources()? {
+        let _ = writeln!(
+            log,
+            "   {:<22} {:>3} regs {:>4} B local {:>4} B stack {:>3}/{:>3} B spill st/ld  {:>4} thr x {:>2} blk/SM  occ {:.2}",
+            r.name,
+            r.registers,
+            r.local_bytes,
+            r.stack_frame,
+            r.spill_stores,
+            r.spill_loads,
+            r.block_threads,
+            r.blocks_per_sm,
+            r.occupancy
+        );
+    }
+
+    // rtiow 1280x720, 30 spp, depth 50.
+    let p = rtiow();
+    gpu.set_scene(&p.scene)?;
+    let mut img = Image::new(p.width, p.height, PixelFormat::Srgba8)?;
+    let mut frames: Vec<RenderStats> = Vec::new();
+    for _ in 0..=args.frames {
+        frames.push(gpu.render(&p.camera, &p.settings, &mut img, &NoProgress)?);
+    }
+    let rays = frames[1].rays;
+    let mut k: Vec<f64> = frames[1..]
+        .iter()
+        .map(|s| s.trace.as_secs_f64() * 1e3)
+        .collect();
+    let mut tot: Vec<f64> = frames[1..]
+        .iter()
+        .map(|s| s.total.as_secs_f64() * 1e3)
+        .collect();
+    row.rtiow_ms = median(&mut k);
+    row.rtiow_total_ms = median(&mut tot);
+    row.rtiow_mrays = rays as f64 / (row.rtiow_ms * 1e3);
+    let _ = writeln!(
+        log,
+        "   rtiow 1280x720 30spp d50: kernel {:.3} ms (min {:.3}, max {:.3}), call {:.3} ms, {} rays, {:.0} Mrays/s",
+        row.rtiow_ms,
+        k[0],
+        k[k.len() - 1],
+        row.rtiow_total_ms,
+        rays,
+        row.rtiow_mrays
+    );
+    if let Some(out) = &args.out {
+        if name == "default" {
+            let _ = write_ppm(&out.join("rtiow.ppm"), &img, 1);
+        }
+    }
+
+    // whitted19 8192x8192, RGBA8.
+    let p = whitted19();
+    gpu.set_scene(&p.scene)?;
+    let mut img = Image::new(p.width, p.height, PixelFormat::Srgba8)?;
+    let mut times = Vec::new();
+    let mut wrays = 0;
+    for i in 0..=args.frames {
+        let s = gpu.render(&p.camera, &p.settings, &mut img, &NoProgress)?;
+        wrays = s.rays;
+        if i > 0 {
+            times.push(gpu.last_frame_times());
+        }
+    }
+    let pick = |f: fn(&prism_cuda::FrameTimes) -> f64| {
+        let mut v: Vec<f64> = times.iter().map(f).collect();
+        median(&mut v)
+    };
+    row.whitted_kernel_ms = pick(|t| t.kernel_ms);
+    row.whitted_to_pinned_ms = pick(|t| t.render_to_pinned_ms);
+    row.whitted_download_ms = pick(|t| t.download_ms);
+    row.whitted_total_ms = pick(|t| t.total_ms);
+    let _ = writeln!(
+        log,
+        "   whitted19 8192x8192 rgba8: kernel {:.3} ms, render+download to pinned {:.3} ms (DMA {:.3} ms, {} bands), host copy {:.2} ms, call {:.2} ms, {} rays",
+        row.whitted_kernel_ms,
+        row.whitted_to_pinned_ms,
+        row.whitted_download_ms,
+        times.first().map_or(0, |t| t.bands),
+        pick(|t| t.host_copy_ms),
+        row.whitted_total_ms,
+        wrays
+    );
+    if let Some(out) = &args.out {
+        if name == "default" {
+            let _ = write_ppm(&out.join("whitted19.ppm"), &img, 8);
+        }
+    }
+
+    // Trace kernels alone on device-resident batches.
+    for (mesh, scene, sets) in meshes {
+        gpu.set_scene(scene)?;
+        for (set, rays, reference) in sets {
+            let b = gpu.intersect_resident_bench(rays, args.batch, args.repeats)?;
+            let counts = AgreementCounts::compare(rays, &b.hits, reference);
+            row.agreement_ok &= counts.passed();
+            row.closest.push(b.closest_mrays_per_s);
+            row.occluded.push(b.occluded_mrays_per_s);
+            let _ = writeln!(
+                log,
+                "   {mesh}.{set}: {} rays resident, closest {:.3} ms = {:.0} Mrays/s [{:.3}..{:.3}], occluded {:.3} ms = {:.0} Mrays/s ({} occluded); vs Embree: {} match, {} ties, {} mismatches",
+                b.rays,
+                b.closest_ms,
+                b.closest_mrays_per_s,
+                b.closest_range_ms.0,
+                b.closest_range_ms.1,
+                b.occluded_ms,
+                b.occluded_mrays_per_s,
+                b.occluded_count,
+                counts.matches,
+                counts.ties,
+                counts.mismatches
+            );
+        }
+    }
+    Ok(row)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("gpu_bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut log = std::io::stdout();
+    let probe = match CudaBackend::new() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("gpu_bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    let _ = writeln!(log, "device: {}", probe.info().device);
+    drop(probe);
+    let mut meshes = Vec::new();
+    if let Some(dir) = &args.scenes {
+        for mesh in ["bunny", "ogre"] {
+            let scene = match mesh_scene(&dir.join(format!("{mesh}.obj"))) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("gpu_bench: {e}");
+                    continue;
+                }
+            };
+            let mut sets = Vec::new();
+            for (m, set) in RAY_SETS.iter().filter(|(m, _)| *m == mesh) {
+                let rays = load_rays(&dir.join(format!("{m}.{set}.rays")));
+                let hits = load_hits(&dir.join(format!("{m}.{set}.hits")));
+                if let (Ok(r), Ok(h)) = (rays, hits) {
+                    sets.push((set.to_string(), r, h));
+                }
+            }
+            meshes.push((mesh.to_string(), scene, sets));
+        }
+    } else {
+        let _ = writeln!(
+            log,
+            "no shared scenes found (--scenes DIR): ray-set benchmarks skipped"
+        );
+    }
+    let set_names: Vec<String> = meshes
+        .iter()
+        .flat_map(|(m, _, sets)| sets.iter().map(move |(s, _, _)| format!("{m}.{s}")))
+        .collect();
+    let mut rows = Vec::new();
+    for (name, config) in configs(args.sweep) {
+        match run_config(name, &config, &args, &meshes, &mut log) {
+            Ok(r) => rows.push(r),
+            Err(e) => {
+                let _ = writeln!(log, "== {name}: FAILED: {e}");
+            }
+        }
+    }
+    let _ = writeln!(
+        log,
+        "\nMrays/s of the trace kernels on resident batches of {} rays (closest / occluded):",
+        args.batch
+    );
+    let mut header = format!(
+        "| config | open s | rtiow ms | rtiow Mrays/s | whitted kernel ms | whitted render+dl ms | whitted call ms |"
+    );
+    for s in &set_names {
+        header.push_str(&format!(" {s} |"));
+    }
+    header.push_str(" Embree |");
+    let _ = writeln!(log, "{header}");
+    let _ = writeln!(log, "|{}", "---|".repeat(8 + set_names.len()));
+    for r in &rows {
+        let mut line = format!(
+            "| {} | {:.1} | {:.3} | {:.0} | {:.3} | {:.3} | {:.1} |",
+            r.name,
+            r.compile_s,
+            r.rtiow_ms,
+            r.rtiow_mrays,
+            r.whitted_kernel_ms,
+            r.whitted_to_pinned_ms,
+            r.whitted_total_ms
+        );
+        for (c, o) in r.closest.iter().zip(&r.occluded) {
+            line.push_str(&format!(" {c:.0} / {o:.0} |"));
+        }
+        line.push_str(if r.agreement_ok {
+            " ok |"
+        } else {
+            " MISMATCH |"
+        });
+        let _ = writeln!(log, "{line}");
+    }
+}

@@ -1,0 +1,18 @@
+// The thin-lens camera: mirrors prism_core::camera.
+#pragma once
+#include "prism_types.cuh"
+#include "sampling.cuh"
+
+// mirrors prism_core::camera::camera_ray (the ray is over (0, +inf)).
+__device__ __forceinline__ void camera_ray(const GpuCamera& cam, float s, float t, float l1, float l2,
+                                           V3& origin_out, V3& dir_out) {
+    const V3 origin = xyz(cam.origin_lens);
+    const float2 d = unit_disk(l1, l2);
+    const float lens_x = d.x * cam.origin_lens.w;
+    const float lens_y = d.y * cam.origin_lens.w;
+    const V3 offset = xyz(cam.u) * lens_x + xyz(cam.v) * lens_y;
+    const V3 target = xyz(cam.lower_left) + s * xyz(cam.horizontal) + t * xyz(cam.vertical);
+    const V3 from = origin + offset;
+    origin_out = from;
+    dir_out = normalize_or(target - from, cross(xyz(cam.u), xyz(cam.v)));
+}

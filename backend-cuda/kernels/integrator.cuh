@@ -1,0 +1,213 @@
+// The integrators: mirrors prism_core::integrator.
+#pragma once
+#include "prism_types.cuh"
+#include "traverse.cuh"
+#include "rng.cuh"
+#include "sampling.cuh"
+#include "material.cuh"
+#include "camera.cuh"
+
+// mirrors prism_core::integrator::spawn_tmin
+__device__ __forceinline__ float spawn_tmin(V3 p) { return 1e-4f * (1.0f + max_element(vabs(p))); }
+
+// mirrors prism_core::integrator::sky_color
+__device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
+    const float t = 0.5f * (normalize_or_zero(dir).y + 1.0f);
+    return (1.0f - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith);
+}
+
+// mirrors prism_core::integrator::surface: hit point and unit geometric normal
+// (outward for spheres, by winding for triangles); `hit.prim` is a slot.
+__device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out) {
+    p = ray_at(ray, hit.t);
+    const Primitive* prim = s.prims + hit.prim;
+    const float4 a = __ldg(&prim->a);
+    const float4 b = __ldg(&prim->b);
+    V3 n;
+    if (__float_as_uint(b.w) == PRISM_KIND_SPHERE) {
+        n = (p - xyz(a)) * (1.0f / b.x);
+    } else {
+        const float4 c = __ldg(&prim->c);
+        n = cross(xyz(b) - xyz(a), xyz(c) - xyz(a));
+    }
+    n_out = normalize_or(n, v3(0.0f, 1.0f, 0.0f));
+}
+
+// mirrors prism_core::integrator::material_of (slot -> material). Core validated
+// every material id; the clamp only keeps a corrupted buffer from reading out of bounds.
+__device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot) {
+    const u32 id = min(__ldg(s.slot_materials + slot), s.material_count - 1u);
+    const float4* m = reinterpret_cast<const float4*>(s.materials + id);
+    GpuMaterial out;
+    out.albedo_fuzz = __ldg(m + 0);
+    out.emission_ior = __ldg(m + 1);
+    out.lobe_weights = __ldg(m + 2);
+    return out;
+}
+
+// mirrors prism_core::integrator::trace_path: one path-traced sample; adds the
+// rays traced to `rays`.
+__device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
+                                         u32& rays) {
+    V3 radiance = v3s(0.0f);
+    V3 throughput = v3s(1.0f);
+    for (u32 depth = 0; depth < params.max_depth; ++depth) {
+        const Hit hit = closest_hit(s, ray);
+        rays += 1;
+        if (hit.prim == PRISM_NO_PRIM) {
+            radiance += throughput * sky_color(params, ray.dir);
+            break;
+        }
+        V3 p, n;
+        surface(s, ray, hit, p, n);
+        const GpuMaterial m = material_of(s, hit.prim);
+        radiance += throughput * xyz(m.emission_ior);
+        const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
+        throughput *= sc.attenuation;
+        if (depth + 1 >= params.rr_depth) {
+            // Russian roulette: survive with the throughput's largest channel.
+            const float survive = fminf(max_element(throughput), 1.0f);
+            if (next_f32(rng) >= survive) {
+                break;
+            }
+            throughput *= 1.0f / survive;
+        }
+        ray = ray_segment(p, sc.dir, spawn_tmin(p), PRISM_INF);
+    }
+    return radiance;
+}
+
+static_assert(PRISM_PHONG_EXPONENT == 32, "pow32 mirrors prism_core's exponent of 32");
+
+// mirrors prism_core::integrator::pow32: x^32 by five squarings.
+__device__ __forceinline__ float pow32(float x) {
+    const float x2 = x * x;
+    const float x4 = x2 * x2;
+    const float x8 = x4 * x4;
+    const float x16 = x8 * x8;
+    return x16 * x16;
+}
+
+// mirrors prism_core::integrator::whitted_local: Phong lighting by the key light
+// with a hard shadow.
+__device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, V3 n, V3 view,
+                                            V3 albedo) {
+    const V3 to_light = xyz(params.light_position) - p;
+    const float dist = length(to_light);
+    const V3 l = to_light * (1.0f / dist);
+    const bool shadowed = any_hit(s, ray_segment(p, l, spawn_tmin(p), dist));
+    const float n_dot_l = fmaxf(dot(n, l), 0.0f);
+    const V3 r = reflect(-l, n);
+    const float spec = pow32(fmaxf(dot(r, view), 0.0f));
+    const V3 lit = PRISM_PHONG_AMBIENT * albedo + PRISM_PHONG_DIFFUSE * n_dot_l * albedo +
+                   v3s(PRISM_PHONG_SPECULAR * spec);
+    const float keep = shadowed ? PRISM_SHADOW_KEEP : 1.0f;
+    return lit * xyz(params.light_color) * keep;
+}
+
+// mirrors prism_core::integrator::trace_whitted
+__device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderParams& params, Ray ray, u32& rays) {
+    V3 color = v3s(0.0f);
+    float weight = 1.0f;
+    for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
+        const Hit hit = closest_hit(s, ray);
+        rays += 1;
+        if (hit.prim == PRISM_NO_PRIM) {
+            color += weight * sky_color(params, ray.dir);
+            break;
+        }
+        V3 p, n;
+        surface(s, ray, hit, p, n);
+        const V3 d = normalize(ray.dir);
+        n = dot(n, d) < 0.0f ? n : -n;
+        const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
+        const V3 local = whitted_local(s, params, p, n, -d, albedo);
+        rays += 1;
+        if (bounce == params.max_depth) {
+            color += weight * local;
+            break;
+        }
+        color += weight * PRISM_WHITTED_LOCAL * local;
+        weight *= 1.0f - PRISM_WHITTED_LOCAL;
+        ray = ray_segment(p, reflect(d, n), spawn_tmin(p), PRISM_INF);
+    }
+    return color;
+}
+
+// mirrors prism_core::integrator::trace_ao
+__device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
+                                       u32& rays) {
+    const Hit hit = closest_hit(s, ray);
+    if (hit.prim == PRISM_NO_PRIM) {
+        rays += 1;
+        return sky_color(params, ray.dir);
+    }
+    V3 p, n;
+    surface(s, ray, hit, p, n);
+    n = dot(n, ray.dir) < 0.0f ? n : -n;
+    const GpuMaterial m = material_of(s, hit.prim);
+    const float tmin = spawn_tmin(p);
+    u32 open = 0;
+    for (u32 i = 0; i < params.ao_samples; ++i) {
+        const float u1 = next_f32(rng);
+        const float u2 = next_f32(rng);
+        const V3 d = cosine_hemisphere(n, u1, u2);
+        open += any_hit(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
+    }
+    u32 r = 1 + params.ao_samples;
+    float keep = 1.0f;
+    if (params.ao_shadows != 0) {
+        const V3 to_light = xyz(params.light_position) - p;
+        const float dist = length(to_light);
+        const bool blocked = any_hit(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
+        keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
+        r += 1;
+    }
+    rays += r;
+    const float ao = (float)open / (float)params.ao_samples;
+    return xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
+}
+
+// The camera ray of sample `sample` of pixel (x, y), and the path's generator
+// after the four camera numbers (the head of render_pixel's loop body in core).
+__device__ __forceinline__ Ray primary_ray(const RenderParams& params, u32 x, u32 y, u32 sample, Pcg& rng) {
+    const u32 pixel = y * params.width + x;
+    rng = pcg_for_path(pixel, sample, params.seed);
+    float jx = next_f32(rng);
+    float jy = next_f32(rng);
+    const float l1 = next_f32(rng);
+    const float l2 = next_f32(rng);
+    if (!(params.spp > 1)) {
+        jx = 0.5f;
+        jy = 0.5f;
+    }
+    const float s = ((float)x + jx) / (float)params.width;
+    const float t = 1.0f - ((float)y + jy) / (float)params.height;
+    Ray ray;
+    camera_ray(params.camera, s, t, l1, l2, ray.origin, ray.dir);
+    ray.tmin = 0.0f;
+    ray.tmax = PRISM_INF;
+    return ray;
+}
+
+// mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
+// averaged over spp samples; adds the rays traced to `rays`. Core's
+// `match params.integrator` is resolved at compile time: one kernel per integrator.
+template <u32 INTEGRATOR>
+__device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32& rays) {
+    V3 sum = v3s(0.0f);
+    for (u32 sample = 0; sample < params.spp; ++sample) {
+        Pcg rng;
+        const Ray ray = primary_ray(params, x, y, sample, rng);
+        V3 c;
+        if (INTEGRATOR == 1) {
+            c = trace_whitted(s, params, ray, rays);
+        } else if (INTEGRATOR == 2) {
+            c = trace_ao(s, params, ray, rng, rays);
+        } else {
+            c = trace_path(s, params, ray, rng, rays);
+        }
+        sum += c;
+    }
+    return sum * (1.0f / (float)params.spp);
+}

@@ -1,0 +1,157 @@
+// Ray-primitive intersection: mirrors prism_core::intersect.
+//
+// Floating-point contract: NVRTC contracts a * b + c into one FMA by default, so
+// the sphere test differs from core by rounding only. The slab test has no
+// a * b + c and rounds exactly as core's. The watertight triangle test is
+// evaluated without contraction (__fmul_rn), so its inside/outside decisions are
+// bit-identical to core's and its edge functions stay exactly antisymmetric,
+// which is what makes it watertight.
+#pragma once
+#include "prism_types.cuh"
+
+#define PRISM_INF __int_as_float(0x7f800000)
+
+// Select component k (0, 1, 2) of a vector without a local-memory array.
+__device__ __forceinline__ float pick(V3 a, int k) { return k == 0 ? a.x : (k == 1 ? a.y : a.z); }
+
+// mirrors prism_core::intersect::RayPre
+struct RayPre {
+    V3 origin;
+    V3 dir;
+    V3 inv_dir;
+    // (core's neg_origin_inv_dir is not used by its slab test any more; not mirrored)
+    int kz, kx, ky;
+    V3 shear;
+    // origin[kx], origin[ky], origin[kz]: `(v - origin)[k] == v[k] - origin[k]`
+    // exactly, so the triangle test permutes each vertex once and subtracts these.
+    float okx, oky, okz;
+};
+
+// `c` moved away from zero to +-MIN_DIR_COMPONENT (the closure `safe` in core).
+__device__ __forceinline__ float safe_dir(float c) {
+    return fabsf(c) < PRISM_MIN_DIR_COMPONENT ? copysignf(PRISM_MIN_DIR_COMPONENT, c) : c;
+}
+
+// mirrors prism_core::intersect::RayPre::new
+__device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
+    RayPre pre;
+    pre.origin = origin;
+    pre.dir = d;
+    pre.inv_dir = v3(1.0f / safe_dir(d.x), 1.0f / safe_dir(d.y), 1.0f / safe_dir(d.z));
+    // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
+    const V3 ad = vabs(d);
+    const int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
+    int kx = kz == 2 ? 0 : kz + 1;
+    int ky = kx == 2 ? 0 : kx + 1;
+    if (pick(d, kz) < 0.0f) {
+        const int t = kx;
+        kx = ky;
+        ky = t;
+    }
+    pre.kz = kz;
+    pre.kx = kx;
+    pre.ky = ky;
+    const float dkz = pick(d, kz);
+    pre.shear = v3(pick(d, kx) / dkz, pick(d, ky) / dkz, 1.0f / dkz);
+    pre.okx = pick(origin, kx);
+    pre.oky = pick(origin, ky);
+    pre.okz = pick(origin, kz);
+    return pre;
+}
+
+// mirrors prism_core::intersect::ray_aabb
+//
+// Ize's form (bound - origin) * inv_dir, as core: its rounding error is relative
+// to t, which SLAB_EXIT_SCALE covers (the one-FMA form is not conservative far
+// from the world origin). No a * b + c here, so no contraction: the same
+// roundings as core. glam's Vec3::min/max are compare-selects; fminf/fmaxf (one
+// instruction each) give the same result for every input that is not NaN, and
+// (bound - origin) * inv_dir is never NaN: bounds are finite or +inf, origins
+// finite, and inv_dir finite and non-zero.
+__device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
+    const float t0x = (lo.x - pre.origin.x) * pre.inv_dir.x;
+    const float t0y = (lo.y - pre.origin.y) * pre.inv_dir.y;
+    const float t0z = (lo.z - pre.origin.z) * pre.inv_dir.z;
+    const float t1x = (hi.x - pre.origin.x) * pre.inv_dir.x;
+    const float t1y = (hi.y - pre.origin.y) * pre.inv_dir.y;
+    const float t1z = (hi.z - pre.origin.z) * pre.inv_dir.z;
+    const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
+    const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
+    const float t_enter = fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
+    const float t_exit = fminf(fminf(fminf(fx, fy), fz), tmax) * PRISM_SLAB_EXIT_SCALE;
+    return t_enter <= t_exit ? t_enter : PRISM_INF;
+}
+
+// mirrors prism_core::intersect::ray_triangle
+//
+// Returns whether the ray hits within (tmin, tmax); on a hit writes t, u, v.
+// No contraction: every product is rounded on its own, as in core.
+__device__ __forceinline__ bool ray_triangle(const RayPre& pre, V3 v0, V3 v1, V3 v2, float tmin, float tmax,
+                                             float& t_out, float& u_out, float& v_out) {
+    const int kx = pre.kx, ky = pre.ky, kz = pre.kz;
+    // a = v0 - origin, read in the permuted axes (same values as a[kx], a[ky], a[kz]).
+    const float a_kx = pick(v0, kx) - pre.okx, a_ky = pick(v0, ky) - pre.oky, a_kz = pick(v0, kz) - pre.okz;
+    const float b_kx = pick(v1, kx) - pre.okx, b_ky = pick(v1, ky) - pre.oky, b_kz = pick(v1, kz) - pre.okz;
+    const float c_kx = pick(v2, kx) - pre.okx, c_ky = pick(v2, ky) - pre.oky, c_kz = pick(v2, kz) - pre.okz;
+    const float sx = pre.shear.x, sy = pre.shear.y, sz = pre.shear.z;
+    const float ax = a_kx - __fmul_rn(sx, a_kz);
+    const float ay = a_ky - __fmul_rn(sy, a_kz);
+    const float bx = b_kx - __fmul_rn(sx, b_kz);
+    const float by = b_ky - __fmul_rn(sy, b_kz);
+    const float cx = c_kx - __fmul_rn(sx, c_kz);
+    const float cy = c_ky - __fmul_rn(sy, c_kz);
+    const float u = __fmul_rn(cx, by) - __fmul_rn(cy, bx);
+    const float v = __fmul_rn(ax, cy) - __fmul_rn(ay, cx);
+    const float w = __fmul_rn(bx, ay) - __fmul_rn(by, ax);
+    if ((u < 0.0f || v < 0.0f || w < 0.0f) && (u > 0.0f || v > 0.0f || w > 0.0f)) {
+        return false;
+    }
+    const float det = u + v + w;
+    if (det == 0.0f) {
+        return false;
+    }
+    const float az = __fmul_rn(sz, a_kz);
+    const float bz = __fmul_rn(sz, b_kz);
+    const float cz = __fmul_rn(sz, c_kz);
+    const float t_scaled = __fmul_rn(u, az) + __fmul_rn(v, bz) + __fmul_rn(w, cz);
+    const float rcp_det = 1.0f / det;
+    const float t = __fmul_rn(t_scaled, rcp_det);
+    if (t > tmin && t < tmax) {
+        t_out = t;
+        u_out = __fmul_rn(v, rcp_det);
+        v_out = __fmul_rn(w, rcp_det);
+        return true;
+    }
+    return false;
+}
+
+// mirrors prism_core::intersect::ray_sphere
+//
+// Returns whether the ray meets the sphere within (tmin, tmax); writes the nearest t.
+__device__ __forceinline__ bool ray_sphere(V3 origin, V3 dir, V3 center, float radius, float tmin, float tmax,
+                                           float& t_out) {
+    const V3 f = origin - center;
+    const float a = dot(dir, dir);
+    const float b = dot(f, dir);
+    const V3 l = f - (b / a) * dir;
+    const float r2 = radius * radius;
+    const float disc = a * (r2 - dot(l, l));
+    if (disc < 0.0f) {
+        return false;
+    }
+    const float c = dot(f, f) - r2;
+    const float q = -(b + copysignf(sqrtf(disc), b));
+    const float ta = c / q;
+    const float tb = q / a;
+    const float t0 = fminf(ta, tb);
+    const float t1 = fmaxf(ta, tb);
+    if (t0 > tmin && t0 < tmax) {
+        t_out = t0;
+        return true;
+    }
+    if (t1 > tmin && t1 < tmax) {
+        t_out = t1;
+        return true;
+    }
+    return false;
+}

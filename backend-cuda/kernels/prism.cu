@@ -1,0 +1,217 @@
+// Prism's CUDA kernels. Compiled at run time by NVRTC for the device's own
+// architecture (see src/kernels.rs); every helper lives in a header and is
+// inlined, and no kernel allocates device memory or recurses.
+//
+// Build-time knobs (-D, set by KernelConfig on the host):
+//   PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS    intersect/occluded launch bounds
+//   PRISM_RENDER_TILE_W, PRISM_RENDER_TILE_H      render block = one tile of pixels
+//   PRISM_RENDER_MIN_BLOCKS                       render launch bounds
+//   PRISM_PERSISTENT    1: intersect/occluded warps fetch 32-ray batches from a counter
+//   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as
+//                       a path ends (one loop over path segments) instead of
+//                       nesting the depth loop in the sample loop
+#include "prism_types.cuh"
+#include "intersect.cuh"
+#include "traverse.cuh"
+#include "rng.cuh"
+#include "sampling.cuh"
+#include "material.cuh"
+#include "camera.cuh"
+#include "image.cuh"
+#include "integrator.cuh"
+
+#define PRISM_RENDER_THREADS (PRISM_RENDER_TILE_W * PRISM_RENDER_TILE_H)
+
+// Per-frame parameters, written by the host before each frame's launches.
+__constant__ RenderParams c_params;
+
+// Output formats of the render kernels (prism_core::image::PixelFormat).
+#define PRISM_FORMAT_LINEAR_F32 0u
+#define PRISM_FORMAT_SRGBA8 1u
+
+__device__ __forceinline__ void store_pixel(void* out, u32 format, u32 index, V3 c) {
+    if (format == PRISM_FORMAT_SRGBA8) {
+        reinterpret_cast<u32*>(out)[index] = encode_srgba8(c);
+    } else {
+        reinterpret_cast<float4*>(out)[index] = make_float4(c.x, c.y, c.z, 1.0f);
+    }
+}
+
+// Sum of `rays` over the warp, added once per warp to the frame's counter.
+// Integer addition: the total does not depend on the order of the atomics.
+__device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
+    const u32 total = __reduce_add_sync(0xffffffffu, rays);
+    const u32 linear = threadIdx.y * blockDim.x + threadIdx.x;
+    if ((linear & 31u) == 0) {
+        atomicAdd(counter, (u64)total);
+    }
+}
+
+// One pixel of the path integrator with path regeneration: the same paths,
+// random numbers and sums as render_pixel<0> (trace_path's loop body, then the
+// next sample when a path ends), as one loop over path segments, so a lane whose
+// path ends early starts its next sample instead of idling until the warp's
+// longest path is done.
+__device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const RenderParams& params, u32 x, u32 y,
+                                                      u32& rays) {
+    V3 sum = v3s(0.0f);
+    u32 sample = 0;
+    Pcg rng;
+    Ray ray = primary_ray(params, x, y, sample, rng);
+    V3 radiance = v3s(0.0f);
+    V3 throughput = v3s(1.0f);
+    u32 depth = 0;
+    for (;;) {
+        // trace_path's loop body at `depth`.
+        const Hit hit = closest_hit(s, ray);
+        rays += 1;
+        bool done = false;
+        if (hit.prim == PRISM_NO_PRIM) {
+            radiance += throughput * sky_color(params, ray.dir);
+            done = true;
+        } else {
+            V3 p, n;
+            surface(s, ray, hit, p, n);
+            const GpuMaterial m = material_of(s, hit.prim);
+            radiance += throughput * xyz(m.emission_ior);
+            const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
+            throughput *= sc.attenuation;
+            if (depth + 1 >= params.rr_depth) {
+                const float survive = fminf(max_element(throughput), 1.0f);
+                if (next_f32(rng) >= survive) {
+                    done = true;
+                } else {
+                    throughput *= 1.0f / survive;
+                }
+            }
+            ray = ray_segment(p, sc.dir, spawn_tmin(p), PRISM_INF);
+        }
+        depth += 1;
+        if (depth >= params.max_depth) {
+            done = true;
+        }
+        if (done) {
+            // render_pixel's `sum += c`, then the next sample.
+            sum += radiance;
+            sample += 1;
+            if (sample >= params.spp) {
+                break;
+            }
+            ray = primary_ray(params, x, y, sample, rng);
+            radiance = v3s(0.0f);
+            throughput = v3s(1.0f);
+            depth = 0;
+        }
+    }
+    return sum * (1.0f / (float)params.spp);
+}
+
+// Pixels of rows [y0, y1): one thread per pixel, one block per tile.
+template <u32 INTEGRATOR>
+__device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
+                                            u64* ray_counter) {
+    const RenderParams& params = c_params;
+    const u32 x = blockIdx.x * PRISM_RENDER_TILE_W + threadIdx.x;
+    const u32 y = y0 + blockIdx.y * PRISM_RENDER_TILE_H + threadIdx.y;
+    u32 rays = 0;
+    if (x < params.width && y < y1 && y < params.height) {
+        V3 c;
+#if PRISM_PATH_REGEN
+        if (INTEGRATOR == 0) {
+            c = render_pixel_path_regen(s, params, x, y, rays);
+        } else {
+            c = render_pixel<INTEGRATOR>(s, params, x, y, rays);
+        }
+#else
+        c = render_pixel<INTEGRATOR>(s, params, x, y, rays);
+#endif
+        store_pixel(out, format, y * params.width + x, c);
+    }
+    count_rays(ray_counter, rays);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)
+    prism_render_path(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {
+    render_rows<0>(s, y0, y1, out, format, ray_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)
+    prism_render_whitted(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {
+    render_rows<1>(s, y0, y1, out, format, ray_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)
+    prism_render_ao(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {
+    render_rows<2>(s, y0, y1, out, format, ray_counter);
+}
+
+// Ray i of a batch: origin_tmin at origins[i * stride], dir_tmax at dirs[i * stride]
+// (GpuRay array: origins = rays, dirs = rays + 1, stride 2; separate arrays: stride 1).
+__device__ __forceinline__ Ray load_ray(const float4* __restrict__ origins, const float4* __restrict__ dirs,
+                                        u32 stride, u32 i) {
+    const float4 o = __ldg(origins + (u64)i * stride);
+    const float4 d = __ldg(dirs + (u64)i * stride);
+    return Ray{xyz(o), o.w, xyz(d), d.w};
+}
+
+// Closest hit of ray i, with the scene primitive id (prism_core::Accel::intersect).
+__device__ __forceinline__ void intersect_one(const SceneView& s, const float4* __restrict__ origins,
+                                              const float4* __restrict__ dirs, u32 stride, u32 i,
+                                              float4* __restrict__ hits) {
+    const Ray ray = load_ray(origins, dirs, stride, i);
+    const Hit h = closest_hit(s, ray);
+    u32 id = PRISM_NO_PRIM;
+    if (h.prim != PRISM_NO_PRIM) {
+        id = __float_as_uint(__ldg(&s.prims[h.prim].a).w);
+    }
+    hits[i] = make_float4(h.t, h.u, h.v, __uint_as_float(id));
+}
+
+__device__ __forceinline__ void occluded_one(const SceneView& s, const float4* __restrict__ origins,
+                                             const float4* __restrict__ dirs, u32 stride, u32 i,
+                                             unsigned char* __restrict__ out) {
+    const Ray ray = load_ray(origins, dirs, stride, i);
+    out[i] = any_hit(s, ray) ? 1 : 0;
+}
+
+#if PRISM_PERSISTENT
+// Persistent warps: each warp takes the next 32 rays from `work` until none are left.
+#define PRISM_FOR_EACH_RAY(n, work, body)                                   \
+    for (;;) {                                                              \
+        u32 base = 0;                                                       \
+        if ((threadIdx.x & 31u) == 0) {                                     \
+            base = atomicAdd(work, 32u);                                    \
+        }                                                                   \
+        base = __shfl_sync(0xffffffffu, base, 0);                           \
+        if (base >= (n)) {                                                  \
+            break;                                                          \
+        }                                                                   \
+        const u32 i = base + (threadIdx.x & 31u);                           \
+        if (i < (n)) {                                                      \
+            body;                                                           \
+        }                                                                   \
+    }
+#else
+#define PRISM_FOR_EACH_RAY(n, work, body)                                   \
+    {                                                                       \
+        (void)(work);                                                       \
+        const u32 i = blockIdx.x * PRISM_TRACE_THREADS + threadIdx.x;       \
+        if (i < (n)) {                                                      \
+            body;                                                           \
+        }                                                                   \
+    }
+#endif
+
+// Closest hit of n rays: hits[i] = (t, u, v, scene primitive id bits).
+extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)
+    prism_intersect(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs, u32 stride,
+                    u32 n, float4* __restrict__ hits, u32* work) {
+    PRISM_FOR_EACH_RAY(n, work, intersect_one(s, origins, dirs, stride, i, hits))
+}
+
+// Any hit of n rays: out[i] = 1 when something lies on ray i, else 0.
+extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)
+    prism_occluded(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs, u32 stride,
+                   u32 n, unsigned char* __restrict__ out, u32* work) {
+    PRISM_FOR_EACH_RAY(n, work, occluded_one(s, origins, dirs, stride, i, out))
+}

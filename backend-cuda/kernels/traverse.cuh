@@ -1,0 +1,206 @@
+// BVH traversal: mirrors prism_core::traverse.
+//
+// Front to back with a fixed stack, both child boxes from one 64-byte node fetch
+// (four 16-byte read-only loads), leaves intersected at once (nearest first),
+// the nearer inner child visited next and the farther pushed. The two leaves a
+// node may hold are walked by one loop, so lanes of a warp that intersect
+// primitives do it together whichever leaf they are in; the order of the tests
+// (near leaf, then far leaf if still closer than the best hit) is core's.
+#pragma once
+#include "intersect.cuh"
+
+// mirrors prism_core::traverse::ray_primitive
+//
+// Returns whether primitive `p` is hit within (tmin, tmax); writes t, u, v.
+__device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive* p, float tmin, float tmax,
+                                              float& t, float& u, float& v) {
+    const float4 a = __ldg(&p->a);
+    const float4 b = __ldg(&p->b);
+    if (__float_as_uint(b.w) == PRISM_KIND_SPHERE) {
+        u = 0.0f;
+        v = 0.0f;
+        return ray_sphere(pre.origin, pre.dir, xyz(a), b.x, tmin, tmax, t);
+    }
+    const float4 c = __ldg(&p->c);
+    return ray_triangle(pre, xyz(a), xyz(b), xyz(c), tmin, tmax, t, u, v);
+}
+
+// Whether the leaf `[first, first + count)` lies inside the primitive buffer
+// (core: `prims.get(first..first + count)` is `None` otherwise and the leaf is skipped).
+__device__ __forceinline__ bool leaf_in_range(u32 first, u32 count, u32 prim_count) {
+    return count <= prim_count && first <= prim_count - count;
+}
+
+// mirrors prism_core::traverse::closest_hit (with leaf_closest folded in)
+//
+// `best.prim` is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
+__device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
+    const RayPre pre = ray_pre(ray.origin, ray.dir);
+    const float tmin = ray.tmin;
+    Hit best;
+    best.t = ray.tmax;
+    best.u = 0.0f;
+    best.v = 0.0f;
+    best.prim = PRISM_NO_PRIM;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    u32 sp = 0;
+    u32 node = 0;
+    while (node < s.node_count) {
+        const float4* n = reinterpret_cast<const float4*>(s.nodes + node);
+        const float4 ll = __ldg(n + 0);
+        const float4 lh = __ldg(n + 1);
+        const float4 rl = __ldg(n + 2);
+        const float4 rh = __ldg(n + 3);
+        const float tl = ray_aabb(pre, xyz(ll), xyz(lh), tmin, best.t);
+        const float tr = ray_aabb(pre, xyz(rl), xyz(rh), tmin, best.t);
+        const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+        const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+        // Order the children near to far.
+        const bool swap = tr < tl;
+        float t_near = swap ? tr : tl;
+        const u32 near_index = swap ? r_index : l_index;
+        const u32 near_count = swap ? r_count : l_count;
+        float t_far = swap ? tl : tr;
+        const u32 far_index = swap ? l_index : r_index;
+        const u32 far_count = swap ? l_count : r_count;
+        // Leaves are intersected right away, nearest first: leaf A (near), then
+        // leaf B (far) if its box is still closer than the best hit.
+        u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+        if (near_count > 0) {
+            if (t_near < best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
+                a_first = near_index;
+                a_count = near_count;
+            }
+            t_near = PRISM_INF;
+        }
+        // The far leaf's box is compared with the best hit after the near leaf.
+        const float t_far_leaf = t_far;
+        if (far_count > 0) {
+            if (leaf_in_range(far_index, far_count, s.prim_count)) {
+                b_first = far_index;
+                b_count = far_count;
+            }
+            t_far = PRISM_INF;
+        }
+        for (;;) {
+            if (a_count == 0) {
+                if (b_count == 0 || !(t_far_leaf < best.t)) {
+                    break;
+                }
+                a_first = b_first;
+                a_count = b_count;
+                b_count = 0;
+            }
+            float t, u, v;
+            if (ray_primitive(pre, s.prims + a_first, tmin, best.t, t, u, v)) {
+                best.t = t;
+                best.u = u;
+                best.v = v;
+                best.prim = a_first;
+            }
+            ++a_first;
+            --a_count;
+        }
+        const bool go_near = t_near < best.t;
+        const bool go_far = t_far < best.t;
+        if (go_near && go_far) {
+            if (sp < PRISM_TRAVERSAL_STACK_SIZE) {
+                stack[sp] = far_index;
+                ++sp;
+            }
+            node = near_index;
+        } else if (go_near) {
+            node = near_index;
+        } else if (go_far) {
+            node = far_index;
+        } else if (sp > 0) {
+            --sp;
+            node = stack[sp];
+        } else {
+            break;
+        }
+    }
+    if (best.prim == PRISM_NO_PRIM) {
+        best.t = PRISM_INF;
+    }
+    return best;
+}
+
+// mirrors prism_core::traverse::any_hit (with leaf_any folded in)
+__device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
+    const RayPre pre = ray_pre(ray.origin, ray.dir);
+    const float tmin = ray.tmin, tmax = ray.tmax;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    u32 sp = 0;
+    u32 node = 0;
+    for (;;) {
+        if (node >= s.node_count) {
+            return false;
+        }
+        const float4* n = reinterpret_cast<const float4*>(s.nodes + node);
+        const float4 ll = __ldg(n + 0);
+        const float4 lh = __ldg(n + 1);
+        const float4 rl = __ldg(n + 2);
+        const float4 rh = __ldg(n + 3);
+        const float tl = ray_aabb(pre, xyz(ll), xyz(lh), tmin, tmax);
+        const float tr = ray_aabb(pre, xyz(rl), xyz(rh), tmin, tmax);
+        const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+        const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+        bool go_left = tl < PRISM_INF;
+        bool go_right = tr < PRISM_INF;
+        // Leaves: left first, then right; the first hit ends the traversal.
+        u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+        if (go_left && l_count > 0) {
+            if (leaf_in_range(l_index, l_count, s.prim_count)) {
+                a_first = l_index;
+                a_count = l_count;
+            }
+            go_left = false;
+        }
+        if (go_right && r_count > 0) {
+            if (leaf_in_range(r_index, r_count, s.prim_count)) {
+                b_first = r_index;
+                b_count = r_count;
+            }
+            go_right = false;
+        }
+        for (;;) {
+            if (a_count == 0) {
+                if (b_count == 0) {
+                    break;
+                }
+                a_first = b_first;
+                a_count = b_count;
+                b_count = 0;
+            }
+            float t, u, v;
+            if (ray_primitive(pre, s.prims + a_first, tmin, tmax, t, u, v)) {
+                return true;
+            }
+            ++a_first;
+            --a_count;
+        }
+        // Visit the nearer inner child first: it is the likelier to hold an occluder.
+        const bool swap = tr < tl;
+        const u32 near = swap ? r_index : l_index;
+        const u32 far = swap ? l_index : r_index;
+        const bool go_near = swap ? go_right : go_left;
+        const bool go_far = swap ? go_left : go_right;
+        if (go_near && go_far) {
+            if (sp < PRISM_TRAVERSAL_STACK_SIZE) {
+                stack[sp] = far;
+                ++sp;
+            }
+            node = near;
+        } else if (go_near) {
+            node = near;
+        } else if (go_far) {
+            node = far;
+        } else if (sp > 0) {
+            --sp;
+            node = stack[sp];
+        } else {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,1263 @@
+//! [`CudaBackend`]: the [`Backend`] trait on an NVIDIA GPU.
+
+use crate::cache;
+use crate::driver::{
+    self, BACKEND, Context, CtxGuard, Device, DeviceBuffer, DeviceProps, Event, Function, Module,
+    PinnedBuffer, Stream,
+};
+use crate::kernels::{
+    self, CompiledKernels, KERNEL_INTERSECT, KERNEL_OCCLUDED, KERNEL_RENDER_AO, KERNEL_RENDER_PATH,
+    KERNEL_RENDER_WHITTED, KernelConfig, PARAMS_SYMBOL, SceneArgs, SourcePatch,
+};
+use crate::nvrtc;
+use cudarc::driver::sys;
+use prism_core::backend::check_batch;
+use prism_core::gpu::RenderParams;
+use prism_core::{
+    Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Integrator, PixelFormat, Progress, Ray,
+    RenderSettings, RenderStats, Scene, TimingSource,
+};
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+/// Largest number of rays one `intersect`/`occluded` launch takes; bigger
+/// batches are traced in chunks of this size.
+pub const MAX_LAUNCH_RAYS: usize = 1 << 22;
+
+/// Bytes of image one render band downloads at most (bands overlap the copy of
+/// one band with the kernel of the next).
+const BAND_BYTES: u64 = 32 << 20;
+/// Work (rays, estimated) of one render band at most, so long renders report
+/// progress and can be cancelled between bands.
+const BAND_WORK: u64 = 1 << 31;
+
+/// How to open a [`CudaBackend`].
+#[derive(Clone)]
+pub struct CudaOptions {
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Kernel build choices (block shapes, register budgets, variants).
+    pub config: KernelConfig,
+    /// A transformation of the kernel sources before compilation (tests use it
+    /// to break a kernel on purpose); `None` compiles the sources as shipped.
+    pub source_patch: Option<SourcePatch>,
+    /// Use the on-disk kernel cache.
+    pub disk_cache: bool,
+    /// Cache directory; `None` means [`crate::cache_dir`] (`$PRISM_CACHE_DIR`,
+    /// else `$XDG_CACHE_HOME/prism`, else `~/.cache/prism`).
+    pub cache_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        Self {
+            device: 0,
+            config: KernelConfig::default(),
+            source_patch: None,
+            disk_cache: true,
+            cache_dir: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for CudaOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaOptions")
+            .field("device", &self.device)
+            .field("config", &self.config)
+            .field("source_patch", &self.source_patch.as_ref().map(|_| "<fn>"))
+            .field("disk_cache", &self.disk_cache)
+            .field("cache_dir", &self.cache_dir)
+            .field("cache_dir", &self.cache_dir)
+            .finish()
+    }
+}
+
+/// Stage times of the last [`Backend::render`] call, in milliseconds, from CUDA
+/// events except `host_copy_ms` and `total_ms` (host clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameTimes {
+    /// Parameter upload and counter reset.
+    pub upload_ms: f64,
+    /// From the first kernel's start to the last kernel's end.
+    pub kernel_ms: f64,
+    /// Device-to-pinned-host copies, summed.
+    pub download_ms: f64,
+    /// From the first kernel's start to the end of the last copy into pinned
+    /// memory: the frame is complete in host memory that the device wrote.
+    pub render_to_pinned_ms: f64,
+    /// Copying pinned memory into the caller's [`Image`] (host threads).
+    pub host_copy_ms: f64,
+    /// The whole call.
+    pub total_ms: f64,
+    /// Number of row bands the frame was split into.
+    pub bands: u32,
+}
+
+/// Throughput of the trace kernels on a batch already on the device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResidentBench {
+    /// Rays in the batch.
+    pub rays: usize,
+    /// Timed launches of each kernel.
+    pub repeats: u32,
+    /// Median closest-hit kernel time.
+    pub closest_ms: f64,
+    /// Fastest and slowest closest-hit kernel times.
+    pub closest_range_ms: (f64, f64),
+    /// Median any-hit kernel time.
+    pub occluded_ms: f64,
+    /// Fastest and slowest any-hit kernel times.
+    pub occluded_range_ms: (f64, f64),
+    /// Closest-hit rays per second, millions (median).
+    pub closest_mrays_per_s: f64,
+    /// Any-hit rays per second, millions (median).
+    pub occluded_mrays_per_s: f64,
+    /// Closest hits of the first `min(batch, input)` rays (scene primitive ids),
+    /// from the resident run, to check it against [`Backend::intersect`].
+    pub hits: Vec<Hit>,
+    /// How many rays of the batch the any-hit kernel found occluded.
+    pub occluded_count: usize,
+}
+
+/// Resources of one compiled kernel on this device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelResources {
+    /// Kernel name.
+    pub name: &'static str,
+    /// Registers per thread (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
+    pub registers: u32,
+    /// Local memory per thread, bytes (`CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`: stack arrays and spills).
+    pub local_bytes: u32,
+    /// Static shared memory per block, bytes.
+    pub shared_bytes: u32,
+    /// ptxas' stack frame, bytes.
+    pub stack_frame: u32,
+    /// ptxas' spill stores, bytes.
+    pub spill_stores: u32,
+    /// ptxas' spill loads, bytes.
+    pub spill_loads: u32,
+    /// Threads per block the backend launches.
+    pub block_threads: u32,
+    /// Resident blocks per multiprocessor (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
+    pub blocks_per_sm: u32,
+    /// Resident threads over the multiprocessor's maximum.
+    pub occupancy: f64,
+}
+
+/// The kernels of the loaded module.
+struct Kernels {
+    render: [Function; 3],
+    intersect: Function,
+    occluded: Function,
+    params_ptr: sys::CUdeviceptr,
+    /// Grid of the persistent trace kernels: resident blocks on the whole device.
+    persistent_grid: u32,
+}
+
+/// The scene on the device.
+struct SceneBuffers {
+    _nodes: DeviceBuffer,
+    _prims: DeviceBuffer,
+    _slot_materials: DeviceBuffer,
+    _materials: DeviceBuffer,
+    args: SceneArgs,
+}
+
+/// Everything that lives in this backend's CUDA context. Fields drop in order,
+/// the context last; `Drop` makes the context current first.
+struct DeviceState {
+    scene: Option<SceneBuffers>,
+    rays: Option<DeviceBuffer>,
+    outputs: Option<DeviceBuffer>,
+    frame: Option<DeviceBuffer>,
+    pinned: Option<PinnedBuffer>,
+    /// `[rays traced: u64][work counter: u32][pad]`.
+    counters: DeviceBuffer,
+    counters_host: PinnedBuffer,
+    events: Vec<Event>,
+    copy_stream: Stream,
+    stream: Stream,
+    kernels: Kernels,
+    _module: Module,
+    ctx: Context,
+}
+
+// SAFETY: the driver handles in DeviceState may be used from any thread once
+// their context is current, and every use goes through `Context::enter` on the
+// calling thread; the pinned pointer is memory this value owns. `&mut self` on
+// every entry point of CudaBackend rules out concurrent use (no Sync).
+unsafe impl Send for DeviceState {}
+
+impl Drop for DeviceState {
+    fn drop(&mut self) {
+        // The fields' drops free their handles with this context current; the
+        // context's own drop then destroys it, which also pops it.
+        self.ctx.push_for_teardown();
+    }
+}
+
+impl DeviceState {
+    fn create(
+        device: Device,
+        kernels: &CompiledKernels,
+        config: &KernelConfig,
+        props: &DeviceProps,
+    ) -> Result<Self, Error> {
+        let ctx = Context::create(device)?;
+        let _g = ctx.enter()?;
+        let module = Module::load(&kernels.cubin)?;
+        let render = [
+            module.function(KERNEL_RENDER_PATH)?,
+            module.function(KERNEL_RENDER_WHITTED)?,
+            module.function(KERNEL_RENDER_AO)?,
+        ];
+        let intersect = module.function(KERNEL_INTERSECT)?;
+        let occluded = module.function(KERNEL_OCCLUDED)?;
+        let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
+        if params_bytes != std::mem::size_of::<RenderParams>() {
+            return Err(Error::Device {
+                backend: BACKEND,
+                operation: "cuModuleGetGlobal",
+                message: format!(
+                    "{PARAMS_SYMBOL} has {params_bytes} bytes, RenderParams {}",
+                    std::mem::size_of::<RenderParams>()
+                ),
+            });
+        }
+        let per_sm = intersect
+            .blocks_per_sm(config.trace_threads)?
+            .min(occluded.blocks_per_sm(config.trace_threads)?);
+        let persistent_grid = (per_sm.max(1) * props.sms).max(1);
+        let counters = DeviceBuffer::alloc(16, "ray counters")?;
+        let counters_host = PinnedBuffer::alloc(16, "ray counter readback")?;
+        let stream = Stream::create()?;
+        let copy_stream = Stream::create()?;
+        Ok(DeviceState {
+            scene: None,
+            rays: None,
+            outputs: None,
+            frame: None,
+            pinned: None,
+            counters,
+            counters_host,
+            events: Vec::new(),
+            copy_stream,
+            stream,
+            kernels: Kernels {
+                render,
+                intersect,
+                occluded,
+                params_ptr,
+                persistent_grid,
+            },
+            _module: module,
+            ctx,
+        })
+    }
+
+    fn ensure_events(&mut self, n: usize) -> Result<(), Error> {
+        while self.events.len() < n {
+            self.events.push(Event::create()?);
+        }
+        Ok(())
+    }
+
+    fn upload_scene(&mut self, accel: &Accel) -> Result<Duration, Error> {
+        self.scene = None;
+        self.ensure_events(2)?;
+        let nodes: &[u8] = bytemuck::cast_slice(accel.nodes());
+        let prims: &[u8] = bytemuck::cast_slice(accel.primitives());
+        let slots: &[u8] = bytemuck::cast_slice(accel.slot_materials());
+        let mats: &[u8] = bytemuck::cast_slice(accel.materials());
+        let mut b_nodes = DeviceBuffer::alloc(nodes.len(), "BVH nodes")?;
+        let mut b_prims = DeviceBuffer::alloc(prims.len(), "primitives")?;
+        let mut b_slots = DeviceBuffer::alloc(slots.len(), "slot materials")?;
+        let mut b_mats = DeviceBuffer::alloc(mats.len(), "materials")?;
+        self.events[0].record(&self.stream)?;
+        b_nodes.upload(&self.stream, nodes)?;
+        b_prims.upload(&self.stream, prims)?;
+        b_slots.upload(&self.stream, slots)?;
+        b_mats.upload(&self.stream, mats)?;
+        self.events[1].record(&self.stream)?;
+        self.events[1].synchronize()?;
+        let ms = self.events[0].elapsed_ms(&self.events[1])?;
+        let count = |n: usize, what: &'static str| {
+            u32::try_from(n).map_err(|_| Error::DeviceLimit {
+                backend: BACKEND,
+                what,
+                needed: n as u64,
+                limit: u32::MAX as u64,
+            })
+        };
+        let args = SceneArgs {
+            nodes: b_nodes.ptr(),
+            prims: b_prims.ptr(),
+            slot_materials: b_slots.ptr(),
+            materials: b_mats.ptr(),
+            node_count: count(accel.nodes().len(), "BVH nodes")?,
+            prim_count: count(accel.primitives().len(), "primitives")?,
+            material_count: count(accel.materials().len(), "materials")?,
+            _pad: 0,
+        };
+        self.scene = Some(SceneBuffers {
+            _nodes: b_nodes,
+            _prims: b_prims,
+            _slot_materials: b_slots,
+            _materials: b_mats,
+            args,
+        });
+        Ok(ms_to_duration(ms as f64))
+    }
+
+    fn scene_args(&self) -> Result<SceneArgs, Error> {
+        self.scene.as_ref().map(|s| s.args).ok_or(Error::NoScene)
+    }
+
+    /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of output per ray.
+    fn ensure_batch(&mut self, n: usize, out_bytes: usize) -> Result<(), Error> {
+        let ray_bytes = n * std::mem::size_of::<Ray>();
+        if self.rays.as_ref().is_none_or(|b| b.bytes() < ray_bytes) {
+            self.rays = None;
+            self.rays = Some(DeviceBuffer::alloc(ray_bytes, "ray batch")?);
+        }
+        let out = n * out_bytes;
+        if self.outputs.as_ref().is_none_or(|b| b.bytes() < out) {
+            self.outputs = None;
+            self.outputs = Some(DeviceBuffer::alloc(out, "hit batch")?);
+        }
+        Ok(())
+    }
+
+    /// Grow-only frame buffers: device image and pinned host copy.
+    fn ensure_frame(&mut self, bytes: usize) -> Result<(), Error> {
+        if self.frame.as_ref().is_none_or(|b| b.bytes() < bytes) {
+            self.frame = None;
+            self.frame = Some(DeviceBuffer::alloc(bytes, "frame buffer")?);
+        }
+        if self.pinned.as_ref().is_none_or(|b| b.bytes() < bytes) {
+            self.pinned = None;
+            self.pinned = Some(PinnedBuffer::alloc(bytes, "pinned frame buffer")?);
+        }
+        Ok(())
+    }
+
+    /// Launch a trace kernel over `n` rays (`origins`/`dirs` with `stride` float4s per ray).
+    #[allow(clippy::too_many_arguments)]
+    fn launch_trace(
+        &mut self,
+        config: &KernelConfig,
+        closest: bool,
+        scene: SceneArgs,
+        rays_ptr: u64,
+        stride: u32,
+        n: u32,
+        out_ptr: u64,
+    ) -> Result<(), Error> {
+        let work = self.counters.ptr() + 8;
+        let grid = if config.persistent {
+            self.counters.fill_u32(&self.stream, 0, 4)?;
+            self.kernels.persistent_grid
+        } else {
+            n.div_ceil(config.trace_threads).max(1)
+        };
+        let f = if closest {
+            self.kernels.intersect
+        } else {
+            self.kernels.occluded
+        };
+        let mut scene = scene;
+        let mut origins = rays_ptr;
+        let mut dirs = rays_ptr + 16;
+        let mut stride = stride;
+        let mut n = n;
+        let mut out = out_ptr;
+        let mut work = work;
+        let mut params: [*mut c_void; 7] = [
+            (&mut scene as *mut SceneArgs).cast(),
+            (&mut origins as *mut u64).cast(),
+            (&mut dirs as *mut u64).cast(),
+            (&mut stride as *mut u32).cast(),
+            (&mut n as *mut u32).cast(),
+            (&mut out as *mut u64).cast(),
+            (&mut work as *mut u64).cast(),
+        ];
+        // SAFETY: the seven values match prism_intersect / prism_occluded's
+        // parameters (SceneView, const float4*, const float4*, u32, u32, out*, u32*)
+        // in order and layout (SceneArgs' layout is asserted in prism_types.cuh);
+        // the scene buffers hold the counts in `scene`; rays_ptr holds `n`
+        // GpuRay records (stride 2) and out_ptr room for `n` outputs; `work`
+        // points into the 16-byte counter buffer.
+        unsafe {
+            f.launch(
+                (grid, 1),
+                (config.trace_threads, 1),
+                &self.stream,
+                &mut params,
+            )
+        }
+    }
+
+    /// Launch the render kernel of `integrator` over rows `[y0, y1)`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_render(
+        &self,
+        config: &KernelConfig,
+        integrator: Integrator,
+        scene: SceneArgs,
+        width: u32,
+        y0: u32,
+        y1: u32,
+        out_ptr: u64,
+        format: u32,
+    ) -> Result<(), Error> {
+        let [tw, th] = config.render_tile;
+        let grid = (width.div_ceil(tw), (y1 - y0).div_ceil(th));
+        let f = self.kernels.render[integrator as usize];
+        let mut scene = scene;
+        let mut y0 = y0;
+        let mut y1 = y1;
+        let mut out = out_ptr;
+        let mut format = format;
+        let mut counter = self.counters.ptr();
+        let mut params: [*mut c_void; 6] = [
+            (&mut scene as *mut SceneArgs).cast(),
+            (&mut y0 as *mut u32).cast(),
+            (&mut y1 as *mut u32).cast(),
+            (&mut out as *mut u64).cast(),
+            (&mut format as *mut u32).cast(),
+            (&mut counter as *mut u64).cast(),
+        ];
+        // SAFETY: the six values match prism_render_*'s parameters (SceneView,
+        // u32, u32, void*, u32, u64*) in order and layout; `out` holds a whole
+        // frame of the format's pixels for the width/height in c_params, which
+        // was written before on the same stream; `counter` is the 16-byte
+        // counter buffer.
+        unsafe { f.launch(grid, (tw, th), &self.stream, &mut params) }
+    }
+}
+
+fn ms_to_duration(ms: f64) -> Duration {
+    Duration::from_secs_f64((ms / 1000.0).max(0.0))
+}
+
+/// Copy `src` into `dst` (equal lengths) on a few host threads when large.
+fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    const MIN_PART: usize = 8 << 20;
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(8);
+    let parts = threads.min(n / MIN_PART);
+    if parts < 2 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = n.div_ceil(parts);
+    let mut failed = Vec::new();
+    std::thread::scope(|s| {
+        for (i, (d, sr)) in dst.chunks_mut(chunk).zip(src.chunks(chunk)).enumerate() {
+            if std::thread::Builder::new()
+                .spawn_scoped(s, move || d.copy_from_slice(sr))
+                .is_err()
+            {
+                failed.push(i);
+            }
+        }
+    });
+    // A part whose thread could not be started is copied here.
+    for i in failed {
+        let r = i * chunk..((i + 1) * chunk).min(n);
+        dst[r.clone()].copy_from_slice(&src[r]);
+    }
+}
+
+/// How a frame is split into row bands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BandPlan {
+    rows: u32,
+    bands: u32,
+    /// Bands are enqueued at most this many ahead of the host (progress and
+    /// cancellation of long renders); light frames enqueue every band at once.
+    window: u32,
+}
+
+fn plan_bands(
+    width: u32,
+    height: u32,
+    pixel_bytes: u32,
+    params: &RenderParams,
+    tile_h: u32,
+) -> BandPlan {
+    let pixels = width as u64 * height as u64;
+    let per_sample = match params.integrator {
+        1 => 2 * (params.max_depth as u64 + 1),
+        2 => params.ao_samples as u64 + 2,
+        _ => (params.max_depth as u64).min(4),
+    };
+    let work = pixels * params.spp as u64 * per_sample;
+    let by_bytes = (pixels * pixel_bytes as u64).div_ceil(BAND_BYTES).max(1);
+    let by_work = work.div_ceil(BAND_WORK).max(1);
+    let wanted = by_bytes.max(by_work).clamp(1, 1024) as u32;
+    let rows = height
+        .div_ceil(wanted)
+        .div_ceil(tile_h)
+        .saturating_mul(tile_h)
+        .clamp(tile_h.min(height).max(1), height.max(1));
+    let bands = height.div_ceil(rows).max(1);
+    let window = if by_work > by_bytes { 2 } else { bands };
+    BandPlan {
+        rows,
+        bands,
+        window,
+    }
+}
+
+/// The CUDA backend: kernels compiled by NVRTC for the device at hand, the
+/// scene uploaded once per [`Backend::set_scene`], frames rendered by one fused
+/// kernel per integrator, and batches traced by the wavefront kernels.
+///
+/// The backend owns a CUDA context of its own, made current only inside its
+/// calls (and the caller's current context restored after), so it neither
+/// disturbs an application's CUDA state nor is disturbed by it. After a kernel
+/// fault poisons that context, the failing call returns [`Error::Device`] and the
+/// next call rebuilds the context and re-uploads the scene.
+pub struct CudaBackend {
+    options: CudaOptions,
+    device: Device,
+    props: DeviceProps,
+    driver_version: (u32, u32),
+    kernels: CompiledKernels,
+    kernels_from_cache: bool,
+    accel: Option<Accel>,
+    state: Option<DeviceState>,
+    occluded_scratch: Vec<u8>,
+    last_frame: FrameTimes,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend")
+            .field("device", &self.props)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaBackend {
+    /// Open device 0 with the default kernels.
+    ///
+    /// Fails with [`Error::BackendUnavailable`] (saying why) when the NVIDIA
+    /// driver or NVRTC cannot be loaded or there is no CUDA device, and with
+    /// [`Error::Compile`] if the kernels do not compile. The kernels are compiled
+    /// here, for the device's own architecture, unless the disk cache has them.
+    pub fn new() -> Result<CudaBackend, Error> {
+        Self::with_options(CudaOptions::default())
+    }
+
+    /// Open device 0 with every kernel file passed through `patch(file name,
+    /// source) -> source` before compilation: a test can break a mirror on purpose
+    /// and check that conformance notices.
+    pub fn with_source_patch(
+        patch: impl Fn(&str, &str) -> String + Send + Sync + 'static,
+    ) -> Result<CudaBackend, Error> {
+        Self::with_options(CudaOptions {
+            source_patch: Some(std::sync::Arc::new(patch)),
+            ..Default::default()
+        })
+    }
+
+    /// Open a device with explicit options.
+    pub fn with_options(options: CudaOptions) -> Result<CudaBackend, Error> {
+        options.config.validate()?;
+        driver::load_driver()?;
+        let nvrtc_version = nvrtc::nvrtc_version()?;
+        let count = driver::device_count()?;
+        if count == 0 {
+            return Err(Error::BackendUnavailable {
+                backend: BACKEND,
+                reason: "the NVIDIA driver reports no CUDA device".into(),
+            });
+        }
+        if options.device >= count {
+            return Err(Error::BackendUnavailable {
+                backend: BACKEND,
+                reason: format!(
+                    "CUDA device {} asked for, but only {count} present",
+                    options.device
+                ),
+            });
+        }
+        let device = Device::get(options.device)?;
+        let props = device.props()?;
+        let driver_version = driver::driver_version()?;
+        let (kernels, kernels_from_cache) = Self::build_kernels(&options, &props, nvrtc_version)?;
+        let state = DeviceState::create(device, &kernels, &options.config, &props)?;
+        Ok(CudaBackend {
+            options,
+            device,
+            props,
+            driver_version,
+            kernels,
+            kernels_from_cache,
+            accel: None,
+            state: Some(state),
+            occluded_scratch: Vec::new(),
+            last_frame: FrameTimes::default(),
+        })
+    }
+
+    fn build_kernels(
+        options: &CudaOptions,
+        props: &DeviceProps,
+        nvrtc_version: (u32, u32),
+    ) -> Result<(CompiledKernels, bool), Error> {
+        let files = kernels::patched_sources(options.source_patch.as_ref());
+        let compile_options = kernels::compile_options(props.arch, &options.config);
+        let key = cache::key(
+            &files,
+            &compile_options,
+            nvrtc_version,
+            &props.name,
+            props.arch,
+        );
+        let dir = if options.disk_cache {
+            options.cache_dir.clone().or_else(cache::cache_dir)
+        } else {
+            None
+        };
+        if let Some(dir) = &dir {
+            if let Some((cubin, log)) = cache::load(dir, &key) {
+                let k = CompiledKernels {
+                    cubin,
+                    log,
+                    arch: props.arch,
+                    options: compile_options,
+                    nvrtc_version,
+                };
+                return Ok((k, true));
+            }
+        }
+        let k = kernels::compile_files(&files, props.arch, compile_options, nvrtc_version)?;
+        if let Some(dir) = &dir {
+            cache::store(dir, &key, &k.cubin, &k.log);
+        }
+        Ok((k, false))
+    }
+
+    /// The compiled kernels (cubin, NVRTC log, options).
+    pub fn compiled_kernels(&self) -> &CompiledKernels {
+        &self.kernels
+    }
+
+    /// Whether the kernels came from the disk cache rather than NVRTC.
+    pub fn kernels_from_cache(&self) -> bool {
+        self.kernels_from_cache
+    }
+
+    /// The options this backend was opened with.
+    pub fn options(&self) -> &CudaOptions {
+        &self.options
+    }
+
+    /// Stage times of the last `render` call.
+    pub fn last_frame_times(&self) -> FrameTimes {
+        self.last_frame
+    }
+
+    /// Rebuild the device state after a fault (or return it).
+    fn ensure_state(&mut self) -> Result<(), Error> {
+        if self.state.is_some() {
+            return Ok(());
+        }
+        let mut st = DeviceState::create(
+            self.device,
+            &self.kernels,
+            &self.options.config,
+            &self.props,
+        )?;
+        if let Some(accel) = &self.accel {
+            let _g = st.ctx.enter()?;
+            st.upload_scene(accel)?;
+        }
+        self.state = Some(st);
+        Ok(())
+    }
+
+    /// The device state with its context current.
+    fn enter(&mut self) -> Result<(&mut DeviceState, CtxGuard), Error> {
+        self.ensure_state()?;
+        let st = self.state.as_mut().ok_or(Error::Device {
+            backend: BACKEND,
+            operation: "enter",
+            message: "no device state".into(),
+        })?;
+        let g = st.ctx.enter()?;
+        Ok((st, g))
+    }
+
+    /// After a failed call: if the context no longer works (a kernel fault is
+    /// sticky), drop it; the next call builds a fresh one.
+    fn after_error(&mut self, e: &Error) {
+        if !matches!(e, Error::Device { .. } | Error::OutOfMemory { .. }) {
+            return;
+        }
+        let healthy = match &self.state {
+            Some(st) => match st.ctx.enter() {
+                Ok(_g) => st.ctx.synchronize().is_ok(),
+                Err(_) => false,
+            },
+            None => true,
+        };
+        if !healthy {
+            self.state = None;
+        }
+    }
+
+    fn checked<R>(&mut self, r: Result<R, Error>) -> Result<R, Error> {
+        if let Err(e) = &r {
+            self.after_error(e);
+        }
+        r
+    }
+
+    /// Registers, local memory, spills and occupancy of every kernel.
+    pub fn kernel_resources(&mut self) -> Result<Vec<KernelResources>, Error> {
+        let r = self.kernel_resources_inner();
+        self.checked(r)
+    }
+
+    fn kernel_resources_inner(&mut self) -> Result<Vec<KernelResources>, Error> {
+        let reports = self.kernels.ptxas_reports();
+        let config = self.options.config.clone();
+        let max_threads = self.props.max_threads_per_sm.max(1);
+        let (st, _g) = self.enter()?;
+        let k = &st.kernels;
+        let list = [
+            (KERNEL_RENDER_PATH, k.render[0], config.render_threads()),
+            (KERNEL_RENDER_WHITTED, k.render[1], config.render_threads()),
+            (KERNEL_RENDER_AO, k.render[2], config.render_threads()),
+            (KERNEL_INTERSECT, k.intersect, config.trace_threads),
+            (KERNEL_OCCLUDED, k.occluded, config.trace_threads),
+        ];
+        let mut out = Vec::new();
+        use sys::CUfunction_attribute::*;
+        for (name, f, threads) in list {
+            let blocks = f.blocks_per_sm(threads)?;
+            let rep = reports
+                .iter()
+                .find(|r| r.name == name)
+                .cloned()
+                .unwrap_or_default();
+            out.push(KernelResources {
+                name,
+                registers: f.attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)?.max(0) as u32,
+                local_bytes: f.attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?.max(0) as u32,
+                shared_bytes: f.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?.max(0) as u32,
+                stack_frame: rep.stack_frame,
+                spill_stores: rep.spill_stores,
+                spill_loads: rep.spill_loads,
+                block_threads: threads,
+                blocks_per_sm: blocks,
+                occupancy: (blocks * threads) as f64 / max_threads as f64,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Time the trace kernels alone on a device-resident batch: `rays` repeated
+    /// up to `batch` rays is uploaded once, then each kernel runs once to warm up
+    /// and `repeats` times timed by CUDA events; medians are reported.
+    pub fn intersect_resident_bench(
+        &mut self,
+        rays: &[Ray],
+        batch: usize,
+        repeats: u32,
+    ) -> Result<ResidentBench, Error> {
+        let r = self.resident_inner(rays, batch, repeats);
+        self.checked(r)
+    }
+
+    fn resident_inner(
+        &mut self,
+        rays: &[Ray],
+        batch: usize,
+        repeats: u32,
+    ) -> Result<ResidentBench, Error> {
+        check_batch("intersect_resident_bench", rays, rays.len())?;
+        if rays.is_empty()
+            || batch == 0
+            || batch > MAX_LAUNCH_RAYS * 64
+            || repeats == 0
+            || repeats > 10_000
+        {
+            return Err(Error::Setting {
+                field: "intersect_resident_bench",
+                value: batch as f64,
+                reason: "needs rays, 1 <= batch <= 2^28 and 1 <= repeats <= 10000",
+            });
+        }
+        let n = u32::try_from(batch).map_err(|_| Error::DeviceLimit {
+            backend: BACKEND,
+            what: "rays per launch",
+            needed: batch as u64,
+            limit: u32::MAX as u64,
+        })?;
+        let host: Vec<Ray> = rays.iter().copied().cycle().take(batch).collect();
+        let config = self.options.config.clone();
+        let (st, _g) = self.enter()?;
+        let scene = st.scene_args()?;
+        let mut ray_buf = DeviceBuffer::alloc(batch * 32, "resident ray batch")?;
+        let hit_buf = DeviceBuffer::alloc(batch * 16, "resident hits")?;
+        let flag_buf = DeviceBuffer::alloc(batch, "resident occlusion flags")?;
+        ray_buf.upload(&st.stream, bytemuck::cast_slice(&host))?;
+        st.ensure_events(2 * repeats as usize + 2)?;
+        let time = |closest: bool, st: &mut DeviceState| -> Result<Vec<f64>, Error> {
+            let out = if closest {
+                hit_buf.ptr()
+            } else {
+                flag_buf.ptr()
+            };
+            st.launch_trace(&config, closest, scene, ray_buf.ptr(), 2, n, out)?;
+            for i in 0..repeats as usize {
+                st.events[2 * i].record(&st.stream)?;
+                st.launch_trace(&config, closest, scene, ray_buf.ptr(), 2, n, out)?;
+                st.events[2 * i + 1].record(&st.stream)?;
+            }
+            st.stream.synchronize()?;
+            (0..repeats as usize)
+                .map(|i| Ok(st.events[2 * i].elapsed_ms(&st.events[2 * i + 1])? as f64))
+                .collect()
+        };
+        let mut closest = time(true, st)?;
+        let mut occluded = time(false, st)?;
+        let mut hits = vec![Hit::MISS; rays.len().min(batch)];
+        hit_buf.download(&st.stream, bytemuck::cast_slice_mut(&mut hits))?;
+        let mut flags = vec![0u8; batch];
+        flag_buf.download(&st.stream, &mut flags)?;
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], (v[0], v[v.len() - 1]))
+        };
+        let (c_ms, c_range) = median(&mut closest);
+        let (o_ms, o_range) = median(&mut occluded);
+        let mrays = |ms: f64| {
+            if ms > 0.0 {
+                batch as f64 / (ms * 1e3)
+            } else {
+                0.0
+            }
+        };
+        Ok(ResidentBench {
+            rays: batch,
+            repeats,
+            closest_ms: c_ms,
+            closest_range_ms: c_range,
+            occluded_ms: o_ms,
+            occluded_range_ms: o_range,
+            closest_mrays_per_s: mrays(c_ms),
+            occluded_mrays_per_s: mrays(o_ms),
+            hits,
+            occluded_count: flags.iter().filter(|&&f| f != 0).count(),
+        })
+    }
+
+    fn set_scene_inner(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
+        let t0 = Instant::now();
+        let accel = Accel::build(scene)?;
+        let build = t0.elapsed();
+        self.accel = None;
+        let (st, _g) = self.enter()?;
+        st.scene = None;
+        let upload = st.upload_scene(&accel)?;
+        self.accel = Some(accel);
+        Ok(RenderStats {
+            build,
+            upload,
+            total: t0.elapsed(),
+            timing: TimingSource::DeviceEvents,
+            ..Default::default()
+        })
+    }
+
+    fn trace_inner(
+        &mut self,
+        rays: &[Ray],
+        closest: bool,
+        hits: Option<&mut [Hit]>,
+    ) -> Result<RenderStats, Error> {
+        let t0 = Instant::now();
+        if self.accel.is_none() {
+            return Err(Error::NoScene);
+        }
+        if rays.is_empty() {
+            return Ok(RenderStats {
+                total: t0.elapsed(),
+                timing: TimingSource::DeviceEvents,
+                ..Default::default()
+            });
+        }
+        let config = self.options.config.clone();
+        let mut scratch = std::mem::take(&mut self.occluded_scratch);
+        let out_bytes = if closest { 16 } else { 1 };
+        let chunk = rays.len().min(MAX_LAUNCH_RAYS);
+        if !closest {
+            scratch.clear();
+            scratch
+                .try_reserve_exact(rays.len())
+                .map_err(|_| Error::OutOfMemory {
+                    backend: BACKEND,
+                    what: "host occlusion flags",
+                    bytes: rays.len() as u64,
+                })?;
+            scratch.resize(rays.len(), 0);
+        }
+        let (st, _g) = self.enter()?;
+        let scene = st.scene_args()?;
+        st.ensure_batch(chunk, out_bytes)?;
+        st.ensure_events(4)?;
+        let (mut up, mut trace, mut down) = (0.0f64, 0.0f64, 0.0f64);
+        let mut hits = hits;
+        for (c, part) in rays.chunks(chunk).enumerate() {
+            let first = c * chunk;
+            let n = part.len() as u32;
+            let (rays_ptr, out_ptr) = match (&st.rays, &st.outputs) {
+                (Some(r), Some(o)) => (r.ptr(), o.ptr()),
+                _ => {
+                    return Err(Error::Device {
+                        backend: BACKEND,
+                        operation: "trace",
+                        message: "no batch buffers".into(),
+                    });
+                }
+            };
+            st.events[0].record(&st.stream)?;
+            if let Some(b) = st.rays.as_mut() {
+                b.upload(&st.stream, bytemuck::cast_slice(part))?;
+            }
+            st.events[1].record(&st.stream)?;
+            st.launch_trace(&config, closest, scene, rays_ptr, 2, n, out_ptr)?;
+            st.events[2].record(&st.stream)?;
+            let out_buf = st.outputs.as_ref().ok_or(Error::Device {
+                backend: BACKEND,
+                operation: "trace",
+                message: "no batch buffers".into(),
+            })?;
+            match hits.as_deref_mut() {
+                Some(h) if closest => {
+                    out_buf.download(
+                        &st.stream,
+                        bytemuck::cast_slice_mut(&mut h[first..first + part.len()]),
+                    )?;
+                }
+                _ => out_buf.download(&st.stream, &mut scratch[first..first + part.len()])?,
+            }
+            st.events[3].record(&st.stream)?;
+            st.events[3].synchronize()?;
+            up += st.events[0].elapsed_ms(&st.events[1])? as f64;
+            trace += st.events[1].elapsed_ms(&st.events[2])? as f64;
+            down += st.events[2].elapsed_ms(&st.events[3])? as f64;
+        }
+        self.occluded_scratch = scratch;
+        Ok(RenderStats {
+            upload: ms_to_duration(up),
+            trace: ms_to_duration(trace),
+            download: ms_to_duration(down),
+            total: t0.elapsed(),
+            rays: rays.len() as u64,
+            timing: TimingSource::DeviceEvents,
+            ..Default::default()
+        })
+    }
+
+    fn render_inner(
+        &mut self,
+        camera: &Camera,
+        settings: &RenderSettings,
+        image: &mut Image,
+        progress: &dyn Progress,
+    ) -> Result<RenderStats, Error> {
+        let t0 = Instant::now();
+        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
+        let (width, height) = (image.width(), image.height());
+        let params = settings.params(accel, camera, width, height)?;
+        let (pixel_bytes, format) = match image.format() {
+            PixelFormat::LinearF32 => (16u32, 0u32),
+            PixelFormat::Srgba8 => (4u32, 1u32),
+        };
+        let frame_bytes = image.pixel_count() * pixel_bytes as usize;
+        if frame_bytes as u64 > self.props.total_mem {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND,
+                what: "frame buffer bytes",
+                needed: frame_bytes as u64,
+                limit: self.props.total_mem,
+            });
+        }
+        if progress.cancelled() {
+            return Err(Error::Cancelled);
+        }
+        let config = self.options.config.clone();
+        let plan = plan_bands(width, height, pixel_bytes, &params, config.render_tile[1]);
+        let (st, _g) = self.enter()?;
+        let scene = st.scene_args()?;
+        st.ensure_frame(frame_bytes)?;
+        let bands = plan.bands as usize;
+        // events: 0 before upload, 1 after upload; then per band: kernel done, copy start, copy done.
+        st.ensure_events(2 + 3 * bands)?;
+        let frame_ptr = st.frame.as_ref().map(|b| b.ptr()).ok_or(Error::Device {
+            backend: BACKEND,
+            operation: "render",
+            message: "no frame buffer".into(),
+        })?;
+
+        st.events[0].record(&st.stream)?;
+        // SAFETY: params_ptr is the module's c_params (size checked at load,
+        // equal to RenderParams); the source is a live Pod value, staged by the
+        // driver before the call returns (pageable memory).
+        driver::check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                st.kernels.params_ptr,
+                (&params as *const RenderParams).cast(),
+                std::mem::size_of::<RenderParams>(),
+                st.stream.raw(),
+            )
+        })?;
+        st.counters.fill_u32(&st.stream, 0, 4)?;
+        st.events[1].record(&st.stream)?;
+
+        let row_bytes = width as usize * pixel_bytes as usize;
+        let band_rows = |b: usize| {
+            let y0 = b as u32 * plan.rows;
+            (y0, (y0 + plan.rows).min(height))
+        };
+        let enqueue = |st: &mut DeviceState, b: usize| -> Result<(), Error> {
+            let (y0, y1) = band_rows(b);
+            st.launch_render(
+                &config,
+                settings.integrator,
+                scene,
+                width,
+                y0,
+                y1,
+                frame_ptr,
+                format,
+            )?;
+            let k_done = 2 + 3 * b;
+            st.events[k_done].record(&st.stream)?;
+            st.copy_stream.wait(&st.events[k_done])?;
+            st.events[k_done + 1].record(&st.copy_stream)?;
+            let (offset, bytes) = (y0 as usize * row_bytes, (y1 - y0) as usize * row_bytes);
+            match (st.pinned.as_mut(), st.frame.as_ref()) {
+                // SAFETY: both buffers hold at least frame_bytes >= offset + bytes;
+                // the pinned range is read only after events[k_done + 2] completes.
+                (Some(p), Some(f)) => unsafe {
+                    driver::copy_to_pinned(p, f, offset, bytes, &st.copy_stream)?
+                },
+                _ => {
+                    return Err(Error::Device {
+                        backend: BACKEND,
+                        operation: "render",
+                        message: "no frame buffers".into(),
+                    });
+                }
+            }
+            st.events[k_done + 2].record(&st.copy_stream)
+        };
+        let dst: &mut [u8] = match image.format() {
+            PixelFormat::LinearF32 => bytemuck::cast_slice_mut(image.linear_mut()),
+            PixelFormat::Srgba8 => bytemuck::cast_slice_mut(image.rgba8_mut()),
+        };
+        let mut enqueued = 0usize;
+        let mut host_copy = Duration::ZERO;
+        for b in 0..bands {
+            while enqueued < bands && enqueued < b + plan.window as usize {
+                enqueue(st, enqueued)?;
+                enqueued += 1;
+            }
+            st.events[2 + 3 * b + 2].synchronize()?;
+            let (y0, y1) = band_rows(b);
+            let (offset, bytes) = (y0 as usize * row_bytes, (y1 - y0) as usize * row_bytes);
+            let tc = Instant::now();
+            if let Some(p) = st.pinned.as_ref() {
+                if let (Some(src), Some(d)) =
+                    (p.range(offset, bytes), dst.get_mut(offset..offset + bytes))
+                {
+                    parallel_copy(d, src);
+                }
+            }
+            host_copy += tc.elapsed();
+            progress.advance(y1 as u64, height as u64);
+            if progress.cancelled() {
+                st.stream.synchronize()?;
+                st.copy_stream.synchronize()?;
+                return Err(Error::Cancelled);
+            }
+        }
+        // Rays traced: read the counter after the last kernel.
+        // SAFETY: 8 bytes from the 16-byte counter buffer into the 16-byte pinned
+        // readback buffer; read after the stream is synchronised.
+        driver::check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(
+                st.counters_host.as_mut_ptr().cast(),
+                st.counters.ptr(),
+                8,
+                st.stream.raw(),
+            )
+        })?;
+        st.stream.synchronize()?;
+        let rays = st
+            .counters_host
+            .range(0, 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+        let last = 2 + 3 * (bands - 1);
+        let upload_ms = st.events[0].elapsed_ms(&st.events[1])? as f64;
+        let kernel_ms = st.events[1].elapsed_ms(&st.events[last])? as f64;
+        let to_pinned_ms = st.events[1].elapsed_ms(&st.events[last + 2])? as f64;
+        let mut download_ms = 0.0;
+        for b in 0..bands {
+            download_ms += st.events[2 + 3 * b + 1].elapsed_ms(&st.events[2 + 3 * b + 2])? as f64;
+        }
+        let total = t0.elapsed();
+        self.last_frame = FrameTimes {
+            upload_ms,
+            kernel_ms,
+            download_ms,
+            render_to_pinned_ms: to_pinned_ms,
+            host_copy_ms: host_copy.as_secs_f64() * 1e3,
+            total_ms: total.as_secs_f64() * 1e3,
+            bands: plan.bands,
+        };
+        Ok(RenderStats {
+            build: Duration::ZERO,
+            upload: ms_to_duration(upload_ms),
+            trace: ms_to_duration(kernel_ms),
+            download: ms_to_duration(download_ms),
+            total,
+            rays,
+            timing: TimingSource::DeviceEvents,
+        })
+    }
+}
+
+impl Backend for CudaBackend {
+    fn info(&self) -> BackendInfo {
+        let p = &self.props;
+        let k = &self.kernels;
+        BackendInfo {
+            name: BACKEND,
+            device: format!(
+                "{} (sm_{}{}, {} SMs, {:.1} GiB, driver {}.{}, NVRTC {}.{})",
+                p.name,
+                p.arch.0,
+                p.arch.1,
+                p.sms,
+                p.total_mem as f64 / (1u64 << 30) as f64,
+                self.driver_version.0,
+                self.driver_version.1,
+                k.nvrtc_version.0,
+                k.nvrtc_version.1
+            ),
+            max_buffer_bytes: p.total_mem,
+            software: false,
+        }
+    }
+
+    fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
+        let r = self.set_scene_inner(scene);
+        self.checked(r)
+    }
+
+    fn render(
+        &mut self,
+        camera: &Camera,
+        settings: &RenderSettings,
+        image: &mut Image,
+        progress: &dyn Progress,
+    ) -> Result<RenderStats, Error> {
+        let r = self.render_inner(camera, settings, image, progress);
+        self.checked(r)
+    }
+
+    fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
+        check_batch("intersect", rays, hits.len())?;
+        let r = self.trace_inner(rays, true, Some(hits));
+        self.checked(r)
+    }
+
+    fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
+        check_batch("occluded", rays, occluded.len())?;
+        let r = self.trace_inner(rays, false, None);
+        if r.is_ok() {
+            for (o, &f) in occluded.iter_mut().zip(&self.occluded_scratch) {
+                *o = f != 0;
+            }
+        }
+        self.checked(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(integrator: u32, spp: u32, max_depth: u32) -> RenderParams {
+        RenderParams {
+            integrator,
+            spp,
+            max_depth,
+            ao_samples: 8,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn small_frames_are_one_band() {
+        let p = plan_bands(1280, 720, 16, &params(0, 30, 50), 8);
+        assert_eq!(
+            p,
+            BandPlan {
+                rows: 720,
+                bands: 1,
+                window: 1
+            }
+        );
+    }
+
+    #[test]
+    fn large_frames_are_split_by_bytes_and_enqueued_at_once() {
+        let p = plan_bands(8192, 8192, 4, &params(1, 1, 1), 8);
+        assert_eq!(p.bands, 8);
+        assert_eq!(p.rows, 1024);
+        assert_eq!(p.window, 8);
+    }
+
+    #[test]
+    fn heavy_frames_are_split_by_work_with_a_short_window() {
+        let p = plan_bands(1920, 1080, 16, &params(0, 4096, 50), 8);
+        assert!(p.bands > 8, "{p:?}");
+        assert_eq!(p.window, 2);
+        assert_eq!(p.rows % 8, 0);
+        assert!(p.rows * p.bands >= 1080 && p.rows * (p.bands - 1) < 1080);
+    }
+
+    #[test]
+    fn bands_cover_tiny_images() {
+        for h in [1, 2, 7, 8, 9] {
+            let p = plan_bands(3, h, 16, &params(0, 1, 1), 8);
+            assert!(p.rows >= 1 && p.rows * p.bands >= h, "{h}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn parallel_copy_copies_everything() {
+        let src: Vec<u8> = (0..(40usize << 20)).map(|i| (i * 7 % 251) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        parallel_copy(&mut dst, &src);
+        assert!(dst == src);
+        let mut small = vec![0u8; 100];
+        parallel_copy(&mut small, &src[..100]);
+        assert_eq!(small, src[..100]);
+    }
+}

@@ -1,0 +1,509 @@
+//! The kernel sources, their build options, and compilation through NVRTC.
+//!
+//! The constants and buffer layouts the kernels depend on are not restated in
+//! the `.cuh` files: they are passed as `-D` options generated here from
+//! `prism_core`, and `prism_types.cuh` `static_assert`s every struct size and
+//! field offset against them. A change in core that the kernels do not follow
+//! therefore fails to compile (and the CPU-only compile test fails in CI).
+
+use crate::driver::BACKEND;
+use crate::nvrtc;
+use prism_core::Error;
+use prism_core::gpu::{EMPTY_CHILD, KIND_SPHERE, KIND_TRIANGLE, TRAVERSAL_STACK_SIZE};
+use prism_core::integrator::{
+    PHONG_AMBIENT, PHONG_DIFFUSE, PHONG_EXPONENT, PHONG_SPECULAR, SHADOW_KEEP, WHITTED_LOCAL,
+};
+use prism_core::intersect::{MIN_DIR_COMPONENT, SLAB_EXIT_SCALE};
+use prism_core::{Hit, Ray};
+use std::mem::{offset_of, size_of};
+use std::sync::Arc;
+
+/// The kernel files: the main translation unit first, then the headers it
+/// includes, as `(file name, contents)`.
+pub const SOURCES: [(&str, &str); 10] = [
+    ("prism.cu", include_str!("../kernels/prism.cu")),
+    (
+        "prism_types.cuh",
+        include_str!("../kernels/prism_types.cuh"),
+    ),
+    ("intersect.cuh", include_str!("../kernels/intersect.cuh")),
+    ("traverse.cuh", include_str!("../kernels/traverse.cuh")),
+    ("rng.cuh", include_str!("../kernels/rng.cuh")),
+    ("sampling.cuh", include_str!("../kernels/sampling.cuh")),
+    ("material.cuh", include_str!("../kernels/material.cuh")),
+    ("camera.cuh", include_str!("../kernels/camera.cuh")),
+    ("image.cuh", include_str!("../kernels/image.cuh")),
+    ("integrator.cuh", include_str!("../kernels/integrator.cuh")),
+];
+
+/// Name of the path-tracing render kernel.
+pub const KERNEL_RENDER_PATH: &str = "prism_render_path";
+/// Name of the Whitted render kernel.
+pub const KERNEL_RENDER_WHITTED: &str = "prism_render_whitted";
+/// Name of the ambient-occlusion render kernel.
+pub const KERNEL_RENDER_AO: &str = "prism_render_ao";
+/// Name of the closest-hit batch kernel.
+pub const KERNEL_INTERSECT: &str = "prism_intersect";
+/// Name of the any-hit batch kernel.
+pub const KERNEL_OCCLUDED: &str = "prism_occluded";
+
+/// Every kernel the module exports.
+pub const KERNEL_NAMES: [&str; 5] = [
+    KERNEL_RENDER_PATH,
+    KERNEL_RENDER_WHITTED,
+    KERNEL_RENDER_AO,
+    KERNEL_INTERSECT,
+    KERNEL_OCCLUDED,
+];
+
+/// Name of the `__constant__` block holding the frame's [`prism_core::gpu::RenderParams`].
+pub(crate) const PARAMS_SYMBOL: &str = "c_params";
+
+/// A source transformation applied to every kernel file before compilation:
+/// `(file name, source) -> new source`. Tests use it to break a kernel on purpose.
+pub type SourcePatch = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
+
+/// The scene buffers as one kernel parameter; twin of `SceneView` in `prism_types.cuh`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SceneArgs {
+    pub nodes: u64,
+    pub prims: u64,
+    pub slot_materials: u64,
+    pub materials: u64,
+    pub node_count: u32,
+    pub prim_count: u32,
+    pub material_count: u32,
+    pub _pad: u32,
+}
+
+/// Build-time choices of the kernels: block shapes, register budgets and the
+/// scheduling variants. The defaults are the fastest measured on an H100
+/// (bench/RESULTS.md); every configuration computes the same results.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelConfig {
+    /// Threads per block of `prism_intersect` / `prism_occluded` (a multiple of 32, at most 1024).
+    pub trace_threads: u32,
+    /// Blocks per multiprocessor the trace kernels are compiled to fit (`__launch_bounds__`); 1 = no constraint.
+    pub trace_min_blocks: u32,
+    /// Pixels per render block, `[width, height]`; the product is a multiple of 32, at most 1024.
+    pub render_tile: [u32; 2],
+    /// Blocks per multiprocessor the render kernels are compiled to fit; 1 = no constraint.
+    pub render_min_blocks: u32,
+    /// Trace kernels run persistent warps that take 32-ray batches from a global
+    /// counter, instead of one thread per ray.
+    pub persistent: bool,
+    /// The path kernel starts a pixel's next sample as soon as its path ends.
+    pub path_regen: bool,
+    /// `--maxrregcount`, if any.
+    pub max_registers: Option<u32>,
+    /// Further NVRTC options, appended last (for experiments).
+    pub extra_options: Vec<String>,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        Self {
+            trace_threads: 128,
+            trace_min_blocks: 1,
+            render_tile: [16, 8],
+            render_min_blocks: 1,
+            persistent: false,
+            path_regen: true,
+            max_registers: None,
+            extra_options: Vec::new(),
+        }
+    }
+}
+
+impl KernelConfig {
+    /// Check the block shapes and budgets.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |field: &'static str, value: u32, reason: &'static str| {
+            Err(Error::Setting {
+                field,
+                value: value as f64,
+                reason,
+            })
+        };
+        if self.trace_threads == 0 || self.trace_threads % 32 != 0 || self.trace_threads > 1024 {
+            return bad(
+                "trace_threads",
+                self.trace_threads,
+                "must be a multiple of 32 in 32..=1024",
+            );
+        }
+        let [w, h] = self.render_tile;
+        let n = w.saturating_mul(h);
+        if w == 0 || h == 0 || n % 32 != 0 || n > 1024 {
+            return bad(
+                "render_tile",
+                n,
+                "width * height must be a multiple of 32 in 32..=1024",
+            );
+        }
+        if self.trace_min_blocks == 0 || self.trace_min_blocks > 32 {
+            return bad(
+                "trace_min_blocks",
+                self.trace_min_blocks,
+                "must be in 1..=32",
+            );
+        }
+        if self.render_min_blocks == 0 || self.render_min_blocks > 32 {
+            return bad(
+                "render_min_blocks",
+                self.render_min_blocks,
+                "must be in 1..=32",
+            );
+        }
+        if let Some(r) = self.max_registers {
+            if !(16..=255).contains(&r) {
+                return bad("max_registers", r, "must be in 16..=255");
+            }
+        }
+        Ok(())
+    }
+
+    /// Threads per render block.
+    pub fn render_threads(&self) -> u32 {
+        self.render_tile[0] * self.render_tile[1]
+    }
+}
+
+/// A float as a C literal that reads back as the same `f32` (Rust's `{:?}` is
+/// the shortest representation that round-trips).
+fn c_float(v: f32) -> String {
+    format!("{v:?}f")
+}
+
+/// The `-D` options that carry prism_core's constants and layouts.
+fn core_defines() -> Vec<String> {
+    let mut d = vec![
+        format!("-DPRISM_TRAVERSAL_STACK_SIZE={TRAVERSAL_STACK_SIZE}"),
+        format!("-DPRISM_EMPTY_CHILD={EMPTY_CHILD}u"),
+        format!("-DPRISM_KIND_TRIANGLE={KIND_TRIANGLE}u"),
+        format!("-DPRISM_KIND_SPHERE={KIND_SPHERE}u"),
+        format!("-DPRISM_NO_PRIM={}u", Hit::NO_PRIM),
+        format!("-DPRISM_MIN_DIR_COMPONENT={}", c_float(MIN_DIR_COMPONENT)),
+        format!("-DPRISM_SLAB_EXIT_SCALE={}", c_float(SLAB_EXIT_SCALE)),
+        format!("-DPRISM_SHADOW_KEEP={}", c_float(SHADOW_KEEP)),
+        format!("-DPRISM_PHONG_AMBIENT={}", c_float(PHONG_AMBIENT)),
+        format!("-DPRISM_PHONG_DIFFUSE={}", c_float(PHONG_DIFFUSE)),
+        format!("-DPRISM_PHONG_SPECULAR={}", c_float(PHONG_SPECULAR)),
+        format!("-DPRISM_PHONG_EXPONENT={PHONG_EXPONENT}"),
+        format!("-DPRISM_WHITTED_LOCAL={}", c_float(WHITTED_LOCAL)),
+    ];
+    for (name, size, fields) in prism_core::gpu::layouts() {
+        d.push(format!("-DPRISM_LAYOUT_{name}_SIZE={size}"));
+        for (field, offset) in fields {
+            d.push(format!("-DPRISM_LAYOUT_{name}_{field}={offset}"));
+        }
+    }
+    let extra: [(&str, usize, Vec<(&str, usize)>); 2] = [
+        (
+            "Hit",
+            size_of::<Hit>(),
+            vec![
+                ("t", offset_of!(Hit, t)),
+                ("u", offset_of!(Hit, u)),
+                ("v", offset_of!(Hit, v)),
+                ("prim", offset_of!(Hit, prim)),
+            ],
+        ),
+        (
+            "SceneView",
+            size_of::<SceneArgs>(),
+            vec![
+                ("nodes", offset_of!(SceneArgs, nodes)),
+                ("prims", offset_of!(SceneArgs, prims)),
+                ("slot_materials", offset_of!(SceneArgs, slot_materials)),
+                ("materials", offset_of!(SceneArgs, materials)),
+                ("node_count", offset_of!(SceneArgs, node_count)),
+                ("prim_count", offset_of!(SceneArgs, prim_count)),
+                ("material_count", offset_of!(SceneArgs, material_count)),
+            ],
+        ),
+    ];
+    for (name, size, fields) in extra {
+        d.push(format!("-DPRISM_LAYOUT_{name}_SIZE={size}"));
+        for (field, offset) in fields {
+            d.push(format!("-DPRISM_LAYOUT_{name}_{field}={offset}"));
+        }
+    }
+    // The ray buffers of intersect/occluded are prism_core::Ray arrays read as GpuRay.
+    debug_assert_eq!(size_of::<Ray>(), 32);
+    d
+}
+
+/// The full NVRTC option list for `arch` and `config`.
+///
+/// Floating point: IEEE division and square root (NVRTC's defaults), no
+/// flush-to-zero, and FMA contraction on (`--fmad=true`, the default): results
+/// differ from core's by rounding only. The watertight triangle test opts out
+/// of contraction in the source (see `intersect.cuh`).
+pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
+    let mut o = vec![
+        format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
+        "-std=c++17".to_owned(),
+        "--fmad=true".to_owned(),
+        "--prec-div=true".to_owned(),
+        "--prec-sqrt=true".to_owned(),
+        "--ftz=false".to_owned(),
+        "--ptxas-options=-v".to_owned(),
+    ];
+    o.extend(core_defines());
+    o.push(format!("-DPRISM_TRACE_THREADS={}", config.trace_threads));
+    o.push(format!(
+        "-DPRISM_TRACE_MIN_BLOCKS={}",
+        config.trace_min_blocks
+    ));
+    o.push(format!("-DPRISM_RENDER_TILE_W={}", config.render_tile[0]));
+    o.push(format!("-DPRISM_RENDER_TILE_H={}", config.render_tile[1]));
+    o.push(format!(
+        "-DPRISM_RENDER_MIN_BLOCKS={}",
+        config.render_min_blocks
+    ));
+    o.push(format!("-DPRISM_PERSISTENT={}", config.persistent as u32));
+    o.push(format!("-DPRISM_PATH_REGEN={}", config.path_regen as u32));
+    if let Some(r) = config.max_registers {
+        o.push(format!("--maxrregcount={r}"));
+    }
+    o.extend(config.extra_options.iter().cloned());
+    o
+}
+
+/// The kernel files after `patch`.
+pub(crate) fn patched_sources(patch: Option<&SourcePatch>) -> Vec<(&'static str, String)> {
+    SOURCES
+        .iter()
+        .map(|&(name, src)| (name, patch.map_or_else(|| src.to_owned(), |p| p(name, src))))
+        .collect()
+}
+
+/// Resources ptxas reports for one kernel (from `--ptxas-options=-v`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PtxasReport {
+    /// Kernel name.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Stack frame bytes per thread (local arrays and spills).
+    pub stack_frame: u32,
+    /// Bytes of register spill stores.
+    pub spill_stores: u32,
+    /// Bytes of register spill loads.
+    pub spill_loads: u32,
+}
+
+/// Parse ptxas' `-v` report: one entry per kernel (`extern "C"` names).
+pub fn parse_ptxas_log(log: &str) -> Vec<PtxasReport> {
+    let mut out: Vec<PtxasReport> = Vec::new();
+    let number_before = |line: &str, unit: &str| -> Option<u32> {
+        let end = line.find(unit)?;
+        line[..end].split_whitespace().last()?.parse().ok()
+    };
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let name = rest.split('\'').next().unwrap_or_default();
+            out.push(PtxasReport {
+                name: name.to_owned(),
+                ..Default::default()
+            });
+        } else if let Some(cur) = out.last_mut() {
+            if line.contains("bytes stack frame") {
+                cur.stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
+                cur.spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
+                cur.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
+            } else if line.contains("Used ") && line.contains(" registers") {
+                if let Some(rest) = line.split("Used ").nth(1) {
+                    cur.registers = rest
+                        .split_whitespace()
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The result of compiling the kernels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledKernels {
+    /// The cubin (machine code for exactly `arch`).
+    pub cubin: Vec<u8>,
+    /// NVRTC's log, with ptxas' resource report.
+    pub log: String,
+    /// The architecture compiled for, `(major, minor)`.
+    pub arch: (u32, u32),
+    /// The NVRTC options used.
+    pub options: Vec<String>,
+    /// NVRTC's version.
+    pub nvrtc_version: (u32, u32),
+}
+
+impl CompiledKernels {
+    /// ptxas' resource report, one entry per kernel.
+    pub fn ptxas_reports(&self) -> Vec<PtxasReport> {
+        parse_ptxas_log(&self.log)
+    }
+}
+
+/// Compile every kernel for `arch` (e.g. `(9, 0)`) with `config`, through NVRTC
+/// only: no GPU and no driver are needed. This is the same code path the backend
+/// uses (minus its disk cache), so a kernel that does not compile here does not
+/// compile anywhere.
+pub fn compile_kernels(arch: (u32, u32), config: &KernelConfig) -> Result<CompiledKernels, Error> {
+    compile_patched(arch, config, None)
+}
+
+/// [`compile_kernels`] with a source patch.
+pub(crate) fn compile_patched(
+    arch: (u32, u32),
+    config: &KernelConfig,
+    patch: Option<&SourcePatch>,
+) -> Result<CompiledKernels, Error> {
+    config.validate()?;
+    let nvrtc_version = nvrtc::nvrtc_version()?;
+    let files = patched_sources(patch);
+    let options = compile_options(arch, config);
+    compile_files(&files, arch, options, nvrtc_version)
+}
+
+/// Compile already-patched files (the backend hashes the same files for its cache).
+pub(crate) fn compile_files(
+    files: &[(&'static str, String)],
+    arch: (u32, u32),
+    options: Vec<String>,
+    nvrtc_version: (u32, u32),
+) -> Result<CompiledKernels, Error> {
+    let Some(((main_name, main_src), headers)) = files.split_first() else {
+        return Err(Error::Compile {
+            backend: BACKEND,
+            source_name: "prism.cu".into(),
+            log: "no sources".into(),
+        });
+    };
+    let headers: Vec<(&str, String)> = headers.iter().map(|(n, s)| (*n, s.clone())).collect();
+    let compiled = nvrtc::compile((main_name, main_src), &headers, &options)?;
+    for name in KERNEL_NAMES {
+        if !contains_symbol(&compiled.cubin, name) {
+            return Err(Error::Compile {
+                backend: BACKEND,
+                source_name: (*main_name).to_owned(),
+                log: format!(
+                    "kernel {name} is missing from the compiled module\n{}",
+                    compiled.log
+                ),
+            });
+        }
+    }
+    Ok(CompiledKernels {
+        cubin: compiled.cubin,
+        log: compiled.log,
+        arch,
+        options,
+        nvrtc_version,
+    })
+}
+
+/// Whether the cubin's string table holds `name` (kernels are `extern "C"`).
+fn contains_symbol(cubin: &[u8], name: &str) -> bool {
+    let mut needle = name.as_bytes().to_vec();
+    needle.push(0);
+    cubin.windows(needle.len()).any(|w| w == needle.as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_c_literals_that_round_trip() {
+        for v in [
+            MIN_DIR_COMPONENT,
+            SLAB_EXIT_SCALE,
+            SHADOW_KEEP,
+            PHONG_AMBIENT,
+            1.0,
+            0.5,
+            1e-30,
+        ] {
+            let s = c_float(v);
+            let back: f32 = s.trim_end_matches('f').parse().unwrap();
+            assert_eq!(back.to_bits(), v.to_bits(), "{s}");
+            assert!(
+                s.contains('.') || s.contains('e'),
+                "{s} is not a float literal in C"
+            );
+        }
+    }
+
+    #[test]
+    fn ptxas_log_is_parsed() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'prism_intersect' for 'sm_90'\n\
+ptxas info    : Function properties for prism_intersect\n\
+ptxas         .     256 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n\
+ptxas info    : Used 64 registers, used 0 barriers, 208 bytes cmem[3]\n\
+ptxas info    : Compiling entry function 'prism_occluded' for 'sm_90'\n\
+ptxas info    : Function properties for prism_occluded\n\
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 40 registers, used 0 barriers\n";
+        let r = parse_ptxas_log(log);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[0],
+            PtxasReport {
+                name: "prism_intersect".into(),
+                registers: 64,
+                stack_frame: 256,
+                spill_stores: 8,
+                spill_loads: 12
+            }
+        );
+        assert_eq!(r[1].registers, 40);
+    }
+
+    #[test]
+    fn default_config_is_valid_and_bad_ones_are_refused() {
+        KernelConfig::default().validate().unwrap();
+        let bad = KernelConfig {
+            trace_threads: 100,
+            ..Default::default()
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(Error::Setting {
+                field: "trace_threads",
+                ..
+            })
+        ));
+        let bad = KernelConfig {
+            render_tile: [3, 3],
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn every_core_layout_is_passed_to_the_kernels() {
+        let d = core_defines().join(" ");
+        for (name, size, fields) in prism_core::gpu::layouts() {
+            assert!(d.contains(&format!("-DPRISM_LAYOUT_{name}_SIZE={size}")));
+            for (field, _) in fields {
+                assert!(
+                    d.contains(&format!("-DPRISM_LAYOUT_{name}_{field}=")),
+                    "{name}.{field}"
+                );
+                let checked = format!("PRISM_CHECK_FIELD({name}, {field})");
+                let types = SOURCES[1].1;
+                assert!(
+                    types.contains(&checked),
+                    "prism_types.cuh does not check {name}.{field}"
+                );
+            }
+        }
+    }
+}

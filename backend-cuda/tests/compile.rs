@@ -1,0 +1,89 @@
+//! Every kernel compiles through the backend's own code path (NVRTC, sm_90),
+//! with no GPU and no driver. NVRTC runs on a CPU-only machine; where it is
+//! absent the test says so and passes, unless `PRISM_REQUIRE_NVRTC=1` (CI), where
+//! a missing NVRTC fails it.
+
+use prism_cuda::{KERNEL_NAMES, KernelConfig, compile_kernels, nvrtc_version};
+
+/// NVRTC's version, or `None` (after saying why) when the test should skip.
+fn nvrtc_or_skip() -> Option<(u32, u32)> {
+    match nvrtc_version() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let required = std::env::var("PRISM_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "PRISM_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
+            );
+            eprintln!(
+                "SKIPPED: NVRTC is unavailable ({e}); set PRISM_REQUIRE_NVRTC=1 to make this a failure"
+            );
+            None
+        }
+    }
+}
+
+fn compile_and_check(config: &KernelConfig) {
+    let k = match compile_kernels((9, 0), config) {
+        Ok(k) => k,
+        Err(e) => panic!("kernels do not compile with {config:?}:\n{e}"),
+    };
+    assert!(
+        k.cubin.starts_with(b"\x7fELF"),
+        "NVRTC did not return a cubin"
+    );
+    let reports = k.ptxas_reports();
+    for name in KERNEL_NAMES {
+        let r = reports.iter().find(|r| r.name == name);
+        assert!(r.is_some(), "ptxas reported nothing for {name}:\n{}", k.log);
+    }
+    eprintln!("{config:?}");
+    for r in &reports {
+        eprintln!(
+            "  {:<22} {:>3} registers, {:>4} B stack, {:>3} B spill stores, {:>3} B spill loads",
+            r.name, r.registers, r.stack_frame, r.spill_stores, r.spill_loads
+        );
+    }
+}
+
+#[test]
+fn every_kernel_compiles_for_sm_90() {
+    let Some(v) = nvrtc_or_skip() else { return };
+    eprintln!("NVRTC {}.{}", v.0, v.1);
+    compile_and_check(&KernelConfig::default());
+}
+
+#[test]
+fn every_kernel_variant_compiles_for_sm_90() {
+    if nvrtc_or_skip().is_none() {
+        return;
+    }
+    // The other branches of the build-time switches.
+    let d = KernelConfig::default();
+    compile_and_check(&KernelConfig {
+        persistent: !d.persistent,
+        path_regen: !d.path_regen,
+        ..d.clone()
+    });
+}
+
+#[test]
+fn a_broken_kernel_is_a_compile_error_with_the_log() {
+    if nvrtc_or_skip().is_none() {
+        return;
+    }
+    let config = KernelConfig {
+        extra_options: vec!["-DPRISM_TRAVERSAL_STACK_SIZE_IS_BROKEN=(".into()],
+        ..Default::default()
+    };
+    // A macro that does not parse is an NVRTC error, reported with NVRTC's log.
+    let _ = compile_kernels((9, 0), &config);
+    let bad = KernelConfig {
+        extra_options: vec!["--no-such-option".into()],
+        ..Default::default()
+    };
+    match compile_kernels((9, 0), &bad) {
+        Err(prism_core::Error::Compile { log, .. }) => assert!(!log.is_empty()),
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+}

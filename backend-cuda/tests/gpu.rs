@@ -1,0 +1,565 @@
+//! The CUDA backend against prism-core (the source of truth) and against
+//! Embree's reference hits. Each test skips, saying so, where there is no CUDA
+//! device (`PRISM_REQUIRE_CUDA=1` makes that a failure).
+
+mod common;
+
+use common::*;
+use prism_core::backend::Backend;
+use prism_core::glam::Vec3;
+use prism_core::image::encode_srgba8;
+use prism_core::integrator::render_pixel;
+use prism_core::reference::AgreementCounts;
+use prism_core::{
+    Accel, Error, Hit, Image, Integrator, NoProgress, PixelFormat, Progress, Ray, RenderSettings,
+};
+use prism_cuda::{CudaBackend, CudaOptions, KernelConfig};
+
+fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<Hit> {
+    rays.iter().map(|r| accel.intersect(r)).collect()
+}
+
+fn gpu_hits(gpu: &mut CudaBackend, rays: &[Ray]) -> Vec<Hit> {
+    let mut hits = vec![Hit::MISS; rays.len()];
+    gpu.intersect(rays, &mut hits).expect("intersect");
+    hits
+}
+
+fn gpu_occluded(gpu: &mut CudaBackend, rays: &[Ray]) -> Vec<bool> {
+    let mut out = vec![false; rays.len()];
+    gpu.occluded(rays, &mut out).expect("occluded");
+    out
+}
+
+/// Bit-exact equality of hits, with the first difference in the message.
+fn assert_same_hits(what: &str, rays: &[Ray], gpu: &[Hit], cpu: &[Hit]) {
+    let differ = gpu
+        .iter()
+        .zip(cpu)
+        .filter(|(g, c)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(*c))
+        .count();
+    if let Some(i) =
+        (0..gpu.len()).find(|&i| bytemuck::bytes_of(&gpu[i]) != bytemuck::bytes_of(&cpu[i]))
+    {
+        panic!(
+            "{what}: {differ} of {} hits differ from core; first: ray {i} {:?}: gpu {:?}, core {:?}",
+            gpu.len(),
+            rays[i],
+            gpu[i],
+            cpu[i]
+        );
+    }
+}
+
+#[test]
+fn triangle_scenes_intersect_exactly_as_core() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    for seed in 1..=4u32 {
+        let scene = random_scene(seed, 0, 3000);
+        let accel = Accel::build(&scene).unwrap();
+        gpu.set_scene(&scene).unwrap();
+        let rays = random_rays(seed, 50_000);
+        let g = gpu_hits(&mut gpu, &rays);
+        assert_same_hits(
+            &format!("seed {seed}"),
+            &rays,
+            &g,
+            &core_hits(&accel, &rays),
+        );
+        let o = gpu_occluded(&mut gpu, &rays);
+        let c: Vec<bool> = rays.iter().map(|r| accel.occluded(r)).collect();
+        let differ = o.iter().zip(&c).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ, 0,
+            "seed {seed}: occluded differs from core on {differ} rays"
+        );
+        assert!(g.iter().any(|h| h.is_hit()) && g.iter().any(|h| !h.is_hit()));
+    }
+}
+
+#[test]
+fn mixed_scenes_agree_with_core() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    for seed in 10..14u32 {
+        let scene = random_scene(seed, 800, 800);
+        let accel = Accel::build(&scene).unwrap();
+        gpu.set_scene(&scene).unwrap();
+        let rays = random_rays(seed, 50_000);
+        let g = gpu_hits(&mut gpu, &rays);
+        let reference: Vec<(f32, u32)> = core_hits(&accel, &rays)
+            .iter()
+            .map(|h| (h.t, h.prim))
+            .collect();
+        let counts = AgreementCounts::compare(&rays, &g, &reference);
+        eprintln!("seed {seed}: {counts:?}");
+        assert!(
+            counts.passed(),
+            "seed {seed}: {counts:?}, first mismatch {:?}",
+            counts.first_mismatch.map(|i| (rays[i], g[i], reference[i]))
+        );
+        let o = gpu_occluded(&mut gpu, &rays);
+        let differ = o
+            .iter()
+            .zip(&rays)
+            .filter(|(a, r)| **a != accel.occluded(r))
+            .count();
+        // Sphere tests round differently with FMA: a grazing ray may flip.
+        assert!(
+            differ <= rays.len() / 10_000,
+            "seed {seed}: occluded differs on {differ} rays"
+        );
+    }
+}
+
+#[test]
+fn shared_scenes_agree_with_embree_and_core() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let Some(dir) = scenes_dir() else {
+        eprintln!("SKIPPED: ../shared/scenes not found (set PRISM_SCENES_DIR)");
+        return;
+    };
+    for (mesh, set) in RAY_SETS {
+        let scene = mesh_scene(&dir.join(format!("{mesh}.obj"))).unwrap();
+        let accel = Accel::build(&scene).unwrap();
+        gpu.set_scene(&scene).unwrap();
+        let rays = load_rays(&dir.join(format!("{mesh}.{set}.rays"))).unwrap();
+        let reference = load_hits(&dir.join(format!("{mesh}.{set}.hits"))).unwrap();
+        let g = gpu_hits(&mut gpu, &rays);
+        let counts = AgreementCounts::compare(&rays, &g, &reference);
+        eprintln!("{mesh}.{set} vs Embree: {counts:?}");
+        assert!(counts.passed(), "{mesh}.{set}: {counts:?}");
+        assert_same_hits(
+            &format!("{mesh}.{set}"),
+            &rays,
+            &g,
+            &core_hits(&accel, &rays),
+        );
+        let o = gpu_occluded(&mut gpu, &rays);
+        for (i, (r, &occ)) in rays.iter().zip(&o).enumerate() {
+            assert_eq!(
+                occ,
+                accel.occluded(r),
+                "{mesh}.{set}: occluded differs from core at ray {i}"
+            );
+        }
+        // Occlusion agrees with the closest hit wherever a hit is not a tie at tmax.
+        for (i, (h, &occ)) in g.iter().zip(&o).enumerate() {
+            assert_eq!(
+                h.is_hit(),
+                occ,
+                "{mesh}.{set}: ray {i} hit {h:?} but occluded = {occ}"
+            );
+        }
+    }
+}
+
+/// Per-image agreement numbers.
+#[derive(Debug)]
+struct ImageDiff {
+    mean_abs: f64,
+    #[allow(dead_code)] // printed through Debug
+    max_abs: f32,
+    off_by_more_than_2: f64,
+}
+
+fn compare_linear(gpu: &[[f32; 4]], cpu: &[Vec3]) -> ImageDiff {
+    let mut sum = 0.0f64;
+    let mut max = 0.0f32;
+    let mut off = 0usize;
+    for (g, c) in gpu.iter().zip(cpu) {
+        let g3 = Vec3::new(g[0], g[1], g[2]);
+        let d = (g3.clamp(Vec3::ZERO, Vec3::ONE) - c.clamp(Vec3::ZERO, Vec3::ONE)).abs();
+        sum += (d.x + d.y + d.z) as f64 / 3.0;
+        max = max.max(d.max_element());
+        let (a, b) = (encode_srgba8(g3), encode_srgba8(*c));
+        if a.iter().zip(&b).any(|(x, y)| x.abs_diff(*y) > 2) {
+            off += 1;
+        }
+    }
+    ImageDiff {
+        mean_abs: sum / cpu.len() as f64,
+        max_abs: max,
+        off_by_more_than_2: off as f64 / cpu.len() as f64,
+    }
+}
+
+/// Render `preset` (resized) on the GPU and with core's render_pixel; return the diff.
+fn render_vs_core(
+    gpu: &mut CudaBackend,
+    preset: &Preset,
+    width: u32,
+    height: u32,
+    settings: RenderSettings,
+) -> ImageDiff {
+    let accel = Accel::build(&preset.scene).unwrap();
+    gpu.set_scene(&preset.scene).unwrap();
+    let mut img = Image::new(width, height, PixelFormat::LinearF32).unwrap();
+    let stats = gpu
+        .render(&preset.camera, &settings, &mut img, &NoProgress)
+        .unwrap();
+    let params = settings
+        .params(&accel, &preset.camera, width, height)
+        .unwrap();
+    let mut cpu = Vec::with_capacity((width * height) as usize);
+    let mut cpu_rays = 0u64;
+    for y in 0..height {
+        for x in 0..width {
+            let (c, r) = render_pixel(&accel, &params, x, y);
+            cpu.push(c);
+            cpu_rays += r as u64;
+        }
+    }
+    let diff = compare_linear(img.linear(), &cpu);
+    eprintln!(
+        "{} {:?} {width}x{height} {} spp: {diff:?}, rays gpu {} core {cpu_rays}",
+        preset.name, settings.integrator, settings.spp, stats.rays
+    );
+    let ray_err = (stats.rays as f64 - cpu_rays as f64).abs() / cpu_rays as f64;
+    assert!(
+        ray_err < 0.01,
+        "{}: rays counted {} vs core {cpu_rays}",
+        preset.name,
+        stats.rays
+    );
+    // The 8-bit output is the device's encoding of the same linear values.
+    let mut img8 = Image::new(width, height, PixelFormat::Srgba8).unwrap();
+    gpu.render(&preset.camera, &settings, &mut img8, &NoProgress)
+        .unwrap();
+    let mut exact = 0usize;
+    for (p8, lin) in img8.rgba8().iter().zip(img.linear()) {
+        let want = encode_srgba8(Vec3::new(lin[0], lin[1], lin[2]));
+        assert!(
+            p8.iter().zip(&want).all(|(a, b)| a.abs_diff(*b) <= 1),
+            "srgb8 {p8:?} vs {want:?}"
+        );
+        exact += (*p8 == want) as usize;
+    }
+    assert!(
+        exact as f64 >= 0.99 * img8.pixel_count() as f64,
+        "only {exact} sRGB pixels exact"
+    );
+    diff
+}
+
+fn check_renders(gpu: &mut CudaBackend) {
+    let w = whitted19();
+    let d = render_vs_core(gpu, &w, 256, 256, w.settings);
+    assert!(
+        d.off_by_more_than_2 <= 0.002 && d.mean_abs < 1e-3,
+        "whitted19: {d:?}"
+    );
+
+    let r = rtiow();
+    let settings = RenderSettings {
+        spp: 4,
+        ..r.settings
+    };
+    let d = render_vs_core(gpu, &r, 160, 90, settings);
+    assert!(
+        d.off_by_more_than_2 <= 0.03 && d.mean_abs < 0.01,
+        "rtiow: {d:?}"
+    );
+
+    let c = cornell_mix();
+    let d = render_vs_core(gpu, &c, c.width, c.height, c.settings);
+    assert!(
+        d.off_by_more_than_2 <= 0.05 && d.mean_abs < 0.02,
+        "cornell_mix path: {d:?}"
+    );
+    let ao = RenderSettings {
+        integrator: Integrator::Ao,
+        spp: 2,
+        ao_samples: 8,
+        ao_distance: 1.5,
+        ao_shadows: true,
+        ..c.settings
+    };
+    let d = render_vs_core(gpu, &c, c.width, c.height, ao);
+    assert!(
+        d.off_by_more_than_2 <= 0.01 && d.mean_abs < 0.01,
+        "cornell_mix ao: {d:?}"
+    );
+    let wh = RenderSettings {
+        integrator: Integrator::Whitted,
+        spp: 1,
+        max_depth: 3,
+        ..c.settings
+    };
+    let d = render_vs_core(gpu, &c, c.width, c.height, wh);
+    assert!(
+        d.off_by_more_than_2 <= 0.01 && d.mean_abs < 0.01,
+        "cornell_mix whitted: {d:?}"
+    );
+}
+
+#[test]
+fn renders_match_core_render_pixel() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    check_renders(&mut gpu);
+}
+
+#[test]
+fn renders_match_core_without_path_regeneration() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let config = KernelConfig {
+        path_regen: false,
+        persistent: true,
+        ..Default::default()
+    };
+    let mut gpu = CudaBackend::with_options(CudaOptions {
+        config,
+        ..Default::default()
+    })
+    .unwrap();
+    check_renders(&mut gpu);
+    // The persistent trace kernels give the same hits.
+    let scene = random_scene(3, 200, 2000);
+    let accel = Accel::build(&scene).unwrap();
+    gpu.set_scene(&scene).unwrap();
+    let rays = random_rays(3, 20_000);
+    let g = gpu_hits(&mut gpu, &rays);
+    let reference: Vec<(f32, u32)> = core_hits(&accel, &rays)
+        .iter()
+        .map(|h| (h.t, h.prim))
+        .collect();
+    assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
+}
+
+#[test]
+fn bad_input_is_refused_and_the_backend_stays_usable() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let ray = Ray::new(Vec3::ZERO, Vec3::NEG_Z);
+    let mut hits = [Hit::MISS; 1];
+    assert_eq!(gpu.intersect(&[ray], &mut hits), Err(Error::NoScene));
+    let w = whitted19();
+    let mut img = Image::new(8, 8, PixelFormat::Srgba8).unwrap();
+    assert_eq!(
+        gpu.render(&w.camera, &w.settings, &mut img, &NoProgress)
+            .err(),
+        Some(Error::NoScene)
+    );
+    assert_eq!(
+        gpu.set_scene(&prism_core::Scene::new()).err(),
+        Some(Error::EmptyScene)
+    );
+    gpu.set_scene(&w.scene).unwrap();
+    assert!(matches!(
+        gpu.intersect(&[ray, ray], &mut hits),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let nan = Ray::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::X);
+    assert!(matches!(
+        gpu.intersect(&[nan], &mut hits),
+        Err(Error::InvalidRay { index: 0, .. })
+    ));
+    let mut flags = [false; 1];
+    assert!(matches!(
+        gpu.occluded(&[nan], &mut flags),
+        Err(Error::InvalidRay { .. })
+    ));
+    gpu.intersect(&[], &mut []).unwrap();
+    let bad = RenderSettings {
+        spp: 0,
+        ..w.settings
+    };
+    assert!(matches!(
+        gpu.render(&w.camera, &bad, &mut img, &NoProgress),
+        Err(Error::Setting { field: "spp", .. })
+    ));
+    // Still usable.
+    gpu.intersect(&[ray], &mut hits).unwrap();
+    assert!(hits[0].is_hit());
+    gpu.render(&w.camera, &w.settings, &mut img, &NoProgress)
+        .unwrap();
+    assert!(img.rgba8().iter().any(|p| *p != [0, 0, 0, 255]));
+    assert_eq!(gpu.info().name, "cuda");
+    assert!(gpu.info().device.contains("sm_"));
+}
+
+struct CancelAfter(std::sync::atomic::AtomicU64, u64);
+
+impl Progress for CancelAfter {
+    fn advance(&self, done: u64, _total: u64) {
+        self.0.store(done, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) >= self.1
+    }
+}
+
+#[test]
+fn long_renders_report_progress_and_cancel() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let w = whitted19();
+    gpu.set_scene(&w.scene).unwrap();
+    // 4096 x 4096 RGBA8 = 64 MiB: at least two bands.
+    let mut img = Image::new(4096, 4096, PixelFormat::Srgba8).unwrap();
+    let p = CancelAfter(0.into(), 1);
+    assert_eq!(
+        gpu.render(&w.camera, &w.settings, &mut img, &p).err(),
+        Some(Error::Cancelled)
+    );
+    let p = CancelAfter(0.into(), u64::MAX);
+    let stats = gpu.render(&w.camera, &w.settings, &mut img, &p).unwrap();
+    assert_eq!(p.0.load(std::sync::atomic::Ordering::Relaxed), 4096);
+    assert!(gpu.last_frame_times().bands >= 2);
+    assert!(stats.rays >= 4096 * 4096);
+}
+
+#[test]
+fn batches_larger_than_one_launch_are_chunked() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let scene = random_scene(7, 100, 1000);
+    let accel = Accel::build(&scene).unwrap();
+    gpu.set_scene(&scene).unwrap();
+    let base = random_rays(7, 1000);
+    let n = prism_cuda::MAX_LAUNCH_RAYS + 4321;
+    let rays: Vec<Ray> = base.iter().copied().cycle().take(n).collect();
+    let g = gpu_hits(&mut gpu, &rays);
+    let c = core_hits(&accel, &base);
+    for (i, h) in g
+        .iter()
+        .enumerate()
+        .step_by(997)
+        .chain(g.iter().enumerate().skip(n - 5000))
+    {
+        let want = c[i % base.len()];
+        assert_eq!(h.prim, want.prim, "ray {i}");
+    }
+}
+
+#[test]
+fn a_kernel_fault_is_an_error_and_the_next_call_works() {
+    let Some(_) = gpu_or_skip() else { return };
+    // A kernel that writes through a null pointer when a ray has tmin = 12345.
+    let needle = "    const Ray ray = load_ray(origins, dirs, stride, i);\n    const Hit h = closest_hit(s, ray);";
+    assert!(
+        prism_cuda::SOURCES[0].1.contains(needle),
+        "the patch no longer applies"
+    );
+    let mut gpu = CudaBackend::with_source_patch(move |name, src| {
+        if name == "prism.cu" {
+            src.replace(
+                needle,
+                &format!("{needle}\n    if (ray.tmin == 12345.0f) {{ *(volatile int*)0 = 1; }}"),
+            )
+        } else {
+            src.to_owned()
+        }
+    })
+    .unwrap();
+    let scene = random_scene(5, 50, 50);
+    let accel = Accel::build(&scene).unwrap();
+    gpu.set_scene(&scene).unwrap();
+    let rays = random_rays(5, 1000);
+    let mut bad = rays.clone();
+    bad[10].tmin = 12345.0;
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let e = gpu.intersect(&bad, &mut hits).unwrap_err();
+    assert!(matches!(e, Error::Device { .. }), "{e:?}");
+    eprintln!("fault reported as: {e}");
+    // The context was rebuilt and the scene uploaded again.
+    let g = gpu_hits(&mut gpu, &rays);
+    let reference: Vec<(f32, u32)> = core_hits(&accel, &rays)
+        .iter()
+        .map(|h| (h.t, h.prim))
+        .collect();
+    assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
+}
+
+#[test]
+fn a_broken_mirror_is_caught() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    // Halve the triangle test's far limit: hits beyond tmax / 2 are lost.
+    let patch = |name: &str, src: &str| {
+        if name == "intersect.cuh" {
+            src.replace(
+                "if (t > tmin && t < tmax) {\n        t_out = t;",
+                "if (t > tmin && t < tmax * 0.5f) {\n        t_out = t;",
+            )
+        } else {
+            src.to_owned()
+        }
+    };
+    assert_ne!(
+        patch("intersect.cuh", prism_cuda::SOURCES[2].1),
+        prism_cuda::SOURCES[2].1,
+        "the patch no longer applies"
+    );
+    let mut gpu = CudaBackend::with_source_patch(patch).unwrap();
+    let scene = random_scene(9, 0, 2000);
+    let accel = Accel::build(&scene).unwrap();
+    gpu.set_scene(&scene).unwrap();
+    let rays: Vec<Ray> = random_rays(9, 20_000)
+        .into_iter()
+        .map(|r| Ray { tmax: 8.0, ..r })
+        .collect();
+    let g = gpu_hits(&mut gpu, &rays);
+    let reference: Vec<(f32, u32)> = core_hits(&accel, &rays)
+        .iter()
+        .map(|h| (h.t, h.prim))
+        .collect();
+    let counts = AgreementCounts::compare(&rays, &g, &reference);
+    assert!(
+        !counts.passed(),
+        "a broken triangle test went unnoticed: {counts:?}"
+    );
+}
+
+#[test]
+fn the_disk_cache_is_used_and_survives_corruption() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("prism-cuda-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = CudaOptions {
+        cache_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let a = CudaBackend::with_options(options.clone()).unwrap();
+    assert!(!a.kernels_from_cache());
+    let b = CudaBackend::with_options(options.clone()).unwrap();
+    assert!(b.kernels_from_cache());
+    assert_eq!(a.compiled_kernels().cubin, b.compiled_kernels().cubin);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let c = CudaBackend::with_options(options).unwrap();
+    assert!(!c.kernels_from_cache(), "a corrupt entry was used");
+    // A cache directory that cannot be created is not fatal.
+    let blocked = dir.join("file");
+    std::fs::write(&blocked, b"x").unwrap();
+    let d = CudaBackend::with_options(CudaOptions {
+        cache_dir: Some(blocked.join("sub")),
+        ..Default::default()
+    });
+    assert!(d.is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn resources_and_resident_bench_report() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let res = gpu.kernel_resources().unwrap();
+    assert_eq!(res.len(), prism_cuda::KERNEL_NAMES.len());
+    for r in &res {
+        eprintln!("{r:?}");
+        assert!(r.registers > 0 && r.blocks_per_sm > 0 && r.occupancy > 0.0);
+    }
+    let scene = random_scene(2, 0, 5000);
+    let accel = Accel::build(&scene).unwrap();
+    gpu.set_scene(&scene).unwrap();
+    let rays = random_rays(2, 10_000);
+    let b = gpu.intersect_resident_bench(&rays, 1 << 16, 3).unwrap();
+    assert!(b.closest_mrays_per_s > 0.0 && b.occluded_mrays_per_s > 0.0);
+    assert_same_hits("resident", &rays, &b.hits, &core_hits(&accel, &rays));
+}
