@@ -13,6 +13,7 @@
 //! # Ok::<(), prism::Error>(())
 //! ```
 
+pub mod fuzz_checks;
 pub mod mesh;
 pub mod rays;
 pub mod scenes;
@@ -39,3 +40,8 @@ pub fn mesh_scene(mesh: &mesh::Mesh, material: Material) -> Result<(Scene, Camer
     };
     Ok((scene, Camera::look_at(eye, center, Vec3::Y, 45.0)))
 }
+
+/// The README's Rust examples, compiled as doctests so the README stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
