@@ -308,12 +308,15 @@ fn bin_of(c: f32, lo: f32, scale: f32) -> usize {
     (((c - lo) * scale) as usize).min(BINS - 1)
 }
 
-/// The bounds of a sphere.
+/// The bounds of a sphere, rounded outwards: `center +- radius` rounded to
+/// nearest can fall half an ulp inside the sphere, and a ray through that sliver
+/// (or tangent to the sphere in the box's face plane) would hit the sphere but
+/// miss its box.
 #[inline]
 pub fn sphere_bounds(center: Vec3, radius: f32) -> Aabb {
     Aabb {
-        min: center - Vec3::splat(radius),
-        max: center + Vec3::splat(radius),
+        min: (center - Vec3::splat(radius)).map(f32::next_down),
+        max: (center + Vec3::splat(radius)).map(f32::next_up),
     }
 }
 
