@@ -1,0 +1,791 @@
+//! Properties of the primitive tests: watertight ray-triangle, robust ray-sphere
+//! and the slab test, each against an `f64` reference.
+
+mod common;
+
+use common::{DVec3, config, d, rotation, unit_vec3, vec3};
+use glam::Vec3;
+use prism_core::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle};
+use prism_core::{Accel, Ray};
+use proptest::prelude::*;
+
+const EPS: f64 = f32::EPSILON as f64;
+
+/// `10^e`: log-uniform scales.
+fn pow10(e: f32) -> f32 {
+    10f32.powf(e)
+}
+
+/// `f64` ray-plane-barycentric reference of a triangle: `(t, u, v)` of the ray's
+/// (infinite) line with the triangle's plane, barycentrics of that point.
+fn triangle_reference(o: DVec3, dir: DVec3, v0: DVec3, v1: DVec3, v2: DVec3) -> (f64, f64, f64) {
+    let e1 = v1 - v0;
+    let e2 = v2 - v0;
+    let n = e1.cross(e2);
+    let t = (v0 - o).dot(n) / dir.dot(n);
+    let p = o + t * dir - v0;
+    // Solve p = u e1 + v e2 in the least-squares sense (exact for points in the plane).
+    let (d11, d12, d22) = (e1.dot(e1), e1.dot(e2), e2.dot(e2));
+    let (p1, p2) = (p.dot(e1), p.dot(e2));
+    let den = d11 * d22 - d12 * d12;
+    let u = (d22 * p1 - d12 * p2) / den;
+    let v = (d11 * p2 - d12 * p1) / den;
+    (t, u, v)
+}
+
+/// A triangle and a ray aimed at a point of it, in a well-conditioned setup
+/// (no sliver triangles, no grazing rays), at scales from 1e-3 to 1e3.
+#[derive(Clone, Debug)]
+struct TriangleCase {
+    v: [Vec3; 3],
+    origin: Vec3,
+    dir: Vec3,
+    /// Barycentrics `(u, v)` of the aimed-at point (weights of `v1`, `v2`).
+    bary: (f32, f32),
+}
+
+fn triangle_case(inside: bool) -> impl Strategy<Value = TriangleCase> {
+    (
+        -3.0f32..3.0,
+        vec3(4.0),
+        [vec3(1.0), vec3(1.0), vec3(1.0)],
+        (0.0f32..1.0, 0.0f32..1.0),
+        unit_vec3(),
+        (-1.3f32..1.0, -2.0f32..2.0),
+        (0usize..3, 0.01f32..0.5),
+    )
+        .prop_map(
+            move |(scale_exp, center, v, (a, b), from, (dist_exp, dir_len_exp), (side, out))| {
+                let s = pow10(scale_exp);
+                let v = v.map(|p| s * (center + p));
+                let (a, b) = if a + b > 1.0 {
+                    (1.0 - a, 1.0 - b)
+                } else {
+                    (a, b)
+                };
+                // Weights of v0, v1, v2; outside points push one weight below zero.
+                let mut w = [1.0 - a - b, a, b];
+                if !inside {
+                    w[side] = -out;
+                    let rest: f32 = w
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != side)
+                        .map(|(_, x)| x)
+                        .sum();
+                    for (i, x) in w.iter_mut().enumerate() {
+                        if i != side {
+                            *x *= (1.0 + out) / rest.max(1e-6);
+                        }
+                    }
+                }
+                let target = w[0] * v[0] + w[1] * v[1] + w[2] * v[2];
+                let origin = target + from * (s * pow10(dist_exp));
+                let dir = (target - origin) * pow10(dir_len_exp);
+                TriangleCase {
+                    v,
+                    origin,
+                    dir,
+                    bary: (w[1], w[2]),
+                }
+            },
+        )
+        .prop_filter("well-conditioned triangle and ray", |c| {
+            let [v0, v1, v2] = c.v.map(d);
+            let area2 = (v1 - v0).cross(v2 - v0).length();
+            let longest = (v1 - v0)
+                .length()
+                .max((v2 - v1).length())
+                .max((v0 - v2).length());
+            let n = (v1 - v0).cross(v2 - v0).normalize();
+            let cos = n.dot(d(c.dir).normalize()).abs();
+            let w0 = 1.0 - c.bary.0 - c.bary.1;
+            let margin = c.bary.0.min(c.bary.1).min(w0).abs();
+            let extent = v0.length().max(v1.length()).max(v2.length());
+            area2 > 0.2 * longest * longest && longest > 0.05 * extent && cos > 0.1 && margin > 1e-3
+        })
+}
+
+/// The error bound of the watertight test for this setup, in barycentric units:
+/// edge functions are products of vertex coordinates relative to the origin, so
+/// their rounding error grows with the squared distance and shrinks with the
+/// projected area.
+fn barycentric_tolerance(c: &TriangleCase) -> f64 {
+    let [v0, v1, v2] = c.v.map(d);
+    let o = d(c.origin);
+    let r = (v0 - o)
+        .length()
+        .max((v1 - o).length())
+        .max((v2 - o).length());
+    let area2 = (v1 - v0).cross(v2 - v0).length();
+    let cos = (v1 - v0)
+        .cross(v2 - v0)
+        .normalize()
+        .dot(d(c.dir).normalize())
+        .abs();
+    16.0 * EPS * r * r / (area2 * cos)
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// A ray aimed at a point sampled inside a triangle hits it there: `t` and the
+    /// barycentrics match the `f64` answer, for either winding, and the hit is
+    /// reported only inside the open interval `(tmin, tmax)`.
+    #[test]
+    fn triangle_hit_at_sampled_point(c in triangle_case(true)) {
+        let ray = Ray::new(c.origin, c.dir);
+        let pre = RayPre::new(&ray);
+        let [v0, v1, v2] = c.v;
+        let (t_ref, u_ref, v_ref) = triangle_reference(d(c.origin), d(c.dir), d(v0), d(v1), d(v2));
+        let tol_b = barycentric_tolerance(&c);
+        // The generator keeps nearly all cases far below this; the rest say little.
+        prop_assume!(tol_b < 1e-2);
+        // The reference agrees with the sampled barycentrics (checks the reference itself).
+        prop_assert!((u_ref - c.bary.0 as f64).abs() < 1e-4 && (v_ref - c.bary.1 as f64).abs() < 1e-4);
+
+        let Some((t, u, v)) = ray_triangle(&pre, v0, v1, v2, 0.0, f32::INFINITY) else {
+            return Err(TestCaseError::fail(format!("missed; reference t = {t_ref}, u = {u_ref}, v = {v_ref}")));
+        };
+        let r = c.v.iter().map(|p| (d(*p) - d(c.origin)).length()).fold(0.0, f64::max);
+        let tol_t = (6.0 * tol_b + 4.0 * EPS) * r / (t_ref * d(c.dir).length());
+        prop_assert!(((t as f64) - t_ref).abs() <= tol_t * t_ref, "t = {t}, reference {t_ref}, tolerance {tol_t}");
+        prop_assert!(((u as f64) - u_ref).abs() <= tol_b, "u = {u}, reference {u_ref}, tolerance {tol_b}");
+        prop_assert!(((v as f64) - v_ref).abs() <= tol_b, "v = {v}, reference {v_ref}, tolerance {tol_b}");
+
+        // The other winding: same t, the two barycentrics swap.
+        let (t2, u2, v2b) = ray_triangle(&pre, v0, v2, v1, 0.0, f32::INFINITY).expect("other winding hits");
+        prop_assert!(((t2 - t) as f64).abs() <= tol_t * t_ref);
+        prop_assert!(((u2 - v) as f64).abs() <= tol_b && ((v2b - u) as f64).abs() <= tol_b);
+
+        // (tmin, tmax) is open at both ends, exactly.
+        prop_assert_eq!(ray_triangle(&pre, v0, v1, v2, 0.0, t), None);
+        prop_assert!(ray_triangle(&pre, v0, v1, v2, 0.0, t.next_up()).is_some());
+        prop_assert_eq!(ray_triangle(&pre, v0, v1, v2, t, f32::INFINITY), None);
+        prop_assert!(ray_triangle(&pre, v0, v1, v2, t.next_down(), f32::INFINITY).is_some());
+    }
+
+    /// A ray aimed at a point clearly outside a triangle (in its plane) misses it.
+    #[test]
+    fn triangle_miss_outside(c in triangle_case(false)) {
+        let ray = Ray::new(c.origin, c.dir);
+        let pre = RayPre::new(&ray);
+        let [v0, v1, v2] = c.v;
+        let out = -(c.bary.0.min(c.bary.1).min(1.0 - c.bary.0 - c.bary.1)) as f64;
+        prop_assume!(out > 4.0 * barycentric_tolerance(&c));
+        prop_assert_eq!(ray_triangle(&pre, v0, v1, v2, f32::NEG_INFINITY, f32::INFINITY), None);
+        prop_assert_eq!(ray_triangle(&pre, v0, v2, v1, f32::NEG_INFINITY, f32::INFINITY), None);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Watertightness
+
+/// A triangle mesh with an explicit list of interior points (shared vertices and
+/// points on shared edges) that rays must not slip through, and the side it is
+/// seen from.
+#[derive(Clone, Debug)]
+struct Mesh {
+    positions: Vec<Vec3>,
+    triangles: Vec<[u32; 3]>,
+    /// Interior shared vertices (indices into `positions`).
+    shared_vertices: Vec<u32>,
+    /// Interior shared edges.
+    shared_edges: Vec<[u32; 2]>,
+    /// Unit normal of the mesh's base plane (heights along it are small).
+    up: Vec3,
+}
+
+/// A heightfield grid of `nx * ny` cells, two triangles per cell split along a
+/// random diagonal, random windings. `exact` grids use dyadic coordinates (a
+/// vertex or an edge midpoint is then exactly representable) and stay axis-aligned;
+/// the others are rotated and moved anywhere up to `offset`.
+fn grid(exact: bool, offset: f32) -> impl Strategy<Value = Mesh> {
+    (2usize..6, 2usize..6)
+        .prop_flat_map(move |(nx, ny)| {
+            let verts = (nx + 1) * (ny + 1);
+            (
+                Just((nx, ny)),
+                prop::collection::vec(-0.2f32..0.2, verts),
+                prop::collection::vec(any::<bool>(), nx * ny),
+                prop::collection::vec(any::<bool>(), 2 * nx * ny),
+                -2.0f32..2.0,
+                rotation(),
+                vec3(offset),
+            )
+        })
+        .prop_map(
+            move |((nx, ny), heights, diag, flip, scale_exp, rot, off)| {
+                let mut positions = Vec::new();
+                for j in 0..=ny {
+                    for i in 0..=nx {
+                        let h = heights[j * (nx + 1) + i];
+                        let p = if exact {
+                            // Multiples of 2^-6 on a grid of 1-unit cells: exact in f32.
+                            Vec3::new(i as f32, j as f32, (h * 64.0).round() / 64.0)
+                                + (off * 16.0).round() / 16.0
+                        } else {
+                            rot * (pow10(scale_exp) * Vec3::new(i as f32, j as f32, h)) + off
+                        };
+                        positions.push(p);
+                    }
+                }
+                let id = |i: usize, j: usize| (j * (nx + 1) + i) as u32;
+                let mut triangles = Vec::new();
+                for j in 0..ny {
+                    for i in 0..nx {
+                        let (a, b, c, dd) =
+                            (id(i, j), id(i + 1, j), id(i + 1, j + 1), id(i, j + 1));
+                        let pair = if diag[j * nx + i] {
+                            [[a, b, c], [a, c, dd]]
+                        } else {
+                            [[a, b, dd], [b, c, dd]]
+                        };
+                        for (k, mut t) in pair.into_iter().enumerate() {
+                            if flip[2 * (j * nx + i) + k] {
+                                t.swap(1, 2);
+                            }
+                            triangles.push(t);
+                        }
+                    }
+                }
+                let mut shared_vertices = Vec::new();
+                for j in 1..ny {
+                    for i in 1..nx {
+                        shared_vertices.push(id(i, j));
+                    }
+                }
+                // Interior edges: shared by two triangles.
+                let mut count = std::collections::HashMap::new();
+                for t in &triangles {
+                    for k in 0..3 {
+                        let (p, q) = (t[k], t[(k + 1) % 3]);
+                        *count.entry((p.min(q), p.max(q))).or_insert(0) += 1;
+                    }
+                }
+                let mut shared_edges: Vec<[u32; 2]> = count
+                    .into_iter()
+                    .filter(|&(_, n)| n == 2)
+                    .map(|((p, q), _)| [p, q])
+                    .collect();
+                shared_edges.sort_unstable();
+                let up = if exact { Vec3::Z } else { rot * Vec3::Z };
+                Mesh {
+                    positions,
+                    triangles,
+                    shared_vertices,
+                    shared_edges,
+                    up,
+                }
+            },
+        )
+}
+
+/// A closed fan of 3..12 triangles around one vertex: every spoke is a shared edge
+/// and the centre a shared vertex.
+fn fan(offset: f32) -> impl Strategy<Value = Mesh> {
+    (3usize..12)
+        .prop_flat_map(move |n| {
+            (
+                // Wedges under 165 degrees (the fan covers its centre), heights small
+                // against the narrowest wedge (20 degrees): no folds.
+                prop::collection::vec((0.6f32..1.0, 0.3f32..3.0, -0.03f32..0.03), n),
+                any::<bool>(),
+                rotation(),
+                vec3(offset),
+                -2.0f32..2.0,
+            )
+        })
+        .prop_map(|(spokes, reverse, rot, off, scale_exp)| {
+            let s = pow10(scale_exp);
+            // Angles: cumulative positive steps normalised to a full turn.
+            let total: f32 = spokes.iter().map(|x| x.0).sum();
+            let mut angle = 0.0f32;
+            let mut positions = vec![off];
+            for &(step, radius, h) in &spokes {
+                angle += step / total * std::f32::consts::TAU;
+                let local = s * Vec3::new(radius * angle.cos(), radius * angle.sin(), h * radius);
+                positions.push(rot * local + off);
+            }
+            let n = spokes.len() as u32;
+            let triangles = (0..n)
+                .map(|i| {
+                    let (a, b) = (1 + i, 1 + (i + 1) % n);
+                    if reverse { [0, b, a] } else { [0, a, b] }
+                })
+                .collect();
+            Mesh {
+                positions,
+                triangles,
+                shared_vertices: vec![0],
+                shared_edges: (1..=n).map(|i| [0, i]).collect(),
+                up: rot * Vec3::Z,
+            }
+        })
+}
+
+/// Rays through the mesh's interior shared points: `(target selector, edge
+/// parameter, direction within 35 degrees of the up axis or its opposite,
+/// distance)`. Steep rays keep every triangle of the heightfield front- or
+/// back-facing alike, so the projected mesh covers the target's neighbourhood.
+#[derive(Clone, Debug)]
+struct Aim {
+    which: prop::sample::Index,
+    vertex: bool,
+    edge_t: f32,
+    tilt: (f32, f32),
+    below: bool,
+    dist_exp: f32,
+    axis_aligned: bool,
+}
+
+fn aims() -> impl Strategy<Value = Vec<Aim>> {
+    prop::collection::vec(
+        (
+            any::<prop::sample::Index>(),
+            any::<bool>(),
+            0.01f32..0.99,
+            (-0.57f32..0.57, -0.57f32..0.57),
+            any::<bool>(),
+            -1.0f32..2.0,
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(
+                |(which, vertex, edge_t, tilt, below, dist_exp, axis_aligned)| Aim {
+                    which,
+                    vertex,
+                    edge_t,
+                    tilt,
+                    below,
+                    dist_exp,
+                    axis_aligned,
+                },
+            ),
+        16,
+    )
+}
+
+impl Mesh {
+    /// The ray for one aim: it passes through a shared vertex or a point of a
+    /// shared edge. For exact grids the target and the direction are exactly
+    /// representable, so the ray meets the edge or vertex in exact arithmetic too.
+    fn ray(&self, aim: &Aim, exact: bool) -> Ray {
+        let target = if aim.vertex || self.shared_edges.is_empty() {
+            self.positions
+                [self.shared_vertices[aim.which.index(self.shared_vertices.len())] as usize]
+        } else {
+            let [p, q] = self.shared_edges[aim.which.index(self.shared_edges.len())];
+            let (p, q) = (self.positions[p as usize], self.positions[q as usize]);
+            let t = if exact {
+                (aim.edge_t * 64.0).round().clamp(1.0, 63.0) / 64.0
+            } else {
+                aim.edge_t
+            };
+            p + t * (q - p)
+        };
+        let (tx, ty) = if aim.axis_aligned {
+            (0.0, 0.0)
+        } else {
+            aim.tilt
+        };
+        let side = if aim.below { -1.0 } else { 1.0 };
+        let (offset, dir) = if exact {
+            let q = |x: f32| (x * 16.0).round() / 16.0;
+            let o = Vec3::new(q(tx), q(ty), side) * 2f32.powi(2 * aim.dist_exp.round() as i32);
+            (o, -o)
+        } else {
+            // Any unit vector orthogonal-ish frame around `up`.
+            let t1 = self.up.any_orthonormal_vector();
+            let t2 = self.up.cross(t1);
+            let o = (tx * t1 + ty * t2 + side * self.up) * pow10(aim.dist_exp);
+            (o, -o)
+        };
+        let scale = self
+            .positions
+            .iter()
+            .map(|p| (*p - self.positions[0]).length())
+            .fold(0.0, f32::max)
+            .max(1e-3);
+        let (offset, dir) = if exact {
+            (offset, dir)
+        } else {
+            (offset * scale, dir * scale)
+        };
+        Ray::new(target + offset, dir)
+    }
+}
+
+fn check_watertight(mesh: &Mesh, aims: &[Aim], exact: bool) -> Result<(), TestCaseError> {
+    let mut scene = prism_core::Scene::new();
+    let m = scene.add_material(prism_core::Material::lambertian(Vec3::ONE));
+    scene
+        .add_mesh(&mesh.positions, &mesh.triangles, m)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let accel = Accel::build(&scene).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    for aim in aims {
+        let ray = mesh.ray(aim, exact);
+        let pre = RayPre::new(&ray);
+        let raw_hits = mesh
+            .triangles
+            .iter()
+            .filter(|t| {
+                let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
+                ray_triangle(&pre, a, b, c, ray.tmin, ray.tmax).is_some()
+            })
+            .count();
+        prop_assert!(
+            raw_hits > 0,
+            "ray {ray:?} slipped through the mesh (no triangle hit)"
+        );
+        let hit = accel.intersect(&ray);
+        prop_assert!(
+            hit.is_hit(),
+            "ray {ray:?} slipped through the mesh's Accel ({raw_hits} triangles hit it)"
+        );
+        prop_assert!(
+            accel.occluded(&ray),
+            "ray {ray:?} not occluded by the mesh's Accel"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(200))]
+
+    /// Rays exactly through shared vertices and shared edges of dyadic grids (the
+    /// hard case: an edge function is exactly zero or decided by rounding) hit at
+    /// least one triangle, both in the raw test and through the `Accel`.
+    #[test]
+    fn watertight_exact_grid(mesh in grid(true, 64.0), aims in aims()) {
+        check_watertight(&mesh, &aims, true)?;
+    }
+
+    /// The same for rotated, scaled, moved heightfields.
+    #[test]
+    fn watertight_rotated_grid(mesh in grid(false, 100.0), aims in aims()) {
+        check_watertight(&mesh, &aims, false)?;
+    }
+
+    /// The same for closed fans around one vertex (the shared vertex of up to 11
+    /// triangles), including fans far from the origin.
+    #[test]
+    fn watertight_fan(mesh in fan(1000.0), aims in aims()) {
+        check_watertight(&mesh, &aims, false)?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ray-sphere
+
+/// A sphere and a ray: origin outside (possibly very far, relative to the radius)
+/// or inside; the ray passes the centre at `aim` radii (`< 0.8`: must hit, `> 1.25`:
+/// must miss), with any direction length and optional `(tmin, tmax)` limits.
+#[derive(Clone, Debug)]
+struct SphereCase {
+    center: Vec3,
+    radius: f32,
+    origin: Vec3,
+    dir: Vec3,
+    tmin: f32,
+    tmax: f32,
+}
+
+fn sphere_case() -> impl Strategy<Value = SphereCase> {
+    (
+        (vec3(100.0), -2.0f32..2.0),
+        (unit_vec3(), 0.0f32..4.0, any::<bool>()),
+        (vec3(1.0), unit_vec3()),
+        -2.0f32..2.0,
+        (0usize..4, 0.0f32..1.0, 0.0f32..1.0),
+    )
+        .prop_map(
+            |(
+                (center, r_exp),
+                (from, dist_exp, inside),
+                (aim, aim_far),
+                len_exp,
+                (limits, a, b),
+            )| {
+                let radius = pow10(r_exp);
+                let center = center * radius.max(1.0);
+                // Far spheres down to radius / distance = 1e-4.
+                let origin = if inside {
+                    center + 0.9 * radius * aim.clamp_length_max(1.0)
+                } else {
+                    center + from * (radius * pow10(0.05 + dist_exp))
+                };
+                // Aim at a point of the ball of radius 1.6 r, or at a plain direction when inside.
+                let target = if inside {
+                    center + radius * aim_far
+                } else {
+                    center + 1.6 * radius * aim.clamp_length_max(1.0)
+                };
+                let dir = (target - origin) * pow10(len_exp);
+                let (tmin, tmax) = match limits {
+                    0 => (0.0, f32::INFINITY),
+                    // Limits around the interesting range (up to twice the far root).
+                    _ => {
+                        let scale = 2.0 * ((origin - center).length() + radius) / dir.length();
+                        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+                        (
+                            lo * scale,
+                            if limits == 3 {
+                                f32::INFINITY
+                            } else {
+                                hi * scale
+                            },
+                        )
+                    }
+                };
+                SphereCase {
+                    center,
+                    radius,
+                    origin,
+                    dir,
+                    tmin,
+                    tmax,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(config(4000))]
+
+    /// `ray_sphere` agrees with the analytic answer computed in `f64`: it hits
+    /// whenever the ray passes the centre within 0.8 radii, misses beyond 1.25
+    /// radii, and returns the nearest root inside `(tmin, tmax)` to within a few
+    /// ulps of the ray's scale; small spheres far away (radius / distance down to
+    /// 1e-4, where the textbook discriminant `b^2 - ac` has no correct digit left)
+    /// and origins inside the sphere included.
+    #[test]
+    fn sphere_matches_f64(c in sphere_case()) {
+        let (o, dir, ctr, r) = (d(c.origin), d(c.dir), d(c.center), c.radius as f64);
+        let f = o - ctr;
+        let a = dir.dot(dir);
+        let l = f - (f.dot(dir) / a) * dir;
+        let pass = l.length() / r;
+        prop_assume!(!(0.8..=1.25).contains(&pass));
+        let got = ray_sphere(c.origin, c.dir, c.center, c.radius, c.tmin, c.tmax);
+        if pass > 1.25 {
+            prop_assert_eq!(got, None, "passes {} radii from the centre", pass);
+            return Ok(());
+        }
+        let h = (r * r - l.dot(l)).sqrt() / a.sqrt();
+        let mid = -f.dot(dir) / a;
+        let roots = [mid - h, mid + h];
+        let tol = 32.0 * EPS * (f.length() + r) / a.sqrt();
+        let (tmin, tmax) = (c.tmin as f64, c.tmax as f64);
+        // Skip cases where a root sits on a limit within the tolerance.
+        prop_assume!(roots.iter().all(|t| (t - tmin).abs() > tol && (t - tmax).abs() > tol));
+        let expected = roots.into_iter().find(|&t| t > tmin && t < tmax);
+        match (got, expected) {
+            (None, None) => {}
+            (Some(t), Some(e)) => prop_assert!(((t as f64) - e).abs() <= tol, "t = {t}, expected {e}, tolerance {tol}"),
+            (got, expected) => return Err(TestCaseError::fail(format!("got {got:?}, expected {expected:?}"))),
+        }
+    }
+}
+
+/// Regression-style spot checks of the stable form, with exact answers.
+#[test]
+fn sphere_exact_cases() {
+    // Head-on, unit direction: t = distance - radius.
+    assert_eq!(
+        ray_sphere(
+            Vec3::ZERO,
+            Vec3::NEG_Z,
+            Vec3::new(0.0, 0.0, -10.0),
+            2.0,
+            0.0,
+            f32::INFINITY
+        ),
+        Some(8.0)
+    );
+    // Inside: exits at the far side.
+    assert_eq!(
+        ray_sphere(Vec3::ZERO, Vec3::X, Vec3::ZERO, 3.0, 0.0, f32::INFINITY),
+        Some(3.0)
+    );
+    // Behind the origin: no hit for t > 0.
+    assert_eq!(
+        ray_sphere(
+            Vec3::ZERO,
+            Vec3::X,
+            Vec3::new(-5.0, 0.0, 0.0),
+            1.0,
+            0.0,
+            f32::INFINITY
+        ),
+        None
+    );
+    // Non-unit direction: t in units of dir.
+    assert_eq!(
+        ray_sphere(
+            Vec3::ZERO,
+            Vec3::new(0.0, 4.0, 0.0),
+            Vec3::new(0.0, 10.0, 0.0),
+            2.0,
+            0.0,
+            f32::INFINITY
+        ),
+        Some(2.0)
+    );
+    // tmin past the near root gives the far root.
+    assert_eq!(
+        ray_sphere(
+            Vec3::ZERO,
+            Vec3::NEG_Z,
+            Vec3::new(0.0, 0.0, -10.0),
+            2.0,
+            9.0,
+            f32::INFINITY
+        ),
+        Some(12.0)
+    );
+    // A 1 mm sphere 10 km away, hit head-on.
+    let t = ray_sphere(
+        Vec3::ZERO,
+        Vec3::X,
+        Vec3::new(1e4, 0.0, 0.0),
+        1e-3,
+        0.0,
+        f32::INFINITY,
+    )
+    .expect("hit");
+    assert!((t - (1e4 - 1e-3)).abs() <= 1e-3, "{t}");
+}
+
+// ---------------------------------------------------------------------------
+// Slab test
+
+/// A box and a ray aimed at a point of the box; dyadic coordinates make the
+/// point's `t` exactly 1, so conservativeness is checked without slack.
+#[derive(Clone, Debug)]
+struct BoxCase {
+    lo: Vec3,
+    hi: Vec3,
+    point: Vec3,
+    origin: Vec3,
+    dir: Vec3,
+}
+
+/// `x` rounded to a multiple of `2^-k`.
+fn dyadic(x: f32, k: i32) -> f32 {
+    let s = 2f32.powi(k);
+    (x * s).round() / s
+}
+
+fn box_case() -> impl Strategy<Value = BoxCase> {
+    (
+        vec3(1.0),
+        vec3(1.0),
+        vec3(1.0),
+        [0usize..3, 0usize..3, 0usize..3],
+        vec3(1.0),
+        -6i32..4,
+        0i32..13,
+        prop::array::uniform3(prop::bool::weighted(0.15)),
+    )
+        .prop_map(|(center, half, p, snap, from, dist_exp, off_exp, zero)| {
+            // Box and origin: multiples of 2^-8, at most 2^13 from the world origin;
+            // differences then stay exact in f32.
+            let off = (1u32 << off_exp) as f32 * center.signum();
+            let c = (center * 4.0).map(|x| dyadic(x, 8)) + off;
+            let mut h = (half.abs() * 2.0).map(|x| dyadic(x, 8));
+            let mut snap = snap;
+            for k in 0..3 {
+                // A zero direction component with the origin on a face plane is
+                // a convention, not a property (see `slab_is_conservative`).
+                if zero[k] {
+                    snap[k] = 0;
+                    h[k] = h[k].max(2f32.powi(-6));
+                }
+            }
+            let (lo, hi) = (c - h, c + h);
+            // The point: each coordinate inside, or snapped to the low or high face.
+            let mut q = Vec3::ZERO;
+            for k in 0..3 {
+                q[k] = match snap[k] {
+                    0 => {
+                        dyadic(lo[k] + (hi[k] - lo[k]) * (0.5 + 0.5 * p[k]), 8).clamp(lo[k], hi[k])
+                    }
+                    1 => lo[k],
+                    _ => hi[k],
+                };
+            }
+            let mut o = from * 2f32.powi(dist_exp);
+            for k in 0..3 {
+                if zero[k] {
+                    o[k] = 0.0;
+                }
+            }
+            let o = o.map(|x| dyadic(x, 8));
+            let o = if o == Vec3::ZERO {
+                Vec3::new(0.0, 0.0, 2f32.powi(-8))
+            } else {
+                o
+            };
+            BoxCase {
+                lo,
+                hi,
+                point: q,
+                origin: q + o,
+                dir: -o,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(config(4000))]
+
+    /// The slab test never misses a box when the ray reaches a point of the box
+    /// (faces, edges and corners included) within `(tmin, tmax)`, and its entry
+    /// distance is not past that point (to an ulp): the BVH can then never cull a box whose
+    /// primitive is hit. Includes rays parallel to a face (zero direction
+    /// components) and boxes up to 2^13 away from the world origin.
+    #[test]
+    fn slab_is_conservative(c in box_case(), (tmin, tmax) in (0.0f32..0.999, 1.001f32..4.0)) {
+        // A ray parallel to a slab and lying exactly in one of its two planes is
+        // inside for one plane and outside for the other, by the sign of the zero
+        // direction component (as in Embree): a measure-zero convention, left out.
+        prop_assume!((0..3).all(|k| c.dir[k] != 0.0 || (c.origin[k] != c.lo[k] && c.origin[k] != c.hi[k])));
+        let ray = Ray::segment(c.origin, c.dir, tmin, tmax);
+        let pre = RayPre::new(&ray);
+        // The point is at t = 1 exactly (dyadic arithmetic).
+        prop_assert_eq!(c.origin + c.dir, c.point);
+        let t = ray_aabb(&pre, c.lo, c.hi, tmin, tmax);
+        prop_assert!(t <= 1.0 + 2.0 * f32::EPSILON, "box {:?}..{:?} entered at {} (point at t = 1)", c.lo, c.hi, t);
+        prop_assert!(t >= tmin);
+    }
+
+    /// The slab test misses a box the ray passes at a distance, and the box of an
+    /// absent BVH child (`+inf` corners) for every ray.
+    #[test]
+    fn slab_misses(lo in vec3(10.0), size in vec3(5.0), origin in vec3(20.0), dir in unit_vec3(), gap in 0.01f32..1.0) {
+        let hi = lo + size.abs();
+        let ray = Ray::new(origin, dir);
+        let pre = RayPre::new(&ray);
+        prop_assert_eq!(ray_aabb(&pre, Vec3::INFINITY, Vec3::INFINITY, 0.0, f32::INFINITY), f32::INFINITY);
+        // f64 distance from the box to the ray: sample the segment densely enough to
+        // find a clear miss, then demand a miss.
+        let (o, dd) = (d(origin), d(dir));
+        let g = DVec3::new(gap as f64, gap as f64, gap as f64);
+        let (l, h) = (d(lo) - g, d(hi) + g);
+        let mut enter = 0.0f64;
+        let mut exit = f64::INFINITY;
+        for k in 0..3 {
+            if dd[k] == 0.0 {
+                if o[k] < l[k] || o[k] > h[k] { exit = -1.0; }
+                continue;
+            }
+            let (a, b) = ((l[k] - o[k]) / dd[k], (h[k] - o[k]) / dd[k]);
+            enter = enter.max(a.min(b));
+            exit = exit.min(a.max(b));
+        }
+        // The grown box is missed, so the box itself is missed by at least `gap`.
+        prop_assume!(enter > exit);
+        prop_assert_eq!(ray_aabb(&pre, lo, hi, 0.0, f32::INFINITY), f32::INFINITY);
+    }
+}

@@ -1,0 +1,295 @@
+//! Properties of the camera, the sRGB encoding and the integrators.
+
+mod common;
+
+use common::{config, unit_vec3, vec3};
+use glam::Vec3;
+use prism_core::camera::camera_ray;
+use prism_core::image::{encode_srgba8, linear_to_srgb8};
+use prism_core::integrator::render_pixel;
+use prism_core::scene::Sky;
+use prism_core::{Accel, Camera, Integrator, Material, RenderSettings, Scene};
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------
+// sRGB
+
+/// The sRGB decoding curve (IEC 61966-2-1), in `f64`.
+fn srgb_to_linear(s: f64) -> f64 {
+    if s <= 0.04045 {
+        s / 12.92
+    } else {
+        ((s + 0.055) / 1.055).powf(2.4)
+    }
+}
+
+/// Decoding each 8-bit value and encoding it again gives the value back: the
+/// encoder is the standard curve, rounded to nearest.
+#[test]
+fn srgb_round_trip() {
+    for v in 0..=255u8 {
+        let linear = srgb_to_linear(v as f64 / 255.0) as f32;
+        assert_eq!(linear_to_srgb8(linear), v, "linear {linear}");
+    }
+    assert_eq!(linear_to_srgb8(0.5), 188);
+    for (x, want) in [
+        (f32::NAN, 0),
+        (f32::NEG_INFINITY, 0),
+        (-1.0, 0),
+        (-0.0, 0),
+        (2.0, 255),
+        (f32::INFINITY, 255),
+    ] {
+        assert_eq!(linear_to_srgb8(x), want, "{x}");
+    }
+    assert_eq!(encode_srgba8(Vec3::new(0.0, 0.5, 1.0)), [0, 188, 255, 255]);
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// The encoding is monotonic.
+    #[test]
+    fn srgb_monotonic(a in -0.5f32..1.5, b in -0.5f32..1.5) {
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        prop_assert!(linear_to_srgb8(lo) <= linear_to_srgb8(hi), "{lo} -> {}, {hi} -> {}", linear_to_srgb8(lo), linear_to_srgb8(hi));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Camera
+
+/// A camera that `frame` accepts.
+fn camera() -> impl Strategy<Value = Camera> {
+    (
+        vec3(50.0),
+        vec3(50.0),
+        unit_vec3(),
+        5.0f32..150.0,
+        prop_oneof![Just(0.0f32), 0.0f32..2.0],
+        0.5f32..50.0,
+    )
+        .prop_map(|(from, at, up, vfov, aperture, focus)| Camera {
+            look_from: from,
+            look_at: at,
+            up,
+            vfov_degrees: vfov,
+            aperture,
+            focus_distance: focus,
+        })
+        .prop_filter("well-defined frame", |c| {
+            let fwd = c.look_at - c.look_from;
+            fwd.length() > 0.1 && fwd.normalize().cross(c.up).length() > 0.1
+        })
+}
+
+proptest! {
+    #![proptest_config(config(1000))]
+
+    /// A pinhole camera's centre ray looks at `look_at`; the rays through the top
+    /// and bottom edge centres are `vfov` apart; all directions are unit length.
+    #[test]
+    fn pinhole_frame(cam in camera(), w in 1u32..4000, h in 1u32..4000, l in (0.0f32..1.0, 0.0f32..1.0)) {
+        prop_assume!((0.125..=8.0).contains(&(w as f32 / h as f32)));
+        let cam = Camera { aperture: 0.0, ..cam };
+        let frame = cam.frame(w, h).expect("valid camera");
+        let fwd = (cam.look_at - cam.look_from).normalize();
+        let centre = camera_ray(&frame, 0.5, 0.5, l.0, l.1);
+        prop_assert!((centre.dir.length() - 1.0).abs() < 1e-5);
+        prop_assert!(centre.origin == cam.look_from);
+        prop_assert!((centre.dir - fwd).length() < 1e-4, "centre ray {:?}, forward {:?}", centre.dir, fwd);
+        let top = camera_ray(&frame, 0.5, 1.0, l.0, l.1).dir;
+        let bottom = camera_ray(&frame, 0.5, 0.0, l.0, l.1).dir;
+        let angle = top.dot(bottom).clamp(-1.0, 1.0).acos().to_degrees();
+        prop_assert!((angle - cam.vfov_degrees).abs() < 0.01, "vertical field of view {angle}, asked {}", cam.vfov_degrees);
+        // Up in the image is up in the world (the top ray leans towards `up`).
+        prop_assert!(top.dot(cam.up) > bottom.dot(cam.up));
+    }
+
+    /// Thin lens: every lens sample of one image point starts on the lens disk
+    /// and passes through the same point of the focus plane.
+    #[test]
+    fn thin_lens_focus(cam in camera(), st in (0.0f32..=1.0, 0.0f32..=1.0), a in (0.0f32..1.0, 0.0f32..1.0), b in (0.0f32..1.0, 0.0f32..1.0)) {
+        let frame = cam.frame(64, 48).expect("valid camera");
+        let fwd = (cam.look_at - cam.look_from).normalize();
+        let focus_point = |l: (f32, f32)| {
+            let r = camera_ray(&frame, st.0, st.1, l.0, l.1);
+            let lens = r.origin - cam.look_from;
+            assert!(lens.length() <= cam.aperture * 0.5 * (1.0 + 1e-5) + 1e-5, "origin off the lens: {lens:?}");
+            assert!(lens.dot(fwd).abs() <= 1e-4 * (1.0 + cam.look_from.length()), "lens is not across the view direction");
+            let t = (cam.focus_distance - lens.dot(fwd)) / r.dir.dot(fwd);
+            r.origin + t * r.dir
+        };
+        let (p, q) = (focus_point(a), focus_point(b));
+        // Rounding scale: the focus-plane rectangle's corner distance plus the eye's.
+        let scale = cam.focus_distance * (1.0 + (cam.vfov_degrees.to_radians() * 0.5).tan() * 2.0 * (64.0 / 48.0)) + cam.look_from.length();
+        prop_assert!((p - q).length() <= 1e-4 * scale, "focus points {p:?} and {q:?} differ");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Integrators
+
+/// Render a `w x h` image of `scene` and hand every pixel to `check`.
+fn render(
+    scene: &Scene,
+    cam: &Camera,
+    settings: &RenderSettings,
+    (w, h): (u32, u32),
+    mut check: impl FnMut(u32, u32, Vec3),
+) {
+    let accel = Accel::build(scene).expect("valid scene");
+    let params = settings.params(&accel, cam, w, h).expect("valid settings");
+    for y in 0..h {
+        for x in 0..w {
+            let (c, rays) = render_pixel(&accel, &params, x, y);
+            assert!(rays >= settings.spp, "fewer rays than samples");
+            check(x, y, c);
+        }
+    }
+}
+
+/// A camera at `(0, 0, 4)` looking at a unit sphere at the origin that fills the
+/// middle of the frame.
+fn furnace_camera() -> Camera {
+    Camera::look_at(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, Vec3::Y, 40.0)
+}
+
+/// The white furnace: a convex object that reflects or transmits all light,
+/// under a uniform white sky, is invisible. Every path, whatever it does at the
+/// surface, ends in the sky with its throughput unchanged, so every pixel is
+/// exactly 1 (Russian roulette never fires at full throughput).
+#[test]
+fn white_furnace() {
+    let materials = [
+        Material::lambertian(Vec3::ONE),
+        Material::metal(Vec3::ONE, 0.0),
+        Material::dielectric(1.5),
+        Material::blend(
+            Material::lambertian(Vec3::ONE),
+            Material::dielectric(1.33),
+            0.5,
+        ),
+    ];
+    for (k, m) in materials.into_iter().enumerate() {
+        let mut scene = Scene::new();
+        scene.sky = Sky::constant(Vec3::ONE);
+        let id = scene.add_material(m);
+        scene.add_sphere(Vec3::ZERO, 1.0, id);
+        let settings = RenderSettings {
+            spp: 4,
+            max_depth: 64,
+            seed: k as u32,
+            rr_depth: 1,
+            ..RenderSettings::default()
+        };
+        render(&scene, &furnace_camera(), &settings, (12, 12), |x, y, c| {
+            assert!(
+                (c - Vec3::ONE).abs().max_element() < 1e-5,
+                "material {k}, pixel ({x}, {y}): {c:?}"
+            );
+        });
+    }
+}
+
+/// A grey sphere of albedo `a` under a white sky: a camera path hitting it
+/// bounces once and escapes, so the pixel is `a` (or 1 on the sky).
+#[test]
+fn grey_furnace() {
+    let mut scene = Scene::new();
+    scene.sky = Sky::constant(Vec3::ONE);
+    let id = scene.add_material(Material::lambertian(Vec3::new(0.25, 0.5, 0.75)));
+    scene.add_sphere(Vec3::ZERO, 1.0, id);
+    let settings = RenderSettings {
+        spp: 1,
+        max_depth: 8,
+        rr_depth: 8,
+        ..RenderSettings::default()
+    };
+    let mut hits = 0;
+    render(&scene, &furnace_camera(), &settings, (16, 16), |x, y, c| {
+        let on_sphere = (c - Vec3::new(0.25, 0.5, 0.75)).abs().max_element() < 1e-5;
+        let on_sky = (c - Vec3::ONE).abs().max_element() < 1e-5;
+        assert!(on_sphere || on_sky, "pixel ({x}, {y}): {c:?}");
+        hits += on_sphere as u32;
+    });
+    assert!(
+        hits > 16,
+        "the sphere should cover part of the image ({hits} pixels)"
+    );
+}
+
+/// A closed-form AO check: a lone convex sphere never occludes itself, so AO
+/// shades every hit with its albedo exactly.
+#[test]
+fn ao_of_a_lone_sphere() {
+    let mut scene = Scene::new();
+    scene.sky = Sky::constant(Vec3::new(0.1, 0.2, 0.3));
+    let id = scene.add_material(Material::lambertian(Vec3::splat(0.8)));
+    scene.add_sphere(Vec3::ZERO, 1.0, id);
+    let settings = RenderSettings {
+        integrator: Integrator::Ao,
+        spp: 1,
+        ao_samples: 16,
+        ao_distance: 10.0,
+        ..RenderSettings::default()
+    };
+    render(&scene, &furnace_camera(), &settings, (16, 16), |x, y, c| {
+        let ok = (c - Vec3::splat(0.8)).abs().max_element() < 1e-5
+            || (c - Vec3::new(0.1, 0.2, 0.3)).abs().max_element() < 1e-5;
+        assert!(ok, "pixel ({x}, {y}): {c:?}");
+    });
+}
+
+/// A non-emissive material of any valid kind (lobe weights summing to at most 1).
+fn surface() -> impl Strategy<Value = Material> {
+    (
+        (0.0f32..=1.0, 0.0f32..=1.0, 0.0f32..=1.0),
+        0.0f32..=1.0,
+        1.0f32..2.5,
+        (0.0f32..=1.0, 0.0f32..=1.0, 0.0f32..=1.0),
+    )
+        .prop_map(|((r, g, b), fuzz, ior, (l, m, d))| {
+            let s = (l + m + d).max(1.0);
+            Material {
+                albedo: Vec3::new(r, g, b),
+                fuzz,
+                emission: Vec3::ZERO,
+                ior,
+                lambert: l / s,
+                metal: m / s,
+                dielectric: d / s,
+            }
+        })
+        .prop_filter("valid", |m| m.validate(0).is_ok())
+}
+
+proptest! {
+    #![proptest_config(config(24))]
+
+    /// Without emitters, under a uniform sky of radiance `L`, no pixel of a path-
+    /// traced image exceeds `L` in any channel, whatever the materials and
+    /// however the spheres overlap: the integrator never adds energy.
+    #[test]
+    fn path_never_exceeds_the_sky(
+        spheres in prop::collection::vec((vec3(1.5), 0.2f32..1.2, surface()), 1..6),
+        sky in (0.1f32..4.0, 0.1f32..4.0, 0.1f32..4.0),
+        seed in any::<u32>(),
+        rr_depth in 1u32..6,
+    ) {
+        let sky = Vec3::new(sky.0, sky.1, sky.2);
+        let mut scene = Scene::new();
+        scene.sky = Sky::constant(sky);
+        for (c, r, m) in &spheres {
+            let id = scene.add_material(*m);
+            scene.add_sphere(*c, *r, id);
+        }
+        let settings = RenderSettings { spp: 2, max_depth: 12, seed, rr_depth, ..RenderSettings::default() };
+        let cam = Camera::look_at(Vec3::new(0.0, 0.0, 6.0), Vec3::ZERO, Vec3::Y, 50.0);
+        let mut worst = 0.0f32;
+        render(&scene, &cam, &settings, (10, 10), |_, _, c| {
+            worst = worst.max((c / sky).max_element());
+        });
+        prop_assert!(worst <= 1.0 + 1e-5, "a pixel reached {worst} times the sky");
+    }
+}

@@ -1,0 +1,151 @@
+//! Properties of the sample warps: ranges for every input, and the moments of
+//! the distributions they promise (fixed seeds, tolerances of 6 standard errors).
+
+mod common;
+
+use common::{config, unit_vec3};
+use glam::Vec3;
+use prism_core::rng::Pcg;
+use prism_core::sampling::{cosine_hemisphere, unit_ball, unit_disk, unit_sphere};
+use proptest::prelude::*;
+
+/// A uniform number in `[0, 1)` including its extremes (0 and the largest float
+/// below 1, the values `Pcg::next_f32` can return at the ends).
+fn u01() -> impl Strategy<Value = f32> {
+    prop_oneof![8 => 0.0f32..1.0, 1 => Just(0.0f32), 1 => Just(1.0 - 2f32.powi(-24))]
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// Every warp stays in its domain for every input in `[0, 1)`.
+    #[test]
+    fn warps_in_range(u1 in u01(), u2 in u01(), u3 in u01()) {
+        let s = unit_sphere(u1, u2);
+        prop_assert!(s.is_finite() && (s.length() - 1.0).abs() < 1e-6, "unit_sphere {s:?}");
+        let b = unit_ball(u1, u2, u3);
+        prop_assert!(b.is_finite() && b.length() <= 1.0 + 1e-6, "unit_ball {b:?}");
+        let d = unit_disk(u1, u2);
+        prop_assert!(d.is_finite() && d.length() <= 1.0 + 1e-6, "unit_disk {d:?}");
+    }
+
+    /// Cosine-sampled directions are unit length and in the hemisphere of `n`, for
+    /// any unit normal (axis-aligned ones included) and any input.
+    #[test]
+    fn cosine_in_hemisphere(n in prop_oneof![4 => unit_vec3(), 1 => prop::sample::select(vec![Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z])], u1 in u01(), u2 in u01()) {
+        let d = cosine_hemisphere(n, u1, u2);
+        prop_assert!(d.is_finite(), "{d:?}");
+        prop_assert!((d.length() - 1.0).abs() < 1e-5, "|d| = {}", d.length());
+        prop_assert!(d.dot(n) >= -1e-6, "d = {d:?} below n = {n:?} (cos {})", d.dot(n));
+    }
+}
+
+/// Mean and standard error of `f` over `n` samples drawn from a fixed stream.
+fn moment(n: usize, seed: u32, mut f: impl FnMut(&mut Pcg) -> f64) -> (f64, f64) {
+    let mut rng = Pcg::for_path(seed, 0, 0x5EED);
+    let (mut s, mut s2) = (0.0, 0.0);
+    for _ in 0..n {
+        let x = f(&mut rng);
+        s += x;
+        s2 += x * x;
+    }
+    let mean = s / n as f64;
+    let var = (s2 / n as f64 - mean * mean).max(0.0);
+    (mean, (var / n as f64).sqrt())
+}
+
+fn assert_moment(what: &str, (mean, se): (f64, f64), expected: f64) {
+    assert!(
+        (mean - expected).abs() < 6.0 * se + 1e-9,
+        "{what}: mean {mean}, expected {expected} (standard error {se})"
+    );
+}
+
+const N: usize = 1 << 17;
+
+/// `E[cos] = 2/3`, `E[cos^2] = 1/2` for the cosine density `cos / pi`, and no
+/// drift sideways, about several normals.
+#[test]
+fn cosine_moments() {
+    let normals = [
+        Vec3::Z,
+        Vec3::NEG_Y,
+        Vec3::new(1.0, 2.0, -3.0).normalize(),
+        Vec3::new(-0.3, 0.1, 0.9).normalize(),
+    ];
+    for (k, &n) in normals.iter().enumerate() {
+        let dir = |rng: &mut Pcg| cosine_hemisphere(n, rng.next_f32(), rng.next_f32());
+        assert_moment(
+            "E[cos]",
+            moment(N, k as u32, |r| dir(r).dot(n) as f64),
+            2.0 / 3.0,
+        );
+        assert_moment(
+            "E[cos^2]",
+            moment(N, k as u32, |r| (dir(r).dot(n) as f64).powi(2)),
+            0.5,
+        );
+        assert_moment(
+            "E[cos^3]",
+            moment(N, k as u32, |r| (dir(r).dot(n) as f64).powi(3)),
+            0.4,
+        );
+        // The component along a tangent averages out.
+        let t = n.any_orthonormal_vector();
+        assert_moment(
+            "E[tangent]",
+            moment(N, k as u32, |r| dir(r).dot(t) as f64),
+            0.0,
+        );
+        assert_moment(
+            "E[bitangent]",
+            moment(N, k as u32, |r| dir(r).dot(n.cross(t)) as f64),
+            0.0,
+        );
+    }
+}
+
+/// Uniform sphere: zero mean, `E[x^2] = E[z^2] = 1/3`; uniform disk: `E[r^2] = 1/2`,
+/// a quarter inside radius 1/2; uniform ball: `E[r^2] = 3/5`, an eighth inside radius 1/2.
+#[test]
+fn uniform_warp_moments() {
+    let sphere = |r: &mut Pcg| unit_sphere(r.next_f32(), r.next_f32());
+    assert_moment("sphere E[x]", moment(N, 1, |r| sphere(r).x as f64), 0.0);
+    assert_moment("sphere E[z]", moment(N, 1, |r| sphere(r).z as f64), 0.0);
+    assert_moment(
+        "sphere E[x^2]",
+        moment(N, 1, |r| (sphere(r).x as f64).powi(2)),
+        1.0 / 3.0,
+    );
+    assert_moment(
+        "sphere E[z^2]",
+        moment(N, 1, |r| (sphere(r).z as f64).powi(2)),
+        1.0 / 3.0,
+    );
+
+    let disk = |r: &mut Pcg| unit_disk(r.next_f32(), r.next_f32());
+    assert_moment("disk E[x]", moment(N, 2, |r| disk(r).x as f64), 0.0);
+    assert_moment(
+        "disk E[r^2]",
+        moment(N, 2, |r| disk(r).length_squared() as f64),
+        0.5,
+    );
+    assert_moment(
+        "disk P[r < 1/2]",
+        moment(N, 2, |r| (disk(r).length() < 0.5) as u8 as f64),
+        0.25,
+    );
+
+    let ball = |r: &mut Pcg| unit_ball(r.next_f32(), r.next_f32(), r.next_f32());
+    assert_moment("ball E[y]", moment(N, 3, |r| ball(r).y as f64), 0.0);
+    assert_moment(
+        "ball E[r^2]",
+        moment(N, 3, |r| ball(r).length_squared() as f64),
+        0.6,
+    );
+    assert_moment(
+        "ball P[r < 1/2]",
+        moment(N, 3, |r| (ball(r).length() < 0.5) as u8 as f64),
+        0.125,
+    );
+}
