@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
+//!           [--parts rtiow,whitted,trace] [--sets bunny.diffuse,...]
 //! ```
 //!
 //! For each kernel configuration (the default, or a sweep of block shapes,
@@ -31,6 +32,8 @@ struct Args {
     frames: usize,
     repeats: u32,
     batch: usize,
+    parts: Vec<String>,
+    sets: Option<Vec<String>>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -41,6 +44,8 @@ fn parse_args() -> Result<Args, String> {
         frames: 9,
         repeats: 15,
         batch: 1 << 22,
+        parts: vec!["rtiow".into(), "whitted".into(), "trace".into()],
+        sets: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -49,6 +54,8 @@ fn parse_args() -> Result<Args, String> {
             "--scenes" => a.scenes = Some(PathBuf::from(value("--scenes")?)),
             "--out" => a.out = Some(PathBuf::from(value("--out")?)),
             "--sweep" => a.sweep = true,
+            "--parts" => a.parts = value("--parts")?.split(',').map(str::to_owned).collect(),
+            "--sets" => a.sets = Some(value("--sets")?.split(',').map(str::to_owned).collect()),
             "--frames" => {
                 a.frames = value("--frames")?
                     .parse()
@@ -194,7 +201,7 @@ fn run_config(
     name: &str,
     config: &KernelConfig,
     args: &Args,
-    meshes: &[(String, Scene, Vec<(String, Vec<Ray>, Vec<(f32, u32)>)>)],
+    meshes: &[MeshSets],
     log: &mut impl Write,
 ) -> Result<Row, prism_core::Error> {
     let mut row = Row {
@@ -232,6 +239,34 @@ fn run_config(
         );
     }
 
+    if name == "default" {
+        if let Some(out) = &args.out {
+            let _ = std::fs::write(
+                out.join("prism_default.cubin"),
+                &gpu.compiled_kernels().cubin,
+            );
+        }
+    }
+    let part = |p: &str| args.parts.iter().any(|x| x == p);
+    if part("rtiow") {
+        rtiow_part(&mut gpu, name, args, &mut row, log)?;
+    }
+    if part("whitted") {
+        whitted_part(&mut gpu, name, args, &mut row, log)?;
+    }
+    if part("trace") {
+        trace_part(&mut gpu, args, meshes, &mut row, log)?;
+    }
+    Ok(row)
+}
+
+fn rtiow_part(
+    gpu: &mut CudaBackend,
+    name: &str,
+    args: &Args,
+    row: &mut Row,
+    log: &mut impl Write,
+) -> Result<(), prism_core::Error> {
     // rtiow 1280x720, 30 spp, depth 50.
     let p = rtiow();
     gpu.set_scene(&p.scene)?;
@@ -268,6 +303,16 @@ fn run_config(
         }
     }
 
+    Ok(())
+}
+
+fn whitted_part(
+    gpu: &mut CudaBackend,
+    name: &str,
+    args: &Args,
+    row: &mut Row,
+    log: &mut impl Write,
+) -> Result<(), prism_core::Error> {
     // whitted19 8192x8192, RGBA8.
     let p = whitted19();
     gpu.set_scene(&p.scene)?;
@@ -306,10 +351,33 @@ fn run_config(
         }
     }
 
+    Ok(())
+}
+
+type MeshSets = (String, Scene, Vec<(String, Vec<Ray>, Vec<(f32, u32)>)>);
+
+fn trace_part(
+    gpu: &mut CudaBackend,
+    args: &Args,
+    meshes: &[MeshSets],
+    row: &mut Row,
+    log: &mut impl Write,
+) -> Result<(), prism_core::Error> {
     // Trace kernels alone on device-resident batches.
     for (mesh, scene, sets) in meshes {
+        let wanted = |set: &str| {
+            args.sets
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|x| *x == format!("{mesh}.{set}")))
+        };
+        if !sets.iter().any(|(set, _, _)| wanted(set)) {
+            continue;
+        }
         gpu.set_scene(scene)?;
         for (set, rays, reference) in sets {
+            if !wanted(set) {
+                continue;
+            }
             let b = gpu.intersect_resident_bench(rays, args.batch, args.repeats)?;
             let counts = AgreementCounts::compare(rays, &b.hits, reference);
             row.agreement_ok &= counts.passed();
@@ -332,7 +400,7 @@ fn run_config(
             );
         }
     }
-    Ok(row)
+    Ok(())
 }
 
 fn main() {

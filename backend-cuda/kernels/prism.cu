@@ -40,7 +40,14 @@ __device__ __forceinline__ void store_pixel(void* out, u32 format, u32 index, V3
 // Sum of `rays` over the warp, added once per warp to the frame's counter.
 // Integer addition: the total does not depend on the order of the atomics.
 __device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
+#if __CUDA_ARCH__ >= 800
     const u32 total = __reduce_add_sync(0xffffffffu, rays);
+#else
+    u32 total = rays;
+    for (int o = 16; o > 0; o >>= 1) {
+        total += __shfl_xor_sync(0xffffffffu, total, o);
+    }
+#endif
     const u32 linear = threadIdx.y * blockDim.x + threadIdx.x;
     if ((linear & 31u) == 0) {
         atomicAdd(counter, (u64)total);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Build the CUDA backend's GPU test and benchmark binaries here and stage them,
+# with the shared scenes (xz-compressed), in .gpu/cuda/ (ignored by git) for a GPU
+# machine that has no Rust toolchain. Run from the repository root; then run
+# backend-cuda/bench/gpu_check.sh there with .gpu/cuda carried along.
+set -euo pipefail
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-cuda}
+cargo build -p prism-cuda --release --tests --examples
+G=.gpu/cuda
+mkdir -p $G/bin
+newest() { ls -t "$CARGO_TARGET_DIR"/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
+cp "$(newest gpu)" $G/bin/gpu
+cp "$(newest compile)" $G/bin/compile
+cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" $G/bin/gpu_bench
+strip --strip-debug $G/bin/*
+scenes=${PRISM_SCENES_DIR:-../shared/scenes}
+if [ ! -f $G/scenes.tar.xz ]; then
+  tar -C "$scenes" -cJf $G/scenes.tar.xz $(cd "$scenes" && ls *.obj *.rays *.hits)
+fi
+git rev-parse HEAD > $G/commit
+git status --short -- backend-cuda > $G/dirty
+du -sh $G
