@@ -584,7 +584,7 @@ fn main() {
         frame_bench(&mut gpu, "rtiow", &rt, runs, &mut rep, "default")?;
         frame_bench(&mut gpu, "whitted19", &wh, runs, &mut rep, "default")?;
         if flag("--variants") {
-            for (tile, batch) in [((16, 8), 128), ((8, 4), 32), ((16, 16), 256)] {
+            for (tile, batch) in [((8, 8), 128), ((8, 4), 32), ((16, 16), 256)] {
                 let tag = format!("tile {}x{} batch {batch}", tile.0, tile.1);
                 let mut v = WgpuBackend::new(WgpuOptions {
                     allow_software: software,

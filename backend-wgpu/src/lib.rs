@@ -98,8 +98,9 @@ pub struct WgpuOptions {
     /// happen between submissions). `None`: 2^26 on hardware, 2^18 on a
     /// software adapter.
     pub samples_per_submit: Option<u64>,
-    /// Render workgroup size in pixels, `(x, y)`; default 8x8 (a tile of
-    /// neighbouring, coherent primary rays).
+    /// Render workgroup size in pixels, `(x, y)`; default 16x8 (of 8x4, 8x8,
+    /// 16x8 and 16x16, the fastest on an H100 for `rtiow` and `whitted19`;
+    /// see bench/RESULTS.md).
     pub render_tile: (u32, u32),
     /// Rays per workgroup of `intersect` / `occluded`; default 64.
     pub batch_workgroup: u32,
@@ -114,7 +115,7 @@ impl Default for WgpuOptions {
             timestamps: true,
             max_chunk_bytes: None,
             samples_per_submit: None,
-            render_tile: (8, 8),
+            render_tile: (16, 8),
             batch_workgroup: 64,
         }
     }
@@ -233,7 +234,8 @@ struct SceneState {
 struct Timestamps {
     set: wgpu::QuerySet,
     resolve: wgpu::Buffer,
-    readback: wgpu::Buffer,
+    /// One per submission in flight (see [`SLOTS`]).
+    readback: [wgpu::Buffer; SLOTS],
     /// Nanoseconds per tick.
     period: f64,
 }
@@ -262,12 +264,12 @@ pub struct WgpuBackend {
     params: wgpu::Buffer,
     chunk: wgpu::Buffer,
     ray_count: wgpu::Buffer,
-    ray_count_readback: wgpu::Buffer,
+    ray_count_readback: [wgpu::Buffer; SLOTS],
     dummy_rays: wgpu::Buffer,
     timestamps: Option<Timestamps>,
     rays_buf: Reusable,
     out_buf: Reusable,
-    readback_buf: Reusable,
+    readback_buf: [Reusable; SLOTS],
     scene: Option<SceneState>,
     max_chunk_bytes: u64,
     samples_per_submit: u64,
@@ -506,11 +508,14 @@ impl WgpuBackend {
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
         )?;
-        let ray_count_readback = small(
-            "ray count readback",
-            16,
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        )?;
+        let count_readback = || {
+            small(
+                "ray count readback",
+                16,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )
+        };
+        let ray_count_readback = [count_readback()?, count_readback()?];
         let dummy_rays = small("no rays", RAY_BYTES, wgpu::BufferUsages::STORAGE)?;
         let timestamps = if use_timestamps {
             let set = scoped(&device, "create the timestamp queries", || {
@@ -525,11 +530,14 @@ impl WgpuBackend {
                 16,
                 wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             )?;
-            let readback = small(
-                "timestamp readback",
-                16,
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            )?;
+            let ts_readback = || {
+                small(
+                    "timestamp readback",
+                    16,
+                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                )
+            };
+            let readback = [ts_readback()?, ts_readback()?];
             Some(Timestamps {
                 set,
                 resolve,
@@ -560,7 +568,7 @@ impl WgpuBackend {
             timestamps,
             rays_buf: Reusable::default(),
             out_buf: Reusable::default(),
-            readback_buf: Reusable::default(),
+            readback_buf: Default::default(),
             scene: None,
             max_chunk_bytes,
             samples_per_submit,
@@ -681,24 +689,38 @@ impl WgpuBackend {
         Ok(b)
     }
 
-    /// Submit `encoder`, wait for it, and return the trace time: from the
-    /// timestamps when available, else the host time of the wait.
-    fn submit_and_wait(
+    /// Submit `encoder`; returns its index and when it was submitted.
+    fn submit(&self, encoder: wgpu::CommandEncoder) -> (wgpu::SubmissionIndex, Instant) {
+        let at = Instant::now();
+        (self.queue.submit([encoder.finish()]), at)
+    }
+
+    /// Wait for a submission recorded with timestamp slot `slot` and return
+    /// its trace time: from the timestamps when available, else the host time
+    /// from submission to completion.
+    fn finish_trace(
         &self,
-        encoder: wgpu::CommandEncoder,
+        index: wgpu::SubmissionIndex,
+        submitted: Instant,
+        slot: usize,
         operation: &'static str,
     ) -> Result<Duration, Error> {
-        let start = Instant::now();
-        let index = self.queue.submit([encoder.finish()]);
-        wait(&self.device, Some(index), operation)?;
-        let host = start.elapsed();
+        wait(&self.device, Some(index.clone()), operation)?;
+        let host = submitted.elapsed();
         let Some(ts) = &self.timestamps else {
             return Ok(host);
         };
         let mut ticks = [0u64; 2];
-        map_and_read(&self.device, &ts.readback, 16, operation, |bytes| {
-            ticks.copy_from_slice(bytemuck::cast_slice(bytes));
-        })?;
+        map_and_read(
+            &self.device,
+            &ts.readback[slot],
+            16,
+            index,
+            operation,
+            |bytes| {
+                ticks.copy_from_slice(bytemuck::cast_slice(bytes));
+            },
+        )?;
         let elapsed = ticks[1].saturating_sub(ticks[0]) as f64 * ts.period;
         // A zero or absurd reading (some drivers) falls back to the host time.
         if elapsed > 0.0 && elapsed < host.as_secs_f64() * 1e9 * 1.5 + 1e6 {
@@ -716,6 +738,7 @@ impl WgpuBackend {
         scene: &wgpu::BindGroup,
         work: &wgpu::BindGroup,
         groups: (u32, u32),
+        slot: usize,
     ) {
         let timestamp_writes =
             self.timestamps
@@ -737,7 +760,7 @@ impl WgpuBackend {
         }
         if let Some(ts) = &self.timestamps {
             encoder.resolve_query_set(&ts.set, 0..2, &ts.resolve, 0);
-            encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback, 0, 16);
+            encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback[slot], 0, 16);
         }
     }
 
@@ -835,6 +858,18 @@ impl WgpuBackend {
             .min(rows_by_dispatch)
             .min(rows_by_work)
             .min(height as u64) as u32;
+        // Large frames go in bands, two in flight: the host copies band k out
+        // of its readback buffer while the GPU traces band k + 1. Only with
+        // timestamps, so that host-clock trace times never overlap.
+        let total_bytes = height as u64 * row_bytes;
+        let band_bytes = PIPELINE_BAND_BYTES.min(self.max_chunk_bytes);
+        let pipelined = self.timestamps.is_some() && total_bytes > 2 * band_bytes;
+        let chunk_rows = if pipelined {
+            let band_rows = (total_bytes / PIPELINE_BANDS).max(band_bytes) / row_bytes;
+            chunk_rows.min(band_rows.max(1) as u32)
+        } else {
+            chunk_rows
+        };
         let chunk_bytes = chunk_rows as u64 * row_bytes;
 
         let pipeline = self.pipeline(Kernel::Render(
@@ -848,13 +883,17 @@ impl WgpuBackend {
             chunk_bytes.next_multiple_of(16),
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         )?;
-        let readback = Self::ensure(
-            &self.device,
-            &mut self.readback_buf,
-            "render readback",
-            chunk_bytes.next_multiple_of(16),
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        )?;
+        let slots = if pipelined { SLOTS } else { 1 };
+        let mut readback = Vec::with_capacity(slots);
+        for slot in 0..slots {
+            readback.push(Self::ensure(
+                &self.device,
+                &mut self.readback_buf[slot],
+                "render readback",
+                chunk_bytes.next_multiple_of(16),
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )?);
+        }
         let upload_start = Instant::now();
         self.queue
             .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
@@ -864,57 +903,105 @@ impl WgpuBackend {
             ..Default::default()
         };
 
+        // (first row, rows, slot, submission, submitted at)
+        let mut in_flight: std::collections::VecDeque<(
+            u32,
+            u32,
+            usize,
+            wgpu::SubmissionIndex,
+            Instant,
+        )> = std::collections::VecDeque::new();
         let mut row = 0u32;
-        while row < height {
-            if progress.cancelled() {
-                return Err(Error::Cancelled);
+        let mut band = 0usize;
+        let mut cancelled = false;
+        while row < height || !in_flight.is_empty() {
+            let can_submit = row < height && !cancelled && in_flight.len() < slots;
+            if can_submit && progress.cancelled() {
+                cancelled = true;
+                continue;
             }
-            let rows = chunk_rows.min(height - row);
-            let bytes = rows as u64 * row_bytes;
-            let work_group =
-                self.work_bind_group(&self.dummy_rays, &out, bytes.next_multiple_of(16));
-            self.write_chunk(row, rows);
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("prism render"),
-                });
-            encoder.clear_buffer(&self.ray_count, 0, None);
-            self.record_dispatch(
-                &mut encoder,
-                &pipeline,
-                &scene_group,
-                &work_group,
-                (groups_x as u32, rows.div_ceil(tile_y)),
-            );
-            encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, bytes.next_multiple_of(4));
-            encoder.copy_buffer_to_buffer(&self.ray_count, 0, &self.ray_count_readback, 0, 8);
-            stats.trace += self.submit_and_wait(encoder, "render")?;
-
+            if can_submit {
+                let rows = chunk_rows.min(height - row);
+                let bytes = rows as u64 * row_bytes;
+                let slot = band % slots;
+                let work_group =
+                    self.work_bind_group(&self.dummy_rays, &out, bytes.next_multiple_of(16));
+                self.write_chunk(row, rows);
+                let mut encoder =
+                    self.device
+                        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                            label: Some("prism render"),
+                        });
+                encoder.clear_buffer(&self.ray_count, 0, None);
+                self.record_dispatch(
+                    &mut encoder,
+                    &pipeline,
+                    &scene_group,
+                    &work_group,
+                    (groups_x as u32, rows.div_ceil(tile_y)),
+                    slot,
+                );
+                encoder.copy_buffer_to_buffer(
+                    &out,
+                    0,
+                    &readback[slot],
+                    0,
+                    bytes.next_multiple_of(4),
+                );
+                encoder.copy_buffer_to_buffer(
+                    &self.ray_count,
+                    0,
+                    &self.ray_count_readback[slot],
+                    0,
+                    8,
+                );
+                let (index, at) = self.submit(encoder);
+                in_flight.push_back((row, rows, slot, index, at));
+                row += rows;
+                band += 1;
+                continue;
+            }
+            // Nothing more to submit now: finish the oldest band.
+            let Some((first_row, rows, slot, index, at)) = in_flight.pop_front() else {
+                break;
+            };
+            stats.trace += self.finish_trace(index.clone(), at, slot, "render")?;
             let download_start = Instant::now();
-            let first = row as usize * width as usize;
+            let bytes = rows as u64 * row_bytes;
+            let first = first_row as usize * width as usize;
             let pixels = rows as usize * width as usize;
             match format {
                 PixelFormat::LinearF32 => {
                     let dst: &mut [u8] =
                         bytemuck::cast_slice_mut(&mut image.linear_mut()[first..first + pixels]);
-                    map_and_read(&self.device, &readback, bytes, "render download", |src| {
-                        copy_parallel(dst, src)
-                    })?;
+                    map_and_read(
+                        &self.device,
+                        &readback[slot],
+                        bytes,
+                        index.clone(),
+                        "render download",
+                        |src| copy_parallel(dst, src),
+                    )?;
                 }
                 PixelFormat::Srgba8 => {
                     let dst: &mut [u8] =
                         bytemuck::cast_slice_mut(&mut image.rgba8_mut()[first..first + pixels]);
-                    map_and_read(&self.device, &readback, bytes, "render download", |src| {
-                        copy_parallel(dst, src)
-                    })?;
+                    map_and_read(
+                        &self.device,
+                        &readback[slot],
+                        bytes,
+                        index.clone(),
+                        "render download",
+                        |src| copy_parallel(dst, src),
+                    )?;
                 }
             }
             let mut count = [0u32; 2];
             map_and_read(
                 &self.device,
-                &self.ray_count_readback,
+                &self.ray_count_readback[slot],
                 8,
+                index,
                 "render download",
                 |src| {
                     count.copy_from_slice(bytemuck::cast_slice(src));
@@ -922,8 +1009,10 @@ impl WgpuBackend {
             )?;
             stats.rays += count[0] as u64 | (count[1] as u64) << 32;
             stats.download += download_start.elapsed();
-            row += rows;
-            progress.advance(row as u64, height as u64);
+            progress.advance((first_row + rows) as u64, height as u64);
+        }
+        if cancelled {
+            return Err(Error::Cancelled);
         }
         stats.total = start.elapsed();
         Ok(stats)
@@ -987,7 +1076,7 @@ impl WgpuBackend {
         )?;
         let readback = Self::ensure(
             &self.device,
-            &mut self.readback_buf,
+            &mut self.readback_buf[0],
             "batch readback",
             out_size,
             wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
@@ -1016,13 +1105,20 @@ impl WgpuBackend {
                 &scene_group,
                 &work_group,
                 (gx as u32, gy as u32),
+                0,
             );
             encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, bytes);
-            stats.trace += self.submit_and_wait(encoder, kernel.entry_point())?;
+            let (index, at) = self.submit(encoder);
+            stats.trace += self.finish_trace(index.clone(), at, 0, kernel.entry_point())?;
             let download_start = Instant::now();
-            map_and_read(&self.device, &readback, bytes, "batch download", |src| {
-                store(first, src)
-            })?;
+            map_and_read(
+                &self.device,
+                &readback,
+                bytes,
+                index,
+                "batch download",
+                |src| store(first, src),
+            )?;
             stats.download += download_start.elapsed();
         }
         stats.total = start.elapsed();
@@ -1219,6 +1315,16 @@ fn wait(
     }
 }
 
+/// Submissions in flight during a pipelined render (see `render_inner`).
+const SLOTS: usize = 2;
+/// A render whose output exceeds two bands of this size (or of
+/// [`WgpuOptions::max_chunk_bytes`] if smaller) is split into bands of at
+/// least that size, so that reading one back overlaps tracing the next.
+const PIPELINE_BAND_BYTES: u64 = 16 << 20;
+/// Bands a large pipelined frame is cut into (fewer if they would fall below
+/// [`PIPELINE_BAND_BYTES`]).
+const PIPELINE_BANDS: u64 = 8;
+
 /// Copies above this size are split over threads: one core cannot read a large
 /// mapped readback buffer as fast as PCIe fills it.
 const PARALLEL_COPY_BYTES: usize = 32 << 20;
@@ -1241,10 +1347,15 @@ fn copy_parallel(dst: &mut [u8], src: &[u8]) {
 }
 
 /// Map the first `size` bytes of `buffer` for reading, hand them to `read`, unmap.
+///
+/// `after` is the submission that last wrote the buffer; waiting for it (done
+/// already, in practice) lets wgpu complete the mapping without waiting for
+/// later submissions still in flight.
 fn map_and_read(
     device: &wgpu::Device,
     buffer: &wgpu::Buffer,
     size: u64,
+    after: wgpu::SubmissionIndex,
     operation: &'static str,
     read: impl FnOnce(&[u8]),
 ) -> Result<(), Error> {
@@ -1260,7 +1371,7 @@ fn map_and_read(
         // means the call already returned with an error.
         let _ = tx.send(r);
     });
-    wait(device, None, operation)?;
+    wait(device, Some(after), operation)?;
     match rx.try_recv() {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {

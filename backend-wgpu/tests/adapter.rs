@@ -566,6 +566,46 @@ fn chunked_calls_give_the_same_results() {
     });
 }
 
+/// Without timestamp queries the stage times come from the host clock, and
+/// renders are not pipelined.
+#[test]
+fn host_clock_timing_without_timestamps() {
+    let Some(mut gpu) = open(WgpuOptions {
+        timestamps: false,
+        max_chunk_bytes: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    assert_eq!(gpu.timing_source(), TimingSource::HostClock);
+    let (scene, camera) = render_scene();
+    gpu.set_scene(&scene).expect("set_scene");
+    let mut image = Image::new(W, H, PixelFormat::Srgba8).expect("image");
+    let stats = gpu
+        .render(
+            &camera,
+            &settings(Integrator::Whitted),
+            &mut image,
+            &NoProgress,
+        )
+        .expect("render");
+    assert_eq!(stats.timing, TimingSource::HostClock);
+    assert!(stats.trace > std::time::Duration::ZERO && stats.total >= stats.trace);
+    let (core, _) = core_render(&scene, &camera, &settings(Integrator::Whitted), W, H);
+    assert_eq!(image.rgba8().len(), core.len());
+    let off = image
+        .rgba8()
+        .iter()
+        .zip(&core)
+        .filter(|(g, c)| {
+            g.iter()
+                .zip(prism_core::image::encode_srgba8(**c))
+                .any(|(a, b)| a.abs_diff(b) > 1)
+        })
+        .count();
+    assert!(off as f64 <= 0.01 * (W * H) as f64, "{off} pixels off");
+}
+
 /// Cancels after the first progress report.
 struct CancelAfterFirst(std::sync::atomic::AtomicBool);
 
