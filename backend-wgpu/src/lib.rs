@@ -1141,6 +1141,12 @@ impl WgpuBackend {
         let internal = pollster::block_on(internal.pop());
         let validation = pollster::block_on(validation.pop());
         let oom = pollster::block_on(oom.pop());
+        if result.is_err() || internal.is_some() || validation.is_some() || oom.is_some() {
+            // Let a pending device-lost callback run, so that a lost device is
+            // reported as such rather than as the validation error it causes.
+            let _ = catch_unwind(AssertUnwindSafe(|| device.poll(wgpu::PollType::Poll)));
+            self.check_usable(operation)?;
+        }
         if oom.is_some() {
             return Err(Error::OutOfMemory {
                 backend: BACKEND_NAME,
@@ -1462,7 +1468,33 @@ impl Backend for WgpuBackend {
 }
 
 impl WgpuBackend {
+    /// Upload `accel` next to the current scene, which therefore survives a
+    /// failed upload; only if the device runs out of memory are the old scene
+    /// and the cached work buffers released and the upload tried once more.
     fn upload_scene(&mut self, accel: Accel) -> Result<SceneState, Error> {
+        match self.try_upload_scene(&accel) {
+            Err(Error::OutOfMemory { .. })
+                if self.scene.is_some() || self.out_buf.buffer.is_some() =>
+            {
+                self.scene = None;
+                self.rays_buf = Reusable::default();
+                self.out_buf = Reusable::default();
+                self.readback_buf = Default::default();
+                self.try_upload_scene(&accel)
+            }
+            other => other,
+        }
+        .map(|(bind_group, buffers)| SceneState {
+            accel,
+            bind_group,
+            _buffers: buffers,
+        })
+    }
+
+    fn try_upload_scene(
+        &self,
+        accel: &Accel,
+    ) -> Result<(wgpu::BindGroup, [wgpu::Buffer; 4]), Error> {
         let binding_limit = self.limits.max_storage_buffer_binding_size;
         let upload = |label: &'static str, bytes: &[u8]| -> Result<wgpu::Buffer, Error> {
             let size = (bytes.len() as u64).next_multiple_of(16);
@@ -1483,8 +1515,6 @@ impl WgpuBackend {
             self.queue.write_buffer(&buffer, 0, bytes);
             Ok(buffer)
         };
-        // Drop the previous scene's buffers before allocating the new ones.
-        self.scene = None;
         let nodes = upload("BVH nodes", bytemuck::cast_slice(accel.nodes()))?;
         let prims = upload("primitives", bytemuck::cast_slice(accel.primitives()))?;
         let slot_materials = upload(
@@ -1521,11 +1551,7 @@ impl WgpuBackend {
         });
         let index = self.queue.submit([]);
         wait(&self.device, Some(index), "set_scene")?;
-        Ok(SceneState {
-            accel,
-            bind_group,
-            _buffers: [nodes, prims, slot_materials, materials],
-        })
+        Ok((bind_group, [nodes, prims, slot_materials, materials]))
     }
 }
 
@@ -1534,3 +1560,12 @@ const _: fn() = || {
     fn is_send<T: Send>() {}
     is_send::<WgpuBackend>();
 };
+impl WgpuBackend {
+    /// Destroy the device as a driver reset would: every later call returns
+    /// [`Error::Device`] saying the backend must be recreated. For tests of
+    /// device-loss handling.
+    #[doc(hidden)]
+    pub fn lose_device_for_testing(&self) {
+        self.device.destroy();
+    }
+}

@@ -556,6 +556,16 @@ fn chunked_calls_give_the_same_results() {
     };
     assert_eq!(small.max_chunk_bytes(), 4096);
     let chunked = run(&mut small);
+    // A row wider than the binding cap is refused with the limit named.
+    let mut wide = Image::new(512, 2, PixelFormat::LinearF32).expect("image");
+    match small.render(&camera, &s, &mut wide, &NoProgress) {
+        Err(Error::DeviceLimit {
+            needed: 8192,
+            limit: 4096,
+            ..
+        }) => {}
+        other => panic!("expected DeviceLimit, got {other:?}"),
+    }
     drop(small);
     with_backend(|gpu| {
         let whole = run(gpu);
@@ -604,6 +614,30 @@ fn host_clock_timing_without_timestamps() {
         })
         .count();
     assert!(off as f64 <= 0.01 * (W * H) as f64, "{off} pixels off");
+}
+
+/// After the device is lost every call says so and asks for a new backend;
+/// nothing panics.
+#[test]
+fn a_lost_device_is_reported_not_panicked() {
+    let Some(mut gpu) = open(WgpuOptions::default()) else {
+        return;
+    };
+    let (scene, camera) = render_scene();
+    gpu.set_scene(&scene).expect("set_scene");
+    gpu.lose_device_for_testing();
+    let ray = Ray::new(Vec3::new(0.0, 1.0, 5.0), Vec3::NEG_Z);
+    let lost = |r: Result<prism_core::RenderStats, Error>| match r {
+        Err(Error::Device { message, .. }) => {
+            assert!(message.contains("create a new WgpuBackend"), "{message}")
+        }
+        other => panic!("expected a lost-device error, got {other:?}"),
+    };
+    lost(gpu.intersect(&[ray], &mut [Hit::MISS]));
+    lost(gpu.occluded(&[ray], &mut [false]));
+    let mut image = Image::new(8, 8, PixelFormat::Srgba8).expect("image");
+    lost(gpu.render(&camera, &RenderSettings::default(), &mut image, &NoProgress));
+    lost(gpu.set_scene(&scene));
 }
 
 /// Cancels after the first progress report.
