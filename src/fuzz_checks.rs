@@ -1,0 +1,892 @@
+//! The properties the fuzz targets of `fuzz/` check, as ordinary functions.
+//!
+//! Each check takes arbitrary bytes, decodes them into input for one public
+//! entry point, runs it (on a shared single-threaded [`CpuBackend`] where
+//! tracing is involved) and returns `Err(Violation)` when a property fails. A
+//! panic, abort or hang inside a check is a crash found in Prism. The cargo-fuzz
+//! targets call these functions, and `tests/fuzz_corpus.rs` replays every file
+//! of their committed corpora through them on stable `cargo test`, so a crash
+//! once found stays a regression test.
+//!
+//! | check             | input                                                     | properties                                                                                      |
+//! |-------------------|-----------------------------------------------------------|-------------------------------------------------------------------------------------------------|
+//! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`] returns a mesh whose indices are in range, or a typed error; the mesh traces like brute force |
+//! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`]                                                                      |
+//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index |
+//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size |
+//!
+//! After every error a check makes a valid call on the same backend and
+//! requires it to succeed: a failed call must leave the backend usable.
+//!
+//! Floats are decoded by [`Bytes::f32`], which favours values that break
+//! geometry code: a coarse grid (coincident vertices, degenerate triangles, rays
+//! through edges), NaN, infinities, the largest and smallest normal numbers,
+//! subnormals, and grid values scaled by powers of two from `2^-32` to `2^31`.
+
+use crate::mesh::{Mesh, parse_obj, parse_ply};
+use glam::Vec3;
+use prism_core::intersect::{RayPre, ray_sphere, ray_triangle};
+use prism_core::reference::{Agreement, classify};
+use prism_core::scene::PrimRef;
+use prism_core::{
+    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat,
+    Progress, Ray, RenderSettings, Scene, Sky,
+};
+use prism_cpu::CpuBackend;
+use std::fmt;
+use std::sync::{Mutex, OnceLock};
+
+/// A property that failed, with what was seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation(pub String);
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// `Err(Violation)` with a formatted message.
+macro_rules! violation {
+    ($($arg:tt)*) => {
+        Err(Violation(format!($($arg)*)))
+    };
+}
+
+/// A check: decoded bytes in, `Ok` when every property holds.
+pub type Check = fn(&[u8]) -> Result<(), Violation>;
+
+/// Every check, by the name of its fuzz target (and corpus directory).
+pub const TARGETS: [(&str, Check); 4] = [
+    ("mesh_obj", mesh_obj),
+    ("mesh_ply", mesh_ply),
+    ("scene_trace", scene_trace),
+    ("render_settings", render_settings),
+];
+
+/// Most primitives a decoded scene holds (keeps brute force cheap).
+pub const MAX_PRIMITIVES: usize = 96;
+/// Most rays in a decoded batch.
+pub const MAX_RAYS: usize = 96;
+/// Largest image side actually rendered; larger valid sizes are validated raw,
+/// then rendered at this size.
+pub const MAX_RENDER_SIDE: u32 = 6;
+/// Largest spp, depth and AO sample count actually rendered.
+pub const MAX_RENDER_WORK: u32 = 3;
+/// Most triangles of a parsed mesh traced against brute force.
+pub const MAX_MESH_RAYS: usize = 8;
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+/// A reader of fuzz bytes: every read succeeds, yielding zeros once the bytes
+/// run out, so any input decodes to something.
+#[derive(Clone, Debug)]
+pub struct Bytes<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Bytes<'a> {
+    /// Read from `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Self { data }
+    }
+
+    /// Whether every byte was read.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The next byte, or 0.
+    pub fn u8(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((&b, rest)) => {
+                self.data = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    /// The next four bytes, little-endian.
+    pub fn u32(&mut self) -> u32 {
+        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+    }
+
+    /// A count or size: small values most often, then the limits and raw values.
+    pub fn size(&mut self, limit: u32) -> u32 {
+        match self.u8() {
+            t @ 0..=191 => u32::from(t % 8),
+            192..=207 => limit,
+            208..=215 => limit.saturating_add(1),
+            216..=223 => u32::MAX,
+            224..=231 => limit.saturating_sub(1),
+            _ => self.u32(),
+        }
+    }
+
+    /// A float, favouring the values that break geometry code (see the module docs).
+    pub fn f32(&mut self) -> f32 {
+        let tag = self.u8();
+        if tag < 192 {
+            return grid(tag);
+        }
+        match tag - 192 {
+            0 => 0.0,
+            1 => -0.0,
+            2 => f32::NAN,
+            3 => f32::INFINITY,
+            4 => f32::NEG_INFINITY,
+            5 => f32::MAX,
+            6 => f32::MIN,
+            7 => f32::MIN_POSITIVE,
+            8 => f32::from_bits(1),
+            9 => -f32::from_bits(self.u32() & 0x007f_ffff),
+            10 => f32::from_bits(self.u32()),
+            11 => 1e30,
+            12 => -1e30,
+            13 => 1e-30,
+            14 => 1e8,
+            15 => -1e8,
+            16 => f32::EPSILON,
+            17 => grid(self.u8()).next_up(),
+            18 => grid(self.u8()).next_down(),
+            _ => {
+                let base = grid(self.u8());
+                let exp = i32::from(self.u8() as i8) / 4;
+                base * 2f32.powi(exp)
+            }
+        }
+    }
+
+    /// Three floats.
+    pub fn vec3(&mut self) -> Vec3 {
+        Vec3::new(self.f32(), self.f32(), self.f32())
+    }
+
+    /// A number in `[0, 1]` in steps of 1/255.
+    pub fn unit(&mut self) -> f32 {
+        f32::from(self.u8()) / 255.0
+    }
+}
+
+/// The grid of [`Bytes::f32`]: `-12 ..= 11.875` in steps of 1/8.
+fn grid(tag: u8) -> f32 {
+    (f32::from(tag % 192) - 96.0) / 8.0
+}
+
+// ---------------------------------------------------------------------------
+// The shared backend
+
+/// One single-threaded CPU backend for every check: fuzzing runs one input at a
+/// time, and reusing the backend across inputs also checks that whatever an
+/// input left behind (a failed call, an old scene) does not break the next.
+fn with_backend<R>(
+    f: impl FnOnce(&mut CpuBackend) -> Result<R, Violation>,
+) -> Result<R, Violation> {
+    static BACKEND: OnceLock<Result<Mutex<CpuBackend>, Error>> = OnceLock::new();
+    let backend = BACKEND.get_or_init(|| CpuBackend::with_threads(1).map(Mutex::new));
+    let backend = match backend {
+        Ok(b) => b,
+        Err(e) => return violation!("the CPU backend did not open: {e}"),
+    };
+    // A check that panicked poisons the lock; the backend itself is still whole.
+    let mut guard = backend
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(&mut guard)
+}
+
+/// A one-sphere scene and a ray that hits it, for "the next valid call succeeds".
+fn known_good_call(backend: &mut CpuBackend, after: &str) -> Result<(), Violation> {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+    scene.add_sphere(Vec3::ZERO, 1.0, m);
+    if let Err(e) = backend.set_scene(&scene) {
+        return violation!("after {after}: set_scene of a valid scene failed: {e}");
+    }
+    let mut hits = [Hit::MISS];
+    if let Err(e) = backend.intersect(
+        &[Ray::new(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z)],
+        &mut hits,
+    ) {
+        return violation!("after {after}: intersect of a valid ray failed: {e}");
+    }
+    if !(hits[0].prim == 0 && (hits[0].t - 4.0).abs() < 1e-5) {
+        return violation!("after {after}: the known-good ray got {:?}", hits[0]);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Brute force
+
+/// Closest hit of `ray` over every primitive of `scene`, in id order, with the
+/// core's own primitive tests: `(t, prim)`, `prim = Hit::NO_PRIM` for a miss.
+///
+/// Zero-area triangles are never hit (the rule of [`Accel::build`]).
+pub fn brute_force(scene: &Scene, ray: &Ray) -> (f32, u32) {
+    let pre = RayPre::new(ray);
+    let mut best = (ray.tmax, Hit::NO_PRIM);
+    for id in 0..scene.primitive_count() as u32 {
+        let t = match scene.primitive(id) {
+            Some(PrimRef::Triangle(i)) => scene.triangle(i).and_then(|[a, b, c]| {
+                if (b - a).cross(c - a) == Vec3::ZERO {
+                    None
+                } else {
+                    ray_triangle(&pre, a, b, c, ray.tmin, best.0).map(|h| h.0)
+                }
+            }),
+            Some(PrimRef::Sphere(i)) => scene.spheres().get(i as usize).and_then(|cr| {
+                ray_sphere(ray.origin, ray.dir, cr.truncate(), cr.w, ray.tmin, best.0)
+            }),
+            None => None,
+        };
+        if let Some(t) = t {
+            best = (t, id);
+        }
+    }
+    if best.1 == Hit::NO_PRIM {
+        best.0 = f32::INFINITY;
+    }
+    best
+}
+
+/// Trace `rays` (all valid) on `backend`, which holds `scene`, and compare with
+/// brute force: `intersect` under the agreement rule, `occluded` exactly.
+fn compare_with_brute_force(
+    backend: &mut CpuBackend,
+    scene: &Scene,
+    rays: &[Ray],
+) -> Result<(), Violation> {
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut occluded = vec![false; rays.len()];
+    if let Err(e) = backend.intersect(rays, &mut hits) {
+        return violation!("intersect of {} valid rays failed: {e}", rays.len());
+    }
+    if let Err(e) = backend.occluded(rays, &mut occluded) {
+        return violation!("occluded of {} valid rays failed: {e}", rays.len());
+    }
+    for (i, ((ray, hit), &occ)) in rays.iter().zip(&hits).zip(&occluded).enumerate() {
+        let (t, prim) = brute_force(scene, ray);
+        if hit.is_hit()
+            && !(hit.t > ray.tmin
+                && hit.t < ray.tmax
+                && (hit.prim as usize) < scene.primitive_count())
+        {
+            return violation!("ray {i} {ray:?}: hit {hit:?} outside the ray or the scene");
+        }
+        if classify(ray, hit, t, prim) == Agreement::Mismatch {
+            return violation!(
+                "ray {i} {ray:?}: intersect gave {hit:?}, brute force gives t = {t} on prim {prim}"
+            );
+        }
+        if occ != (prim != Hit::NO_PRIM) {
+            return violation!(
+                "ray {i} {ray:?}: occluded = {occ}, brute force gives t = {t} on prim {prim}"
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Meshes
+
+/// [`parse_obj`] on arbitrary bytes.
+pub fn mesh_obj(data: &[u8]) -> Result<(), Violation> {
+    check_parsed(parse_obj(data, "fuzz.obj"), "fuzz.obj")
+}
+
+/// [`parse_ply`] on arbitrary bytes.
+pub fn mesh_ply(data: &[u8]) -> Result<(), Violation> {
+    check_parsed(parse_ply(data, "fuzz.ply"), "fuzz.ply")
+}
+
+/// A parse result: a typed error naming the file, or a mesh that is well formed,
+/// builds into a scene (or names its bad vertex) and traces like brute force.
+fn check_parsed(parsed: Result<Mesh, Error>, name: &str) -> Result<(), Violation> {
+    let mesh = match parsed {
+        Ok(mesh) => mesh,
+        Err(Error::Parse { path, message, .. }) if path == name && !message.is_empty() => {
+            return Ok(());
+        }
+        Err(Error::IndexOutOfRange {
+            index,
+            vertex_count,
+            ..
+        }) if index as usize >= vertex_count => return Ok(()),
+        Err(e) => return violation!("{name}: unexpected error {e:?}"),
+    };
+    if mesh.triangles.is_empty() {
+        return violation!("{name}: parsed without error but has no triangles");
+    }
+    let n = mesh.positions.len();
+    if let Some(t) = mesh
+        .triangles
+        .iter()
+        .position(|t| t.iter().any(|&i| i as usize >= n))
+    {
+        return violation!("{name}: triangle {t} has an index out of range ({n} vertices)");
+    }
+    let (scene, camera) = match crate::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.7))) {
+        Ok(sc) => sc,
+        Err(Error::VertexNotFinite {
+            vertex, position, ..
+        }) => {
+            let p = mesh.positions.get(vertex).copied();
+            let used = mesh
+                .triangles
+                .iter()
+                .flatten()
+                .any(|&i| i as usize == vertex);
+            if used && p.is_some_and(|p| !p.is_finite() && p.to_array() == position) {
+                return Ok(());
+            }
+            return violation!("{name}: VertexNotFinite names vertex {vertex}, which is fine");
+        }
+        Err(e) => return violation!("{name}: mesh_scene failed unexpectedly: {e:?}"),
+    };
+    with_backend(|backend| {
+        if let Err(e) = backend.set_scene(&scene) {
+            return violation!("{name}: a parsed mesh with finite vertices was refused: {e:?}");
+        }
+        // Rays from the camera's eye to the centroids of the first triangles.
+        let rays: Vec<Ray> = mesh
+            .triangles
+            .iter()
+            .take(MAX_MESH_RAYS)
+            .filter_map(|t| {
+                let [a, b, c] = t.map(|i| mesh.positions.get(i as usize).copied());
+                let centroid = (a? + b? + c?) / 3.0;
+                let ray = Ray::new(camera.look_from, centroid - camera.look_from);
+                ray.is_valid().then_some(ray)
+            })
+            .collect();
+        compare_with_brute_force(backend, &scene, &rays)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Scenes and ray batches
+
+/// Whether `scene` breaks a rule of [`Scene::validate`]: the spec, written
+/// independently of the implementation.
+fn scene_is_valid(scene: &Scene) -> bool {
+    let materials = scene.materials();
+    scene.primitive_count() > 0
+        && materials
+            .iter()
+            .enumerate()
+            .all(|(i, m)| m.validate(i).is_ok())
+        && scene
+            .primitive_materials()
+            .iter()
+            .all(|&m| (m as usize) < materials.len())
+        && scene
+            .spheres()
+            .iter()
+            .all(|cr| cr.truncate().is_finite() && cr.w > 0.0 && cr.w.is_finite())
+        && (0..scene.triangle_count() as u32).all(|i| {
+            scene.triangle(i).is_some_and(|[a, b, c]| {
+                a.is_finite()
+                    && b.is_finite()
+                    && c.is_finite()
+                    && !(scene.reject_degenerate && (b - a).cross(c - a) == Vec3::ZERO)
+            })
+        })
+}
+
+/// Whether the item a scene error names really is bad.
+fn error_names_bad_item(scene: &Scene, e: &Error) -> bool {
+    let sphere = |prim: usize| match scene.primitive(prim as u32) {
+        Some(PrimRef::Sphere(s)) => scene.spheres().get(s as usize).copied(),
+        _ => None,
+    };
+    let triangle = |prim: usize| match scene.primitive(prim as u32) {
+        Some(PrimRef::Triangle(t)) => scene.triangle(t),
+        _ => None,
+    };
+    match *e {
+        Error::EmptyScene => scene.primitive_count() == 0,
+        Error::MaterialInvalid { index, .. } => scene
+            .materials()
+            .get(index)
+            .is_some_and(|m| m.validate(index).is_err()),
+        Error::MaterialOutOfRange {
+            primitive,
+            material,
+            count,
+        } => {
+            count == scene.materials().len()
+                && material as usize >= count
+                && scene.primitive_materials().get(primitive) == Some(&material)
+        }
+        Error::SphereCenterNotFinite { prim, center } => sphere(prim).is_some_and(|cr| {
+            !cr.truncate().is_finite() && same_bits(cr.truncate().to_array(), center)
+        }),
+        Error::SphereRadiusInvalid { prim, radius } => sphere(prim).is_some_and(|cr| {
+            !(cr.w > 0.0 && cr.w.is_finite()) && cr.w.to_bits() == radius.to_bits()
+        }),
+        Error::TriangleNotFinite {
+            prim,
+            vertex,
+            position,
+        } => triangle(prim)
+            .and_then(|t| t.get(vertex).copied())
+            .is_some_and(|p| !p.is_finite() && same_bits(p.to_array(), position)),
+        Error::DegenerateTriangle { prim } => {
+            scene.reject_degenerate
+                && triangle(prim).is_some_and(|[a, b, c]| (b - a).cross(c - a) == Vec3::ZERO)
+        }
+        _ => false,
+    }
+}
+
+/// Equal errors, NaN fields included (`Error`'s `PartialEq` says NaN != NaN).
+fn same_error(a: &Error, b: &Error) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+fn same_bits(a: [f32; 3], b: [f32; 3]) -> bool {
+    a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// A material: usually a valid one, sometimes raw values.
+fn decode_material(b: &mut Bytes) -> Material {
+    match b.u8() {
+        0..=159 => Material::lambertian(Vec3::new(b.unit(), b.unit(), b.unit())),
+        160..=191 => Material::metal(Vec3::splat(b.unit()), b.unit()),
+        192..=207 => Material::dielectric(1.0 + b.unit()),
+        208..=223 => Material::emissive(Vec3::splat(4.0 * b.unit())),
+        _ => Material {
+            albedo: b.vec3(),
+            fuzz: b.f32(),
+            emission: b.vec3(),
+            ior: b.f32(),
+            lambert: b.f32(),
+            metal: b.f32(),
+            dielectric: b.f32(),
+        },
+    }
+}
+
+/// Add one decoded mesh and check `add_mesh`'s verdict.
+fn decode_mesh(b: &mut Bytes, scene: &mut Scene, material: u32) -> Result<(), Violation> {
+    let positions: Vec<Vec3> = (0..b.u8() % 9).map(|_| b.vec3()).collect();
+    let n = positions.len();
+    let triangles: Vec<[u32; 3]> = (0..b.u8() % 6)
+        .map(|_| {
+            [0; 3].map(|_| match b.u8() {
+                250..=255 => b.u32(),
+                k => u32::from(k) % (n as u32 + 2),
+            })
+        })
+        .collect();
+    let before = scene.primitive_count();
+    let bad_index = triangles.iter().flatten().any(|&i| i as usize >= n);
+    let bad_vertex = triangles
+        .iter()
+        .flatten()
+        .any(|&i| positions.get(i as usize).is_some_and(|p| !p.is_finite()));
+    match scene.add_mesh(&positions, &triangles, material) {
+        Ok(first) => {
+            if bad_index || bad_vertex || first as usize != before {
+                return violation!(
+                    "add_mesh accepted {positions:?} {triangles:?} (first id {first})"
+                );
+            }
+            if scene.primitive_count() != before + triangles.len() {
+                return violation!("add_mesh added the wrong number of triangles");
+            }
+        }
+        Err(e) => {
+            let named = match e {
+                Error::IndexOutOfRange {
+                    triangle,
+                    index,
+                    vertex_count,
+                    ..
+                } => {
+                    vertex_count == n
+                        && index as usize >= n
+                        && triangles.get(triangle).is_some_and(|t| t.contains(&index))
+                }
+                Error::VertexNotFinite {
+                    vertex, position, ..
+                } => positions.get(vertex).is_some_and(|p| {
+                    !p.is_finite()
+                        && same_bits(p.to_array(), position)
+                        && triangles.iter().flatten().any(|&i| i as usize == vertex)
+                }),
+                _ => false,
+            };
+            if !named || scene.primitive_count() != before {
+                return violation!(
+                    "add_mesh({positions:?}, {triangles:?}) gave {e:?}, which names no bad item or added something"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A point on primitive `id` picked by the next bytes (edges and corners included).
+fn point_on(b: &mut Bytes, scene: &Scene, id: u32) -> Option<Vec3> {
+    match scene.primitive(id)? {
+        PrimRef::Triangle(t) => {
+            let [p0, p1, p2] = scene.triangle(t)?;
+            let (u, v) = (b.unit(), b.unit());
+            let (u, v) = if u + v > 1.0 {
+                (1.0 - u, 1.0 - v)
+            } else {
+                (u, v)
+            };
+            Some(p0 + u * (p1 - p0) + v * (p2 - p0))
+        }
+        PrimRef::Sphere(s) => {
+            let cr = scene.spheres().get(s as usize)?;
+            Some(cr.truncate() + cr.w * (b.vec3().normalize_or(Vec3::X)))
+        }
+    }
+}
+
+/// A ray: origin, then a raw direction or one aimed at a point on a primitive,
+/// then a `(tmin, tmax)` pair, often the default `(0, inf)`.
+fn decode_ray(b: &mut Bytes, scene: &Scene) -> Ray {
+    let origin = b.vec3();
+    let aim = b.u8();
+    let dir = match aim {
+        0..=111 => b.vec3(),
+        _ => {
+            let n = scene.primitive_count().max(1) as u32;
+            match point_on(b, scene, u32::from(aim) % n) {
+                Some(p) => p - origin,
+                None => b.vec3(),
+            }
+        }
+    };
+    let (tmin, tmax) = match b.u8() % 8 {
+        0..=3 => (0.0, f32::INFINITY),
+        4 => (b.f32(), f32::INFINITY),
+        5 => (0.0, b.f32()),
+        _ => (b.f32(), b.f32()),
+    };
+    Ray::segment(origin, dir, tmin, tmax)
+}
+
+/// Arbitrary materials, spheres, triangles and meshes; validation, BVH build and
+/// `set_scene`; then a batch of arbitrary rays through `intersect` and `occluded`
+/// against brute force.
+pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
+    let mut b = Bytes::new(data);
+    let mut scene = Scene::new();
+    scene.reject_degenerate = b.u8() & 1 == 1;
+    let materials = b.u8() % 4;
+    for _ in 0..materials {
+        scene.add_material(decode_material(&mut b));
+    }
+    let prims = b.u8() as usize % (MAX_PRIMITIVES + 1);
+    while scene.primitive_count() < prims && !b.is_empty() {
+        let kind = b.u8();
+        let material = match b.u8() {
+            248..=255 => b.u32(),
+            m => u32::from(m) % u32::from(materials.max(1)),
+        };
+        match kind % 8 {
+            0..=3 => {
+                let (v0, v1, v2) = (b.vec3(), b.vec3(), b.vec3());
+                scene.add_triangle(v0, v1, v2, material);
+            }
+            4..=6 => {
+                let (center, radius) = (b.vec3(), b.f32());
+                scene.add_sphere(center, radius, material);
+            }
+            _ => decode_mesh(&mut b, &mut scene, material)?,
+        }
+    }
+
+    let valid = scene_is_valid(&scene);
+    let built = Accel::build(&scene);
+    match &built {
+        Ok(_) if !valid => return violation!("Accel::build accepted an invalid scene"),
+        Err(e) if valid => return violation!("Accel::build refused a valid scene: {e:?}"),
+        Err(e) if !error_names_bad_item(&scene, e) => {
+            return violation!("Accel::build gave {e:?}, which names no bad item");
+        }
+        _ => {}
+    }
+    with_backend(|backend| {
+        let set = backend.set_scene(&scene).map(|_| ());
+        match (&built, set) {
+            (Ok(_), Ok(())) => {}
+            (Err(a), Err(b)) if same_error(a, &b) => {
+                return known_good_call(backend, "a refused scene");
+            }
+            (built, set) => {
+                return violation!("Accel::build gave {built:?} but set_scene gave {set:?}");
+            }
+        }
+        let n = b.u8() as usize % (MAX_RAYS + 1);
+        let rays: Vec<Ray> = (0..n).map(|_| decode_ray(&mut b, &scene)).collect();
+
+        // The whole batch: refused naming the first bad ray, if there is one.
+        let first_bad = rays.iter().position(|r| !r.is_valid());
+        let mut hits = vec![Hit::MISS; rays.len()];
+        let mut occluded = vec![false; rays.len()];
+        let results = [
+            ("intersect", backend.intersect(&rays, &mut hits).map(|_| ())),
+            (
+                "occluded",
+                backend.occluded(&rays, &mut occluded).map(|_| ()),
+            ),
+        ];
+        for (what, r) in results {
+            match (first_bad, r) {
+                (None, Ok(())) => {}
+                (Some(i), Err(Error::InvalidRay { index, .. })) if index == i => {}
+                (bad, r) => {
+                    return violation!("{what}: first bad ray {bad:?}, but the call gave {r:?}");
+                }
+            }
+        }
+        // Output slices of the wrong length.
+        let mut short = vec![Hit::MISS; rays.len().saturating_sub(1)];
+        if !rays.is_empty() {
+            match backend.intersect(&rays, &mut short) {
+                Err(Error::LengthMismatch { .. }) => {}
+                r => return violation!("intersect with a short output slice gave {r:?}"),
+            }
+        }
+        let good: Vec<Ray> = rays.into_iter().filter(Ray::is_valid).collect();
+        compare_with_brute_force(backend, &scene, &good)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Render settings
+
+/// Cancels after a given number of `advance` calls.
+struct CancelAfter {
+    limit: u64,
+    calls: std::sync::atomic::AtomicU64,
+}
+
+impl Progress for CancelAfter {
+    fn advance(&self, _done: u64, _total: u64) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn cancelled(&self) -> bool {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed) >= self.limit
+    }
+}
+
+/// A small scene of every material kind and both primitive kinds, with decoded
+/// (valid) material parameters.
+fn render_scene(b: &mut Bytes) -> Scene {
+    let mut s = Scene::new();
+    s.sky = match b.u8() % 3 {
+        0 => Sky::rtiow(),
+        1 => Sky::BLACK,
+        _ => Sky::constant(Vec3::new(b.unit(), b.unit(), b.unit())),
+    };
+    s.light.position = b.vec3();
+    let blend = Material::blend(
+        Material::lambertian(Vec3::splat(b.unit())),
+        Material::metal(Vec3::splat(b.unit()), b.unit()),
+        b.unit(),
+    );
+    let glass_ior = b.f32();
+    let glass = Material::dielectric(if glass_ior > 0.0 && glass_ior.is_finite() {
+        glass_ior
+    } else {
+        1.5
+    });
+    let ids = [
+        s.add_material(Material::lambertian(Vec3::splat(0.5))),
+        s.add_material(blend),
+        s.add_material(glass),
+        s.add_material(Material::emissive(Vec3::splat(8.0 * b.unit()))),
+    ];
+    s.add_sphere(Vec3::new(0.0, -100.5, -1.0), 100.0, ids[0]);
+    s.add_sphere(Vec3::new(0.0, 0.0, -1.0), 0.5, ids[1]);
+    s.add_sphere(Vec3::new(-1.0, 0.0, -1.0), 0.5, ids[2]);
+    s.add_sphere(Vec3::new(-1.0, 0.0, -1.0), 0.4, ids[2]);
+    s.add_triangle(
+        Vec3::new(1.0, -0.5, -2.0),
+        Vec3::new(2.0, -0.5, -1.0),
+        Vec3::new(1.5, 1.0, -1.5),
+        ids[3],
+    );
+    s.add_triangle(Vec3::ZERO, Vec3::X, Vec3::X * 2.0, ids[1]);
+    s
+}
+
+/// Whether every camera value is of a size a real scene uses; inside this
+/// domain a NaN pixel is an integrator bug, outside it overflow is expected.
+fn camera_is_tame(c: &Camera) -> bool {
+    let tame = |x: f32| x.abs() <= 1e4;
+    [c.look_from, c.look_at, c.up]
+        .iter()
+        .all(|v| v.to_array().into_iter().all(tame))
+        && c.up.length() >= 1e-3
+        && tame(c.aperture)
+        && tame(c.focus_distance)
+        && c.focus_distance >= 1e-3
+        && (c.look_from - c.look_at).length() >= 1e-3
+        && c.vfov_degrees >= 1e-2
+        && c.vfov_degrees <= 179.9
+}
+
+/// Arbitrary image size, settings and camera: the raw values must be refused
+/// with the same typed error by every entry point that sees them; valid ones
+/// render (capped to a tiny size) on the CPU backend, and cancellation mid-frame
+/// is an error after which the backend still renders.
+pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
+    let mut b = Bytes::new(data);
+    let (width, height) = (b.size(1 << 16), b.size(1 << 16));
+    let settings = RenderSettings {
+        integrator: Integrator::ALL[usize::from(b.u8() % 3)],
+        spp: b.size(RenderSettings::MAX_SPP),
+        max_depth: b.size(RenderSettings::MAX_DEPTH),
+        seed: b.u32(),
+        ao_samples: b.size(RenderSettings::MAX_AO_SAMPLES),
+        ao_distance: b.f32(),
+        ao_shadows: b.u8() & 1 == 1,
+        rr_depth: b.size(8),
+    };
+    let camera = Camera {
+        look_from: b.vec3(),
+        look_at: b.vec3(),
+        up: b.vec3(),
+        vfov_degrees: b.f32(),
+        aperture: b.f32(),
+        focus_distance: b.f32(),
+    };
+    let format = if b.u8() & 1 == 0 {
+        PixelFormat::Srgba8
+    } else {
+        PixelFormat::LinearF32
+    };
+    let cancel_after = match b.u8() {
+        0..=239 => None,
+        k => Some(u64::from(k - 240)),
+    };
+    let scene = render_scene(&mut b);
+
+    // The raw size: refused by Image::new exactly when checked_pixels refuses it.
+    // Valid sizes are not allocated here (up to 2^30 pixels), only validated.
+    let size_ok = prism_core::Image::checked_pixels(width, height);
+    if let Err(e) = &size_ok {
+        match Image::new(width, height, format) {
+            Err(ref e2) if same_error(e2, e) => {}
+            r => return violation!("checked_pixels gave {e:?} but Image::new gave {r:?}"),
+        }
+        if !matches!(e, Error::ImageSize { width: w, height: h, .. } if *w == width && *h == height)
+        {
+            return violation!("{width}x{height}: size error {e:?} does not name the size");
+        }
+    }
+    let (w, h) = (
+        width.clamp(1, MAX_RENDER_SIDE),
+        height.clamp(1, MAX_RENDER_SIDE),
+    );
+    let mut image = match Image::new(w, h, format) {
+        Ok(i) => i,
+        Err(e) => return violation!("Image::new({w}, {h}) failed: {e:?}"),
+    };
+    // What render must say about the raw settings and the camera at the tiny size.
+    let expected = settings
+        .validate()
+        .and_then(|()| camera.frame(w, h).map(|_| ()));
+    if size_ok.is_ok() {
+        // The raw size reaches the camera too (its aspect ratio); it must not panic.
+        let _ = camera.frame(width, height);
+    }
+
+    with_backend(|backend| {
+        if let Err(e) = backend.set_scene(&scene) {
+            return violation!("the render scene was refused: {e:?}");
+        }
+        if let Err(e) = &expected {
+            // Refused before any work is done, so the raw values are safe to send.
+            return match backend.render(&camera, &settings, &mut image, &NoProgress) {
+                Err(got) if same_error(e, &got) => known_good_render(backend, "a refused render"),
+                got => violation!("expected {e:?} from render, got {got:?}"),
+            };
+        }
+        // Valid: rendered with spp, depth and AO samples capped (the raw values
+        // may ask for hours of work).
+        let capped = settings_capped(&settings);
+        let result = match cancel_after {
+            Some(limit) => {
+                let progress = CancelAfter {
+                    limit,
+                    calls: Default::default(),
+                };
+                match backend.render(&camera, &capped, &mut image, &progress) {
+                    Err(Error::Cancelled) => {
+                        return known_good_render(backend, "a cancelled render");
+                    }
+                    r => r,
+                }
+            }
+            None => backend.render(&camera, &capped, &mut image, &NoProgress),
+        };
+        let stats = match result {
+            Ok(s) => s,
+            Err(e) => return violation!("valid capped settings {capped:?} were refused: {e:?}"),
+        };
+        let samples = u64::from(w) * u64::from(h) * u64::from(capped.spp);
+        if stats.rays < samples {
+            return violation!("{} rays reported for {samples} samples", stats.rays);
+        }
+        // Linear pixels are empty for an sRGB image (NaN encodes as 0 there).
+        let checked = if camera_is_tame(&camera) {
+            image.linear()
+        } else {
+            &[]
+        };
+        match checked
+            .iter()
+            .position(|p| p.iter().any(|c| !(c.is_finite() && *c >= 0.0)))
+        {
+            Some(i) => violation!(
+                "pixel {i} = {:?} is not a finite non-negative radiance ({capped:?}, {camera:?})",
+                checked.get(i)
+            ),
+            None => Ok(()),
+        }
+    })
+}
+
+/// `settings` with spp, depth and AO samples capped at [`MAX_RENDER_WORK`].
+fn settings_capped(s: &RenderSettings) -> RenderSettings {
+    RenderSettings {
+        spp: s.spp.min(MAX_RENDER_WORK),
+        max_depth: s.max_depth.min(MAX_RENDER_WORK),
+        ao_samples: s.ao_samples.min(MAX_RENDER_WORK),
+        ..*s
+    }
+}
+
+/// A valid 2x2 render of the backend's current scene, which must succeed.
+fn known_good_render(backend: &mut CpuBackend, after: &str) -> Result<(), Violation> {
+    let camera = Camera::look_at(Vec3::new(0.0, 0.0, 3.0), Vec3::ZERO, Vec3::Y, 40.0);
+    let settings = RenderSettings {
+        spp: 1,
+        max_depth: 2,
+        ..Default::default()
+    };
+    let mut image = match Image::new(2, 2, PixelFormat::Srgba8) {
+        Ok(i) => i,
+        Err(e) => return violation!("Image::new(2, 2) failed: {e:?}"),
+    };
+    match backend.render(&camera, &settings, &mut image, &NoProgress) {
+        Ok(_) => Ok(()),
+        Err(e) => violation!("after {after}: a valid 2x2 render failed: {e:?}"),
+    }
+}
