@@ -60,14 +60,17 @@ pub fn parse_obj(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
         ignore_points: true,
         ignore_lines: true,
     };
-    let mut reader = std::io::BufReader::new(bytes);
-    let (models, _materials) = tobj::load_obj_buf(&mut reader, &options, |_| {
-        Err(tobj::LoadError::OpenFileFailed)
-    })
-    .map_err(|e| Error::Parse {
-        path: name.into(),
-        line: None,
-        message: format!("malformed OBJ: {e}"),
+    prescan_obj(bytes, name)?;
+    let (models, _materials) = guarded(name, "OBJ", || {
+        let mut reader = std::io::BufReader::new(bytes);
+        tobj::load_obj_buf(&mut reader, &options, |_| {
+            Err(tobj::LoadError::OpenFileFailed)
+        })
+        .map_err(|e| Error::Parse {
+            path: name.into(),
+            line: None,
+            message: format!("malformed OBJ: {e}"),
+        })
     })?;
     let mut mesh = Mesh::default();
     for model in models {
@@ -111,11 +114,14 @@ pub fn parse_ply(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
         line: None,
         message,
     };
-    let parser = Parser::<DefaultElement>::new();
-    let mut reader = std::io::BufReader::new(bytes);
-    let ply = parser
-        .read_ply(&mut reader)
-        .map_err(|e| bad(format!("malformed PLY: {e}")))?;
+    prescan_ply(bytes, name)?;
+    let ply = guarded(name, "PLY", || {
+        let parser = Parser::<DefaultElement>::new();
+        let mut reader = std::io::BufReader::new(bytes);
+        parser
+            .read_ply(&mut reader)
+            .map_err(|e| bad(format!("malformed PLY: {e}")))
+    })?;
     let scalar = |p: Option<&Property>| -> Option<f64> {
         Some(match p? {
             Property::Float(v) => *v as f64,
@@ -204,6 +210,124 @@ fn check_mesh(mesh: &Mesh, name: &str) -> Result<(), Error> {
                 index: i,
                 vertex_count: n,
             });
+        }
+    }
+    Ok(())
+}
+
+/// Run a third-party parser, turning a panic inside it into [`Error::Parse`].
+///
+/// tobj and ply-rs-bw read well-formed files correctly but do not promise never
+/// to panic on hostile bytes (tobj, for one, multiplies face indices without
+/// overflow checks). The cases known to panic, hang or exhaust memory are refused
+/// before parsing by [`prescan_obj`] and [`prescan_ply`]; this guard is the
+/// backstop for any case still unknown, so that a bad file is an error and never
+/// unwinds into the host. (A host built with `panic = "abort"` cannot catch a
+/// panic at all; there, the prescans are the protection.)
+fn guarded<T>(
+    name: &str,
+    format: &str,
+    parse: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(parse)).unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown failure".into());
+        Err(Error::Parse {
+            path: name.into(),
+            line: None,
+            message: format!("malformed {format}: the parser failed ({what})"),
+        })
+    })
+}
+
+/// Largest face index magnitude accepted in an OBJ file: Prism indexes vertices
+/// with `u32`, and tobj computes `3 * index` and `2 * index` unchecked, which this
+/// bound keeps far from overflow.
+const OBJ_MAX_INDEX: i64 = u32::MAX as i64;
+
+/// Refuse OBJ face indices that tobj would mishandle, naming the line: absolute
+/// indices beyond [`OBJ_MAX_INDEX`], and relative (negative) indices that reach
+/// before the first `v`, `vt` or `vn` line (tobj turns those into huge
+/// `usize` values and overflows on them). Anything else is left to tobj.
+fn prescan_obj(bytes: &[u8], name: &str) -> Result<(), Error> {
+    use std::io::BufRead;
+    // Elements defined so far: positions, texture coordinates, normals.
+    let mut counts = [0i64; 3];
+    for (n, line) in std::io::BufReader::new(bytes).lines().enumerate() {
+        // tobj stops with an error at the same unreadable line.
+        let Ok(line) = line else { break };
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("v") => counts[0] += 1,
+            Some("vt") => counts[1] += 1,
+            Some("vn") => counts[2] += 1,
+            Some("f") | Some("l") => {
+                for word in words {
+                    for (kind, part) in word.split('/').enumerate().take(3) {
+                        // Unparsable indices are tobj's to report.
+                        let Ok(x) = part.parse::<i64>() else { continue };
+                        // ok: `take(3)` keeps `kind` below 3.
+                        let defined = counts[kind];
+                        if x > OBJ_MAX_INDEX || (x < 0 && x.unsigned_abs() > defined as u64) {
+                            let what = ["vertex", "texture coordinate", "normal"][kind];
+                            return Err(Error::Parse {
+                                path: name.into(),
+                                line: Some(n + 1),
+                                message: format!(
+                                    "{what} index {x} out of range ({defined} defined so far)"
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Refuse PLY headers that declare more items than the file can hold: every
+/// element must fit in the bytes after `end_header` (each item takes at least
+/// one byte, a newline in ASCII or a property in binary). ply-rs-bw would
+/// otherwise loop over the declared count, and a binary element without
+/// properties reads nothing per item, so `element e 4000000000` made it spin and
+/// allocate without end. Malformed headers are left to ply-rs-bw to report.
+fn prescan_ply(bytes: &[u8], name: &str) -> Result<(), Error> {
+    let mut offset = 0usize;
+    let mut declared: Vec<(usize, String, u64)> = Vec::new();
+    for (n, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        offset += line.len();
+        let text = String::from_utf8_lossy(line);
+        let mut words = text.split_whitespace();
+        match words.next() {
+            Some("element") => {
+                let element = words.next().unwrap_or_default().to_string();
+                if let Some(Ok(count)) = words.next().map(str::parse::<u64>) {
+                    declared.push((n + 1, element, count));
+                }
+            }
+            Some("end_header") => {
+                let payload = (bytes.len() - offset) as u64;
+                let mut total = 0u64;
+                for (line, element, count) in declared {
+                    total = total.saturating_add(count);
+                    if total > payload {
+                        return Err(Error::Parse {
+                            path: name.into(),
+                            line: Some(line),
+                            message: format!(
+                                "element '{element}' declares {count} items, more than the {payload} bytes after the header can hold"
+                            ),
+                        });
+                    }
+                }
+                return Ok(());
+            }
+            _ => {}
         }
     }
     Ok(())
