@@ -81,81 +81,30 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
     let d = KernelConfig::default();
     let mut v = vec![("default", d.clone())];
     if sweep {
+        let c = |name: &'static str, f: &dyn Fn(&mut KernelConfig)| {
+            let mut k = d.clone();
+            f(&mut k);
+            (name, k)
+        };
         v.extend([
-            (
-                "noregen",
-                KernelConfig {
-                    path_regen: false,
-                    ..d.clone()
-                },
-            ),
-            (
-                "t64+8x8",
-                KernelConfig {
-                    trace_threads: 64,
-                    render_tile: [8, 8],
-                    ..d.clone()
-                },
-            ),
-            (
-                "t256+16x16",
-                KernelConfig {
-                    trace_threads: 256,
-                    render_tile: [16, 16],
-                    ..d.clone()
-                },
-            ),
-            (
-                "32x4",
-                KernelConfig {
-                    render_tile: [32, 4],
-                    ..d.clone()
-                },
-            ),
-            (
-                "min8+min6",
-                KernelConfig {
-                    trace_min_blocks: 8,
-                    render_min_blocks: 6,
-                    ..d.clone()
-                },
-            ),
-            (
-                "persist",
-                KernelConfig {
-                    persistent: true,
-                    ..d.clone()
-                },
-            ),
-            (
-                "persist256",
-                KernelConfig {
-                    persistent: true,
-                    trace_threads: 256,
-                    ..d.clone()
-                },
-            ),
-            (
-                "reg64",
-                KernelConfig {
-                    max_registers: Some(64),
-                    ..d.clone()
-                },
-            ),
-            (
-                "reg48",
-                KernelConfig {
-                    max_registers: Some(48),
-                    ..d.clone()
-                },
-            ),
-            (
-                "fastdiv*",
-                KernelConfig {
-                    extra_options: vec!["--prec-div=false".into(), "--prec-sqrt=false".into()],
-                    ..d.clone()
-                },
-            ),
+            c("defer8", &|k| k.path_defer = 8),
+            c("defer16", &|k| k.path_defer = 16),
+            c("defer24", &|k| k.path_defer = 24),
+            c("defer16+rmin4", &|k| {
+                k.path_defer = 16;
+                k.render_min_blocks = 4;
+            }),
+            c("noregen", &|k| {
+                k.path_regen = false;
+                k.path_defer = 0;
+            }),
+            c("rmin8", &|k| k.render_min_blocks = 8),
+            c("rmin1", &|k| k.render_min_blocks = 1),
+            c("tile16x16", &|k| k.render_tile = [16, 16]),
+            c("t64", &|k| k.trace_threads = 64),
+            c("t256", &|k| k.trace_threads = 256),
+            c("tmin12", &|k| k.trace_min_blocks = 12),
+            c("nopersist", &|k| k.persistent = false),
         ]);
     }
     v
@@ -239,13 +188,13 @@ fn run_config(
         );
     }
 
-    if name == "default" {
-        if let Some(out) = &args.out {
-            let _ = std::fs::write(
-                out.join("prism_default.cubin"),
-                &gpu.compiled_kernels().cubin,
-            );
-        }
+    if let Some(out) = &args.out
+        && name == "default"
+    {
+        let _ = std::fs::write(
+            out.join("prism_default.cubin"),
+            &gpu.compiled_kernels().cubin,
+        );
     }
     let part = |p: &str| args.parts.iter().any(|x| x == p);
     if part("rtiow") {
@@ -297,10 +246,10 @@ fn rtiow_part(
         rays,
         row.rtiow_mrays
     );
-    if let Some(out) = &args.out {
-        if name == "default" {
-            let _ = write_ppm(&out.join("rtiow.ppm"), &img, 1);
-        }
+    if let Some(out) = &args.out
+        && name == "default"
+    {
+        let _ = write_ppm(&out.join("rtiow.ppm"), &img, 1);
     }
 
     Ok(())
@@ -345,10 +294,10 @@ fn whitted_part(
         row.whitted_total_ms,
         wrays
     );
-    if let Some(out) = &args.out {
-        if name == "default" {
-            let _ = write_ppm(&out.join("whitted19.ppm"), &img, 8);
-        }
+    if let Some(out) = &args.out
+        && name == "default"
+    {
+        let _ = write_ppm(&out.join("whitted19.ppm"), &img, 8);
     }
 
     Ok(())
@@ -465,8 +414,8 @@ fn main() {
         "\nMrays/s of the trace kernels on resident batches of {} rays (closest / occluded):",
         args.batch
     );
-    let mut header = format!(
-        "| config | open s | rtiow ms | rtiow Mrays/s | whitted kernel ms | whitted render+dl ms | whitted call ms |"
+    let mut header = String::from(
+        "| config | open s | rtiow ms | rtiow Mrays/s | whitted kernel ms | whitted render+dl ms | whitted call ms |",
     );
     for s in &set_names {
         header.push_str(&format!(" {s} |"));

@@ -7,12 +7,17 @@
 __device__ __forceinline__ void camera_ray(const GpuCamera& cam, float s, float t, float l1, float l2,
                                            V3& origin_out, V3& dir_out) {
     const V3 origin = xyz(cam.origin_lens);
-    const float2 d = unit_disk(l1, l2);
-    const float lens_x = d.x * cam.origin_lens.w;
-    const float lens_y = d.y * cam.origin_lens.w;
-    const V3 offset = xyz(cam.u) * lens_x + xyz(cam.v) * lens_y;
+    V3 from = origin;
+    // A pinhole (lens radius 0) makes the lens offset (+-0, +-0, +-0), which
+    // leaves `origin` as it is: the disk sample is only computed for a real lens.
+    if (cam.origin_lens.w != 0.0f) {
+        const float2 d = unit_disk(l1, l2);
+        const float lens_x = d.x * cam.origin_lens.w;
+        const float lens_y = d.y * cam.origin_lens.w;
+        const V3 offset = xyz(cam.u) * lens_x + xyz(cam.v) * lens_y;
+        from = origin + offset;
+    }
     const V3 target = xyz(cam.lower_left) + s * xyz(cam.horizontal) + t * xyz(cam.vertical);
-    const V3 from = origin + offset;
     origin_out = from;
     dir_out = normalize_or(target - from, cross(xyz(cam.u), xyz(cam.v)));
 }

@@ -18,13 +18,15 @@ __device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
 
 // mirrors prism_core::integrator::surface: hit point and unit geometric normal
 // (outward for spheres, by winding for triangles); `hit.prim` is a slot.
+template <int K>
 __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out) {
     p = ray_at(ray, hit.t);
     const Primitive* prim = s.prims + hit.prim;
     const float4 a = __ldg(&prim->a);
     const float4 b = __ldg(&prim->b);
     V3 n;
-    if (__float_as_uint(b.w) == PRISM_KIND_SPHERE) {
+    const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+    if (sphere) {
         n = (p - xyz(a)) * (1.0f / b.x);
     } else {
         const float4 c = __ldg(&prim->c);
@@ -47,19 +49,20 @@ __device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot)
 
 // mirrors prism_core::integrator::trace_path: one path-traced sample; adds the
 // rays traced to `rays`.
+template <int K>
 __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                          u32& rays) {
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
     for (u32 depth = 0; depth < params.max_depth; ++depth) {
-        const Hit hit = closest_hit(s, ray);
+        const Hit hit = closest_hit<K>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             radiance += throughput * sky_color(params, ray.dir);
             break;
         }
         V3 p, n;
-        surface(s, ray, hit, p, n);
+        surface<K>(s, ray, hit, p, n);
         const GpuMaterial m = material_of(s, hit.prim);
         radiance += throughput * xyz(m.emission_ior);
         const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
@@ -77,6 +80,42 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
     return radiance;
 }
 
+// trace_path's loop body after its closest hit, at `depth` (for the kernels that
+// interleave paths, see prism.cu): adds the ray to `rays`, updates the path, and
+// returns true when the path ends (a miss, Russian roulette, or max_depth);
+// otherwise `ray` is the next segment.
+template <int K>
+__device__ __forceinline__ bool path_shade(const SceneView& s, const RenderParams& params, Ray& ray, const Hit& hit,
+                                           Pcg& rng, V3& radiance, V3& throughput, u32& depth, u32& rays) {
+    rays += 1;
+    bool done = false;
+    if (hit.prim == PRISM_NO_PRIM) {
+        radiance += throughput * sky_color(params, ray.dir);
+        done = true;
+    } else {
+        V3 p, n;
+        surface<K>(s, ray, hit, p, n);
+        const GpuMaterial m = material_of(s, hit.prim);
+        radiance += throughput * xyz(m.emission_ior);
+        const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
+        throughput *= sc.attenuation;
+        if (depth + 1 >= params.rr_depth) {
+            // Russian roulette: survive with the throughput's largest channel.
+            const float survive = fminf(max_element(throughput), 1.0f);
+            if (next_f32(rng) >= survive) {
+                done = true;
+            } else {
+                throughput *= 1.0f / survive;
+            }
+        }
+        if (!done) {
+            ray = ray_segment(p, sc.dir, spawn_tmin(p), PRISM_INF);
+        }
+    }
+    depth += 1;
+    return done || depth >= params.max_depth;
+}
+
 static_assert(PRISM_PHONG_EXPONENT == 32, "pow32 mirrors prism_core's exponent of 32");
 
 // mirrors prism_core::integrator::pow32: x^32 by five squarings.
@@ -90,12 +129,13 @@ __device__ __forceinline__ float pow32(float x) {
 
 // mirrors prism_core::integrator::whitted_local: Phong lighting by the key light
 // with a hard shadow.
+template <int K>
 __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, V3 n, V3 view,
                                             V3 albedo) {
     const V3 to_light = xyz(params.light_position) - p;
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
-    const bool shadowed = any_hit(s, ray_segment(p, l, spawn_tmin(p), dist));
+    const bool shadowed = any_hit<K>(s, ray_segment(p, l, spawn_tmin(p), dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
     const float spec = pow32(fmaxf(dot(r, view), 0.0f));
@@ -106,22 +146,23 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
 }
 
 // mirrors prism_core::integrator::trace_whitted
+template <int K>
 __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderParams& params, Ray ray, u32& rays) {
     V3 color = v3s(0.0f);
     float weight = 1.0f;
     for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
-        const Hit hit = closest_hit(s, ray);
+        const Hit hit = closest_hit<K>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             color += weight * sky_color(params, ray.dir);
             break;
         }
         V3 p, n;
-        surface(s, ray, hit, p, n);
+        surface<K>(s, ray, hit, p, n);
         const V3 d = normalize(ray.dir);
         n = dot(n, d) < 0.0f ? n : -n;
         const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
-        const V3 local = whitted_local(s, params, p, n, -d, albedo);
+        const V3 local = whitted_local<K>(s, params, p, n, -d, albedo);
         rays += 1;
         if (bounce == params.max_depth) {
             color += weight * local;
@@ -135,15 +176,16 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
 }
 
 // mirrors prism_core::integrator::trace_ao
+template <int K>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                        u32& rays) {
-    const Hit hit = closest_hit(s, ray);
+    const Hit hit = closest_hit<K>(s, ray);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
         return sky_color(params, ray.dir);
     }
     V3 p, n;
-    surface(s, ray, hit, p, n);
+    surface<K>(s, ray, hit, p, n);
     n = dot(n, ray.dir) < 0.0f ? n : -n;
     const GpuMaterial m = material_of(s, hit.prim);
     const float tmin = spawn_tmin(p);
@@ -152,14 +194,14 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float u1 = next_f32(rng);
         const float u2 = next_f32(rng);
         const V3 d = cosine_hemisphere(n, u1, u2);
-        open += any_hit(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
+        open += any_hit<K>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
     u32 r = 1 + params.ao_samples;
     float keep = 1.0f;
     if (params.ao_shadows != 0) {
         const V3 to_light = xyz(params.light_position) - p;
         const float dist = length(to_light);
-        const bool blocked = any_hit(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
+        const bool blocked = any_hit<K>(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
         keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
         r += 1;
     }
@@ -193,7 +235,7 @@ __device__ __forceinline__ Ray primary_ray(const RenderParams& params, u32 x, u3
 // mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
 // averaged over spp samples; adds the rays traced to `rays`. Core's
 // `match params.integrator` is resolved at compile time: one kernel per integrator.
-template <u32 INTEGRATOR>
+template <u32 INTEGRATOR, int K>
 __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32& rays) {
     V3 sum = v3s(0.0f);
     for (u32 sample = 0; sample < params.spp; ++sample) {
@@ -201,11 +243,11 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         const Ray ray = primary_ray(params, x, y, sample, rng);
         V3 c;
         if (INTEGRATOR == 1) {
-            c = trace_whitted(s, params, ray, rays);
+            c = trace_whitted<K>(s, params, ray, rays);
         } else if (INTEGRATOR == 2) {
-            c = trace_ao(s, params, ray, rng, rays);
+            c = trace_ao<K>(s, params, ray, rng, rays);
         } else {
-            c = trace_path(s, params, ray, rng, rays);
+            c = trace_path<K>(s, params, ray, rng, rays);
         }
         sum += c;
     }

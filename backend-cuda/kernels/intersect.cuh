@@ -32,30 +32,43 @@ __device__ __forceinline__ float safe_dir(float c) {
     return fabsf(c) < PRISM_MIN_DIR_COMPONENT ? copysignf(PRISM_MIN_DIR_COMPONENT, c) : c;
 }
 
+// Which primitive kinds a scene holds: kernels are compiled once per case, so a
+// scene of spheres only (or triangles only) runs code without the other kind's
+// test, its kind checks, or (for spheres) the watertight test's ray constants.
+#define PRISM_SPHERES 1
+#define PRISM_TRIANGLES 2
+#define PRISM_MIXED 3
+
 // mirrors prism_core::intersect::RayPre::new
+//
+// The permutation and shear only serve the triangle test: with K == PRISM_SPHERES
+// they are not computed (their values would never be read).
+template <int K>
 __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
     RayPre pre;
     pre.origin = origin;
     pre.dir = d;
     pre.inv_dir = v3(1.0f / safe_dir(d.x), 1.0f / safe_dir(d.y), 1.0f / safe_dir(d.z));
-    // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
-    const V3 ad = vabs(d);
-    const int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
-    int kx = kz == 2 ? 0 : kz + 1;
-    int ky = kx == 2 ? 0 : kx + 1;
-    if (pick(d, kz) < 0.0f) {
-        const int t = kx;
-        kx = ky;
-        ky = t;
+    if (K & PRISM_TRIANGLES) {
+        // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
+        const V3 ad = vabs(d);
+        const int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
+        int kx = kz == 2 ? 0 : kz + 1;
+        int ky = kx == 2 ? 0 : kx + 1;
+        if (pick(d, kz) < 0.0f) {
+            const int t = kx;
+            kx = ky;
+            ky = t;
+        }
+        pre.kz = kz;
+        pre.kx = kx;
+        pre.ky = ky;
+        const float dkz = pick(d, kz);
+        pre.shear = v3(pick(d, kx) / dkz, pick(d, ky) / dkz, 1.0f / dkz);
+        pre.okx = pick(origin, kx);
+        pre.oky = pick(origin, ky);
+        pre.okz = pick(origin, kz);
     }
-    pre.kz = kz;
-    pre.kx = kx;
-    pre.ky = ky;
-    const float dkz = pick(d, kz);
-    pre.shear = v3(pick(d, kx) / dkz, pick(d, ky) / dkz, 1.0f / dkz);
-    pre.okx = pick(origin, kx);
-    pre.oky = pick(origin, ky);
-    pre.okz = pick(origin, kz);
     return pre;
 }
 

@@ -10,6 +10,9 @@
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as
 //                       a path ends (one loop over path segments) instead of
 //                       nesting the depth loop in the sample loop
+//   PRISM_PATH_DEFER    N > 0: the path kernel decouples traversal from shading
+//                       within a warp, shading once N lanes are ready (see
+//                       render_pixel_path_deferred); 0: off
 #include "prism_types.cuh"
 #include "intersect.cuh"
 #include "traverse.cuh"
@@ -55,10 +58,11 @@ __device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
 }
 
 // One pixel of the path integrator with path regeneration: the same paths,
-// random numbers and sums as render_pixel<0> (trace_path's loop body, then the
-// next sample when a path ends), as one loop over path segments, so a lane whose
-// path ends early starts its next sample instead of idling until the warp's
-// longest path is done.
+// random numbers and sums as render_pixel<0, K> (trace_path's loop body, then
+// the next sample when a path ends), as one loop over path segments, so a lane
+// whose path ends early starts its next sample instead of idling until the
+// warp's longest path is done.
+template <int K>
 __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const RenderParams& params, u32 x, u32 y,
                                                       u32& rays) {
     V3 sum = v3s(0.0f);
@@ -69,35 +73,8 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     V3 throughput = v3s(1.0f);
     u32 depth = 0;
     for (;;) {
-        // trace_path's loop body at `depth`.
-        const Hit hit = closest_hit(s, ray);
-        rays += 1;
-        bool done = false;
-        if (hit.prim == PRISM_NO_PRIM) {
-            radiance += throughput * sky_color(params, ray.dir);
-            done = true;
-        } else {
-            V3 p, n;
-            surface(s, ray, hit, p, n);
-            const GpuMaterial m = material_of(s, hit.prim);
-            radiance += throughput * xyz(m.emission_ior);
-            const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
-            throughput *= sc.attenuation;
-            if (depth + 1 >= params.rr_depth) {
-                const float survive = fminf(max_element(throughput), 1.0f);
-                if (next_f32(rng) >= survive) {
-                    done = true;
-                } else {
-                    throughput *= 1.0f / survive;
-                }
-            }
-            ray = ray_segment(p, sc.dir, spawn_tmin(p), PRISM_INF);
-        }
-        depth += 1;
-        if (depth >= params.max_depth) {
-            done = true;
-        }
-        if (done) {
+        const Hit hit = closest_hit<K>(s, ray);
+        if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
             // render_pixel's `sum += c`, then the next sample.
             sum += radiance;
             sample += 1;
@@ -113,43 +90,105 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     return sum * (1.0f / (float)params.spp);
 }
 
+// The same paths as render_pixel_path_regen, with the traversal and the shading
+// of a warp's lanes decoupled: lanes step through the BVH one node at a time,
+// and a lane whose ray is done waits until at least PRISM_PATH_DEFER lanes are
+// (or no lane is still traversing); then those lanes shade and spawn their next
+// rays together. Both phases then run with most lanes busy, instead of every
+// lane waiting for the warp's longest traversal and the shading running for the
+// few lanes that are ready. Must be called by every lane of the warp (`active`
+// false for lanes outside the image).
+template <int K>
+__device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, const RenderParams& params, u32 x, u32 y,
+                                                         bool active, u32& rays) {
+    const u32 TRAVERSE = 0, SHADE = 1, DONE = 2;
+    V3 sum = v3s(0.0f);
+    u32 sample = 0;
+    Pcg rng;
+    rng.state = 0;
+    Ray ray;
+    V3 radiance = v3s(0.0f);
+    V3 throughput = v3s(1.0f);
+    u32 depth = 0;
+    ClosestHit trav;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    u32 phase = DONE;
+    if (active) {
+        ray = primary_ray(params, x, y, sample, rng);
+        closest_hit_begin<K>(trav, ray);
+        phase = TRAVERSE;
+    }
+    for (;;) {
+        const u32 traversing = __ballot_sync(0xffffffffu, phase == TRAVERSE);
+        const u32 shading = __ballot_sync(0xffffffffu, phase == SHADE);
+        if ((traversing | shading) == 0) {
+            break;
+        }
+        if (traversing == 0 || __popc(shading) >= PRISM_PATH_DEFER) {
+            if (phase == SHADE) {
+                const Hit hit = closest_hit_end(trav);
+                bool next = true;
+                if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
+                    sum += radiance;
+                    sample += 1;
+                    if (sample >= params.spp) {
+                        next = false;
+                        phase = DONE;
+                    } else {
+                        ray = primary_ray(params, x, y, sample, rng);
+                        radiance = v3s(0.0f);
+                        throughput = v3s(1.0f);
+                        depth = 0;
+                    }
+                }
+                if (next) {
+                    closest_hit_begin<K>(trav, ray);
+                    phase = TRAVERSE;
+                }
+            }
+        } else if (phase == TRAVERSE) {
+            if (!closest_hit_step<K>(trav, stack, s)) {
+                phase = SHADE;
+            }
+        }
+    }
+    return sum * (1.0f / (float)params.spp);
+}
+
 // Pixels of rows [y0, y1): one thread per pixel, one block per tile.
-template <u32 INTEGRATOR>
+template <u32 INTEGRATOR, int K>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                             u64* ray_counter) {
     const RenderParams& params = c_params;
     const u32 x = blockIdx.x * PRISM_RENDER_TILE_W + threadIdx.x;
     const u32 y = y0 + blockIdx.y * PRISM_RENDER_TILE_H + threadIdx.y;
+    const bool active = x < params.width && y < y1 && y < params.height;
     u32 rays = 0;
-    if (x < params.width && y < y1 && y < params.height) {
+#if PRISM_PATH_DEFER > 0
+    if (INTEGRATOR == 0) {
+        // Every lane takes part (warp votes); only pixels of the image are stored.
+        const V3 c = render_pixel_path_deferred<K>(s, params, x, y, active, rays);
+        if (active) {
+            store_pixel(out, format, y * params.width + x, c);
+        }
+        count_rays(ray_counter, rays);
+        return;
+    }
+#endif
+    if (active) {
         V3 c;
 #if PRISM_PATH_REGEN
         if (INTEGRATOR == 0) {
-            c = render_pixel_path_regen(s, params, x, y, rays);
+            c = render_pixel_path_regen<K>(s, params, x, y, rays);
         } else {
-            c = render_pixel<INTEGRATOR>(s, params, x, y, rays);
+            c = render_pixel<INTEGRATOR, K>(s, params, x, y, rays);
         }
 #else
-        c = render_pixel<INTEGRATOR>(s, params, x, y, rays);
+        c = render_pixel<INTEGRATOR, K>(s, params, x, y, rays);
 #endif
         store_pixel(out, format, y * params.width + x, c);
     }
     count_rays(ray_counter, rays);
-}
-
-extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)
-    prism_render_path(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {
-    render_rows<0>(s, y0, y1, out, format, ray_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)
-    prism_render_whitted(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {
-    render_rows<1>(s, y0, y1, out, format, ray_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)
-    prism_render_ao(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {
-    render_rows<2>(s, y0, y1, out, format, ray_counter);
 }
 
 // Ray i of a batch: origin_tmin at origins[i * stride], dir_tmax at dirs[i * stride]
@@ -162,11 +201,12 @@ __device__ __forceinline__ Ray load_ray(const float4* __restrict__ origins, cons
 }
 
 // Closest hit of ray i, with the scene primitive id (prism_core::Accel::intersect).
+template <int K>
 __device__ __forceinline__ void intersect_one(const SceneView& s, const float4* __restrict__ origins,
                                               const float4* __restrict__ dirs, u32 stride, u32 i,
                                               float4* __restrict__ hits) {
     const Ray ray = load_ray(origins, dirs, stride, i);
-    const Hit h = closest_hit(s, ray);
+    const Hit h = closest_hit<K>(s, ray);
     u32 id = PRISM_NO_PRIM;
     if (h.prim != PRISM_NO_PRIM) {
         id = __float_as_uint(__ldg(&s.prims[h.prim].a).w);
@@ -174,11 +214,12 @@ __device__ __forceinline__ void intersect_one(const SceneView& s, const float4* 
     hits[i] = make_float4(h.t, h.u, h.v, __uint_as_float(id));
 }
 
+template <int K>
 __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* __restrict__ origins,
                                              const float4* __restrict__ dirs, u32 stride, u32 i,
                                              unsigned char* __restrict__ out) {
     const Ray ray = load_ray(origins, dirs, stride, i);
-    out[i] = any_hit(s, ray) ? 1 : 0;
+    out[i] = any_hit<K>(s, ray) ? 1 : 0;
 }
 
 #if PRISM_PERSISTENT
@@ -209,16 +250,37 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
     }
 #endif
 
-// Closest hit of n rays: hits[i] = (t, u, v, scene primitive id bits).
-extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)
-    prism_intersect(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs, u32 stride,
-                    u32 n, float4* __restrict__ hits, u32* work) {
-    PRISM_FOR_EACH_RAY(n, work, intersect_one(s, origins, dirs, stride, i, hits))
-}
+// The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
+//
+// prism_render_{path,whitted,ao}: rows [y0, y1) of the frame described by c_params,
+//   written to `out` as float4 (format 0) or packed sRGBA8 (format 1); rays traced
+//   are added to *ray_counter.
+// prism_intersect: hits[i] = (t, u, v, scene primitive id bits) for n rays.
+// prism_occluded: out[i] = 1 when something lies on ray i, else 0.
+#define PRISM_KERNELS(SUFFIX, K)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        prism_render_path##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {          \
+        render_rows<0, K>(s, y0, y1, out, format, ray_counter);                                                    \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        prism_render_whitted##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {       \
+        render_rows<1, K>(s, y0, y1, out, format, ray_counter);                                                    \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        prism_render_ao##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {            \
+        render_rows<2, K>(s, y0, y1, out, format, ray_counter);                                                    \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
+        prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \
+                                u32 stride, u32 n, float4* __restrict__ hits, u32* work) {                         \
+        PRISM_FOR_EACH_RAY(n, work, intersect_one<K>(s, origins, dirs, stride, i, hits))                           \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
+        prism_occluded##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,   \
+                               u32 stride, u32 n, unsigned char* __restrict__ out, u32* work) {                    \
+        PRISM_FOR_EACH_RAY(n, work, occluded_one<K>(s, origins, dirs, stride, i, out))                             \
+    }
 
-// Any hit of n rays: out[i] = 1 when something lies on ray i, else 0.
-extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)
-    prism_occluded(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs, u32 stride,
-                   u32 n, unsigned char* __restrict__ out, u32* work) {
-    PRISM_FOR_EACH_RAY(n, work, occluded_one(s, origins, dirs, stride, i, out))
-}
+PRISM_KERNELS(_spheres, PRISM_SPHERES)
+PRISM_KERNELS(_triangles, PRISM_TRIANGLES)
+PRISM_KERNELS(_mixed, PRISM_MIXED)

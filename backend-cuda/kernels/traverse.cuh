@@ -6,23 +6,32 @@
 // node may hold are walked by one loop, so lanes of a warp that intersect
 // primitives do it together whichever leaf they are in; the order of the tests
 // (near leaf, then far leaf if still closer than the best hit) is core's.
+//
+// K (PRISM_SPHERES, PRISM_TRIANGLES, PRISM_MIXED) says which primitive kinds the
+// scene holds; core's run-time kind check is resolved at compile time when only
+// one kind exists.
 #pragma once
 #include "intersect.cuh"
 
 // mirrors prism_core::traverse::ray_primitive
 //
 // Returns whether primitive `p` is hit within (tmin, tmax); writes t, u, v.
+template <int K>
 __device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive* p, float tmin, float tmax,
                                               float& t, float& u, float& v) {
     const float4 a = __ldg(&p->a);
     const float4 b = __ldg(&p->b);
-    if (__float_as_uint(b.w) == PRISM_KIND_SPHERE) {
+    const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+    if (sphere) {
         u = 0.0f;
         v = 0.0f;
         return ray_sphere(pre.origin, pre.dir, xyz(a), b.x, tmin, tmax, t);
     }
-    const float4 c = __ldg(&p->c);
-    return ray_triangle(pre, xyz(a), xyz(b), xyz(c), tmin, tmax, t, u, v);
+    if (K & PRISM_TRIANGLES) {
+        const float4 c = __ldg(&p->c);
+        return ray_triangle(pre, xyz(a), xyz(b), xyz(c), tmin, tmax, t, u, v);
+    }
+    return false;
 }
 
 // Whether the leaf `[first, first + count)` lies inside the primitive buffer
@@ -31,104 +40,140 @@ __device__ __forceinline__ bool leaf_in_range(u32 first, u32 count, u32 prim_cou
     return count <= prim_count && first <= prim_count - count;
 }
 
-// mirrors prism_core::traverse::closest_hit (with leaf_closest folded in)
-//
-// `best.prim` is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
-__device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
-    const RayPre pre = ray_pre(ray.origin, ray.dir);
-    const float tmin = ray.tmin;
+// The state of closest_hit between two iterations of its loop, so that a kernel
+// can interleave traversal steps with other work (see prism.cu). The stack is
+// kept apart (an array indexed at run time lives in local memory; the scalars
+// here stay in registers).
+struct ClosestHit {
+    RayPre pre;
+    float tmin;
     Hit best;
-    best.t = ray.tmax;
-    best.u = 0.0f;
-    best.v = 0.0f;
-    best.prim = PRISM_NO_PRIM;
+    u32 node;
+    u32 sp;
+};
+
+// The head of prism_core::traverse::closest_hit, before its loop.
+template <int K>
+__device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray) {
+    c.pre = ray_pre<K>(ray.origin, ray.dir);
+    c.tmin = ray.tmin;
+    c.best.t = ray.tmax;
+    c.best.u = 0.0f;
+    c.best.v = 0.0f;
+    c.best.prim = PRISM_NO_PRIM;
+    c.sp = 0;
+    c.node = 0;
+}
+
+// One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
+// folded in); false when the loop is over.
+template <int K>
+__device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, const SceneView& s) {
+    if (c.node >= s.node_count) {
+        return false;
+    }
+    const RayPre& pre = c.pre;
+    const float4* n = reinterpret_cast<const float4*>(s.nodes + c.node);
+    const float4 ll = __ldg(n + 0);
+    const float4 lh = __ldg(n + 1);
+    const float4 rl = __ldg(n + 2);
+    const float4 rh = __ldg(n + 3);
+    const float tl = ray_aabb(pre, xyz(ll), xyz(lh), c.tmin, c.best.t);
+    const float tr = ray_aabb(pre, xyz(rl), xyz(rh), c.tmin, c.best.t);
+    const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+    const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+    // Order the children near to far.
+    const bool swap = tr < tl;
+    float t_near = swap ? tr : tl;
+    const u32 near_index = swap ? r_index : l_index;
+    const u32 near_count = swap ? r_count : l_count;
+    float t_far = swap ? tl : tr;
+    const u32 far_index = swap ? l_index : r_index;
+    const u32 far_count = swap ? l_count : r_count;
+    // Leaves are intersected right away, nearest first: leaf A (near), then
+    // leaf B (far) if its box is still closer than the best hit.
+    u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+    if (near_count > 0) {
+        if (t_near < c.best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
+            a_first = near_index;
+            a_count = near_count;
+        }
+        t_near = PRISM_INF;
+    }
+    // The far leaf's box is compared with the best hit after the near leaf.
+    const float t_far_leaf = t_far;
+    if (far_count > 0) {
+        if (leaf_in_range(far_index, far_count, s.prim_count)) {
+            b_first = far_index;
+            b_count = far_count;
+        }
+        t_far = PRISM_INF;
+    }
+    for (;;) {
+        if (a_count == 0) {
+            if (b_count == 0 || !(t_far_leaf < c.best.t)) {
+                break;
+            }
+            a_first = b_first;
+            a_count = b_count;
+            b_count = 0;
+        }
+        float t, u, v;
+        if (ray_primitive<K>(pre, s.prims + a_first, c.tmin, c.best.t, t, u, v)) {
+            c.best.t = t;
+            c.best.u = u;
+            c.best.v = v;
+            c.best.prim = a_first;
+        }
+        ++a_first;
+        --a_count;
+    }
+    const bool go_near = t_near < c.best.t;
+    const bool go_far = t_far < c.best.t;
+    if (go_near && go_far) {
+        if (c.sp < PRISM_TRAVERSAL_STACK_SIZE) {
+            stack[c.sp] = far_index;
+            ++c.sp;
+        }
+        c.node = near_index;
+    } else if (go_near) {
+        c.node = near_index;
+    } else if (go_far) {
+        c.node = far_index;
+    } else if (c.sp > 0) {
+        --c.sp;
+        c.node = stack[c.sp];
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// The tail of prism_core::traverse::closest_hit, after its loop.
+__device__ __forceinline__ Hit closest_hit_end(ClosestHit& c) {
+    if (c.best.prim == PRISM_NO_PRIM) {
+        c.best.t = PRISM_INF;
+    }
+    return c.best;
+}
+
+// mirrors prism_core::traverse::closest_hit
+//
+// `prim` of the result is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
+template <int K>
+__device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
+    ClosestHit c;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
-    u32 sp = 0;
-    u32 node = 0;
-    while (node < s.node_count) {
-        const float4* n = reinterpret_cast<const float4*>(s.nodes + node);
-        const float4 ll = __ldg(n + 0);
-        const float4 lh = __ldg(n + 1);
-        const float4 rl = __ldg(n + 2);
-        const float4 rh = __ldg(n + 3);
-        const float tl = ray_aabb(pre, xyz(ll), xyz(lh), tmin, best.t);
-        const float tr = ray_aabb(pre, xyz(rl), xyz(rh), tmin, best.t);
-        const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
-        const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
-        // Order the children near to far.
-        const bool swap = tr < tl;
-        float t_near = swap ? tr : tl;
-        const u32 near_index = swap ? r_index : l_index;
-        const u32 near_count = swap ? r_count : l_count;
-        float t_far = swap ? tl : tr;
-        const u32 far_index = swap ? l_index : r_index;
-        const u32 far_count = swap ? l_count : r_count;
-        // Leaves are intersected right away, nearest first: leaf A (near), then
-        // leaf B (far) if its box is still closer than the best hit.
-        u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
-        if (near_count > 0) {
-            if (t_near < best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
-                a_first = near_index;
-                a_count = near_count;
-            }
-            t_near = PRISM_INF;
-        }
-        // The far leaf's box is compared with the best hit after the near leaf.
-        const float t_far_leaf = t_far;
-        if (far_count > 0) {
-            if (leaf_in_range(far_index, far_count, s.prim_count)) {
-                b_first = far_index;
-                b_count = far_count;
-            }
-            t_far = PRISM_INF;
-        }
-        for (;;) {
-            if (a_count == 0) {
-                if (b_count == 0 || !(t_far_leaf < best.t)) {
-                    break;
-                }
-                a_first = b_first;
-                a_count = b_count;
-                b_count = 0;
-            }
-            float t, u, v;
-            if (ray_primitive(pre, s.prims + a_first, tmin, best.t, t, u, v)) {
-                best.t = t;
-                best.u = u;
-                best.v = v;
-                best.prim = a_first;
-            }
-            ++a_first;
-            --a_count;
-        }
-        const bool go_near = t_near < best.t;
-        const bool go_far = t_far < best.t;
-        if (go_near && go_far) {
-            if (sp < PRISM_TRAVERSAL_STACK_SIZE) {
-                stack[sp] = far_index;
-                ++sp;
-            }
-            node = near_index;
-        } else if (go_near) {
-            node = near_index;
-        } else if (go_far) {
-            node = far_index;
-        } else if (sp > 0) {
-            --sp;
-            node = stack[sp];
-        } else {
-            break;
-        }
+    closest_hit_begin<K>(c, ray);
+    while (closest_hit_step<K>(c, stack, s)) {
     }
-    if (best.prim == PRISM_NO_PRIM) {
-        best.t = PRISM_INF;
-    }
-    return best;
+    return closest_hit_end(c);
 }
 
 // mirrors prism_core::traverse::any_hit (with leaf_any folded in)
+template <int K>
 __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
-    const RayPre pre = ray_pre(ray.origin, ray.dir);
+    const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
     const float tmin = ray.tmin, tmax = ray.tmax;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     u32 sp = 0;
@@ -174,7 +219,7 @@ __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
                 b_count = 0;
             }
             float t, u, v;
-            if (ray_primitive(pre, s.prims + a_first, tmin, tmax, t, u, v)) {
+            if (ray_primitive<K>(pre, s.prims + a_first, tmin, tmax, t, u, v)) {
                 return true;
             }
             ++a_first;

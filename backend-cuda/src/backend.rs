@@ -6,8 +6,9 @@ use crate::driver::{
     PinnedBuffer, Stream,
 };
 use crate::kernels::{
-    self, CompiledKernels, KERNEL_INTERSECT, KERNEL_OCCLUDED, KERNEL_RENDER_AO, KERNEL_RENDER_PATH,
-    KERNEL_RENDER_WHITTED, KernelConfig, PARAMS_SYMBOL, SceneArgs, SourcePatch,
+    self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
+    KERNEL_RENDER_AO, KERNEL_RENDER_PATH, KERNEL_RENDER_WHITTED, KernelConfig, PARAMS_SYMBOL,
+    SceneArgs, SceneKind, SourcePatch, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -145,11 +146,18 @@ pub struct KernelResources {
     pub occupancy: f64,
 }
 
-/// The kernels of the loaded module.
-struct Kernels {
+/// The kernels of the loaded module, for one scene kind.
+#[derive(Clone, Copy)]
+struct KindKernels {
     render: [Function; 3],
     intersect: Function,
     occluded: Function,
+}
+
+/// The kernels of the loaded module.
+struct Kernels {
+    /// By [`SceneKind`] index.
+    kinds: [KindKernels; 3],
     params_ptr: sys::CUdeviceptr,
     /// Grid of the persistent trace kernels: resident blocks on the whole device.
     persistent_grid: u32,
@@ -162,6 +170,7 @@ struct SceneBuffers {
     _slot_materials: DeviceBuffer,
     _materials: DeviceBuffer,
     args: SceneArgs,
+    kind: SceneKind,
 }
 
 /// Everything that lives in this backend's CUDA context. Fields drop in order,
@@ -207,13 +216,23 @@ impl DeviceState {
         let ctx = Context::create(device)?;
         let _g = ctx.enter()?;
         let module = Module::load(&kernels.cubin)?;
-        let render = [
-            module.function(KERNEL_RENDER_PATH)?,
-            module.function(KERNEL_RENDER_WHITTED)?,
-            module.function(KERNEL_RENDER_AO)?,
+        let load = |kind: SceneKind| -> Result<KindKernels, Error> {
+            let f = |base: &str| module.function(kernel_name(base, kind));
+            Ok(KindKernels {
+                render: [
+                    f(KERNEL_RENDER_PATH)?,
+                    f(KERNEL_RENDER_WHITTED)?,
+                    f(KERNEL_RENDER_AO)?,
+                ],
+                intersect: f(KERNEL_INTERSECT)?,
+                occluded: f(KERNEL_OCCLUDED)?,
+            })
+        };
+        let kinds = [
+            load(SceneKind::Spheres)?,
+            load(SceneKind::Triangles)?,
+            load(SceneKind::Mixed)?,
         ];
-        let intersect = module.function(KERNEL_INTERSECT)?;
-        let occluded = module.function(KERNEL_OCCLUDED)?;
         let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
         if params_bytes != std::mem::size_of::<RenderParams>() {
             return Err(Error::Device {
@@ -225,9 +244,12 @@ impl DeviceState {
                 ),
             });
         }
-        let per_sm = intersect
-            .blocks_per_sm(config.trace_threads)?
-            .min(occluded.blocks_per_sm(config.trace_threads)?);
+        let mut per_sm = u32::MAX;
+        for k in &kinds {
+            per_sm = per_sm
+                .min(k.intersect.blocks_per_sm(config.trace_threads)?)
+                .min(k.occluded.blocks_per_sm(config.trace_threads)?);
+        }
         let persistent_grid = (per_sm.max(1) * props.sms).max(1);
         let counters = DeviceBuffer::alloc(16, "ray counters")?;
         let counters_host = PinnedBuffer::alloc(16, "ray counter readback")?;
@@ -245,9 +267,7 @@ impl DeviceState {
             copy_stream,
             stream,
             kernels: Kernels {
-                render,
-                intersect,
-                occluded,
+                kinds,
                 params_ptr,
                 persistent_grid,
             },
@@ -306,12 +326,16 @@ impl DeviceState {
             _slot_materials: b_slots,
             _materials: b_mats,
             args,
+            kind: SceneKind::of(accel.primitives()),
         });
         Ok(ms_to_duration(ms as f64))
     }
 
-    fn scene_args(&self) -> Result<SceneArgs, Error> {
-        self.scene.as_ref().map(|s| s.args).ok_or(Error::NoScene)
+    fn scene_args(&self) -> Result<(SceneArgs, SceneKind), Error> {
+        self.scene
+            .as_ref()
+            .map(|s| (s.args, s.kind))
+            .ok_or(Error::NoScene)
     }
 
     /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of output per ray.
@@ -348,7 +372,7 @@ impl DeviceState {
         &mut self,
         config: &KernelConfig,
         closest: bool,
-        scene: SceneArgs,
+        scene: (SceneArgs, SceneKind),
         rays_ptr: u64,
         stride: u32,
         n: u32,
@@ -361,12 +385,9 @@ impl DeviceState {
         } else {
             n.div_ceil(config.trace_threads).max(1)
         };
-        let f = if closest {
-            self.kernels.intersect
-        } else {
-            self.kernels.occluded
-        };
-        let mut scene = scene;
+        let (mut scene, kind) = scene;
+        let k = self.kernels.kinds[kind as usize];
+        let f = if closest { k.intersect } else { k.occluded };
         let mut origins = rays_ptr;
         let mut dirs = rays_ptr + 16;
         let mut stride = stride;
@@ -404,7 +425,7 @@ impl DeviceState {
         &self,
         config: &KernelConfig,
         integrator: Integrator,
-        scene: SceneArgs,
+        scene: (SceneArgs, SceneKind),
         width: u32,
         y0: u32,
         y1: u32,
@@ -413,8 +434,8 @@ impl DeviceState {
     ) -> Result<(), Error> {
         let [tw, th] = config.render_tile;
         let grid = (width.div_ceil(tw), (y1 - y0).div_ceil(th));
-        let f = self.kernels.render[integrator as usize];
-        let mut scene = scene;
+        let (mut scene, kind) = scene;
+        let f = self.kernels.kinds[kind as usize].render[integrator as usize];
         let mut y0 = y0;
         let mut y1 = y1;
         let mut out = out_ptr;
@@ -627,17 +648,15 @@ impl CudaBackend {
         } else {
             None
         };
-        if let Some(dir) = &dir {
-            if let Some((cubin, log)) = cache::load(dir, &key) {
-                let k = CompiledKernels {
-                    cubin,
-                    log,
-                    arch: props.arch,
-                    options: compile_options,
-                    nvrtc_version,
-                };
-                return Ok((k, true));
-            }
+        if let Some((cubin, log)) = dir.as_ref().and_then(|d| cache::load(d, &key)) {
+            let k = CompiledKernels {
+                cubin,
+                log,
+                arch: props.arch,
+                options: compile_options,
+                nvrtc_version,
+            };
+            return Ok((k, true));
         }
         let k = kernels::compile_files(&files, props.arch, compile_options, nvrtc_version)?;
         if let Some(dir) = &dir {
@@ -733,14 +752,29 @@ impl CudaBackend {
         let config = self.options.config.clone();
         let max_threads = self.props.max_threads_per_sm.max(1);
         let (st, _g) = self.enter()?;
-        let k = &st.kernels;
-        let list = [
-            (KERNEL_RENDER_PATH, k.render[0], config.render_threads()),
-            (KERNEL_RENDER_WHITTED, k.render[1], config.render_threads()),
-            (KERNEL_RENDER_AO, k.render[2], config.render_threads()),
-            (KERNEL_INTERSECT, k.intersect, config.trace_threads),
-            (KERNEL_OCCLUDED, k.occluded, config.trace_threads),
-        ];
+        let mut list = Vec::new();
+        for kind in SceneKind::ALL {
+            let k = st.kernels.kinds[kind as usize];
+            let fs = [
+                k.render[0],
+                k.render[1],
+                k.render[2],
+                k.intersect,
+                k.occluded,
+            ];
+            for (b, f) in fs.into_iter().enumerate() {
+                let threads = if b < 3 {
+                    config.render_threads()
+                } else {
+                    config.trace_threads
+                };
+                list.push((
+                    KERNEL_NAMES[kind as usize * KERNEL_BASES.len() + b],
+                    f,
+                    threads,
+                ));
+            }
+        }
         let mut out = Vec::new();
         use sys::CUfunction_attribute::*;
         for (name, f, threads) in list {
@@ -1080,12 +1114,9 @@ impl CudaBackend {
             let (y0, y1) = band_rows(b);
             let (offset, bytes) = (y0 as usize * row_bytes, (y1 - y0) as usize * row_bytes);
             let tc = Instant::now();
-            if let Some(p) = st.pinned.as_ref() {
-                if let (Some(src), Some(d)) =
-                    (p.range(offset, bytes), dst.get_mut(offset..offset + bytes))
-                {
-                    parallel_copy(d, src);
-                }
+            let src = st.pinned.as_ref().and_then(|p| p.range(offset, bytes));
+            if let (Some(src), Some(d)) = (src, dst.get_mut(offset..offset + bytes)) {
+                parallel_copy(d, src);
             }
             host_copy += tc.elapsed();
             progress.advance(y1 as u64, height as u64);

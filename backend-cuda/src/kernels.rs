@@ -36,25 +36,88 @@ pub const SOURCES: [(&str, &str); 10] = [
     ("integrator.cuh", include_str!("../kernels/integrator.cuh")),
 ];
 
-/// Name of the path-tracing render kernel.
+/// Base name of the path-tracing render kernel.
 pub const KERNEL_RENDER_PATH: &str = "prism_render_path";
-/// Name of the Whitted render kernel.
+/// Base name of the Whitted render kernel.
 pub const KERNEL_RENDER_WHITTED: &str = "prism_render_whitted";
-/// Name of the ambient-occlusion render kernel.
+/// Base name of the ambient-occlusion render kernel.
 pub const KERNEL_RENDER_AO: &str = "prism_render_ao";
-/// Name of the closest-hit batch kernel.
+/// Base name of the closest-hit batch kernel.
 pub const KERNEL_INTERSECT: &str = "prism_intersect";
-/// Name of the any-hit batch kernel.
+/// Base name of the any-hit batch kernel.
 pub const KERNEL_OCCLUDED: &str = "prism_occluded";
 
-/// Every kernel the module exports.
-pub const KERNEL_NAMES: [&str; 5] = [
+/// Which primitive kinds a scene holds. Every kernel is compiled once per kind,
+/// so that a scene of one kind runs without the other kind's code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SceneKind {
+    /// Spheres only.
+    Spheres = 0,
+    /// Triangles only.
+    Triangles = 1,
+    /// Both.
+    Mixed = 2,
+}
+
+impl SceneKind {
+    /// Every kind, in index order.
+    pub const ALL: [SceneKind; 3] = [SceneKind::Spheres, SceneKind::Triangles, SceneKind::Mixed];
+
+    /// Kernel name suffix of this kind.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            SceneKind::Spheres => "_spheres",
+            SceneKind::Triangles => "_triangles",
+            SceneKind::Mixed => "_mixed",
+        }
+    }
+
+    /// The kind of a set of primitives.
+    pub fn of(prims: &[prism_core::gpu::Primitive]) -> SceneKind {
+        let spheres = prims.iter().filter(|p| p.kind() == KIND_SPHERE).count();
+        if spheres == prims.len() {
+            SceneKind::Spheres
+        } else if spheres == 0 {
+            SceneKind::Triangles
+        } else {
+            SceneKind::Mixed
+        }
+    }
+}
+
+/// Base names of the kernels, in the order of [`KERNEL_NAMES`] within each kind.
+pub const KERNEL_BASES: [&str; 5] = [
     KERNEL_RENDER_PATH,
     KERNEL_RENDER_WHITTED,
     KERNEL_RENDER_AO,
     KERNEL_INTERSECT,
     KERNEL_OCCLUDED,
 ];
+
+/// Every kernel the module exports: each base name once per [`SceneKind`].
+pub const KERNEL_NAMES: [&str; 15] = [
+    "prism_render_path_spheres",
+    "prism_render_whitted_spheres",
+    "prism_render_ao_spheres",
+    "prism_intersect_spheres",
+    "prism_occluded_spheres",
+    "prism_render_path_triangles",
+    "prism_render_whitted_triangles",
+    "prism_render_ao_triangles",
+    "prism_intersect_triangles",
+    "prism_occluded_triangles",
+    "prism_render_path_mixed",
+    "prism_render_whitted_mixed",
+    "prism_render_ao_mixed",
+    "prism_intersect_mixed",
+    "prism_occluded_mixed",
+];
+
+/// The full name of kernel `base` for scenes of `kind` (an entry of [`KERNEL_NAMES`]).
+pub fn kernel_name(base: &str, kind: SceneKind) -> &'static str {
+    let b = KERNEL_BASES.iter().position(|&k| k == base).unwrap_or(0);
+    KERNEL_NAMES[kind as usize * KERNEL_BASES.len() + b]
+}
 
 /// Name of the `__constant__` block holding the frame's [`prism_core::gpu::RenderParams`].
 pub(crate) const PARAMS_SYMBOL: &str = "c_params";
@@ -84,7 +147,8 @@ pub(crate) struct SceneArgs {
 pub struct KernelConfig {
     /// Threads per block of `prism_intersect` / `prism_occluded` (a multiple of 32, at most 1024).
     pub trace_threads: u32,
-    /// Blocks per multiprocessor the trace kernels are compiled to fit (`__launch_bounds__`); 1 = no constraint.
+    /// Blocks per multiprocessor the trace kernels are compiled to fit
+    /// (`__launch_bounds__`, which caps registers at 65536 / (threads * blocks)); 1 = no constraint.
     pub trace_min_blocks: u32,
     /// Pixels per render block, `[width, height]`; the product is a multiple of 32, at most 1024.
     pub render_tile: [u32; 2],
@@ -95,8 +159,9 @@ pub struct KernelConfig {
     pub persistent: bool,
     /// The path kernel starts a pixel's next sample as soon as its path ends.
     pub path_regen: bool,
-    /// `--maxrregcount`, if any.
-    pub max_registers: Option<u32>,
+    /// The path kernel decouples BVH traversal from shading within a warp and
+    /// shades once this many lanes (1..=32) are ready; 0 turns it off.
+    pub path_defer: u32,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -107,10 +172,10 @@ impl Default for KernelConfig {
             trace_threads: 128,
             trace_min_blocks: 1,
             render_tile: [16, 8],
-            render_min_blocks: 1,
-            persistent: false,
+            render_min_blocks: 6,
+            persistent: true,
             path_regen: true,
-            max_registers: None,
+            path_defer: 0,
             extra_options: Vec::new(),
         }
     }
@@ -126,7 +191,10 @@ impl KernelConfig {
                 reason,
             })
         };
-        if self.trace_threads == 0 || self.trace_threads % 32 != 0 || self.trace_threads > 1024 {
+        if self.trace_threads == 0
+            || !self.trace_threads.is_multiple_of(32)
+            || self.trace_threads > 1024
+        {
             return bad(
                 "trace_threads",
                 self.trace_threads,
@@ -135,7 +203,7 @@ impl KernelConfig {
         }
         let [w, h] = self.render_tile;
         let n = w.saturating_mul(h);
-        if w == 0 || h == 0 || n % 32 != 0 || n > 1024 {
+        if w == 0 || h == 0 || !n.is_multiple_of(32) || n > 1024 {
             return bad(
                 "render_tile",
                 n,
@@ -156,10 +224,8 @@ impl KernelConfig {
                 "must be in 1..=32",
             );
         }
-        if let Some(r) = self.max_registers {
-            if !(16..=255).contains(&r) {
-                return bad("max_registers", r, "must be in 16..=255");
-            }
+        if self.path_defer > 32 {
+            return bad("path_defer", self.path_defer, "must be in 0..=32");
         }
         Ok(())
     }
@@ -199,7 +265,8 @@ fn core_defines() -> Vec<String> {
             d.push(format!("-DPRISM_LAYOUT_{name}_{field}={offset}"));
         }
     }
-    let extra: [(&str, usize, Vec<(&str, usize)>); 2] = [
+    type Layout = (&'static str, usize, Vec<(&'static str, usize)>);
+    let extra: [Layout; 2] = [
         (
             "Hit",
             size_of::<Hit>(),
@@ -265,9 +332,7 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     ));
     o.push(format!("-DPRISM_PERSISTENT={}", config.persistent as u32));
     o.push(format!("-DPRISM_PATH_REGEN={}", config.path_regen as u32));
-    if let Some(r) = config.max_registers {
-        o.push(format!("--maxrregcount={r}"));
-    }
+    o.push(format!("-DPRISM_PATH_DEFER={}", config.path_defer));
     o.extend(config.extra_options.iter().cloned());
     o
 }
@@ -314,14 +379,14 @@ pub fn parse_ptxas_log(log: &str) -> Vec<PtxasReport> {
                 cur.stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
                 cur.spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
                 cur.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
-            } else if line.contains("Used ") && line.contains(" registers") {
-                if let Some(rest) = line.split("Used ").nth(1) {
-                    cur.registers = rest
-                        .split_whitespace()
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                }
+            } else if let Some(rest) = line.split("Used ").nth(1)
+                && line.contains(" registers")
+            {
+                cur.registers = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
             }
         }
     }
@@ -438,6 +503,21 @@ mod tests {
                 "{s} is not a float literal in C"
             );
         }
+    }
+
+    #[test]
+    fn kernel_names_are_base_and_kind() {
+        for kind in SceneKind::ALL {
+            for base in KERNEL_BASES {
+                assert_eq!(kernel_name(base, kind), format!("{base}{}", kind.suffix()));
+            }
+        }
+        use prism_core::gpu::Primitive;
+        let s = Primitive::sphere(0, [0.0; 3], 1.0);
+        let t = Primitive::triangle(1, [0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]);
+        assert_eq!(SceneKind::of(&[s, s]), SceneKind::Spheres);
+        assert_eq!(SceneKind::of(&[t]), SceneKind::Triangles);
+        assert_eq!(SceneKind::of(&[t, s]), SceneKind::Mixed);
     }
 
     #[test]

@@ -63,6 +63,7 @@ fn every_kernel_variant_compiles_for_sm_90() {
     compile_and_check(&KernelConfig {
         persistent: !d.persistent,
         path_regen: !d.path_regen,
+        path_defer: if d.path_defer == 0 { 16 } else { 0 },
         ..d.clone()
     });
 }

@@ -299,13 +299,33 @@ fn renders_match_core_render_pixel() {
 }
 
 #[test]
+fn renders_match_core_with_deferred_shading() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    for defer in [1, 16] {
+        let config = KernelConfig {
+            path_defer: defer,
+            ..Default::default()
+        };
+        let mut gpu = CudaBackend::with_options(CudaOptions {
+            config,
+            ..Default::default()
+        })
+        .unwrap();
+        check_renders(&mut gpu);
+    }
+}
+
+#[test]
 fn renders_match_core_without_path_regeneration() {
     if gpu_or_skip().is_none() {
         return;
     }
     let config = KernelConfig {
         path_regen: false,
-        persistent: true,
+        path_defer: 0,
+        persistent: false,
         ..Default::default()
     };
     let mut gpu = CudaBackend::with_options(CudaOptions {
@@ -314,7 +334,7 @@ fn renders_match_core_without_path_regeneration() {
     })
     .unwrap();
     check_renders(&mut gpu);
-    // The persistent trace kernels give the same hits.
+    // The one-thread-per-ray trace kernels give the same hits.
     let scene = random_scene(3, 200, 2000);
     let accel = Accel::build(&scene).unwrap();
     gpu.set_scene(&scene).unwrap();
@@ -330,7 +350,8 @@ fn renders_match_core_without_path_regeneration() {
 #[test]
 fn bad_input_is_refused_and_the_backend_stays_usable() {
     let Some(mut gpu) = gpu_or_skip() else { return };
-    let ray = Ray::new(Vec3::ZERO, Vec3::NEG_Z);
+    // Straight down onto the ground sphere.
+    let ray = Ray::new(Vec3::ZERO, Vec3::NEG_Y);
     let mut hits = [Hit::MISS; 1];
     assert_eq!(gpu.intersect(&[ray], &mut hits), Err(Error::NoScene));
     let w = whitted19();
@@ -455,7 +476,7 @@ fn a_kernel_fault_is_an_error_and_the_next_call_works() {
     gpu.set_scene(&scene).unwrap();
     let rays = random_rays(5, 1000);
     let mut bad = rays.clone();
-    bad[10].tmin = 12345.0;
+    bad[11].tmin = 12345.0; // a ray over (0, inf): (12345, inf) is valid
     let mut hits = vec![Hit::MISS; rays.len()];
     let e = gpu.intersect(&bad, &mut hits).unwrap_err();
     assert!(matches!(e, Error::Device { .. }), "{e:?}");
