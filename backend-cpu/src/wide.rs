@@ -1,0 +1,597 @@
+//! A 4-wide BVH for the CPU: core's binary BVH collapsed so that one node holds
+//! up to four children, their boxes stored as structure-of-arrays and tested
+//! four at a time in 128-bit SIMD registers (glam's `Vec4`: SSE on x86-64, NEON
+//! on AArch64, scalar elsewhere).
+//!
+//! Same leaves, same primitive records and the same primitive tests as
+//! [`prism_core::traverse`] — only the order and number of box tests change — so
+//! the answers are core's: identical `t` and primitive except where two
+//! primitives tie at exactly the same `t`.
+
+use glam::{Vec3A, Vec4};
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, Primitive};
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, ray_sphere, ray_triangle_axes};
+use prism_core::{Accel, Hit, Ray};
+
+/// Entries of the traversal stack. A wide node pushes at most three children,
+/// and core's BVH is less than 64 levels deep, so 3 * 64 entries always suffice.
+const STACK: usize = 192;
+
+/// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
+const PACKET_LEAF: u32 = 1 << 31;
+
+/// Four triangles as structure-of-arrays, tested together: `v0[axis]` holds that
+/// coordinate of each lane's first vertex. Unused lanes have NaN vertices, which
+/// fail every comparison of the watertight test and are never hit.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
+pub struct TriPacket {
+    v0: [Vec4; 3],
+    v1: [Vec4; 3],
+    v2: [Vec4; 3],
+    /// Primitive slot of each lane.
+    slot: [u32; 4],
+}
+
+/// Four children: boxes as structure-of-arrays (one register per bound), then
+/// references. 128 bytes, two cache lines, aligned so a node never straddles three.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct WideNode {
+    min_x: Vec4,
+    min_y: Vec4,
+    min_z: Vec4,
+    max_x: Vec4,
+    max_y: Vec4,
+    max_z: Vec4,
+    /// Inner child: wide node index. Leaf: first primitive slot.
+    child: [u32; 4],
+    /// 0 for an inner child (or an empty slot), else the leaf's primitive count.
+    count: [u32; 4],
+}
+
+impl WideNode {
+    /// A node whose four slots are empty: boxes at +inf are never entered.
+    const EMPTY: WideNode = WideNode {
+        min_x: Vec4::INFINITY,
+        min_y: Vec4::INFINITY,
+        min_z: Vec4::INFINITY,
+        max_x: Vec4::INFINITY,
+        max_y: Vec4::INFINITY,
+        max_z: Vec4::INFINITY,
+        child: [EMPTY_CHILD; 4],
+        count: [0; 4],
+    };
+}
+
+/// One child of a binary node, as the collapse sees it.
+#[derive(Clone, Copy)]
+struct Child {
+    lo: [f32; 4],
+    hi: [f32; 4],
+}
+
+impl Child {
+    fn index(&self) -> u32 {
+        self.lo[3].to_bits()
+    }
+    fn count(&self) -> u32 {
+        self.hi[3].to_bits()
+    }
+    fn is_inner(&self) -> bool {
+        self.count() == 0 && self.index() != EMPTY_CHILD
+    }
+    fn half_area(&self) -> f32 {
+        let e = [
+            self.hi[0] - self.lo[0],
+            self.hi[1] - self.lo[1],
+            self.hi[2] - self.lo[2],
+        ];
+        e[0] * e[1] + e[1] * e[2] + e[2] * e[0]
+    }
+}
+
+fn children(n: &BvhNode) -> [Child; 2] {
+    [
+        Child {
+            lo: n.left_lo,
+            hi: n.left_hi,
+        },
+        Child {
+            lo: n.right_lo,
+            hi: n.right_hi,
+        },
+    ]
+}
+
+/// The 4-wide BVH of one [`Accel`].
+#[derive(Clone, Debug, Default)]
+pub struct WideBvh {
+    nodes: Vec<WideNode>,
+    packets: Vec<TriPacket>,
+}
+
+impl WideBvh {
+    /// Collapse `accel`'s binary BVH: each wide node takes its binary node's two
+    /// children and repeatedly opens the inner child of largest surface area
+    /// until it holds four (the usual greedy SAH-guided collapse).
+    pub fn build(accel: &Accel) -> Self {
+        let bin = accel.nodes();
+        let mut out = WideBvh {
+            nodes: Vec::with_capacity(bin.len() / 2 + 1),
+            packets: Vec::new(),
+        };
+        if let Some(root) = bin.first() {
+            collapse(bin, accel.primitives(), root, &mut out);
+        }
+        out
+    }
+
+    /// Number of wide nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there are no nodes (never, for a built scene).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+/// Append the wide node for binary node `node` (and its subtree); returns its index.
+fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut WideBvh) -> u32 {
+    let mut kids: Vec<Child> = children(node)
+        .into_iter()
+        .filter(|c| c.index() != EMPTY_CHILD)
+        .collect();
+    while kids.len() < 4 {
+        let open = kids
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_inner())
+            .max_by(|a, b| a.1.half_area().total_cmp(&b.1.half_area()))
+            .map(|(i, _)| i);
+        let Some(i) = open else { break };
+        let Some(inner) = bin.get(kids[i].index() as usize) else {
+            break;
+        };
+        kids.swap_remove(i);
+        kids.extend(
+            children(inner)
+                .into_iter()
+                .filter(|c| c.index() != EMPTY_CHILD),
+        );
+    }
+    let me = out.nodes.len();
+    out.nodes.push(WideNode::EMPTY);
+    let mut w = WideNode::EMPTY;
+    let (mut mnx, mut mny, mut mnz) = ([f32::INFINITY; 4], [f32::INFINITY; 4], [f32::INFINITY; 4]);
+    let (mut mxx, mut mxy, mut mxz) = ([f32::INFINITY; 4], [f32::INFINITY; 4], [f32::INFINITY; 4]);
+    for (k, c) in kids.iter().enumerate().take(4) {
+        (mnx[k], mny[k], mnz[k]) = (c.lo[0], c.lo[1], c.lo[2]);
+        (mxx[k], mxy[k], mxz[k]) = (c.hi[0], c.hi[1], c.hi[2]);
+        if c.is_inner() {
+            // ok: is_inner() checked the index is a node of `bin` only by value;
+            // a missing node leaves the slot empty instead of panicking.
+            w.child[k] = match bin.get(c.index() as usize) {
+                Some(n) => collapse(bin, prims, n, out),
+                None => EMPTY_CHILD,
+            };
+            w.count[k] = 0;
+        } else {
+            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets);
+        }
+    }
+    w.min_x = Vec4::from_array(mnx);
+    w.min_y = Vec4::from_array(mny);
+    w.min_z = Vec4::from_array(mnz);
+    w.max_x = Vec4::from_array(mxx);
+    w.max_y = Vec4::from_array(mxy);
+    w.max_z = Vec4::from_array(mxz);
+    out.nodes[me] = w;
+    me as u32
+}
+
+/// A leaf's `(child, count)`: packets when every primitive is a triangle, else
+/// the primitive range itself (spheres are tested one by one).
+fn leaf(prims: &[Primitive], first: u32, count: u32, packets: &mut Vec<TriPacket>) -> (u32, u32) {
+    let range = first as usize..first as usize + count as usize;
+    let Some(tris) = prims.get(range.clone()) else {
+        return (first, count);
+    };
+    if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
+        return (first, count);
+    }
+    let start = packets.len() as u32;
+    for (chunk, slots) in tris.chunks(4).zip(range.collect::<Vec<_>>().chunks(4)) {
+        let mut p = TriPacket {
+            v0: [Vec4::NAN; 3],
+            v1: [Vec4::NAN; 3],
+            v2: [Vec4::NAN; 3],
+            slot: [u32::MAX; 4],
+        };
+        for (lane, (t, &slot)) in chunk.iter().zip(slots).enumerate() {
+            for axis in 0..3 {
+                p.v0[axis][lane] = t.a[axis];
+                p.v1[axis][lane] = t.b[axis];
+                p.v2[axis][lane] = t.c[axis];
+            }
+            p.slot[lane] = slot as u32;
+        }
+        packets.push(p);
+    }
+    (start, count | PACKET_LEAF)
+}
+
+/// The ray's constants splatted across the four lanes.
+struct Lanes {
+    o: [Vec4; 3],
+    sx: Vec4,
+    sy: Vec4,
+    sz: Vec4,
+    ox: Vec4,
+    oy: Vec4,
+    oz: Vec4,
+    ix: Vec4,
+    iy: Vec4,
+    iz: Vec4,
+}
+
+impl Lanes {
+    #[inline(always)]
+    fn new(pre: &RayPre) -> Self {
+        Lanes {
+            o: [
+                Vec4::splat(pre.origin.x),
+                Vec4::splat(pre.origin.y),
+                Vec4::splat(pre.origin.z),
+            ],
+            sx: Vec4::splat(pre.shear.x),
+            sy: Vec4::splat(pre.shear.y),
+            sz: Vec4::splat(pre.shear.z),
+            ox: Vec4::splat(pre.origin.x),
+            oy: Vec4::splat(pre.origin.y),
+            oz: Vec4::splat(pre.origin.z),
+            ix: Vec4::splat(pre.inv_dir.x),
+            iy: Vec4::splat(pre.inv_dir.y),
+            iz: Vec4::splat(pre.inv_dir.z),
+        }
+    }
+
+    /// Core's slab test ([`prism_core::intersect::ray_aabb`]) on four boxes:
+    /// entry distances, `+inf` where a box is missed.
+    #[inline(always)]
+    fn boxes(&self, n: &WideNode, tmin: f32, tmax: f32) -> Vec4 {
+        let tx0 = (n.min_x - self.ox) * self.ix;
+        let tx1 = (n.max_x - self.ox) * self.ix;
+        let ty0 = (n.min_y - self.oy) * self.iy;
+        let ty1 = (n.max_y - self.oy) * self.iy;
+        let tz0 = (n.min_z - self.oz) * self.iz;
+        let tz1 = (n.max_z - self.oz) * self.iz;
+        let near = tx0
+            .min(tx1)
+            .max(ty0.min(ty1))
+            .max(tz0.min(tz1))
+            .max(Vec4::splat(tmin));
+        let far = tx0
+            .max(tx1)
+            .min(ty0.max(ty1))
+            .min(tz0.max(tz1))
+            .min(Vec4::splat(tmax))
+            * SLAB_EXIT_SCALE;
+        Vec4::select(near.cmple(far), near, Vec4::INFINITY)
+    }
+}
+
+/// Lane indices of `t` in ascending order: a five-comparator sorting network
+/// (no loop, no calls; misses are `+inf` and sort last).
+#[inline(always)]
+fn sort4(t: &[f32; 4]) -> [usize; 4] {
+    let mut k = [0usize, 1, 2, 3];
+    let swap = |a: usize, b: usize, k: &mut [usize; 4]| {
+        if t[k[b]] < t[k[a]] {
+            k.swap(a, b);
+        }
+    };
+    swap(0, 1, &mut k);
+    swap(2, 3, &mut k);
+    swap(0, 2, &mut k);
+    swap(1, 3, &mut k);
+    swap(1, 2, &mut k);
+    k
+}
+
+/// [`prism_core::intersect::ray_triangle_axes`] on the four lanes of a packet:
+/// the same operations in the same order per lane. Returns `(lane, t, u, v)` of
+/// the nearest hit in `(tmin, tmax)`, the lowest lane on equal `t` (the order a
+/// one-by-one loop keeps).
+#[inline(always)]
+fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
+    l: &Lanes,
+    p: &TriPacket,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let a = [p.v0[0] - l.o[0], p.v0[1] - l.o[1], p.v0[2] - l.o[2]];
+    let b = [p.v1[0] - l.o[0], p.v1[1] - l.o[1], p.v1[2] - l.o[2]];
+    let c = [p.v2[0] - l.o[0], p.v2[1] - l.o[1], p.v2[2] - l.o[2]];
+    let ax = a[KX] - l.sx * a[KZ];
+    let ay = a[KY] - l.sy * a[KZ];
+    let bx = b[KX] - l.sx * b[KZ];
+    let by = b[KY] - l.sy * b[KZ];
+    let cx = c[KX] - l.sx * c[KZ];
+    let cy = c[KY] - l.sy * c[KZ];
+    let u = cx * by - cy * bx;
+    let v = ax * cy - ay * cx;
+    let w = bx * ay - by * ax;
+    let zero = Vec4::ZERO;
+    let outside = (u.cmplt(zero) | v.cmplt(zero) | w.cmplt(zero))
+        & (u.cmpgt(zero) | v.cmpgt(zero) | w.cmpgt(zero));
+    let det = u + v + w;
+    let az = l.sz * a[KZ];
+    let bz = l.sz * b[KZ];
+    let cz = l.sz * c[KZ];
+    let t_scaled = u * az + v * bz + w * cz;
+    let rcp_det = Vec4::ONE / det;
+    let t = t_scaled * rcp_det;
+    let hit = !outside & det.cmpne(zero) & t.cmpgt(Vec4::splat(tmin)) & t.cmplt(Vec4::splat(tmax));
+    let mask = hit.bitmask();
+    if mask == 0 {
+        return None;
+    }
+    let ts = t.to_array();
+    let mut best = mask.trailing_zeros() as usize;
+    for lane in best + 1..4 {
+        if mask & (1 << lane) != 0 && ts[lane] < ts[best] {
+            best = lane;
+        }
+    }
+    Some((best, ts[best], (v * rcp_det)[best], (w * rcp_det)[best]))
+}
+
+#[inline(always)]
+fn row(r: [f32; 4]) -> Vec3A {
+    Vec3A::from_vec4(Vec4::from_array(r))
+}
+
+#[inline(always)]
+fn prim_hit<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    p: &Primitive,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(f32, f32, f32)> {
+    if p.kind() == KIND_SPHERE {
+        ray_sphere(
+            pre.origin,
+            pre.dir,
+            glam::Vec3::new(p.a[0], p.a[1], p.a[2]),
+            p.b[0],
+            tmin,
+            tmax,
+        )
+        .map(|t| (t, 0.0, 0.0))
+    } else {
+        ray_triangle_axes::<KX, KY, KZ>(pre, row(p.a), row(p.b), row(p.c), tmin, tmax)
+    }
+}
+
+/// Run `$f::<KX, KY, KZ>` for the ray's axis permutation ([`RayPre::perm`]).
+macro_rules! dispatch_axes {
+    ($pre:expr, $f:ident, $($arg:expr),*) => {
+        match $pre.perm {
+            0 => $f::<1, 2, 0>($($arg),*),
+            1 => $f::<2, 1, 0>($($arg),*),
+            2 => $f::<2, 0, 1>($($arg),*),
+            3 => $f::<0, 2, 1>($($arg),*),
+            4 => $f::<0, 1, 2>($($arg),*),
+            _ => $f::<1, 0, 2>($($arg),*),
+        }
+    };
+}
+
+impl WideBvh {
+    /// Closest hit; `Hit::prim` is the scene primitive id.
+    pub fn intersect(&self, prims: &[Primitive], ray: &Ray) -> Hit {
+        let pre = RayPre::new(ray);
+        dispatch_axes!(pre, closest_axes, self, prims, ray, &pre)
+    }
+
+    /// Whether anything lies on the ray within `(tmin, tmax)`.
+    pub fn occluded(&self, prims: &[Primitive], ray: &Ray) -> bool {
+        let pre = RayPre::new(ray);
+        dispatch_axes!(pre, any_axes, self, prims, ray, &pre)
+    }
+}
+
+/// One ray's closest-hit walk, advanced a node at a time.
+struct ClosestWalk {
+    pre: RayPre,
+    lanes: Lanes,
+    tmin: f32,
+    best: Hit,
+    stack: [(u32, f32); STACK],
+    sp: usize,
+}
+
+impl ClosestWalk {
+    #[inline(always)]
+    fn new(ray: &Ray, pre: RayPre) -> Self {
+        let mut stack = [(0u32, 0.0f32); STACK];
+        stack[0] = (0, ray.tmin); // the root, entered at t = tmin
+        ClosestWalk {
+            lanes: Lanes::new(&pre),
+            pre,
+            tmin: ray.tmin,
+            best: Hit {
+                t: ray.tmax,
+                ..Hit::MISS
+            },
+            stack,
+            sp: 1,
+        }
+    }
+
+    /// Visit the next node; false once the walk is finished.
+    #[inline(always)]
+    fn step<const KX: usize, const KY: usize, const KZ: usize>(
+        &mut self,
+        bvh: &WideBvh,
+        prims: &[Primitive],
+    ) -> bool {
+        if self.sp == 0 {
+            return false;
+        }
+        self.sp -= 1;
+        let (node, t_enter) = self.stack[self.sp];
+        if t_enter >= self.best.t {
+            return true;
+        }
+        let Some(n) = bvh.nodes.get(node as usize) else {
+            return true;
+        };
+        let tmin = self.tmin;
+        let t = self.lanes.boxes(n, tmin, self.best.t).to_array();
+        // Leaves now, nearest first; inner children onto the stack, farthest first.
+        let order = sort4(&t);
+        for &k in &order {
+            if t[k] < self.best.t && n.count[k] & PACKET_LEAF != 0 {
+                let first = n.child[k] as usize;
+                let count = (n.count[k] & !PACKET_LEAF) as usize;
+                for p in bvh
+                    .packets
+                    .get(first..first + count.div_ceil(4))
+                    .unwrap_or_default()
+                {
+                    if let Some((lane, t, u, v)) =
+                        packet_hit::<KX, KY, KZ>(&self.lanes, p, tmin, self.best.t)
+                    {
+                        self.best = Hit {
+                            t,
+                            u,
+                            v,
+                            prim: p.slot[lane],
+                        };
+                    }
+                }
+            } else if t[k] < self.best.t && n.count[k] > 0 {
+                leaf_closest::<KX, KY, KZ>(
+                    &self.pre,
+                    prims,
+                    n.child[k],
+                    n.count[k],
+                    tmin,
+                    &mut self.best,
+                );
+            }
+        }
+        for &k in order.iter().rev() {
+            if t[k] < self.best.t && n.count[k] == 0 && n.child[k] != EMPTY_CHILD && self.sp < STACK
+            {
+                self.stack[self.sp] = (n.child[k], t[k]);
+                self.sp += 1;
+            }
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn finish(mut self, prims: &[Primitive]) -> Hit {
+        match prims.get(self.best.prim as usize) {
+            Some(p) if self.best.is_hit() => self.best.prim = p.id(),
+            _ => self.best = Hit::MISS,
+        }
+        self.best
+    }
+}
+
+/// Closest hit (scene ids) for one axis permutation.
+#[inline(never)]
+fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
+    bvh: &WideBvh,
+    prims: &[Primitive],
+    ray: &Ray,
+    pre: &RayPre,
+) -> Hit {
+    let mut w = ClosestWalk::new(ray, *pre);
+    while w.step::<KX, KY, KZ>(bvh, prims) {}
+    w.finish(prims)
+}
+
+#[inline(always)]
+fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    tmin: f32,
+    best: &mut Hit,
+) {
+    let first = first as usize;
+    let Some(leaf) = prims.get(first..first + count as usize) else {
+        return;
+    };
+    for (k, p) in leaf.iter().enumerate() {
+        if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
+            *best = Hit {
+                t,
+                u,
+                v,
+                prim: (first + k) as u32,
+            };
+        }
+    }
+}
+
+/// Any hit for one axis permutation.
+#[inline(never)]
+fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
+    bvh: &WideBvh,
+    prims: &[Primitive],
+    ray: &Ray,
+    pre: &RayPre,
+) -> bool {
+    let lanes = Lanes::new(pre);
+    let (tmin, tmax) = (ray.tmin, ray.tmax);
+    let mut stack = [0u32; STACK];
+    let mut sp = 1usize;
+    while sp > 0 {
+        sp -= 1;
+        let Some(n) = bvh.nodes.get(stack[sp] as usize) else {
+            continue;
+        };
+        let t = lanes.boxes(n, tmin, tmax).to_array();
+        for (k, &tk) in t.iter().enumerate() {
+            if tk == f32::INFINITY {
+                continue;
+            }
+            if n.count[k] & PACKET_LEAF != 0 {
+                let first = n.child[k] as usize;
+                let count = (n.count[k] & !PACKET_LEAF) as usize;
+                let packets = bvh
+                    .packets
+                    .get(first..first + count.div_ceil(4))
+                    .unwrap_or_default();
+                if packets
+                    .iter()
+                    .any(|p| packet_hit::<KX, KY, KZ>(&lanes, p, tmin, tmax).is_some())
+                {
+                    return true;
+                }
+            } else if n.count[k] > 0 {
+                let first = n.child[k] as usize;
+                if let Some(leaf) = prims.get(first..first + n.count[k] as usize)
+                    && leaf
+                        .iter()
+                        .any(|p| prim_hit::<KX, KY, KZ>(pre, p, tmin, tmax).is_some())
+                {
+                    return true;
+                }
+            } else if n.child[k] != EMPTY_CHILD && sp < STACK {
+                stack[sp] = n.child[k];
+                sp += 1;
+            }
+        }
+    }
+    false
+}
