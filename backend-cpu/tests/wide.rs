@@ -63,12 +63,8 @@ fn compare(spheres: bool) {
             hit_count > rays.len() / 20,
             "seed {seed}: too few hits ({hit_count}) to test anything"
         );
-        for i in 0..rays.len() {
-            assert_eq!(
-                b.0[i].prim, w.0[i].prim,
-                "seed {seed} ray {i}: {:?}",
-                rays[i]
-            );
+        for (i, ray) in rays.iter().enumerate() {
+            assert_eq!(b.0[i].prim, w.0[i].prim, "seed {seed} ray {i}: {ray:?}");
             assert_eq!(
                 b.0[i].t.to_bits(),
                 w.0[i].t.to_bits(),
