@@ -37,19 +37,23 @@ if [ "${SASS:-0}" = 1 ] && [ -f "$OUT/prism_default.cubin" ] && command -v cuobj
 fi
 if [ "${SKIP_NCU:-0}" != 1 ] && command -v ncu > /dev/null; then
   # Per-kernel summaries and, where this ncu can print it, the executed count and
-  # stalls of every SASS instruction of the two render kernels.
+  # stalls of every SASS instruction of the render kernels.
+  #   NCU_RUNS    "kernel|gpu_bench arguments;..."   NCU_CONFIG  a gpu_bench --config name
   sections="--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats --section InstructionStats"
-  for k in "prism_render_path_spheres:--parts rtiow --frames 1" "prism_render_whitted_spheres:--parts whitted --frames 1" "prism_intersect_triangles:--parts trace --sets bunny.diffuse --repeats 1"; do
-    name=${k%%:*}; args=${k#*:}
+  runs=${NCU_RUNS:-"prism_render_path_spheres|--parts rtiow --frames 1;prism_render_whitted_spheres|--parts whitted --frames 1;prism_intersect_triangles|--parts trace --sets bunny.diffuse --repeats 1"}
+  extra=""; [ -n "${NCU_CONFIG:-}" ] && extra="--config $NCU_CONFIG"
+  IFS=';' read -ra list <<< "$runs"
+  for k in "${list[@]}"; do
+    name=${k%%|*}; args=${k#*|}
     timeout 150 ncu --clock-control none --kernel-name "$name" --launch-skip 1 --launch-count 1 $sections \
-      --section SourceCounters -o /tmp/ncu_$name $G/bin/gpu_bench --scenes $S $args > /tmp/ncu_$name.log 2>&1
+      --section SourceCounters -o /tmp/ncu_$name $G/bin/gpu_bench --scenes $S $args $extra > /tmp/ncu_$name.log 2>&1
     echo "ncu $name: exit $?"
     ncu -i /tmp/ncu_$name.ncu-rep --page details >> "$OUT/ncu.txt" 2>&1
     case $name in prism_render*)
-      ncu -i /tmp/ncu_$name.ncu-rep --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1 || echo "no source page: $(head -c 300 $OUT/$name.sass.csv)";;
+      ncu -i /tmp/ncu_$name.ncu-rep --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1 || echo "no source page";;
     esac
   done
-  grep -E "prism_|Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Avg. Active Threads|Executed Ipc A" "$OUT/ncu.txt" | sed 's/  */ /g'
+  grep -E "prism_|Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Avg. Active Threads|Executed Instructions  " "$OUT/ncu.txt" | sed 's/  */ /g'
 fi
 rm -f "$OUT/prism_default.cubin"
 echo "---- bench ----"

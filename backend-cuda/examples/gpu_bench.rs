@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
-//!           [--parts rtiow,whitted,trace] [--sets bunny.diffuse,...]
+//!           [--parts rtiow,whitted,trace] [--sets bunny.diffuse,...] [--config NAME]
 //! ```
 //!
 //! For each kernel configuration (the default, or a sweep of block shapes,
@@ -34,6 +34,7 @@ struct Args {
     batch: usize,
     parts: Vec<String>,
     sets: Option<Vec<String>>,
+    config: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -46,6 +47,7 @@ fn parse_args() -> Result<Args, String> {
         batch: 1 << 22,
         parts: vec!["rtiow".into(), "whitted".into(), "trace".into()],
         sets: None,
+        config: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -54,6 +56,10 @@ fn parse_args() -> Result<Args, String> {
             "--scenes" => a.scenes = Some(PathBuf::from(value("--scenes")?)),
             "--out" => a.out = Some(PathBuf::from(value("--out")?)),
             "--sweep" => a.sweep = true,
+            "--config" => {
+                a.config = Some(value("--config")?);
+                a.sweep = true;
+            }
             "--parts" => a.parts = value("--parts")?.split(',').map(str::to_owned).collect(),
             "--sets" => a.sets = Some(value("--sets")?.split(',').map(str::to_owned).collect()),
             "--frames" => {
@@ -87,23 +93,13 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             (name, k)
         };
         v.extend([
-            c("defer8", &|k| k.path_defer = 8),
-            c("defer16", &|k| k.path_defer = 16),
-            c("defer24", &|k| k.path_defer = 24),
-            c("defer16+rmin4", &|k| {
-                k.path_defer = 16;
-                k.render_min_blocks = 4;
-            }),
-            c("noregen", &|k| {
-                k.path_regen = false;
-                k.path_defer = 0;
-            }),
-            c("rmin8", &|k| k.render_min_blocks = 8),
-            c("rmin1", &|k| k.render_min_blocks = 1),
-            c("tile16x16", &|k| k.render_tile = [16, 16]),
-            c("t64", &|k| k.trace_threads = 64),
-            c("t256", &|k| k.trace_threads = 256),
-            c("tmin12", &|k| k.trace_min_blocks = 12),
+            c("refill8", &|k| k.trace_refill = 8),
+            c("refill16", &|k| k.trace_refill = 16),
+            c("refill24", &|k| k.trace_refill = 24),
+            c("rmin6", &|k| k.render_min_blocks = 6),
+            c("rmin7", &|k| k.render_min_blocks = 7),
+            c("regen", &|k| k.path_regen = true),
+            c("powf-srgb", &|k| k.fast_srgb = false),
             c("nopersist", &|k| k.persistent = false),
         ]);
     }
@@ -402,6 +398,9 @@ fn main() {
         .collect();
     let mut rows = Vec::new();
     for (name, config) in configs(args.sweep) {
+        if args.config.as_ref().is_some_and(|c| c != name) {
+            continue;
+        }
         match run_config(name, &config, &args, &meshes, &mut log) {
             Ok(r) => rows.push(r),
             Err(e) => {

@@ -251,5 +251,6 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         }
         sum += c;
     }
-    return sum * (1.0f / (float)params.spp);
+    // sum * (1 / 1) is sum: one sample needs no division.
+    return params.spp == 1 ? sum : sum * (1.0f / (float)params.spp);
 }

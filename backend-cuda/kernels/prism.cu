@@ -7,6 +7,9 @@
 //   PRISM_RENDER_TILE_W, PRISM_RENDER_TILE_H      render block = one tile of pixels
 //   PRISM_RENDER_MIN_BLOCKS                       render launch bounds
 //   PRISM_PERSISTENT    1: intersect/occluded warps fetch 32-ray batches from a counter
+//   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
+//                       new rays once N lanes are done (see intersect_refill)
+//   PRISM_FAST_SRGB     1: 8-bit encoding with the hardware log2/exp2 (see image.cuh)
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as
 //                       a path ends (one loop over path segments) instead of
 //                       nesting the depth loop in the sample loop
@@ -200,18 +203,71 @@ __device__ __forceinline__ Ray load_ray(const float4* __restrict__ origins, cons
     return Ray{xyz(o), o.w, xyz(d), d.w};
 }
 
-// Closest hit of ray i, with the scene primitive id (prism_core::Accel::intersect).
-template <int K>
-__device__ __forceinline__ void intersect_one(const SceneView& s, const float4* __restrict__ origins,
-                                              const float4* __restrict__ dirs, u32 stride, u32 i,
-                                              float4* __restrict__ hits) {
-    const Ray ray = load_ray(origins, dirs, stride, i);
-    const Hit h = closest_hit<K>(s, ray);
+// Store the closest hit of ray i with the scene primitive id (prism_core::Accel::intersect).
+__device__ __forceinline__ void store_hit(const SceneView& s, const Hit& h, u32 i, float4* __restrict__ hits) {
     u32 id = PRISM_NO_PRIM;
     if (h.prim != PRISM_NO_PRIM) {
         id = __float_as_uint(__ldg(&s.prims[h.prim].a).w);
     }
     hits[i] = make_float4(h.t, h.u, h.v, __uint_as_float(id));
+}
+
+// Closest hit of ray i.
+template <int K>
+__device__ __forceinline__ void intersect_one(const SceneView& s, const float4* __restrict__ origins,
+                                              const float4* __restrict__ dirs, u32 stride, u32 i,
+                                              float4* __restrict__ hits) {
+    const Ray ray = load_ray(origins, dirs, stride, i);
+    store_hit(s, closest_hit<K>(s, ray), i, hits);
+}
+
+// Closest hits with lane refill: each lane of a persistent warp holds one ray
+// and the warp steps all of them through the BVH one node at a time; once at
+// least PRISM_TRACE_REFILL lanes are done, those lanes take new rays from `work`
+// (one atomic per warp). Incoherent rays need very different numbers of steps;
+// refilling keeps most lanes busy instead of waiting for the warp's longest ray.
+// Every ray is traversed exactly as by closest_hit.
+template <int K>
+__device__ __forceinline__ void intersect_refill(const SceneView& s, const float4* __restrict__ origins,
+                                                 const float4* __restrict__ dirs, u32 stride, u32 n,
+                                                 float4* __restrict__ hits, u32* work) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 below = (1u << lane) - 1u;
+    ClosestHit c;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    u32 ray_index = 0;
+    bool busy = false;
+    bool exhausted = false;  // warp-uniform: the counter has passed n
+    for (;;) {
+        const u32 idle = __ballot_sync(0xffffffffu, !busy);
+        if (!exhausted && __popc(idle) >= PRISM_TRACE_REFILL) {
+            const u32 leader = __ffs(idle) - 1;
+            u32 base = 0;
+            if (lane == leader) {
+                base = atomicAdd(work, (u32)__popc(idle));
+            }
+            base = __shfl_sync(0xffffffffu, base, leader);
+            exhausted = base + (u32)__popc(idle) >= n;
+            if (!busy) {
+                const u32 i = base + (u32)__popc(idle & below);
+                if (i < n) {
+                    closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i));
+                    ray_index = i;
+                    busy = true;
+                }
+            }
+        }
+        if (__ballot_sync(0xffffffffu, busy) == 0) {
+            if (exhausted) {
+                break;
+            }
+            continue;
+        }
+        if (busy && !closest_hit_step<K>(c, stack, s)) {
+            store_hit(s, closest_hit_end(c), ray_index, hits);
+            busy = false;
+        }
+    }
 }
 
 template <int K>
@@ -273,7 +329,11 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \
                                 u32 stride, u32 n, float4* __restrict__ hits, u32* work) {                         \
-        PRISM_FOR_EACH_RAY(n, work, intersect_one<K>(s, origins, dirs, stride, i, hits))                           \
+        if (PRISM_PERSISTENT && PRISM_TRACE_REFILL > 0) {                                                          \
+            intersect_refill<K>(s, origins, dirs, stride, n, hits, work);                                          \
+        } else {                                                                                                   \
+            PRISM_FOR_EACH_RAY(n, work, intersect_one<K>(s, origins, dirs, stride, i, hits))                       \
+        }                                                                                                          \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_occluded##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,   \

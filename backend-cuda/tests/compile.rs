@@ -64,6 +64,8 @@ fn every_kernel_variant_compiles_for_sm_90() {
         persistent: !d.persistent,
         path_regen: !d.path_regen,
         path_defer: if d.path_defer == 0 { 16 } else { 0 },
+        trace_refill: if d.trace_refill == 0 { 16 } else { 0 },
+        fast_srgb: !d.fast_srgb,
         ..d.clone()
     });
 }

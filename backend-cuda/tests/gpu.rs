@@ -318,14 +318,15 @@ fn renders_match_core_with_deferred_shading() {
 }
 
 #[test]
-fn renders_match_core_without_path_regeneration() {
+fn renders_match_core_with_path_regeneration() {
     if gpu_or_skip().is_none() {
         return;
     }
     let config = KernelConfig {
-        path_regen: false,
+        path_regen: true,
         path_defer: 0,
         persistent: false,
+        fast_srgb: false,
         ..Default::default()
     };
     let mut gpu = CudaBackend::with_options(CudaOptions {
@@ -345,6 +346,52 @@ fn renders_match_core_without_path_regeneration() {
         .map(|h| (h.t, h.prim))
         .collect();
     assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
+}
+
+#[test]
+fn every_trace_kernel_variant_agrees_with_core() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    for (persistent, trace_refill) in [(true, 0), (true, 16), (true, 1), (false, 0)] {
+        let config = KernelConfig {
+            persistent,
+            trace_refill,
+            ..Default::default()
+        };
+        let mut gpu = CudaBackend::with_options(CudaOptions {
+            config,
+            ..Default::default()
+        })
+        .unwrap();
+        for (seed, spheres, triangles) in [(21, 0, 3000), (22, 500, 500), (23, 800, 0)] {
+            let scene = random_scene(seed, spheres, triangles);
+            let accel = Accel::build(&scene).unwrap();
+            gpu.set_scene(&scene).unwrap();
+            let rays = random_rays(seed, 30_000);
+            let g = gpu_hits(&mut gpu, &rays);
+            let c = core_hits(&accel, &rays);
+            if spheres == 0 {
+                assert_same_hits(&format!("refill {trace_refill} seed {seed}"), &rays, &g, &c);
+            }
+            let reference: Vec<(f32, u32)> = c.iter().map(|h| (h.t, h.prim)).collect();
+            let counts = AgreementCounts::compare(&rays, &g, &reference);
+            assert!(
+                counts.passed(),
+                "persistent {persistent} refill {trace_refill} seed {seed}: {counts:?}"
+            );
+            let o = gpu_occluded(&mut gpu, &rays);
+            let differ = o
+                .iter()
+                .zip(&rays)
+                .filter(|(a, r)| **a != accel.occluded(r))
+                .count();
+            assert!(
+                differ <= rays.len() / 10_000,
+                "seed {seed}: occluded differs on {differ} rays"
+            );
+        }
+    }
 }
 
 #[test]
@@ -451,26 +498,31 @@ fn batches_larger_than_one_launch_are_chunked() {
     }
 }
 
+/// A kernel that writes through a null pointer when a ray has tmin = 12345.
+fn faulting_patch(name: &str, src: &str) -> String {
+    let needle = "    const float4 d = __ldg(dirs + (u64)i * stride);\n";
+    if name == "prism.cu" {
+        src.replace(
+            needle,
+            &format!("{needle}    if (o.w == 12345.0f) {{ *(volatile int*)0 = 1; }}\n"),
+        )
+    } else {
+        src.to_owned()
+    }
+}
+
 #[test]
 fn a_kernel_fault_is_an_error_and_the_next_call_works() {
-    let Some(_) = gpu_or_skip() else { return };
-    // A kernel that writes through a null pointer when a ray has tmin = 12345.
-    let needle = "    const Ray ray = load_ray(origins, dirs, stride, i);\n    const Hit h = closest_hit(s, ray);";
-    assert!(
-        prism_cuda::SOURCES[0].1.contains(needle),
+    let main = prism_cuda::SOURCES[0].1;
+    assert_ne!(
+        faulting_patch("prism.cu", main),
+        main,
         "the patch no longer applies"
     );
-    let mut gpu = CudaBackend::with_source_patch(move |name, src| {
-        if name == "prism.cu" {
-            src.replace(
-                needle,
-                &format!("{needle}\n    if (ray.tmin == 12345.0f) {{ *(volatile int*)0 = 1; }}"),
-            )
-        } else {
-            src.to_owned()
-        }
-    })
-    .unwrap();
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let mut gpu = CudaBackend::with_source_patch(faulting_patch).unwrap();
     let scene = random_scene(5, 50, 50);
     let accel = Accel::build(&scene).unwrap();
     gpu.set_scene(&scene).unwrap();
@@ -488,13 +540,15 @@ fn a_kernel_fault_is_an_error_and_the_next_call_works() {
         .map(|h| (h.t, h.prim))
         .collect();
     assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
+    let mut img = Image::new(16, 16, PixelFormat::Srgba8).unwrap();
+    let w = whitted19();
+    gpu.set_scene(&w.scene).unwrap();
+    gpu.render(&w.camera, &w.settings, &mut img, &NoProgress)
+        .unwrap();
 }
 
 #[test]
 fn a_broken_mirror_is_caught() {
-    if gpu_or_skip().is_none() {
-        return;
-    }
     // Halve the triangle test's far limit: hits beyond tmax / 2 are lost.
     let patch = |name: &str, src: &str| {
         if name == "intersect.cuh" {
@@ -511,6 +565,9 @@ fn a_broken_mirror_is_caught() {
         prism_cuda::SOURCES[2].1,
         "the patch no longer applies"
     );
+    if gpu_or_skip().is_none() {
+        return;
+    }
     let mut gpu = CudaBackend::with_source_patch(patch).unwrap();
     let scene = random_scene(9, 0, 2000);
     let accel = Accel::build(&scene).unwrap();
