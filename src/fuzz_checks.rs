@@ -273,6 +273,7 @@ pub fn brute_force(scene: &Scene, ray: &Ray) -> (f32, u32) {
 /// the clamped and the true ray are on different sides of it at the hit.
 pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> bool {
     let reach = 2.0 * prism_core::intersect::MIN_DIR_COMPONENT * t.abs();
+    // ok: `k` < 3 indexes a `Vec3` and the first three of four row entries.
     (0..3).any(|k| {
         ray.dir[k].abs() < prism_core::intersect::MIN_DIR_COMPONENT
             && nodes.iter().any(|n| {

@@ -86,11 +86,13 @@ pub fn parse_obj(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
         mesh.positions.extend(
             m.positions
                 .chunks_exact(3)
+                // ok: chunks of exactly 3.
                 .map(|p| Vec3::new(p[0], p[1], p[2])),
         );
         for tri in m.indices.chunks_exact(3) {
             let mut t = [0u32; 3];
             for (k, &i) in tri.iter().enumerate() {
+                // ok: `tri` is a chunk of exactly 3.
                 t[k] = u32::try_from(base + i as usize).map_err(|_| Error::Parse {
                     path: name.into(),
                     line: None,
@@ -183,6 +185,7 @@ pub fn parse_ply(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
         let to_u32 = |x: i64| {
             u32::try_from(x).map_err(|_| bad(format!("face {f}: vertex index {x} out of range")))
         };
+        // ok: `idx` has at least 3 entries (checked above).
         let v0 = to_u32(idx[0])?;
         for w in idx[1..].windows(2) {
             mesh.triangles.push([v0, to_u32(w[0])?, to_u32(w[1])?]);

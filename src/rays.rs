@@ -29,6 +29,7 @@ pub fn read_rays(path: impl AsRef<Path>) -> Result<Vec<Ray>, Error> {
     Ok(bytes
         .chunks_exact(32)
         .map(|c| {
+            // ok: `c` is a 32-byte chunk and `k` is at most 7.
             let f =
                 |k: usize| f32::from_le_bytes([c[4 * k], c[4 * k + 1], c[4 * k + 2], c[4 * k + 3]]);
             Ray::segment(

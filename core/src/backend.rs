@@ -270,6 +270,7 @@ pub fn check_batch(what: &'static str, rays: &[Ray], outputs: usize) -> Result<(
         });
     }
     if let Some(index) = rays.iter().position(|r| !r.is_valid()) {
+        // ok: `index` was found by `position` over `rays`.
         let r = rays[index];
         return Err(Error::InvalidRay {
             index,

@@ -123,6 +123,11 @@ impl Bvh {
     }
 }
 
+// ok (indexing in the builder): every range `[start, end)` lies in `[0, n)`
+// (the root range, then halves split at a point strictly inside); `order` is a
+// permutation of `0..n`, so its entries index `bounds` and `centroids`; axes
+// come from `0..3` or `max_position`; `bin_of` clamps bins to `BINS - 1`; nodes
+// are pushed before they are filled.
 impl Builder<'_> {
     fn range_bounds(&self, start: usize, end: usize) -> Aabb {
         self.order[start..end]

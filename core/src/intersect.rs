@@ -75,6 +75,7 @@ impl RayPre {
         };
         let mut kx = if kz == 2 { 0 } else { kz + 1 };
         let mut ky = if kx == 2 { 0 } else { kx + 1 };
+        // ok: kx, ky and kz are axes in 0..=2.
         let swapped = d[kz] < 0.0;
         if swapped {
             core::mem::swap(&mut kx, &mut ky);
@@ -180,6 +181,7 @@ pub fn ray_triangle_axes<const KX: usize, const KY: usize, const KZ: usize>(
     tmin: f32,
     tmax: f32,
 ) -> Option<(f32, f32, f32)> {
+    // ok: KX, KY and KZ are axes in 0..=2 (the six permutations of `RayPre::perm`).
     let a = v0 - pre.origin_a;
     let b = v1 - pre.origin_a;
     let c = v2 - pre.origin_a;

@@ -294,6 +294,7 @@ impl Scene {
             }
         }
         for (s, cr) in self.sphere_center_radius.iter().enumerate() {
+            // ok: `add_sphere` pushes `sphere_id` and `sphere_center_radius` together.
             let prim = self.sphere_id[s] as usize;
             if !cr.truncate().is_finite() {
                 return Err(Error::SphereCenterNotFinite {
@@ -306,6 +307,7 @@ impl Scene {
             }
         }
         for t in 0..self.tri_id.len() {
+            // ok: `add_triangle` pushes the three vertex arrays and `tri_id` together.
             let (a, b, c) = (self.tri_v0[t], self.tri_v1[t], self.tri_v2[t]);
             for (k, p) in [a, b, c].into_iter().enumerate() {
                 if !p.is_finite() {

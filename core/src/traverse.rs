@@ -36,6 +36,9 @@ impl Accel {
     /// Validate `scene` and build its BVH. The error names the first bad item.
     pub fn build(scene: &Scene) -> Result<Accel, Error> {
         scene.validate()?;
+        // ok (indexing below): `add_sphere` and `add_triangle` push each `PrimRef`
+        // with the entries it points at, `prim_material` has one entry per
+        // primitive, and `bvh.order` is a permutation of `0..n`.
         let n = scene.primitive_count();
         let mut bounds = Vec::with_capacity(n);
         for r in &scene.prim_ref {
@@ -263,6 +266,7 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
         let go_near = t_near < best.t;
         let go_far = t_far < best.t;
         if go_near && go_far {
+            // ok: `sp` is checked against the stack size.
             if sp < TRAVERSAL_STACK_SIZE {
                 stack[sp] = far_index;
                 sp += 1;
@@ -273,6 +277,7 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
         } else if go_far {
             node = far_index as usize;
         } else if sp > 0 {
+            // ok: `sp` was at least 1.
             sp -= 1;
             node = stack[sp] as usize;
         } else {
@@ -362,6 +367,7 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
             (l_index, r_index, go_left, go_right)
         };
         if go_near && go_far {
+            // ok: `sp` is checked against the stack size.
             if sp < TRAVERSAL_STACK_SIZE {
                 stack[sp] = far;
                 sp += 1;
@@ -372,6 +378,7 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
         } else if go_far {
             node = far as usize;
         } else if sp > 0 {
+            // ok: `sp` was at least 1.
             sp -= 1;
             node = stack[sp] as usize;
         } else {
