@@ -1,0 +1,644 @@
+//! One test per row of the "Bad input" table of README.md: each bad input gets
+//! the typed error that names the offending item, and afterwards the backend
+//! still works (the next valid call succeeds).
+//!
+//! This binary's allocator refuses any single allocation over [`HOST_LIMIT`],
+//! standing in for a host with less memory than a huge image needs, so that the
+//! "image too large for memory" row is tested without touching gigabytes.
+
+use prism::glam::Vec3;
+use prism::mesh::{load_mesh, parse_obj, parse_ply};
+use prism::{
+    Backend, BackendChoice, Camera, Error, Hit, Image, Material, NoProgress, PixelFormat, Ray,
+    RenderSettings, Scene,
+};
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// Largest single allocation this test binary's "host" grants.
+const HOST_LIMIT: usize = 1 << 30;
+
+/// [`System`], refusing allocations over [`HOST_LIMIT`] the way an exhausted
+/// host does (a null pointer, which `try_reserve` reports as an error).
+struct SmallHost;
+
+// SAFETY: forwards to `System` unchanged, or returns null, which the
+// `GlobalAlloc` contract allows for any request.
+unsafe impl GlobalAlloc for SmallHost {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > HOST_LIMIT {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout contract is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > HOST_LIMIT {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through this allocator with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > HOST_LIMIT {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as for `dealloc`; `new_size` is the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static HOST: SmallHost = SmallHost;
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// The CPU backend through the facade (ignoring `PRISM_BACKEND`).
+fn cpu() -> Box<dyn Backend + Send> {
+    prism::open_with_env(BackendChoice::Cpu, None)
+        .expect("the CPU backend always opens")
+        .backend
+}
+
+/// A valid scene: a unit sphere at the origin (primitive 0) and a triangle at
+/// `z = -5` (primitive 1).
+fn good_scene() -> Scene {
+    let mut s = Scene::new();
+    let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    s.add_sphere(Vec3::ZERO, 1.0, m);
+    s.add_triangle(
+        Vec3::new(-1.0, -1.0, -5.0),
+        Vec3::new(1.0, -1.0, -5.0),
+        Vec3::new(0.0, 1.0, -5.0),
+        m,
+    );
+    s
+}
+
+/// A ray down -z from `z = 5`: hits the sphere at `t = 4`.
+fn good_ray() -> Ray {
+    Ray::new(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z)
+}
+
+fn camera() -> Camera {
+    Camera::look_at(Vec3::new(0.0, 0.0, 5.0), Vec3::ZERO, Vec3::Y, 40.0)
+}
+
+fn settings() -> RenderSettings {
+    RenderSettings {
+        spp: 2,
+        max_depth: 3,
+        ..Default::default()
+    }
+}
+
+/// The ray of [`good_ray`] still hits the sphere on `backend` (its scene is
+/// [`good_scene`]).
+fn assert_traces_good_scene(backend: &mut dyn Backend, after: &str) {
+    let mut hits = [Hit::MISS];
+    backend
+        .intersect(&[good_ray()], &mut hits)
+        .unwrap_or_else(|e| panic!("after {after}: intersect failed: {e}"));
+    assert_eq!(hits[0].prim, 0, "after {after}: {:?}", hits[0]);
+    assert!(
+        (hits[0].t - 4.0).abs() < 1e-5,
+        "after {after}: {:?}",
+        hits[0]
+    );
+}
+
+/// The backend still works after an error: it keeps tracing its current scene,
+/// and a new valid scene, a batch and a render all succeed.
+fn assert_usable(backend: &mut dyn Backend, after: &str) {
+    backend
+        .set_scene(&good_scene())
+        .unwrap_or_else(|e| panic!("after {after}: set_scene failed: {e}"));
+    assert_traces_good_scene(backend, after);
+    let mut occluded = [false];
+    backend
+        .occluded(&[good_ray()], &mut occluded)
+        .unwrap_or_else(|e| panic!("after {after}: occluded failed: {e}"));
+    assert!(occluded[0], "after {after}");
+    let mut image = Image::new(4, 3, PixelFormat::Srgba8).expect("a 4x3 image");
+    let stats = backend
+        .render(&camera(), &settings(), &mut image, &NoProgress)
+        .unwrap_or_else(|e| panic!("after {after}: render failed: {e}"));
+    assert!(stats.rays >= 4 * 3 * 2, "after {after}: {stats:?}");
+}
+
+/// `set_scene` of `scene` fails with `expected`, and the backend keeps its
+/// previous scene and stays usable.
+fn assert_scene_refused(scene: &Scene, expected: Error) {
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
+    let got = backend.set_scene(scene).expect_err("a bad scene");
+    assert_eq!(format!("{got:?}"), format!("{expected:?}"));
+    assert!(!got.to_string().is_empty());
+    assert_traces_good_scene(backend.as_mut(), "a refused scene");
+    assert_usable(backend.as_mut(), "a refused scene");
+}
+
+/// `render` with `settings` on a backend holding the good scene fails with an
+/// error naming `field`, and the backend stays usable.
+fn assert_setting_refused(settings: RenderSettings, field: &str) {
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
+    let mut image = Image::new(4, 3, PixelFormat::Srgba8).expect("a 4x3 image");
+    match backend.render(&camera(), &settings, &mut image, &NoProgress) {
+        Err(Error::Setting { field: f, .. }) if f == field => {}
+        other => panic!("{settings:?}: expected Error::Setting for {field}, got {other:?}"),
+    }
+    assert_usable(backend.as_mut(), "refused settings");
+}
+
+/// A file under the test's temporary directory holding `bytes`.
+fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("prism-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("temp file");
+    path
+}
+
+// ---------------------------------------------------------------------------
+// Geometry
+
+#[test]
+fn nan_or_infinite_mesh_vertex_names_mesh_and_vertex() {
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut scene = good_scene();
+        let positions = [Vec3::ZERO, Vec3::X, Vec3::new(0.0, bad, 0.0)];
+        let before = scene.primitive_count();
+        let err = scene
+            .add_mesh(&positions, &[[0, 1, 2]], 0)
+            .expect_err("a non-finite vertex");
+        match err {
+            Error::VertexNotFinite {
+                mesh: 0,
+                vertex: 2,
+                position,
+            } => assert_eq!(position[1].to_bits(), bad.to_bits()),
+            other => panic!("{bad}: {other:?}"),
+        }
+        assert_eq!(
+            scene.primitive_count(),
+            before,
+            "a refused mesh adds nothing"
+        );
+        // The scene is still valid and traces.
+        let mut backend = cpu();
+        backend
+            .set_scene(&scene)
+            .expect("the scene without the mesh");
+        assert_usable(backend.as_mut(), "a refused mesh");
+    }
+}
+
+#[test]
+fn nan_or_infinite_triangle_vertex_names_primitive_and_corner() {
+    let mut scene = good_scene();
+    scene.add_triangle(Vec3::ZERO, Vec3::X, Vec3::new(f32::INFINITY, 0.0, 0.0), 0);
+    assert_scene_refused(
+        &scene,
+        Error::TriangleNotFinite {
+            prim: 2,
+            vertex: 2,
+            position: [f32::INFINITY, 0.0, 0.0],
+        },
+    );
+}
+
+#[test]
+fn nan_or_infinite_sphere_centre_names_primitive() {
+    for bad in [f32::NAN, f32::INFINITY] {
+        let mut scene = good_scene();
+        scene.add_sphere(Vec3::new(1.0, bad, 0.0), 1.0, 0);
+        assert_scene_refused(
+            &scene,
+            Error::SphereCenterNotFinite {
+                prim: 2,
+                center: [1.0, bad, 0.0],
+            },
+        );
+    }
+}
+
+#[test]
+fn negative_zero_or_nan_radius_names_primitive() {
+    for radius in [-1.0, 0.0, f32::NAN, f32::INFINITY] {
+        let mut scene = good_scene();
+        scene.add_sphere(Vec3::ONE, radius, 0);
+        assert_scene_refused(&scene, Error::SphereRadiusInvalid { prim: 2, radius });
+    }
+}
+
+#[test]
+fn vertex_index_out_of_range_names_mesh_triangle_and_index() {
+    let mut scene = good_scene();
+    scene
+        .add_mesh(&[Vec3::ZERO, Vec3::X, Vec3::Y], &[[0, 1, 2]], 0)
+        .expect("mesh 0 is fine");
+    let err = scene
+        .add_mesh(&[Vec3::ZERO, Vec3::X, Vec3::Y], &[[0, 1, 2], [2, 1, 3]], 0)
+        .expect_err("index 3 of 3 vertices");
+    assert_eq!(
+        err,
+        Error::IndexOutOfRange {
+            mesh: 1,
+            triangle: 1,
+            index: 3,
+            vertex_count: 3
+        }
+    );
+    let mut backend = cpu();
+    backend
+        .set_scene(&scene)
+        .expect("the scene without the bad mesh");
+    assert_usable(backend.as_mut(), "an index out of range");
+}
+
+#[test]
+fn vertex_index_out_of_range_in_a_mesh_file_is_refused() {
+    // PLY: the loader checks indices itself and names triangle and index.
+    let ply = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 7\n";
+    assert_eq!(
+        parse_ply(ply, "bad.ply"),
+        Err(Error::IndexOutOfRange {
+            mesh: 0,
+            triangle: 0,
+            index: 7,
+            vertex_count: 3
+        })
+    );
+    // OBJ: tobj refuses the face; the error names the file.
+    match parse_obj(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n", "bad.obj") {
+        Err(Error::Parse { path, message, .. }) => {
+            assert_eq!(path, "bad.obj");
+            assert!(message.contains("out of bounds"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A relative index reaching before the first vertex: refused by line.
+    match parse_obj(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf -1 -2 -4\n", "rel.obj") {
+        Err(Error::Parse {
+            path,
+            line: Some(4),
+            message,
+        }) => {
+            assert_eq!(path, "rel.obj");
+            assert!(message.contains("vertex index -4"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_usable(cpu().as_mut(), "a refused mesh file");
+}
+
+#[test]
+fn empty_scene_is_refused() {
+    assert_scene_refused(&Scene::new(), Error::EmptyScene);
+}
+
+#[test]
+fn material_out_of_range_names_primitive_and_material() {
+    let mut scene = good_scene();
+    scene.add_sphere(Vec3::ONE, 1.0, 9);
+    assert_scene_refused(
+        &scene,
+        Error::MaterialOutOfRange {
+            primitive: 2,
+            material: 9,
+            count: 1,
+        },
+    );
+}
+
+#[test]
+fn invalid_material_names_material_and_field() {
+    let mut scene = good_scene();
+    scene.add_material(Material::dielectric(f32::NAN));
+    let mut backend = cpu();
+    match backend.set_scene(&scene) {
+        Err(Error::MaterialInvalid {
+            index: 1,
+            field: "ior",
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_usable(backend.as_mut(), "an invalid material");
+}
+
+#[test]
+fn degenerate_triangle_is_refused_when_asked() {
+    let mut scene = good_scene();
+    scene.add_triangle(Vec3::ZERO, Vec3::X, Vec3::X * 2.0, 0);
+    // Kept by default (never hit, ids stay stable) ...
+    let mut backend = cpu();
+    backend
+        .set_scene(&scene)
+        .expect("degenerate triangles are kept");
+    // ... refused with its id when the scene asks.
+    scene.reject_degenerate = true;
+    assert_scene_refused(&scene, Error::DegenerateTriangle { prim: 2 });
+}
+
+// ---------------------------------------------------------------------------
+// Rays
+
+#[test]
+fn invalid_ray_names_its_index() {
+    let bad = [
+        Ray::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::X),
+        Ray::new(Vec3::ZERO, Vec3::ZERO),
+        Ray::new(Vec3::ZERO, Vec3::new(0.0, f32::INFINITY, 0.0)),
+        Ray::segment(Vec3::ZERO, Vec3::X, 2.0, 1.0),
+        Ray::segment(Vec3::ZERO, Vec3::X, f32::NAN, 1.0),
+    ];
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
+    for ray in bad {
+        let rays = [good_ray(), good_ray(), ray];
+        let mut hits = [Hit::MISS; 3];
+        match backend.intersect(&rays, &mut hits) {
+            Err(Error::InvalidRay { index: 2, .. }) => {}
+            other => panic!("{ray:?}: {other:?}"),
+        }
+        let mut occluded = [false; 3];
+        match backend.occluded(&rays, &mut occluded) {
+            Err(Error::InvalidRay { index: 2, .. }) => {}
+            other => panic!("{ray:?}: {other:?}"),
+        }
+        assert_traces_good_scene(backend.as_mut(), "an invalid ray");
+    }
+    assert_usable(backend.as_mut(), "invalid rays");
+}
+
+#[test]
+fn batch_length_mismatch_names_both_lengths() {
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
+    let mut hits = [Hit::MISS; 1];
+    assert_eq!(
+        backend
+            .intersect(&[good_ray(), good_ray()], &mut hits)
+            .unwrap_err(),
+        Error::LengthMismatch {
+            what: "intersect",
+            inputs: 2,
+            outputs: 1
+        }
+    );
+    let mut occluded = [false; 3];
+    assert_eq!(
+        backend
+            .occluded(&[good_ray(), good_ray()], &mut occluded)
+            .unwrap_err(),
+        Error::LengthMismatch {
+            what: "occluded",
+            inputs: 2,
+            outputs: 3
+        }
+    );
+    assert_usable(backend.as_mut(), "a length mismatch");
+}
+
+#[test]
+fn calls_before_set_scene_are_refused() {
+    let mut backend = cpu();
+    let mut hits = [Hit::MISS];
+    assert_eq!(
+        backend.intersect(&[good_ray()], &mut hits).unwrap_err(),
+        Error::NoScene
+    );
+    let mut image = Image::new(2, 2, PixelFormat::Srgba8).expect("a 2x2 image");
+    assert_eq!(
+        backend
+            .render(&camera(), &settings(), &mut image, &NoProgress)
+            .unwrap_err(),
+        Error::NoScene
+    );
+    assert_usable(backend.as_mut(), "a call without a scene");
+}
+
+// ---------------------------------------------------------------------------
+// Images and settings
+
+#[test]
+fn zero_sized_image_names_the_size() {
+    for (w, h) in [(0, 1), (1, 0), (0, 0)] {
+        for format in [PixelFormat::Srgba8, PixelFormat::LinearF32] {
+            match Image::new(w, h, format) {
+                Err(Error::ImageSize { width, height, .. }) => assert_eq!((width, height), (w, h)),
+                other => panic!("{w}x{h}: {other:?}"),
+            }
+        }
+    }
+    assert_usable(cpu().as_mut(), "a zero-sized image");
+}
+
+#[test]
+fn oversized_image_dimensions_name_the_size() {
+    // Past the largest side (65536) or the largest pixel count (2^30).
+    for (w, h) in [(65_537, 1), (1, u32::MAX), (65_536, 65_536)] {
+        match Image::new(w, h, PixelFormat::Srgba8) {
+            Err(Error::ImageSize { width, height, .. }) => assert_eq!((width, height), (w, h)),
+            other => panic!("{w}x{h}: {other:?}"),
+        }
+    }
+    assert_usable(cpu().as_mut(), "an oversized image");
+}
+
+#[test]
+fn image_too_large_for_host_memory_is_refused_not_aborted() {
+    // 32768 x 32768 is within the size limits, but 16 GiB of linear pixels (4
+    // GiB of sRGB ones) do not fit this binary's host (HOST_LIMIT): the
+    // allocation failure is an error, not an abort. The CPU backend renders
+    // into the caller's image, so host memory is the CPU backend's memory.
+    for format in [PixelFormat::LinearF32, PixelFormat::Srgba8] {
+        match Image::new(32_768, 32_768, format) {
+            Err(Error::ImageSize {
+                width: 32_768,
+                height: 32_768,
+                reason,
+            }) => assert!(reason.contains("memory"), "{reason}"),
+            other => panic!("{format:?}: {other:?}"),
+        }
+    }
+    assert_usable(cpu().as_mut(), "an image too large for memory");
+}
+
+#[test]
+fn spp_zero_or_absurd_names_spp() {
+    for spp in [0, RenderSettings::MAX_SPP + 1, u32::MAX] {
+        assert_setting_refused(RenderSettings { spp, ..settings() }, "spp");
+    }
+}
+
+#[test]
+fn depth_zero_or_absurd_names_max_depth() {
+    for max_depth in [0, RenderSettings::MAX_DEPTH + 1, u32::MAX] {
+        assert_setting_refused(
+            RenderSettings {
+                max_depth,
+                ..settings()
+            },
+            "max_depth",
+        );
+    }
+}
+
+#[test]
+fn ao_samples_or_distance_out_of_range_names_the_field() {
+    for ao_samples in [0, RenderSettings::MAX_AO_SAMPLES + 1] {
+        assert_setting_refused(
+            RenderSettings {
+                ao_samples,
+                ..settings()
+            },
+            "ao_samples",
+        );
+    }
+    for ao_distance in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        assert_setting_refused(
+            RenderSettings {
+                ao_distance,
+                ..settings()
+            },
+            "ao_distance",
+        );
+    }
+}
+
+#[test]
+fn unusable_camera_says_why() {
+    let good = camera();
+    let cases = [
+        Camera {
+            look_from: Vec3::new(f32::NAN, 0.0, 0.0),
+            ..good
+        },
+        Camera {
+            look_at: good.look_from,
+            ..good
+        },
+        Camera {
+            up: Vec3::Z,
+            ..good
+        },
+        Camera {
+            vfov_degrees: 180.0,
+            ..good
+        },
+        Camera {
+            aperture: -1.0,
+            ..good
+        },
+        Camera {
+            focus_distance: 0.0,
+            ..good
+        },
+    ];
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
+    let mut image = Image::new(4, 3, PixelFormat::Srgba8).expect("a 4x3 image");
+    for cam in cases {
+        match backend.render(&cam, &settings(), &mut image, &NoProgress) {
+            Err(Error::Camera { reason }) => assert!(!reason.is_empty()),
+            other => panic!("{cam:?}: {other:?}"),
+        }
+    }
+    assert_usable(backend.as_mut(), "an unusable camera");
+}
+
+// ---------------------------------------------------------------------------
+// Files
+
+#[test]
+fn unreadable_mesh_file_names_the_path() {
+    let missing = std::env::temp_dir().join("prism-no-such-dir/no-such-mesh.obj");
+    match load_mesh(&missing) {
+        Err(Error::Io { path, message }) => {
+            assert_eq!(path, missing.display().to_string());
+            assert!(!message.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A directory is not a readable file either.
+    let dir = temp_file("placeholder", b"").with_file_name("dir.obj");
+    std::fs::create_dir_all(&dir).expect("dir.obj");
+    assert!(matches!(load_mesh(&dir), Err(Error::Io { .. })));
+    // Neither OBJ nor PLY.
+    let other = temp_file("mesh.stl", b"solid x\n");
+    match load_mesh(&other) {
+        Err(Error::Parse { path, .. }) => assert_eq!(path, other.display().to_string()),
+        other => panic!("{other:?}"),
+    }
+    assert_usable(cpu().as_mut(), "an unreadable mesh file");
+}
+
+#[test]
+fn truncated_mesh_file_names_the_path() {
+    let obj = temp_file("truncated.obj", b"v 0 0 0\nv 1 0 0\nv 0 1");
+    let ply = temp_file(
+        "truncated.ply",
+        b"ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+    );
+    // A header promising more items than the file can hold.
+    let huge = temp_file(
+        "huge-count.ply",
+        b"ply\nformat binary_little_endian 1.0\nelement vertex 4000000000\nproperty float x\nproperty float y\nproperty float z\nend_header\n\0\0\0\0",
+    );
+    let empty = temp_file("empty.obj", b"");
+    for path in [&obj, &ply, &huge, &empty] {
+        match load_mesh(path) {
+            Err(Error::Parse {
+                path: p, message, ..
+            }) => {
+                assert_eq!(&p, &path.display().to_string());
+                assert!(!message.is_empty());
+            }
+            other => panic!("{}: {other:?}", path.display()),
+        }
+    }
+    assert_usable(cpu().as_mut(), "a truncated mesh file");
+}
+
+// ---------------------------------------------------------------------------
+// Backends
+
+#[test]
+fn gpu_backend_without_a_gpu_is_unavailable_and_cpu_still_opens() {
+    // No override from the environment: the choice is what is tested.
+    match prism::open_with_env(BackendChoice::Cuda, None) {
+        Err(Error::BackendUnavailable { backend, reason }) => {
+            assert_eq!(backend, "cuda");
+            assert!(!reason.is_empty());
+        }
+        // On a machine with an NVIDIA GPU the row does not apply.
+        Ok(opened) => assert_eq!(opened.backend.info().name, "cuda"),
+        Err(other) => panic!("expected BackendUnavailable, got {other:?}"),
+    }
+    // wgpu may find a software adapter (lavapipe) when asked by name.
+    match prism::open_with_env(BackendChoice::Wgpu, None) {
+        Err(Error::BackendUnavailable { backend, .. }) => assert_eq!(backend, "wgpu"),
+        Ok(opened) => assert_eq!(opened.backend.info().name, "wgpu"),
+        Err(other) => panic!("expected BackendUnavailable, got {other:?}"),
+    }
+    assert_usable(cpu().as_mut(), "an unavailable GPU backend");
+}
+
+#[test]
+fn unknown_backend_name_lists_the_known_ones() {
+    match BackendChoice::from_name("vulkan") {
+        Err(Error::UnknownName { what, name, known }) => {
+            assert_eq!((what, name.as_str()), ("backend", "vulkan"));
+            assert!(known.contains("cpu"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_usable(cpu().as_mut(), "an unknown backend name");
+}
