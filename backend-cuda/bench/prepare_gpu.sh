@@ -17,6 +17,6 @@ scenes=${PRISM_SCENES_DIR:-../shared/scenes}
 if [ ! -f $G/scenes.tar.xz ]; then
   tar -C "$scenes" -cJf $G/scenes.tar.xz $(cd "$scenes" && ls *.obj *.rays *.hits)
 fi
-git rev-parse HEAD > $G/commit
+echo "$(git rev-parse --short HEAD) (backend-cuda at $(git log -1 --format=%h -- backend-cuda))" > $G/commit
 git status --short -- backend-cuda > $G/dirty
 du -sh $G

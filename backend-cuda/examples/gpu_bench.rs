@@ -93,14 +93,21 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             (name, k)
         };
         v.extend([
-            c("refill8", &|k| k.trace_refill = 8),
-            c("refill16", &|k| k.trace_refill = 16),
-            c("refill24", &|k| k.trace_refill = 24),
+            c("refill8", &|k| {
+                k.trace_refill = 8;
+                k.occluded_refill = 8;
+            }),
+            c("refill24", &|k| {
+                k.trace_refill = 24;
+                k.occluded_refill = 24;
+            }),
+            c("norefill", &|k| {
+                k.trace_refill = 0;
+                k.occluded_refill = 0;
+            }),
             c("rmin6", &|k| k.render_min_blocks = 6),
-            c("rmin7", &|k| k.render_min_blocks = 7),
             c("regen", &|k| k.path_regen = true),
             c("powf-srgb", &|k| k.fast_srgb = false),
-            c("nopersist", &|k| k.persistent = false),
         ]);
     }
     v

@@ -9,6 +9,7 @@
 //   PRISM_PERSISTENT    1: intersect/occluded warps fetch 32-ray batches from a counter
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
 //                       new rays once N lanes are done (see intersect_refill)
+//   PRISM_OCCLUDED_REFILL  the same for occluded
 //   PRISM_FAST_SRGB     1: 8-bit encoding with the hardware log2/exp2 (see image.cuh)
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as
 //                       a path ends (one loop over path segments) instead of
@@ -270,6 +271,53 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
     }
 }
 
+// Any hits with lane refill (see intersect_refill).
+template <int K>
+__device__ __forceinline__ void occluded_refill(const SceneView& s, const float4* __restrict__ origins,
+                                                const float4* __restrict__ dirs, u32 stride, u32 n,
+                                                unsigned char* __restrict__ out, u32* work) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 below = (1u << lane) - 1u;
+    AnyHit a;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    u32 ray_index = 0;
+    bool busy = false;
+    bool exhausted = false;  // warp-uniform: the counter has passed n
+    for (;;) {
+        const u32 idle = __ballot_sync(0xffffffffu, !busy);
+        if (!exhausted && __popc(idle) >= PRISM_OCCLUDED_REFILL) {
+            const u32 leader = __ffs(idle) - 1;
+            u32 base = 0;
+            if (lane == leader) {
+                base = atomicAdd(work, (u32)__popc(idle));
+            }
+            base = __shfl_sync(0xffffffffu, base, leader);
+            exhausted = base + (u32)__popc(idle) >= n;
+            if (!busy) {
+                const u32 i = base + (u32)__popc(idle & below);
+                if (i < n) {
+                    any_hit_begin<K>(a, load_ray(origins, dirs, stride, i));
+                    ray_index = i;
+                    busy = true;
+                }
+            }
+        }
+        if (__ballot_sync(0xffffffffu, busy) == 0) {
+            if (exhausted) {
+                break;
+            }
+            continue;
+        }
+        if (busy) {
+            const int r = any_hit_step<K>(a, stack, s);
+            if (r != PRISM_STEP_MORE) {
+                out[ray_index] = r == PRISM_STEP_HIT ? 1 : 0;
+                busy = false;
+            }
+        }
+    }
+}
+
 template <int K>
 __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* __restrict__ origins,
                                              const float4* __restrict__ dirs, u32 stride, u32 i,
@@ -338,7 +386,11 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_occluded##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,   \
                                u32 stride, u32 n, unsigned char* __restrict__ out, u32* work) {                    \
-        PRISM_FOR_EACH_RAY(n, work, occluded_one<K>(s, origins, dirs, stride, i, out))                             \
+        if (PRISM_PERSISTENT && PRISM_OCCLUDED_REFILL > 0) {                                                       \
+            occluded_refill<K>(s, origins, dirs, stride, n, out, work);                                            \
+        } else {                                                                                                   \
+            PRISM_FOR_EACH_RAY(n, work, occluded_one<K>(s, origins, dirs, stride, i, out))                         \
+        }                                                                                                          \
     }
 
 PRISM_KERNELS(_spheres, PRISM_SPHERES)

@@ -170,82 +170,117 @@ __device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
     return closest_hit_end(c);
 }
 
-// mirrors prism_core::traverse::any_hit (with leaf_any folded in)
+// The state of any_hit between two iterations of its loop (see ClosestHit).
+struct AnyHit {
+    RayPre pre;
+    float tmin;
+    float tmax;
+    u32 node;
+    u32 sp;
+};
+
+// any_hit_step's outcomes.
+#define PRISM_STEP_MORE 0
+#define PRISM_STEP_MISS 1
+#define PRISM_STEP_HIT 2
+
+// The head of prism_core::traverse::any_hit, before its loop.
+template <int K>
+__device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray) {
+    a.pre = ray_pre<K>(ray.origin, ray.dir);
+    a.tmin = ray.tmin;
+    a.tmax = ray.tmax;
+    a.sp = 0;
+    a.node = 0;
+}
+
+// One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
+// in): PRISM_STEP_HIT or PRISM_STEP_MISS when any_hit would return, else
+// PRISM_STEP_MORE.
+template <int K>
+__device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneView& s) {
+    if (a.node >= s.node_count) {
+        return PRISM_STEP_MISS;
+    }
+    const RayPre& pre = a.pre;
+    const float4* n = reinterpret_cast<const float4*>(s.nodes + a.node);
+    const float4 ll = __ldg(n + 0);
+    const float4 lh = __ldg(n + 1);
+    const float4 rl = __ldg(n + 2);
+    const float4 rh = __ldg(n + 3);
+    const float tl = ray_aabb(pre, xyz(ll), xyz(lh), a.tmin, a.tmax);
+    const float tr = ray_aabb(pre, xyz(rl), xyz(rh), a.tmin, a.tmax);
+    const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+    const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+    bool go_left = tl < PRISM_INF;
+    bool go_right = tr < PRISM_INF;
+    // Leaves: left first, then right; the first hit ends the traversal.
+    u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+    if (go_left && l_count > 0) {
+        if (leaf_in_range(l_index, l_count, s.prim_count)) {
+            a_first = l_index;
+            a_count = l_count;
+        }
+        go_left = false;
+    }
+    if (go_right && r_count > 0) {
+        if (leaf_in_range(r_index, r_count, s.prim_count)) {
+            b_first = r_index;
+            b_count = r_count;
+        }
+        go_right = false;
+    }
+    for (;;) {
+        if (a_count == 0) {
+            if (b_count == 0) {
+                break;
+            }
+            a_first = b_first;
+            a_count = b_count;
+            b_count = 0;
+        }
+        float t, u, v;
+        if (ray_primitive<K>(pre, s.prims + a_first, a.tmin, a.tmax, t, u, v)) {
+            return PRISM_STEP_HIT;
+        }
+        ++a_first;
+        --a_count;
+    }
+    // Visit the nearer inner child first: it is the likelier to hold an occluder.
+    const bool swap = tr < tl;
+    const u32 near = swap ? r_index : l_index;
+    const u32 far = swap ? l_index : r_index;
+    const bool go_near = swap ? go_right : go_left;
+    const bool go_far = swap ? go_left : go_right;
+    if (go_near && go_far) {
+        if (a.sp < PRISM_TRAVERSAL_STACK_SIZE) {
+            stack[a.sp] = far;
+            ++a.sp;
+        }
+        a.node = near;
+    } else if (go_near) {
+        a.node = near;
+    } else if (go_far) {
+        a.node = far;
+    } else if (a.sp > 0) {
+        --a.sp;
+        a.node = stack[a.sp];
+    } else {
+        return PRISM_STEP_MISS;
+    }
+    return PRISM_STEP_MORE;
+}
+
+// mirrors prism_core::traverse::any_hit
 template <int K>
 __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
-    const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
-    const float tmin = ray.tmin, tmax = ray.tmax;
+    AnyHit a;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
-    u32 sp = 0;
-    u32 node = 0;
+    any_hit_begin<K>(a, ray);
     for (;;) {
-        if (node >= s.node_count) {
-            return false;
-        }
-        const float4* n = reinterpret_cast<const float4*>(s.nodes + node);
-        const float4 ll = __ldg(n + 0);
-        const float4 lh = __ldg(n + 1);
-        const float4 rl = __ldg(n + 2);
-        const float4 rh = __ldg(n + 3);
-        const float tl = ray_aabb(pre, xyz(ll), xyz(lh), tmin, tmax);
-        const float tr = ray_aabb(pre, xyz(rl), xyz(rh), tmin, tmax);
-        const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
-        const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
-        bool go_left = tl < PRISM_INF;
-        bool go_right = tr < PRISM_INF;
-        // Leaves: left first, then right; the first hit ends the traversal.
-        u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
-        if (go_left && l_count > 0) {
-            if (leaf_in_range(l_index, l_count, s.prim_count)) {
-                a_first = l_index;
-                a_count = l_count;
-            }
-            go_left = false;
-        }
-        if (go_right && r_count > 0) {
-            if (leaf_in_range(r_index, r_count, s.prim_count)) {
-                b_first = r_index;
-                b_count = r_count;
-            }
-            go_right = false;
-        }
-        for (;;) {
-            if (a_count == 0) {
-                if (b_count == 0) {
-                    break;
-                }
-                a_first = b_first;
-                a_count = b_count;
-                b_count = 0;
-            }
-            float t, u, v;
-            if (ray_primitive<K>(pre, s.prims + a_first, tmin, tmax, t, u, v)) {
-                return true;
-            }
-            ++a_first;
-            --a_count;
-        }
-        // Visit the nearer inner child first: it is the likelier to hold an occluder.
-        const bool swap = tr < tl;
-        const u32 near = swap ? r_index : l_index;
-        const u32 far = swap ? l_index : r_index;
-        const bool go_near = swap ? go_right : go_left;
-        const bool go_far = swap ? go_left : go_right;
-        if (go_near && go_far) {
-            if (sp < PRISM_TRAVERSAL_STACK_SIZE) {
-                stack[sp] = far;
-                ++sp;
-            }
-            node = near;
-        } else if (go_near) {
-            node = near;
-        } else if (go_far) {
-            node = far;
-        } else if (sp > 0) {
-            --sp;
-            node = stack[sp];
-        } else {
-            return false;
+        const int r = any_hit_step<K>(a, stack, s);
+        if (r != PRISM_STEP_MORE) {
+            return r == PRISM_STEP_HIT;
         }
     }
 }

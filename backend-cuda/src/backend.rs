@@ -541,9 +541,15 @@ fn plan_bands(
 ///
 /// The backend owns a CUDA context of its own, made current only inside its
 /// calls (and the caller's current context restored after), so it neither
-/// disturbs an application's CUDA state nor is disturbed by it. After a kernel
-/// fault poisons that context, the failing call returns [`Error::Device`] and the
-/// next call rebuilds the context and re-uploads the scene.
+/// disturbs an application's CUDA state nor is disturbed by it. Every failure
+/// is an [`Error`]; after one that leaves the context working (bad input, out of
+/// memory, a failed launch) the backend is usable as before. A kernel fault
+/// (an illegal address: a bug in a kernel, never the result of input, which is
+/// checked on the host) is sticky: the failing call returns [`Error::Device`],
+/// the next call tries to build a fresh context and re-upload the scene, and
+/// where the driver refuses (the NVIDIA driver of CUDA 13 rejects any new context
+/// in a process after such a fault) every call returns an [`Error::Device`]
+/// saying so, without panicking; other backends remain usable.
 pub struct CudaBackend {
     options: CudaOptions,
     device: Device,
@@ -553,6 +559,9 @@ pub struct CudaBackend {
     kernels_from_cache: bool,
     accel: Option<Accel>,
     state: Option<DeviceState>,
+    /// Why the last context was dropped (a sticky fault), for the error that
+    /// explains a failed rebuild.
+    lost: Option<String>,
     occluded_scratch: Vec<u8>,
     last_frame: FrameTimes,
 }
@@ -624,6 +633,7 @@ impl CudaBackend {
             kernels_from_cache,
             accel: None,
             state: Some(state),
+            lost: None,
             occluded_scratch: Vec::new(),
             last_frame: FrameTimes::default(),
         })
@@ -690,17 +700,32 @@ impl CudaBackend {
         if self.state.is_some() {
             return Ok(());
         }
-        let mut st = DeviceState::create(
+        let created = DeviceState::create(
             self.device,
             &self.kernels,
             &self.options.config,
             &self.props,
-        )?;
+        );
+        let mut st = match (created, &self.lost) {
+            (Ok(st), _) => st,
+            (Err(e), None) => return Err(e),
+            (Err(e), Some(fault)) => {
+                return Err(Error::Device {
+                    backend: BACKEND,
+                    operation: "recovering from a kernel fault",
+                    message: format!(
+                        "the CUDA context was lost ({fault}) and a new one cannot be created ({e}); \
+                         the driver allows no further CUDA work in this process"
+                    ),
+                });
+            }
+        };
         if let Some(accel) = &self.accel {
             let _g = st.ctx.enter()?;
             st.upload_scene(accel)?;
         }
         self.state = Some(st);
+        self.lost = None;
         Ok(())
     }
 
@@ -731,6 +756,7 @@ impl CudaBackend {
         };
         if !healthy {
             self.state = None;
+            self.lost = Some(e.to_string());
         }
     }
 

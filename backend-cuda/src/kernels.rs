@@ -160,6 +160,8 @@ pub struct KernelConfig {
     /// With `persistent`: `prism_intersect` refills a warp's finished lanes with
     /// new rays once this many (1..=32) are done; 0 takes 32-ray batches per warp.
     pub trace_refill: u32,
+    /// The same for `prism_occluded`.
+    pub occluded_refill: u32,
     /// The path kernel starts a pixel's next sample as soon as its path ends.
     pub path_regen: bool,
     /// The path kernel decouples BVH traversal from shading within a warp and
@@ -180,7 +182,8 @@ impl Default for KernelConfig {
             render_tile: [16, 8],
             render_min_blocks: 8,
             persistent: true,
-            trace_refill: 0,
+            trace_refill: 16,
+            occluded_refill: 16,
             path_regen: false,
             path_defer: 0,
             fast_srgb: true,
@@ -234,6 +237,9 @@ impl KernelConfig {
         }
         if self.trace_refill > 32 {
             return bad("trace_refill", self.trace_refill, "must be in 0..=32");
+        }
+        if self.occluded_refill > 32 {
+            return bad("occluded_refill", self.occluded_refill, "must be in 0..=32");
         }
         if self.path_defer > 32 {
             return bad("path_defer", self.path_defer, "must be in 0..=32");
@@ -345,6 +351,10 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!("-DPRISM_PATH_REGEN={}", config.path_regen as u32));
     o.push(format!("-DPRISM_PATH_DEFER={}", config.path_defer));
     o.push(format!("-DPRISM_TRACE_REFILL={}", config.trace_refill));
+    o.push(format!(
+        "-DPRISM_OCCLUDED_REFILL={}",
+        config.occluded_refill
+    ));
     o.push(format!("-DPRISM_FAST_SRGB={}", config.fast_srgb as u32));
     o.extend(config.extra_options.iter().cloned());
     o
@@ -433,11 +443,12 @@ impl CompiledKernels {
 /// uses (minus its disk cache), so a kernel that does not compile here does not
 /// compile anywhere.
 pub fn compile_kernels(arch: (u32, u32), config: &KernelConfig) -> Result<CompiledKernels, Error> {
-    compile_patched(arch, config, None)
+    compile_kernels_patched(arch, config, None)
 }
 
-/// [`compile_kernels`] with a source patch.
-pub(crate) fn compile_patched(
+/// [`compile_kernels`] with every kernel file passed through `patch` first (see
+/// [`crate::CudaBackend::with_source_patch`]).
+pub fn compile_kernels_patched(
     arch: (u32, u32),
     config: &KernelConfig,
     patch: Option<&SourcePatch>,

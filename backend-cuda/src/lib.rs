@@ -51,7 +51,7 @@ pub use cache::cache_dir;
 pub use kernels::{
     CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
     KERNEL_RENDER_AO, KERNEL_RENDER_PATH, KERNEL_RENDER_WHITTED, KernelConfig, PtxasReport,
-    SOURCES, SceneKind, SourcePatch, compile_kernels, compile_options, kernel_name,
-    parse_ptxas_log,
+    SOURCES, SceneKind, SourcePatch, compile_kernels, compile_kernels_patched, compile_options,
+    kernel_name, parse_ptxas_log,
 };
 pub use nvrtc::nvrtc_version;

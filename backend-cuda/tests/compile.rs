@@ -65,6 +65,7 @@ fn every_kernel_variant_compiles_for_sm_90() {
         path_regen: !d.path_regen,
         path_defer: if d.path_defer == 0 { 16 } else { 0 },
         trace_refill: if d.trace_refill == 0 { 16 } else { 0 },
+        occluded_refill: if d.occluded_refill == 0 { 16 } else { 0 },
         fast_srgb: !d.fast_srgb,
         ..d.clone()
     });
@@ -75,18 +76,29 @@ fn a_broken_kernel_is_a_compile_error_with_the_log() {
     if nvrtc_or_skip().is_none() {
         return;
     }
-    let config = KernelConfig {
-        extra_options: vec!["-DPRISM_TRAVERSAL_STACK_SIZE_IS_BROKEN=(".into()],
-        ..Default::default()
-    };
-    // A macro that does not parse is an NVRTC error, reported with NVRTC's log.
-    let _ = compile_kernels((9, 0), &config);
     let bad = KernelConfig {
         extra_options: vec!["--no-such-option".into()],
         ..Default::default()
     };
     match compile_kernels((9, 0), &bad) {
         Err(prism_core::Error::Compile { log, .. }) => assert!(!log.is_empty()),
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+    // A syntax error in a header: NVRTC's log names the file and the line.
+    let patch: prism_cuda::SourcePatch = std::sync::Arc::new(|name: &str, src: &str| {
+        if name == "rng.cuh" {
+            src.replace("return (word >> 22) ^ word;", "return (word >> 22) ^ word")
+        } else {
+            src.to_owned()
+        }
+    });
+    match prism_cuda::compile_kernels_patched((9, 0), &KernelConfig::default(), Some(&patch)) {
+        Err(prism_core::Error::Compile {
+            source_name, log, ..
+        }) => {
+            assert_eq!(source_name, "prism.cu");
+            assert!(log.contains("rng.cuh"), "{log}");
+        }
         other => panic!("expected a compile error, got {other:?}"),
     }
 }
