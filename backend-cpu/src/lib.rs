@@ -40,7 +40,7 @@ pub const TILE: u32 = 16;
 /// scheduling, small enough to balance 2 to 128 threads.
 pub const RAY_CHUNK: usize = 2048;
 
-/// Which BVH `intersect` and `occluded` walk.
+/// Which BVH `render`, `intersect` and `occluded` walk (the answers are the same).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Traversal {
     /// The 4-wide SIMD BVH of [`wide`] (fastest).
@@ -136,6 +136,11 @@ impl Backend for CpuBackend {
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (width, height) = (image.width(), image.height());
         let params = settings.params(accel, camera, width, height)?;
+        let wide_tracer = wide::WideTracer {
+            accel,
+            wide: &self.wide,
+        };
+        let traversal = self.traversal;
         let rays = AtomicU64::new(0);
         let bands_done = AtomicU64::new(0);
         let cancelled = AtomicBool::new(false);
@@ -154,7 +159,10 @@ impl Backend for CpuBackend {
             for x0 in (0..width).step_by(TILE as usize) {
                 for y in y0..y1 {
                     for x in x0..(x0 + TILE).min(width) {
-                        let (c, r) = render_pixel(accel, &params, x, y);
+                        let (c, r) = match traversal {
+                            Traversal::Wide => render_pixel(&wide_tracer, &params, x, y),
+                            Traversal::Binary => render_pixel(accel, &params, x, y),
+                        };
                         band_rays += r as u64;
                         write(((y - y0) * width + x) as usize, c);
                     }

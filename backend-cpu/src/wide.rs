@@ -10,7 +10,9 @@
 
 use glam::{Vec3A, Vec4};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, Primitive};
-use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, ray_sphere, ray_triangle_axes};
+use prism_core::intersect::{
+    RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, ray_sphere, ray_triangle_axes,
+};
 use prism_core::{Accel, Hit, Ray};
 
 /// Entries of the traversal stack. A wide node pushes at most three children,
@@ -102,6 +104,29 @@ fn children(n: &BvhNode) -> [Child; 2] {
             hi: n.right_hi,
         },
     ]
+}
+
+/// The integrators' view of a scene traced through its wide BVH.
+pub struct WideTracer<'a> {
+    /// The scene.
+    pub accel: &'a Accel,
+    /// Its wide BVH.
+    pub wide: &'a WideBvh,
+}
+
+impl prism_core::integrator::Tracer for WideTracer<'_> {
+    #[inline(always)]
+    fn accel(&self) -> &Accel {
+        self.accel
+    }
+    #[inline(always)]
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        self.wide.intersect_slot(self.accel.primitives(), ray)
+    }
+    #[inline(always)]
+    fn occluded(&self, ray: &Ray) -> bool {
+        self.wide.occluded(self.accel.primitives(), ray)
+    }
 }
 
 /// The 4-wide BVH of one [`Accel`].
@@ -277,8 +302,14 @@ impl Lanes {
             .max(tx1)
             .min(ty0.max(ty1))
             .min(tz0.max(tz1))
-            .min(Vec4::splat(tmax))
-            * SLAB_EXIT_SCALE;
+            .min(Vec4::splat(tmax));
+        // Core's `widen_exit`: outwards for either sign of the exit distance.
+        let far = far
+            * Vec4::select(
+                far.cmplt(Vec4::ZERO),
+                Vec4::splat(SLAB_EXIT_SCALE_NEGATIVE),
+                Vec4::splat(SLAB_EXIT_SCALE),
+            );
         Vec4::select(near.cmple(far), near, Vec4::INFINITY)
     }
 }
@@ -393,6 +424,15 @@ macro_rules! dispatch_axes {
 impl WideBvh {
     /// Closest hit; `Hit::prim` is the scene primitive id.
     pub fn intersect(&self, prims: &[Primitive], ray: &Ray) -> Hit {
+        let mut hit = self.intersect_slot(prims, ray);
+        if let Some(p) = prims.get(hit.prim as usize) {
+            hit.prim = p.id();
+        }
+        hit
+    }
+
+    /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
+    pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray) -> Hit {
         let pre = RayPre::new(ray);
         dispatch_axes!(pre, closest_axes, self, prims, ray, &pre)
     }
@@ -496,12 +536,13 @@ impl ClosestWalk {
     }
 
     #[inline(always)]
-    fn finish(mut self, prims: &[Primitive]) -> Hit {
-        match prims.get(self.best.prim as usize) {
-            Some(p) if self.best.is_hit() => self.best.prim = p.id(),
-            _ => self.best = Hit::MISS,
+    /// The closest hit with `prim` as a leaf slot, or a miss.
+    fn finish(self) -> Hit {
+        if self.best.is_hit() {
+            self.best
+        } else {
+            Hit::MISS
         }
-        self.best
     }
 }
 
@@ -515,7 +556,7 @@ fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
 ) -> Hit {
     let mut w = ClosestWalk::new(ray, *pre);
     while w.step::<KX, KY, KZ>(bvh, prims) {}
-    w.finish(prims)
+    w.finish()
 }
 
 #[inline(always)]

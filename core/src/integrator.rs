@@ -26,6 +26,34 @@ pub const PHONG_EXPONENT: u32 = 32;
 /// Whitted: weight of the surface's own colour against what its mirror sees.
 pub const WHITTED_LOCAL: f32 = 0.55;
 
+/// What the integrators trace with: closest hit (by slot) and any hit over one
+/// [`Accel`]. `Accel` itself walks core's binary BVH; a backend may supply a
+/// faster walk of the same scene (prism-cpu's wide BVH) as long as it returns
+/// the same answers.
+pub trait Tracer {
+    /// The scene whose slots, primitives and materials the hits refer to.
+    fn accel(&self) -> &Accel;
+    /// Closest hit; `Hit::prim` is the leaf slot.
+    fn closest_slot(&self, ray: &Ray) -> Hit;
+    /// Whether anything lies on the ray within `(tmin, tmax)`.
+    fn occluded(&self, ray: &Ray) -> bool;
+}
+
+impl Tracer for Accel {
+    #[inline(always)]
+    fn accel(&self) -> &Accel {
+        self
+    }
+    #[inline(always)]
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        self.intersect_slot(ray)
+    }
+    #[inline(always)]
+    fn occluded(&self, ray: &Ray) -> bool {
+        Accel::occluded(self, ray)
+    }
+}
+
 #[inline(always)]
 fn xyz(a: [f32; 4]) -> Vec3 {
     Vec3::new(a[0], a[1], a[2])
@@ -48,10 +76,10 @@ pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
 /// Hit point and unit geometric normal (outward for spheres, by winding for
 /// triangles) of a hit whose `prim` is a slot.
 #[inline(always)]
-pub fn surface(accel: &Accel, ray: &Ray, hit: &Hit) -> (Vec3, Vec3) {
+pub fn surface<T: Tracer + ?Sized>(accel: &T, ray: &Ray, hit: &Hit) -> (Vec3, Vec3) {
     let p = ray.at(hit.t);
     // ok: `hit.prim` is a slot returned by traversal of this accel.
-    let prim = &accel.primitives()[hit.prim as usize];
+    let prim = &accel.accel().primitives()[hit.prim as usize];
     let n = if prim.kind() == KIND_SPHERE {
         (p - xyz(prim.a)) * (1.0 / prim.b[0])
     } else {
@@ -61,14 +89,15 @@ pub fn surface(accel: &Accel, ray: &Ray, hit: &Hit) -> (Vec3, Vec3) {
 }
 
 #[inline(always)]
-fn material_of(accel: &Accel, slot: u32) -> &GpuMaterial {
+fn material_of<T: Tracer + ?Sized>(accel: &T, slot: u32) -> &GpuMaterial {
     // ok: slot materials were checked against the material table when building.
+    let accel = accel.accel();
     &accel.materials()[accel.slot_materials()[slot as usize] as usize]
 }
 
 /// One path-traced sample; returns radiance and the number of rays traced.
-pub fn trace_path(
-    accel: &Accel,
+pub fn trace_path<T: Tracer + ?Sized>(
+    accel: &T,
     params: &RenderParams,
     mut ray: Ray,
     rng: &mut Pcg,
@@ -77,7 +106,7 @@ pub fn trace_path(
     let mut throughput = Vec3::ONE;
     let mut rays = 0;
     for depth in 0..params.max_depth {
-        let hit = accel.intersect_slot(&ray);
+        let hit = accel.closest_slot(&ray);
         rays += 1;
         if !hit.is_hit() {
             radiance += throughput * sky_color(params, ray.dir);
@@ -114,8 +143,8 @@ pub fn pow32(x: f32) -> f32 {
 
 /// Phong lighting of one point by the key light, with a hard shadow.
 #[inline(always)]
-fn whitted_local(
-    accel: &Accel,
+fn whitted_local<T: Tracer + ?Sized>(
+    accel: &T,
     params: &RenderParams,
     p: Vec3,
     n: Vec3,
@@ -138,12 +167,16 @@ fn whitted_local(
 
 /// One Whitted sample: Phong at each hit, `max_depth` mirror bounces, each hit
 /// keeping [`WHITTED_LOCAL`] of its own colour; returns colour and rays traced.
-pub fn trace_whitted(accel: &Accel, params: &RenderParams, mut ray: Ray) -> (Vec3, u32) {
+pub fn trace_whitted<T: Tracer + ?Sized>(
+    accel: &T,
+    params: &RenderParams,
+    mut ray: Ray,
+) -> (Vec3, u32) {
     let mut color = Vec3::ZERO;
     let mut weight = 1.0;
     let mut rays = 0;
     for bounce in 0..=params.max_depth {
-        let hit = accel.intersect_slot(&ray);
+        let hit = accel.closest_slot(&ray);
         rays += 1;
         if !hit.is_hit() {
             color += weight * sky_color(params, ray.dir);
@@ -169,8 +202,13 @@ pub fn trace_whitted(accel: &Accel, params: &RenderParams, mut ray: Ray) -> (Vec
 /// One ambient-occlusion sample: albedo times the unoccluded share of
 /// `ao_samples` cosine rays of length `ao_distance`, times the shadow factor
 /// when `ao_shadows` is set; returns colour and rays traced.
-pub fn trace_ao(accel: &Accel, params: &RenderParams, ray: Ray, rng: &mut Pcg) -> (Vec3, u32) {
-    let hit = accel.intersect_slot(&ray);
+pub fn trace_ao<T: Tracer + ?Sized>(
+    accel: &T,
+    params: &RenderParams,
+    ray: Ray,
+    rng: &mut Pcg,
+) -> (Vec3, u32) {
+    let hit = accel.closest_slot(&ray);
     if !hit.is_hit() {
         return (sky_color(params, ray.dir), 1);
     }
@@ -204,7 +242,12 @@ pub fn trace_ao(accel: &Accel, params: &RenderParams, ray: Ray, rng: &mut Pcg) -
 /// four numbers for the camera (pixel jitter, lens), then the integrator's. With
 /// one sample per pixel the jitter is ignored and the ray goes through the
 /// pixel's centre.
-pub fn render_pixel(accel: &Accel, params: &RenderParams, x: u32, y: u32) -> (Vec3, u32) {
+pub fn render_pixel<T: Tracer + ?Sized>(
+    accel: &T,
+    params: &RenderParams,
+    x: u32,
+    y: u32,
+) -> (Vec3, u32) {
     let pixel = y * params.width + x;
     let mut sum = Vec3::ZERO;
     let mut rays = 0;
