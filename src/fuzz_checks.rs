@@ -36,7 +36,7 @@ use prism_core::{
     Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat,
     Progress, Ray, RenderSettings, Scene, Sky,
 };
-use prism_cpu::CpuBackend;
+use prism_cpu::{CpuBackend, Traversal};
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
@@ -284,13 +284,33 @@ pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> b
     })
 }
 
-/// Trace `rays` (all valid) on `backend`, which holds `scene`, and compare with
-/// brute force: `intersect` under the agreement rule, `occluded` exactly, except
+/// Trace `rays` (all valid) on `backend`, which holds `scene`, with each of its
+/// traversals (the 4-wide BVH and the core's binary one) and compare with brute
+/// force: `intersect` under the agreement rule, `occluded` exactly, except
 /// where [`in_face_plane`] allows traversal to miss the reference hit.
 fn compare_with_brute_force(
     backend: &mut CpuBackend,
     scene: &Scene,
     rays: &[Ray],
+) -> Result<(), Violation> {
+    let reference: Vec<(f32, u32)> = rays.iter().map(|r| brute_force(scene, r)).collect();
+    let result = [Traversal::Binary, Traversal::Wide]
+        .into_iter()
+        .try_for_each(|traversal| {
+            backend.set_traversal(traversal);
+            compare_traversal(backend, scene, rays, &reference)
+                .map_err(|v| Violation(format!("{traversal:?} traversal: {v}")))
+        });
+    backend.set_traversal(Traversal::default());
+    result
+}
+
+/// [`compare_with_brute_force`] for the backend's current traversal.
+fn compare_traversal(
+    backend: &mut CpuBackend,
+    scene: &Scene,
+    rays: &[Ray],
+    reference: &[(f32, u32)],
 ) -> Result<(), Violation> {
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut occluded = vec![false; rays.len()];
@@ -301,8 +321,8 @@ fn compare_with_brute_force(
         return violation!("occluded of {} valid rays failed: {e}", rays.len());
     }
     let nodes = backend.accel().map(|a| a.nodes()).unwrap_or_default();
-    for (i, ((ray, hit), &occ)) in rays.iter().zip(&hits).zip(&occluded).enumerate() {
-        let (t, prim) = brute_force(scene, ray);
+    let all = rays.iter().zip(&hits).zip(&occluded).zip(reference);
+    for (i, (((ray, hit), &occ), &(t, prim))) in all.enumerate() {
         if hit.is_hit()
             && !(hit.t > ray.tmin
                 && hit.t < ray.tmax

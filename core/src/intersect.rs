@@ -19,6 +19,23 @@ pub const MIN_DIR_COMPONENT: f32 = 1e-30;
 /// so a box is never missed when the primitive inside is hit.
 pub const SLAB_EXIT_SCALE: f32 = 1.000_000_7;
 
+/// `1 - 2 * gamma(3)`: the same widening for a negative exit distance (rays with
+/// `tmin < 0` meet boxes behind their origin), where multiplying by
+/// [`SLAB_EXIT_SCALE`] would move the exit towards `-inf` and cull a box that a
+/// flat primitive fills, such as a triangle's.
+pub const SLAB_EXIT_SCALE_NEGATIVE: f32 = 0.999_999_3;
+
+/// The slab exit distance `t` moved outwards by the rounding margin
+/// ([`SLAB_EXIT_SCALE`] or, for `t < 0`, [`SLAB_EXIT_SCALE_NEGATIVE`]).
+#[inline(always)]
+pub fn widen_exit(t: f32) -> f32 {
+    t * if t < 0.0 {
+        SLAB_EXIT_SCALE_NEGATIVE
+    } else {
+        SLAB_EXIT_SCALE
+    }
+}
+
 /// Per-ray constants, computed once before traversal.
 #[derive(Clone, Copy, Debug)]
 pub struct RayPre {
@@ -108,7 +125,7 @@ pub fn ray_aabb_rows(pre: &RayPre, lo: &[f32; 4], hi: &[f32; 4], tmin: f32, tmax
     let near = t0.min(t1);
     let far = t0.max(t1);
     let t_enter = near.x.max(near.y).max(near.z).max(tmin);
-    let t_exit = far.x.min(far.y).min(far.z).min(tmax) * SLAB_EXIT_SCALE;
+    let t_exit = widen_exit(far.x.min(far.y).min(far.z).min(tmax));
     if t_enter <= t_exit {
         t_enter
     } else {
@@ -132,7 +149,7 @@ pub fn ray_aabb(pre: &RayPre, lo: Vec3, hi: Vec3, tmin: f32, tmax: f32) -> f32 {
     let near = t0.min(t1);
     let far = t0.max(t1);
     let t_enter = near.x.max(near.y).max(near.z).max(tmin);
-    let t_exit = far.x.min(far.y).min(far.z).min(tmax) * SLAB_EXIT_SCALE;
+    let t_exit = widen_exit(far.x.min(far.y).min(far.z).min(tmax));
     if t_enter <= t_exit {
         t_enter
     } else {
