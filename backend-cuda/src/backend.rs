@@ -1270,6 +1270,12 @@ mod tests {
     }
 
     #[test]
+    fn the_backend_can_move_between_threads() {
+        fn is_send<T: Send>() {}
+        is_send::<CudaBackend>();
+    }
+
+    #[test]
     fn small_frames_are_one_band() {
         let p = plan_bands(1280, 720, 16, &params(0, 30, 50), 8);
         assert_eq!(
