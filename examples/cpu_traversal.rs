@@ -19,7 +19,12 @@ fn main() -> Result<(), prism::Error> {
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut occ = vec![false; rays.len()];
     let mut first: Option<(Vec<Hit>, Vec<bool>)> = None;
-    for t in [Traversal::Binary, Traversal::Wide, Traversal::Binary, Traversal::Wide] {
+    for t in [
+        Traversal::Binary,
+        Traversal::Wide,
+        Traversal::Binary,
+        Traversal::Wide,
+    ] {
         cpu.set_traversal(t);
         let (mut c, mut o) = (Vec::new(), Vec::new());
         for _ in 0..5 {
@@ -34,11 +39,18 @@ fn main() -> Result<(), prism::Error> {
                 0
             }
             Some((h0, o0)) => {
-                let dh = h0.iter().zip(&hits).filter(|(a, b)| a.prim != b.prim || a.t.to_bits() != b.t.to_bits()).count();
+                let dh = h0
+                    .iter()
+                    .zip(&hits)
+                    .filter(|(a, b)| a.prim != b.prim || a.t.to_bits() != b.t.to_bits())
+                    .count();
                 dh + o0.iter().zip(&occ).filter(|(a, b)| a != b).count()
             }
         };
-        println!("{t:?}: closest {:.2} Mrays/s, occluded {:.2} Mrays/s ({differ} answers differ from the first run)", c[2], o[2]);
+        println!(
+            "{t:?}: closest {:.2} Mrays/s, occluded {:.2} Mrays/s ({differ} answers differ from the first run)",
+            c[2], o[2]
+        );
     }
     Ok(())
 }
