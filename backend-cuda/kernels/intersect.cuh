@@ -72,6 +72,12 @@ __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
     return pre;
 }
 
+// mirrors prism_core::intersect::widen_exit: the exit distance moved outwards by
+// the rounding margin (towards +inf whatever its sign).
+__device__ __forceinline__ float widen_exit(float t) {
+    return t * (t < 0.0f ? PRISM_SLAB_EXIT_SCALE_NEGATIVE : PRISM_SLAB_EXIT_SCALE);
+}
+
 // mirrors prism_core::intersect::ray_aabb
 //
 // Ize's form (bound - origin) * inv_dir, as core: its rounding error is relative
@@ -91,7 +97,7 @@ __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float
     const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
     const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
     const float t_enter = fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
-    const float t_exit = fminf(fminf(fminf(fx, fy), fz), tmax) * PRISM_SLAB_EXIT_SCALE;
+    const float t_exit = widen_exit(fminf(fminf(fminf(fx, fy), fz), tmax));
     return t_enter <= t_exit ? t_enter : PRISM_INF;
 }
 

@@ -13,7 +13,7 @@ use prism_core::gpu::{EMPTY_CHILD, KIND_SPHERE, KIND_TRIANGLE, TRAVERSAL_STACK_S
 use prism_core::integrator::{
     PHONG_AMBIENT, PHONG_DIFFUSE, PHONG_EXPONENT, PHONG_SPECULAR, SHADOW_KEEP, WHITTED_LOCAL,
 };
-use prism_core::intersect::{MIN_DIR_COMPONENT, SLAB_EXIT_SCALE};
+use prism_core::intersect::{MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::{Hit, Ray};
 use std::mem::{offset_of, size_of};
 use std::sync::Arc;
@@ -269,6 +269,10 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_NO_PRIM={}u", Hit::NO_PRIM),
         format!("-DPRISM_MIN_DIR_COMPONENT={}", c_float(MIN_DIR_COMPONENT)),
         format!("-DPRISM_SLAB_EXIT_SCALE={}", c_float(SLAB_EXIT_SCALE)),
+        format!(
+            "-DPRISM_SLAB_EXIT_SCALE_NEGATIVE={}",
+            c_float(SLAB_EXIT_SCALE_NEGATIVE)
+        ),
         format!("-DPRISM_SHADOW_KEEP={}", c_float(SHADOW_KEEP)),
         format!("-DPRISM_PHONG_AMBIENT={}", c_float(PHONG_AMBIENT)),
         format!("-DPRISM_PHONG_DIFFUSE={}", c_float(PHONG_DIFFUSE)),
@@ -513,6 +517,7 @@ mod tests {
         for v in [
             MIN_DIR_COMPONENT,
             SLAB_EXIT_SCALE,
+            SLAB_EXIT_SCALE_NEGATIVE,
             SHADOW_KEEP,
             PHONG_AMBIENT,
             1.0,

@@ -366,7 +366,8 @@ pub fn random_scene(seed: u32, spheres: usize, triangles: usize) -> Scene {
 }
 
 /// Random rays through a box of size 12: from random points to random points,
-/// with a few ray segments, zero-origin rays and axis-aligned directions.
+/// with a few ray segments (some starting behind their origin, `tmin < 0`) and
+/// axis-aligned directions.
 pub fn random_rays(seed: u32, n: usize) -> Vec<Ray> {
     let mut rng = Pcg {
         state: seed ^ 0x9E37_79B9,
@@ -384,6 +385,8 @@ pub fn random_rays(seed: u32, n: usize) -> Vec<Ray> {
             }
             if i % 5 == 0 {
                 Ray::segment(o, d, 0.1, 3.0)
+            } else if i % 7 == 3 {
+                Ray::segment(o, d, -2.0, f32::INFINITY)
             } else {
                 Ray::new(o, d)
             }
