@@ -1,1 +1,884 @@
-//! (in progress)
+//! `prism-conformance`: the proof behind "pick any backend, get the same answer".
+//!
+//! The suite takes its backends and cases from the caller (the `prism` facade
+//! supplies its built-in scenes, the shared meshes with Embree's reference hits,
+//! and every backend it can open) and checks:
+//!
+//! - **Hits** ([`hits`]): every backend's `intersect` and `occluded` on every
+//!   reference ray set, against Embree's hits under prism-core's agreement rule
+//!   (ties counted and reported), and every pair of backends against each other.
+//! - **Generated cases** ([`generated`]): random triangle soups and sphere sets,
+//!   rays through shared edges and vertices, rays leaving surfaces, scenes from
+//!   1e-4 to 1e5 units, axis-parallel rays, degenerate meshes; CPU brute force
+//!   with prism-core's own intersection functions is the oracle.
+//! - **Images** ([`images`]): every scene with every integrator, same seed and
+//!   sample count on every backend; per pair, mean absolute error, RMSE, the
+//!   share of pixels off by more than 2/255, and a converged comparison of tile
+//!   means at a higher sample count.
+//! - **Determinism**: a backend rendering the same frame twice gives the same bits;
+//!   its 8-bit output is its linear output encoded.
+//!
+//! Thresholds live in [`thresholds`], each with its reason. [`report::write_html`]
+//! writes the report a person reads.
+//!
+//! ```
+//! use prism_conformance::{Candidate, Cases, Config, run};
+//!
+//! // No backend, no cases: only the generated cases' oracle runs, and nothing fails.
+//! let report = run(Vec::new(), &Cases::default(), &Config::quick(), &mut |_| {});
+//! assert!(report.passed());
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod generated;
+pub mod hits;
+pub mod images;
+pub mod report;
+pub mod thresholds;
+
+use generated::{GenSize, GeneratedCase, brute_force};
+use hits::{Answers, HitCheck, REFERENCE_TIE_LIMIT, Reference, compare, trace};
+use images::{PixelMetrics, TileMetrics};
+use prism_core::{
+    Backend, Camera, Image, Integrator, NoProgress, PixelFormat, Ray, RenderSettings, Scene,
+};
+use std::time::{Duration, Instant};
+
+pub use report::{ReportError, write_html};
+
+/// A backend offered to the suite.
+pub struct Candidate {
+    /// Name (`cpu`, `cuda`, `wgpu`).
+    pub name: String,
+    /// The opened backend, or why it could not be opened.
+    pub opened: Result<Box<dyn Backend>, String>,
+    /// When the backend cannot be opened: fail (it was asked for by name) rather
+    /// than report it skipped.
+    pub required: bool,
+}
+
+impl Candidate {
+    /// An opened backend.
+    pub fn opened(name: impl Into<String>, backend: Box<dyn Backend>) -> Self {
+        Candidate {
+            name: name.into(),
+            opened: Ok(backend),
+            required: false,
+        }
+    }
+}
+
+/// A ray set with Embree's reference hits.
+#[derive(Clone, Debug, Default)]
+pub struct RaySet {
+    /// Name (`primary`, `diffuse`).
+    pub name: String,
+    /// The rays.
+    pub rays: Vec<Ray>,
+    /// Embree's `(t, prim)` per ray; `prim == Hit::NO_PRIM` for a miss.
+    pub reference: Vec<(f32, u32)>,
+}
+
+/// A mesh and its reference ray sets.
+#[derive(Clone, Debug)]
+pub struct MeshRays {
+    /// Name (`bunny`).
+    pub name: String,
+    /// The mesh as a scene (triangles numbered as the reference numbers them).
+    pub scene: Scene,
+    /// Its ray sets.
+    pub sets: Vec<RaySet>,
+}
+
+/// A scene to render on every backend with every integrator.
+#[derive(Clone, Debug)]
+pub struct ImageCase {
+    /// Name (`rtiow`).
+    pub name: String,
+    /// The scene.
+    pub scene: Scene,
+    /// The camera.
+    pub camera: Camera,
+    /// The scene's own settings (depth, AO distance, its integrator); the suite
+    /// sets the integrator, sample count and seed.
+    pub settings: RenderSettings,
+    /// The scene's own width (only its aspect ratio is used).
+    pub width: u32,
+    /// The scene's own height.
+    pub height: u32,
+}
+
+/// Something the caller could not provide, and whether that fails the suite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// What is missing (`reference ray sets`).
+    pub what: String,
+    /// Why.
+    pub reason: String,
+    /// Whether it fails the suite (it was asked for explicitly).
+    pub fails: bool,
+}
+
+/// The caller's cases.
+#[derive(Clone, Debug, Default)]
+pub struct Cases {
+    /// Meshes with reference ray sets.
+    pub meshes: Vec<MeshRays>,
+    /// Scenes to render.
+    pub images: Vec<ImageCase>,
+    /// What could not be provided.
+    pub notes: Vec<Note>,
+}
+
+/// How much work the suite does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// A shorter run (fewer rays, smaller images).
+    pub quick: bool,
+    /// Image width; the height follows each scene's aspect ratio.
+    pub image_width: u32,
+    /// Samples per pixel of the per-pixel comparison and the determinism check.
+    pub spp: u32,
+    /// Samples per pixel of the converged comparison (0: skip it).
+    pub converged_spp: u32,
+    /// Image width of the converged comparison.
+    pub converged_width: u32,
+    /// Tile edge of the converged comparison, in pixels.
+    pub tile: u32,
+    /// Frame seed.
+    pub seed: u32,
+    /// Use every `ray_stride`-th ray of each reference ray set.
+    pub ray_stride: usize,
+    /// Size of the generated cases.
+    pub generated: GenSize,
+    /// Path depth and Whitted bounces are capped at this (the presets go deeper
+    /// than a comparison needs).
+    pub max_depth: u32,
+}
+
+impl Config {
+    /// Everything: all reference rays, 128-pixel-wide images.
+    pub fn full() -> Self {
+        Config {
+            quick: false,
+            image_width: 128,
+            spp: 8,
+            converged_spp: 64,
+            converged_width: 64,
+            tile: 8,
+            seed: 7,
+            ray_stride: 1,
+            generated: GenSize {
+                seeds: 3,
+                rays: 4096,
+                triangles: 400,
+                spheres: 64,
+            },
+            max_depth: 12,
+        }
+    }
+
+    /// A quick run: every 8th reference ray, 64-pixel-wide images, one seed.
+    pub fn quick() -> Self {
+        Config {
+            quick: true,
+            image_width: 64,
+            spp: 4,
+            converged_spp: 32,
+            converged_width: 48,
+            tile: 8,
+            seed: 7,
+            ray_stride: 8,
+            generated: GenSize {
+                seeds: 1,
+                rays: 2048,
+                triangles: 200,
+                spheres: 32,
+            },
+            max_depth: 8,
+        }
+    }
+}
+
+/// How a backend took part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendStatus {
+    /// Opened and checked.
+    Used,
+    /// Could not be opened; not asked for by name.
+    Skipped(String),
+    /// Could not be opened although asked for by name: a failure.
+    Missing(String),
+}
+
+/// A backend as the report lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendRow {
+    /// Name.
+    pub name: String,
+    /// Device description (empty when not opened).
+    pub device: String,
+    /// A software implementation of a GPU API (lavapipe).
+    pub software: bool,
+    /// How it took part.
+    pub status: BackendStatus,
+}
+
+/// One generated case and every backend's check on it.
+#[derive(Clone, Debug)]
+pub struct GeneratedRow {
+    /// Case name.
+    pub name: String,
+    /// Family.
+    pub family: &'static str,
+    /// What it holds.
+    pub description: String,
+    /// Seed.
+    pub seed: u32,
+    /// Primitives in the scene.
+    pub primitives: usize,
+    /// Rays traced.
+    pub rays: usize,
+    /// Rays the oracle says hit.
+    pub oracle_hits: usize,
+    /// One check per backend.
+    pub checks: Vec<HitCheck>,
+}
+
+/// One backend's renders of one image case.
+#[derive(Clone, Debug)]
+pub struct BackendRender {
+    /// Backend name.
+    pub backend: String,
+    /// The frame at [`Config::spp`], linear.
+    pub image: Option<Image>,
+    /// The converged frame at [`Config::converged_spp`], linear.
+    pub converged: Option<Image>,
+    /// `Ok` when a second render gave the same bits; else where they differ.
+    pub determinism: Option<Result<(), images::PixelDifference>>,
+    /// Largest 8-bit difference between the `Srgba8` frame and the encoded linear one.
+    pub srgb8_levels: Option<u8>,
+    /// A call failed.
+    pub error: Option<String>,
+    /// Milliseconds of the first render.
+    pub render_ms: f64,
+}
+
+impl BackendRender {
+    /// Why this backend's renders fail (empty when they pass).
+    pub fn failures(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        if let Some(e) = &self.error {
+            why.push(format!("render failed: {e}"));
+        }
+        if let Some(Err(d)) = &self.determinism {
+            why.push(format!(
+                "not deterministic: {} pixels differ between two renders (first at {:?})",
+                d.count, d.first
+            ));
+        }
+        if let Some(l) = self.srgb8_levels.filter(|&l| !images::srgb8_ok(l)) {
+            why.push(format!(
+                "Srgba8 frame is {l} levels from its own linear frame encoded"
+            ));
+        }
+        why
+    }
+}
+
+/// Two backends' renders compared.
+#[derive(Clone, Debug)]
+pub struct PairCheck {
+    /// First backend.
+    pub a: String,
+    /// Second backend.
+    pub b: String,
+    /// Per-pixel metrics at [`Config::spp`].
+    pub pixels: PixelMetrics,
+    /// Converged tile metrics.
+    pub tiles: Option<TileMetrics>,
+    /// Why the pair fails (empty when it passes).
+    pub failures: Vec<String>,
+}
+
+/// One scene with one integrator on every backend.
+#[derive(Clone, Debug)]
+pub struct ImageCheck {
+    /// Scene name.
+    pub scene: String,
+    /// Integrator.
+    pub integrator: Integrator,
+    /// The settings rendered with (at [`Config::spp`]).
+    pub settings: RenderSettings,
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+    /// Converged size.
+    pub converged_size: (u32, u32),
+    /// Converged samples per pixel (0: no converged comparison).
+    pub converged_spp: u32,
+    /// Per backend.
+    pub renders: Vec<BackendRender>,
+    /// Per pair of backends that both rendered.
+    pub pairs: Vec<PairCheck>,
+}
+
+impl ImageCheck {
+    /// `scene/integrator`.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.scene, self.integrator.name())
+    }
+
+    /// Every failure of this check, each on one line.
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in &self.renders {
+            for why in r.failures() {
+                out.push(format!("image {} on {}: {why}", self.name(), r.backend));
+            }
+        }
+        for p in &self.pairs {
+            if !p.failures.is_empty() {
+                out.push(format!(
+                    "image {}: {} vs {}: {}",
+                    self.name(),
+                    p.a,
+                    p.b,
+                    p.failures.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
+    /// Whether everything passed.
+    pub fn passed(&self) -> bool {
+        self.failures().is_empty()
+    }
+}
+
+/// Everything the suite found.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The configuration run.
+    pub config: Config,
+    /// Backends offered.
+    pub backends: Vec<BackendRow>,
+    /// What the caller could not provide.
+    pub notes: Vec<Note>,
+    /// Generated cases.
+    pub generated: Vec<GeneratedRow>,
+    /// Reference ray sets: each backend against Embree, then pairs of backends.
+    pub ray_sets: Vec<HitCheck>,
+    /// `(mesh, set, rays, reference hits)` of each reference ray set checked.
+    pub ray_set_sizes: Vec<(String, String, usize, usize)>,
+    /// Image checks.
+    pub images: Vec<ImageCheck>,
+    /// Time per section: generated, ray sets, images.
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+impl Report {
+    /// Every failure, in the order the report lists them, one line each.
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in &self.backends {
+            if let BackendStatus::Missing(why) = &b.status {
+                out.push(format!(
+                    "backend {} was asked for but cannot be opened: {why}",
+                    b.name
+                ));
+            }
+        }
+        for n in self.notes.iter().filter(|n| n.fails) {
+            out.push(format!("{}: {}", n.what, n.reason));
+        }
+        for g in &self.generated {
+            out.extend(g.checks.iter().filter_map(HitCheck::failure));
+        }
+        out.extend(self.ray_sets.iter().filter_map(HitCheck::failure));
+        for i in &self.images {
+            out.extend(i.failures());
+        }
+        out
+    }
+
+    /// Whether nothing failed.
+    pub fn passed(&self) -> bool {
+        self.failures().is_empty()
+    }
+
+    /// Number of checks run (hit checks, image pairs, backend renders).
+    pub fn check_count(&self) -> usize {
+        self.generated.iter().map(|g| g.checks.len()).sum::<usize>()
+            + self.ray_sets.len()
+            + self
+                .images
+                .iter()
+                .map(|i| i.pairs.len() + i.renders.len())
+                .sum::<usize>()
+    }
+
+    /// Names of the backends used.
+    pub fn used_backends(&self) -> Vec<&str> {
+        self.backends
+            .iter()
+            .filter(|b| b.status == BackendStatus::Used)
+            .map(|b| b.name.as_str())
+            .collect()
+    }
+
+    /// One line: `PASS` or `FAIL`, the backends, the counts.
+    pub fn summary(&self) -> String {
+        let failures = self.failures();
+        let verdict = if failures.is_empty() { "PASS" } else { "FAIL" };
+        let skipped: Vec<&str> = self
+            .backends
+            .iter()
+            .filter(|b| matches!(b.status, BackendStatus::Skipped(_)))
+            .map(|b| b.name.as_str())
+            .collect();
+        let mut s = format!(
+            "{verdict}: {} checks on {} ({} failed)",
+            self.check_count(),
+            match self.used_backends().join(", ") {
+                b if b.is_empty() => "no backend".to_string(),
+                b => b,
+            },
+            failures.len()
+        );
+        if !skipped.is_empty() {
+            s.push_str(&format!("; skipped: {}", skipped.join(", ")));
+        }
+        if self.config.quick {
+            s.push_str("; quick run");
+        }
+        s
+    }
+}
+
+struct Live {
+    name: String,
+    backend: Box<dyn Backend>,
+}
+
+/// Open backends into the report's rows.
+fn take_backends(candidates: Vec<Candidate>, rows: &mut Vec<BackendRow>) -> Vec<Live> {
+    let mut live = Vec::new();
+    for c in candidates {
+        match c.opened {
+            Ok(backend) => {
+                let info = backend.info();
+                rows.push(BackendRow {
+                    name: c.name.clone(),
+                    device: info.device,
+                    software: info.software,
+                    status: BackendStatus::Used,
+                });
+                live.push(Live {
+                    name: c.name,
+                    backend,
+                });
+            }
+            Err(why) => rows.push(BackendRow {
+                name: c.name,
+                device: String::new(),
+                software: false,
+                status: if c.required {
+                    BackendStatus::Missing(why)
+                } else {
+                    BackendStatus::Skipped(why)
+                },
+            }),
+        }
+    }
+    live
+}
+
+/// Run every check of `cases` and the generated cases on every opened backend.
+///
+/// Never panics on a backend's failure: an error from a call fails that check
+/// and the suite goes on. `log` hears one line per step (for a progress display).
+pub fn run(
+    candidates: Vec<Candidate>,
+    cases: &Cases,
+    config: &Config,
+    log: &mut dyn FnMut(&str),
+) -> Report {
+    let mut report = Report {
+        config: *config,
+        backends: Vec::new(),
+        notes: cases.notes.clone(),
+        generated: Vec::new(),
+        ray_sets: Vec::new(),
+        ray_set_sizes: Vec::new(),
+        images: Vec::new(),
+        timings: Vec::new(),
+    };
+    let mut live = take_backends(candidates, &mut report.backends);
+    for b in &report.backends {
+        match &b.status {
+            BackendStatus::Used => log(&format!("backend {}: {}", b.name, b.device)),
+            BackendStatus::Skipped(w) => log(&format!("backend {}: skipped: {w}", b.name)),
+            BackendStatus::Missing(w) => log(&format!("backend {}: MISSING: {w}", b.name)),
+        }
+    }
+
+    let start = Instant::now();
+    for case in generated::cases(config.generated) {
+        report.generated.push(run_generated(&case, &mut live, log));
+    }
+    report.timings.push(("generated cases", start.elapsed()));
+
+    let start = Instant::now();
+    for mesh in &cases.meshes {
+        run_mesh(mesh, config, &mut live, &mut report, log);
+    }
+    report.timings.push(("reference ray sets", start.elapsed()));
+
+    let start = Instant::now();
+    for case in &cases.images {
+        run_images(case, config, &mut live, &mut report, log);
+    }
+    report.timings.push(("images", start.elapsed()));
+    report
+}
+
+fn run_generated(
+    case: &GeneratedCase,
+    live: &mut [Live],
+    log: &mut dyn FnMut(&str),
+) -> GeneratedRow {
+    let oracle = brute_force(&case.scene, &case.rays);
+    let pairs = Reference::pairs(&oracle.hits);
+    let uv = Reference::uvs(&oracle.hits);
+    let reference = Reference {
+        name: "brute force",
+        hits: &pairs,
+        uv: Some(&uv),
+        occluded: &oracle.occluded,
+        tie_limit: None,
+    };
+    let mut row = GeneratedRow {
+        name: case.name.clone(),
+        family: case.family,
+        description: case.description.clone(),
+        seed: case.seed,
+        primitives: case.scene.primitive_count(),
+        rays: case.rays.len(),
+        oracle_hits: oracle.hits.iter().filter(|h| h.is_hit()).count(),
+        checks: Vec::new(),
+    };
+    for b in live.iter_mut() {
+        let result = b
+            .backend
+            .set_scene(&case.scene)
+            .and_then(|_| trace(b.backend.as_mut(), &case.rays));
+        let check = match result {
+            Ok(answers) => compare(&case.name, &b.name, &case.rays, &answers, &reference),
+            Err(e) => HitCheck::failed_call(&case.name, &b.name, "brute force", e.to_string()),
+        };
+        log(&format!(
+            "generated {} on {}: {}",
+            case.name,
+            b.name,
+            verdict(&check)
+        ));
+        row.checks.push(check);
+    }
+    row
+}
+
+fn verdict(check: &HitCheck) -> String {
+    format!(
+        "{} ({} match, {} ties, {} mismatches, occluded off on {})",
+        if check.passed() { "ok" } else { "FAILED" },
+        check.counts.matches,
+        check.counts.ties,
+        check.counts.mismatches,
+        check.occluded_disagreements
+    )
+}
+
+/// A reference ray set, thinned to every `ray_stride`-th ray.
+struct Subset {
+    group: String,
+    rays: Vec<Ray>,
+    reference: Vec<(f32, u32)>,
+}
+
+fn run_mesh(
+    mesh: &MeshRays,
+    config: &Config,
+    live: &mut [Live],
+    report: &mut Report,
+    log: &mut dyn FnMut(&str),
+) {
+    let stride = config.ray_stride.max(1);
+    let sets: Vec<Subset> = mesh
+        .sets
+        .iter()
+        .map(|s| Subset {
+            group: format!("{}/{}", mesh.name, s.name),
+            rays: s.rays.iter().step_by(stride).copied().collect(),
+            reference: s.reference.iter().step_by(stride).copied().collect(),
+        })
+        .collect();
+    for (s, sub) in mesh.sets.iter().zip(&sets) {
+        report.ray_set_sizes.push((
+            mesh.name.clone(),
+            s.name.clone(),
+            sub.rays.len(),
+            sub.reference.len(),
+        ));
+    }
+    // Every backend's answers, kept for the pairwise comparison.
+    let mut answers: Vec<Vec<Option<Answers>>> = Vec::new();
+    for b in live.iter_mut() {
+        let mut per_set = Vec::new();
+        let scene = b.backend.set_scene(&mesh.scene);
+        for Subset {
+            group,
+            rays,
+            reference,
+        } in &sets
+        {
+            let result = match &scene {
+                Ok(_) => trace(b.backend.as_mut(), rays),
+                Err(e) => Err(e.clone()),
+            };
+            let check = match &result {
+                Ok(a) => {
+                    let occ = Reference::occluded_from(reference);
+                    compare(
+                        group,
+                        &b.name,
+                        rays,
+                        a,
+                        &Reference {
+                            name: "Embree",
+                            hits: reference,
+                            uv: None,
+                            occluded: &occ,
+                            tie_limit: REFERENCE_TIE_LIMIT,
+                        },
+                    )
+                }
+                Err(e) => HitCheck::failed_call(group, &b.name, "Embree", e.to_string()),
+            };
+            log(&format!(
+                "rays {group} on {} vs Embree: {} [{:.0} + {:.0} ms]",
+                b.name,
+                verdict(&check),
+                check.intersect_ms,
+                check.occluded_ms
+            ));
+            report.ray_sets.push(check);
+            per_set.push(result.ok());
+        }
+        answers.push(per_set);
+    }
+    for i in 0..live.len() {
+        for j in i + 1..live.len() {
+            for (k, Subset { group, rays, .. }) in sets.iter().enumerate() {
+                let (Some(Some(a)), Some(Some(b))) = (
+                    answers.get(i).and_then(|v| v.get(k)),
+                    answers.get(j).and_then(|v| v.get(k)),
+                ) else {
+                    continue;
+                };
+                let pairs = Reference::pairs(&b.hits);
+                let uv = Reference::uvs(&b.hits);
+                let check = compare(
+                    group,
+                    &live[i].name,
+                    rays,
+                    a,
+                    &Reference {
+                        name: &live[j].name,
+                        hits: &pairs,
+                        uv: Some(&uv),
+                        occluded: &b.occluded,
+                        tie_limit: REFERENCE_TIE_LIMIT,
+                    },
+                );
+                log(&format!(
+                    "rays {group}: {} vs {}: {}",
+                    live[i].name,
+                    live[j].name,
+                    verdict(&check)
+                ));
+                report.ray_sets.push(check);
+            }
+        }
+    }
+}
+
+/// The settings an image check renders `integrator` with.
+pub fn image_settings(
+    case: &ImageCase,
+    integrator: Integrator,
+    spp: u32,
+    config: &Config,
+) -> RenderSettings {
+    let own = case.settings;
+    let mut s = RenderSettings {
+        integrator,
+        spp,
+        seed: config.seed,
+        ..own
+    };
+    if integrator != own.integrator {
+        s.max_depth = match integrator {
+            Integrator::Path => 8,
+            Integrator::Whitted => 2,
+            Integrator::Ao => 1,
+        };
+    }
+    s.max_depth = s.max_depth.clamp(1, config.max_depth.max(1));
+    if integrator == Integrator::Ao {
+        s.ao_samples = 4;
+        s.ao_shadows = true;
+    }
+    s
+}
+
+fn size_for(case: &ImageCase, width: u32) -> (u32, u32) {
+    let w = width.max(1);
+    let h = (w as u64 * case.height.max(1) as u64 / case.width.max(1) as u64).max(1) as u32;
+    (w, h)
+}
+
+fn render(
+    backend: &mut dyn Backend,
+    camera: &Camera,
+    settings: &RenderSettings,
+    (w, h): (u32, u32),
+    format: PixelFormat,
+) -> Result<(Image, f64), prism_core::Error> {
+    let mut image = Image::new(w, h, format)?;
+    let start = Instant::now();
+    backend.render(camera, settings, &mut image, &NoProgress)?;
+    Ok((image, start.elapsed().as_secs_f64() * 1e3))
+}
+
+fn run_images(
+    case: &ImageCase,
+    config: &Config,
+    live: &mut [Live],
+    report: &mut Report,
+    log: &mut dyn FnMut(&str),
+) {
+    let size = size_for(case, config.image_width);
+    let csize = size_for(case, config.converged_width);
+    let mut checks: Vec<ImageCheck> = Integrator::ALL
+        .iter()
+        .map(|&i| ImageCheck {
+            scene: case.name.clone(),
+            integrator: i,
+            settings: image_settings(case, i, config.spp, config),
+            width: size.0,
+            height: size.1,
+            converged_size: csize,
+            converged_spp: config.converged_spp,
+            renders: Vec::new(),
+            pairs: Vec::new(),
+        })
+        .collect();
+    for b in live.iter_mut() {
+        let scene = b.backend.set_scene(&case.scene);
+        for check in checks.iter_mut() {
+            let mut r = BackendRender {
+                backend: b.name.clone(),
+                image: None,
+                converged: None,
+                determinism: None,
+                srgb8_levels: None,
+                error: None,
+                render_ms: 0.0,
+            };
+            let outcome = scene.clone().and_then(|_| {
+                let be = b.backend.as_mut();
+                let s = check.settings;
+                let (first, ms) = render(be, &case.camera, &s, size, PixelFormat::LinearF32)?;
+                r.render_ms = ms;
+                let (second, _) = render(be, &case.camera, &s, size, PixelFormat::LinearF32)?;
+                r.determinism = Some(images::bit_identical(&first, &second));
+                let (srgb, _) = render(be, &case.camera, &s, size, PixelFormat::Srgba8)?;
+                r.srgb8_levels = images::srgb8_levels(&srgb, &first).ok();
+                r.image = Some(first);
+                if config.converged_spp > 0 {
+                    let cs = image_settings(case, check.integrator, config.converged_spp, config);
+                    let (conv, _) = render(be, &case.camera, &cs, csize, PixelFormat::LinearF32)?;
+                    r.converged = Some(conv);
+                }
+                Ok(())
+            });
+            if let Err(e) = outcome {
+                r.error = Some(e.to_string());
+            }
+            log(&format!(
+                "image {} on {}: {} [{:.0} ms]",
+                check.name(),
+                b.name,
+                match r.failures().first() {
+                    None => "ok".to_string(),
+                    Some(w) => format!("FAILED: {w}"),
+                },
+                r.render_ms
+            ));
+            check.renders.push(r);
+        }
+    }
+    for check in checks.iter_mut() {
+        let n = check.renders.len();
+        for i in 0..n {
+            for j in i + 1..n {
+                let (a, b) = (&check.renders[i], &check.renders[j]);
+                let (Some(ia), Some(ib)) = (&a.image, &b.image) else {
+                    continue;
+                };
+                let pixels = images::pixel_metrics(ia, ib);
+                let tiles = match (&a.converged, &b.converged) {
+                    (Some(ca), Some(cb)) => Some(images::tile_metrics(ca, cb, config.tile)),
+                    _ => None,
+                };
+                let mut failures = Vec::new();
+                let pixels = pixels.unwrap_or_else(|e| {
+                    failures.push(e);
+                    PixelMetrics::default()
+                });
+                let tiles = match tiles {
+                    Some(Ok(t)) => Some(t),
+                    Some(Err(e)) => {
+                        failures.push(e);
+                        None
+                    }
+                    None => None,
+                };
+                failures.extend(images::pair_failures(&pixels, tiles.as_ref()));
+                log(&format!(
+                    "image {}: {} vs {}: MAE {:.3}/255, RMSE {:.4}, off {:.2}%, tile {:.2}/255 {}",
+                    check.name(),
+                    a.backend,
+                    b.backend,
+                    pixels.mae * 255.0,
+                    pixels.rmse,
+                    pixels.pixels_off * 100.0,
+                    tiles.map_or(0.0, |t| t.max_tile_diff * 255.0),
+                    if failures.is_empty() { "ok" } else { "FAILED" }
+                ));
+                check.pairs.push(PairCheck {
+                    a: a.backend.clone(),
+                    b: b.backend.clone(),
+                    pixels,
+                    tiles,
+                    failures,
+                });
+            }
+        }
+    }
+    report.images.extend(checks);
+}

@@ -1,0 +1,386 @@
+//! Hit checks: a backend's `intersect` and `occluded` against a reference
+//! (Embree's hits, the brute-force oracle, or another backend), under
+//! prism-core's agreement rule.
+
+use crate::thresholds::{
+    MAX_HIT_MISMATCHES, MAX_OCCLUDED_DISAGREEMENTS, MAX_TIE_SHARE, UV_TOLERANCE, within,
+};
+use prism_core::reference::{Agreement, AgreementCounts, classify};
+use prism_core::{Backend, Hit, Ray};
+use std::time::Instant;
+
+/// What a backend answered for one batch.
+#[derive(Clone, Debug, Default)]
+pub struct Answers {
+    /// Closest hits.
+    pub hits: Vec<Hit>,
+    /// Any-hit answers.
+    pub occluded: Vec<bool>,
+    /// Milliseconds `intersect` took (wall clock around the call).
+    pub intersect_ms: f64,
+    /// Milliseconds `occluded` took.
+    pub occluded_ms: f64,
+}
+
+/// Run `intersect` and `occluded` on `rays` (the scene must already be set).
+pub fn trace(backend: &mut dyn Backend, rays: &[Ray]) -> Result<Answers, prism_core::Error> {
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut occluded = vec![false; rays.len()];
+    let start = Instant::now();
+    backend.intersect(rays, &mut hits)?;
+    let intersect_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    backend.occluded(rays, &mut occluded)?;
+    let occluded_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(Answers {
+        hits,
+        occluded,
+        intersect_ms,
+        occluded_ms,
+    })
+}
+
+/// The reference side of a comparison.
+pub struct Reference<'a> {
+    /// Who answered (`Embree`, `brute force`, a backend name).
+    pub name: &'a str,
+    /// `(t, prim)` per ray; `prim == Hit::NO_PRIM` for a miss.
+    pub hits: &'a [(f32, u32)],
+    /// Barycentrics per ray, where the reference has them.
+    pub uv: Option<&'a [(f32, f32)]>,
+    /// Any-hit answers per ray.
+    pub occluded: &'a [bool],
+    /// Largest share of ties allowed, or `None` for no limit (cases built to tie).
+    pub tie_limit: Option<f64>,
+}
+
+impl<'a> Reference<'a> {
+    /// `(t, prim)` pairs of `hits`, the form a reference takes.
+    pub fn pairs(hits: &[Hit]) -> Vec<(f32, u32)> {
+        hits.iter().map(|h| (h.t, h.prim)).collect()
+    }
+    /// `(u, v)` pairs of `hits`.
+    pub fn uvs(hits: &[Hit]) -> Vec<(f32, f32)> {
+        hits.iter().map(|h| (h.u, h.v)).collect()
+    }
+    /// The any-hit answers Embree's closest hits imply: hit exactly where they hit.
+    pub fn occluded_from(hits: &[(f32, u32)]) -> Vec<bool> {
+        hits.iter().map(|&(_, p)| p != Hit::NO_PRIM).collect()
+    }
+}
+
+/// The outcome of one backend on one batch against one reference.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HitCheck {
+    /// Which batch (`bunny/primary`, `soup/3`, ...).
+    pub group: String,
+    /// The backend checked.
+    pub backend: String,
+    /// The reference it was checked against.
+    pub against: String,
+    /// Match, tie and mismatch counts of `intersect`.
+    pub counts: AgreementCounts,
+    /// Rays naming the same triangle with barycentrics further apart than
+    /// [`UV_TOLERANCE`] (only where the reference has barycentrics).
+    pub uv_mismatches: usize,
+    /// Rays where `occluded` disagrees with the reference.
+    pub occluded_disagreements: usize,
+    /// Largest share of ties allowed (`None`: no limit).
+    pub tie_limit: Option<f64>,
+    /// The first problem, described for a person.
+    pub first_problem: Option<String>,
+    /// The call failed with this error.
+    pub error: Option<String>,
+    /// `intersect` milliseconds.
+    pub intersect_ms: f64,
+    /// `occluded` milliseconds.
+    pub occluded_ms: f64,
+}
+
+impl HitCheck {
+    /// A check that could not run because a call failed.
+    pub fn failed_call(group: &str, backend: &str, against: &str, error: String) -> HitCheck {
+        HitCheck {
+            group: group.into(),
+            backend: backend.into(),
+            against: against.into(),
+            first_problem: Some(format!("call failed: {error}")),
+            error: Some(error),
+            ..Default::default()
+        }
+    }
+
+    /// Ties as a share of the rays compared.
+    pub fn tie_share(&self) -> f64 {
+        if self.counts.total == 0 {
+            0.0
+        } else {
+            self.counts.ties as f64 / self.counts.total as f64
+        }
+    }
+
+    /// Whether every count is within its threshold and nothing failed.
+    pub fn passed(&self) -> bool {
+        self.error.is_none()
+            && within(self.counts.mismatches, MAX_HIT_MISMATCHES)
+            && within(self.occluded_disagreements, MAX_OCCLUDED_DISAGREEMENTS)
+            && self.uv_mismatches == 0
+            && self.tie_limit.is_none_or(|l| self.tie_share() <= l)
+    }
+
+    /// One line saying why the check failed, or `None` when it passed.
+    pub fn failure(&self) -> Option<String> {
+        if self.passed() {
+            return None;
+        }
+        let mut why = Vec::new();
+        if let Some(e) = &self.error {
+            why.push(format!("error: {e}"));
+        }
+        if !within(self.counts.mismatches, MAX_HIT_MISMATCHES) {
+            why.push(format!("{} mismatches", self.counts.mismatches));
+        }
+        if !within(self.occluded_disagreements, MAX_OCCLUDED_DISAGREEMENTS) {
+            why.push(format!(
+                "occluded disagrees on {} rays",
+                self.occluded_disagreements
+            ));
+        }
+        if self.uv_mismatches > 0 {
+            why.push(format!(
+                "barycentrics differ on {} rays",
+                self.uv_mismatches
+            ));
+        }
+        if let Some(l) = self.tie_limit.filter(|&l| self.tie_share() > l) {
+            why.push(format!(
+                "{:.3}% ties (limit {:.3}%)",
+                100.0 * self.tie_share(),
+                100.0 * l
+            ));
+        }
+        let mut line = format!(
+            "hits {} on {} vs {}: {}",
+            self.group,
+            self.backend,
+            self.against,
+            why.join(", ")
+        );
+        if let Some(p) = self.first_problem.as_ref().filter(|_| self.error.is_none()) {
+            line.push_str(&format!("; first: {p}"));
+        }
+        Some(line)
+    }
+}
+
+fn describe_ray(i: usize, r: &Ray) -> String {
+    format!(
+        "ray {i} (origin {:?}, dir {:?}, t in ({:e}, {:e}))",
+        r.origin.to_array(),
+        r.dir.to_array(),
+        r.tmin,
+        r.tmax
+    )
+}
+
+fn describe_hit(t: f32, prim: u32) -> String {
+    if prim == Hit::NO_PRIM {
+        "a miss".into()
+    } else {
+        format!("prim {prim} at t = {t:e}")
+    }
+}
+
+/// Compare `answers` for `rays` with `reference`.
+pub fn compare(
+    group: &str,
+    backend: &str,
+    rays: &[Ray],
+    answers: &Answers,
+    reference: &Reference<'_>,
+) -> HitCheck {
+    let counts = AgreementCounts::compare(rays, &answers.hits, reference.hits);
+    let mut check = HitCheck {
+        group: group.into(),
+        backend: backend.into(),
+        against: reference.name.into(),
+        counts,
+        tie_limit: reference.tie_limit,
+        intersect_ms: answers.intersect_ms,
+        occluded_ms: answers.occluded_ms,
+        ..Default::default()
+    };
+    let n = rays.len().min(answers.hits.len()).min(reference.hits.len());
+    if answers.hits.len() != rays.len() || reference.hits.len() != rays.len() {
+        check.error = Some(format!(
+            "{} rays, {} answers, {} reference hits",
+            rays.len(),
+            answers.hits.len(),
+            reference.hits.len()
+        ));
+    }
+    if let Some(i) = counts.first_mismatch {
+        let (t, p) = reference.hits[i];
+        let h = answers.hits[i];
+        check.first_problem = Some(format!(
+            "{}: {} answered {}, {} answered {}",
+            describe_ray(i, &rays[i]),
+            backend,
+            describe_hit(h.t, h.prim),
+            reference.name,
+            describe_hit(t, p)
+        ));
+    }
+    if let Some(uv) = reference.uv {
+        for i in 0..n.min(uv.len()) {
+            let h = answers.hits[i];
+            let (t, p) = reference.hits[i];
+            let same = classify(&rays[i], &h, t, p) == Agreement::Match && h.is_hit();
+            let (u, v) = uv[i];
+            if same && ((h.u - u).abs() > UV_TOLERANCE || (h.v - v).abs() > UV_TOLERANCE) {
+                check.uv_mismatches += 1;
+                if check.first_problem.is_none() {
+                    check.first_problem = Some(format!(
+                        "{}: prim {p}: {} gives (u, v) = ({}, {}), {} gives ({u}, {v})",
+                        describe_ray(i, &rays[i]),
+                        backend,
+                        h.u,
+                        h.v,
+                        reference.name
+                    ));
+                }
+            }
+        }
+    }
+    let pairs = answers.occluded.iter().zip(reference.occluded).zip(rays);
+    for (i, ((&got, &want), ray)) in pairs.enumerate() {
+        if got != want {
+            check.occluded_disagreements += 1;
+            if check.first_problem.is_none() {
+                check.first_problem = Some(format!(
+                    "{}: occluded = {got} on {}, {want} on {}",
+                    describe_ray(i, ray),
+                    backend,
+                    reference.name
+                ));
+            }
+        }
+    }
+    if answers.occluded.len() != rays.len() {
+        check.error = Some(format!(
+            "{} rays but {} occluded answers",
+            rays.len(),
+            answers.occluded.len()
+        ));
+    }
+    check
+}
+
+/// The default tie limit for reference meshes.
+pub const REFERENCE_TIE_LIMIT: Option<f64> = Some(MAX_TIE_SHARE);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+
+    fn ray() -> Ray {
+        Ray::new(Vec3::ZERO, Vec3::Z)
+    }
+
+    fn hit(t: f32, prim: u32) -> Hit {
+        Hit {
+            t,
+            u: 0.25,
+            v: 0.5,
+            prim,
+        }
+    }
+
+    #[test]
+    fn counts_matches_ties_and_mismatches() {
+        let rays = vec![ray(); 4];
+        let answers = Answers {
+            hits: vec![hit(1.0, 3), hit(2.0, 4), hit(3.0, 5), Hit::MISS],
+            occluded: vec![true, true, true, false],
+            ..Default::default()
+        };
+        let reference = [(1.0, 3), (2.0, 9), (3.5, 5), (f32::INFINITY, Hit::NO_PRIM)];
+        let occ = Reference::occluded_from(&reference);
+        let c = compare(
+            "g",
+            "b",
+            &rays,
+            &answers,
+            &Reference {
+                name: "r",
+                hits: &reference,
+                uv: None,
+                occluded: &occ,
+                tie_limit: None,
+            },
+        );
+        assert_eq!(
+            (c.counts.matches, c.counts.ties, c.counts.mismatches),
+            (2, 1, 1)
+        );
+        assert!(!c.passed());
+        let why = c.failure().unwrap_or_default();
+        assert!(
+            why.contains("1 mismatches") && why.contains("ray 2"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn occluded_and_uv_disagreements_fail() {
+        let rays = vec![ray(); 2];
+        let answers = Answers {
+            hits: vec![hit(1.0, 3), hit(2.0, 4)],
+            occluded: vec![true, false],
+            ..Default::default()
+        };
+        let reference = [(1.0, 3), (2.0, 4)];
+        let uv = [(0.25, 0.5), (0.5, 0.25)];
+        let occ = [true, true];
+        let c = compare(
+            "g",
+            "b",
+            &rays,
+            &answers,
+            &Reference {
+                name: "r",
+                hits: &reference,
+                uv: Some(&uv),
+                occluded: &occ,
+                tie_limit: None,
+            },
+        );
+        assert_eq!(c.counts.mismatches, 0);
+        assert_eq!(c.uv_mismatches, 1);
+        assert_eq!(c.occluded_disagreements, 1);
+        assert!(!c.passed());
+    }
+
+    #[test]
+    fn too_many_ties_fail_when_limited() {
+        let rays = vec![ray(); 10];
+        let answers = Answers {
+            hits: vec![hit(1.0, 1); 10],
+            occluded: vec![true; 10],
+            ..Default::default()
+        };
+        let reference = [(1.0, 2); 10];
+        let occ = [true; 10];
+        let mut r = Reference {
+            name: "r",
+            hits: &reference,
+            uv: None,
+            occluded: &occ,
+            tie_limit: None,
+        };
+        assert!(compare("g", "b", &rays, &answers, &r).passed());
+        r.tie_limit = Some(0.5);
+        assert!(!compare("g", "b", &rays, &answers, &r).passed());
+    }
+}
