@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, with .gpu/ staged by
+# bench/stage_gpu.sh and the Vulkan loader debs in .gl/: CUDA tests, CUDA and wgpu
+# benchmarks, the CLI stage tables, and the conformance suite on CPU, CUDA and
+# wgpu. Logs and the report (one tarball) go to $OUT; a summary is printed last.
+set -uo pipefail
+OUT=${OUT:-/tmp/prism-gpu-out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+B=.gpu/bin
+S=/tmp/prism-scenes
+mkdir -p $S && tar -C $S -xJf .gpu/scenes.tar.xz
+export PRISM_SCENES_DIR=$S PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
+export PRISM_REQUIRE_CUDA=1 PRISM_REQUIRE_NVRTC=1 PRISM_REQUIRE_WGPU=1
+echo "commit $(cat .gpu/commit) dirty: $(tr '\n' ' ' < .gpu/dirty) date $(date -u +%F)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+$B/prism info 2>&1 | tee "$OUT/info.txt"
+
+timeout 45 $B/compile --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda compile test: exit $?" | tee -a "$OUT/summary.txt"
+timeout 110 $B/gpu --test-threads 6 --nocapture >> "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
+grep -E "test result" "$OUT/cuda_tests.log" | tee -a "$OUT/summary.txt"
+
+timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1; echo "cuda bench: exit $?" | tee -a "$OUT/summary.txt"
+timeout 90 $B/wgpu_bench --scenes $S --runs 5 > "$OUT/wgpu_bench.log" 2>&1; echo "wgpu bench: exit $?" | tee -a "$OUT/summary.txt"
+
+for be in cuda wgpu; do
+  for sc in rtiow whitted19; do
+    timeout 20 $B/prism bench --backend $be --scene $sc --runs 5 2>&1 | grep -v "skipped\|using" >> "$OUT/cli_bench.txt"
+  done
+done
+
+timeout 170 $B/prism conformance --out /tmp/conformance --backends cpu,cuda,wgpu --scenes $S > "$OUT/conformance.log" 2>&1
+echo "conformance (cpu, cuda, wgpu): exit $?" | tee -a "$OUT/summary.txt"
+tar -C /tmp -czf "$OUT/conformance.tgz" conformance
+
+echo "---- CLI stage tables ----"; cat "$OUT/cli_bench.txt"
+echo "---- cuda bench ----"; grep -E "rtiow 1280|whitted19 8192|\.diffuse|\.primary" "$OUT/cuda_bench.log" | cut -c1-200 | head -20
+echo "---- wgpu bench ----"; tail -25 "$OUT/wgpu_bench.log" | cut -c1-200
+echo "---- conformance ----"; tail -15 "$OUT/conformance.log"
+echo "---- summary ----"; cat "$OUT/summary.txt"

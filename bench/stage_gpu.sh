@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Here (Rust available): build and stage everything bench/gpu_final.sh runs on a GPU
+# machine that has no Rust: the prism CLI, the CUDA GPU tests and benchmark, the
+# wgpu benchmark, and the shared scenes (xz), in .gpu/ (ignored by git).
+# The Vulkan loader debs go in .gl/ (see the device notes). Carry [".gpu", ".gl"].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+G=.gpu
+mkdir -p $G/bin
+cargo build --release -q
+cp target/release/prism $G/bin/prism
+CARGO_TARGET_DIR=${CUDA_TARGET_DIR:-/tmp/target-cuda} bash backend-cuda/bench/prepare_gpu.sh >/dev/null
+cp .gpu/cuda/bin/* $G/bin/
+rm -f .gpu/cuda/scenes.tar.xz
+cargo build --release -q -p prism-wgpu --example wgpu_bench
+cp target/release/examples/wgpu_bench $G/bin/wgpu_bench
+strip --strip-debug $G/bin/*
+[ -f $G/scenes.tar.xz ] || tar -C ../shared/scenes -cJf $G/scenes.tar.xz $(cd ../shared/scenes && ls *.obj *.rays *.hits)
+git rev-parse --short HEAD > $G/commit
+git status --short -- core backend-* src conformance > $G/dirty
+du -sh $G
