@@ -12,14 +12,15 @@
 //! |-------------------|-----------------------------------------------------------|-------------------------------------------------------------------------------------------------|
 //! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`] returns a mesh whose indices are in range, or a typed error; the mesh traces like brute force |
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`]                                                                      |
-//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index |
-//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size |
+//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (both CPU traversals) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; a 3x3 render of the scene succeeds, is the same with both traversals and, for a tame scene, finite |
+//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, the same with both traversals, and finite for a tame camera; cancelling is an error |
 //!
 //! Traversal is compared with brute force under the slab test's documented
 //! face-plane convention ([`in_face_plane`]): a ray that does not move along an
 //! axis and lies in a box face plane may miss a primitive hit on that face. A
-//! brute-force hit that lies off its primitive ([`off_primitive`]: the f32
-//! triangle test seen from `2^24` triangle sizes away) may be missed too.
+//! brute-force hit that lies outside its primitive's box ([`off_primitive_box`]:
+//! the f32 triangle test on triangles tiny against their distance, or huge)
+//! may be missed too: traversal is right there, and brute force is not.
 //!
 //! After every error a check makes a valid call on the same backend and
 //! requires it to succeed: a failed call must leave the backend usable.
@@ -286,30 +287,32 @@ pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> b
     })
 }
 
-/// Whether the hit `(t, prim)` of `ray` lies off its primitive: outside the
-/// primitive's bounds by more than the rounding of the hit point (`1e-4` of the
-/// magnitudes of the origin and of `t * dir`).
+/// Whether the hit `(t, prim)` of `ray` lies outside its primitive's bounding box
+/// (the box the BVH holds it in): the exact point `origin + t * dir`, computed in
+/// `f64`, outside the box by more than `1e-12` of the magnitudes involved.
 ///
-/// The single-precision watertight test sees a triangle from the ray's origin:
-/// when the triangle is tiny against its distance (a ray starting `1e8` away
-/// from a triangle of size 10, 2^24 times its size), its projected vertices
-/// round to nearly one point and the edge functions to noise, and the test can
-/// report a hit millions of units from the triangle. Traversal culls such a
-/// triangle by its box, correctly; brute force does not. (The paper's
-/// double-precision fallback, which would catch it, is left out so that the GPU
-/// mirrors stay identical on hardware without `f64`.)
-pub fn off_primitive(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
+/// The slab test is conservative for points really in a box, so traversal never
+/// culls such a hit; but the single-precision watertight test can report hits
+/// off its triangle, and traversal rightly culls those by the box. It happens
+/// where the triangle is tiny against its distance from the ray's origin (a
+/// ray starting `1e8` away from a triangle of size 10: the projected vertices
+/// round to nearly one point and the edge functions to noise, and the "hit" is
+/// millions of units off), or where a triangle spans `1e30` and rounds its edges
+/// by more than the ray's distance to them. (The paper's double-precision
+/// fallback would catch these; the core leaves it out so that the GPU mirrors
+/// stay identical on hardware without `f64`.)
+pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
     let bounds = match scene.primitive(prim) {
         Some(PrimRef::Triangle(i)) => scene
             .triangle(i)
-            .map(|[a, b, c]| (a.min(b).min(c), a.max(b).max(c))),
+            .map(|[a, b, c]| prism_core::bvh::triangle_bounds(a, b, c)),
         Some(PrimRef::Sphere(i)) => scene
             .spheres()
             .get(i as usize)
-            .map(|cr| (cr.truncate() - cr.w, cr.truncate() + cr.w)),
+            .map(|cr| prism_core::bvh::sphere_bounds(cr.truncate(), cr.w)),
         None => None,
     };
-    let Some((lo, hi)) = bounds else {
+    let Some(bounds) = bounds else {
         return false;
     };
     let t = f64::from(t);
@@ -317,11 +320,12 @@ pub fn off_primitive(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
     for k in 0..3 {
         // ok: `k` < 3 indexes each `Vec3`.
         let (o, d) = (f64::from(ray.origin[k]), f64::from(ray.dir[k]));
+        let (lo, hi) = (f64::from(bounds.min[k]), f64::from(bounds.max[k]));
         let p = o + t * d;
         scale = scale.max(o.abs()).max((t * d).abs());
-        outside = outside.max(f64::from(lo[k]) - p).max(p - f64::from(hi[k]));
+        outside = outside.max(lo - p).max(p - hi);
     }
-    outside > 1e-4 * scale
+    outside > 1e-12 * scale
 }
 
 /// Trace `rays` (all valid) on `backend`, which holds `scene`, with each of its
@@ -374,7 +378,7 @@ fn compare_traversal(
         // under the face-plane convention, or where the reference hit is not on
         // its primitive at all.
         let missed = prim != Hit::NO_PRIM && (!hit.is_hit() || hit.t > t);
-        if missed && (in_face_plane(nodes, ray, t) || off_primitive(scene, ray, t, prim)) {
+        if missed && (in_face_plane(nodes, ray, t) || off_primitive_box(scene, ray, t, prim)) {
             continue;
         }
         if classify(ray, hit, t, prim) == Agreement::Mismatch {
@@ -676,6 +680,52 @@ fn decode_ray(b: &mut Bytes, scene: &Scene) -> Ray {
     Ray::segment(origin, dir, tmin, tmax)
 }
 
+/// Whether every coordinate, radius and emission of `scene` is of a size real
+/// scenes use; inside this domain a NaN or infinite pixel is an integrator bug,
+/// outside it overflow is expected.
+fn scene_is_tame(scene: &Scene) -> bool {
+    let tame = |v: Vec3| v.abs().max_element() <= 1e4;
+    scene
+        .spheres()
+        .iter()
+        .all(|cr| tame(cr.truncate()) && (1e-2..=1e4).contains(&cr.w))
+        && (0..scene.triangle_count() as u32)
+            .all(|i| scene.triangle(i).is_some_and(|t| t.into_iter().all(tame)))
+        && scene.materials().iter().all(|m| tame(m.emission))
+}
+
+/// A 3x3 render of a valid decoded scene with a decoded integrator: it must
+/// succeed, equal the binary traversal's bit for bit, and, for a tame scene,
+/// hold finite non-negative radiance.
+fn render_scene_check(
+    backend: &mut CpuBackend,
+    scene: &Scene,
+    b: &mut Bytes,
+) -> Result<(), Violation> {
+    let settings = RenderSettings {
+        integrator: Integrator::ALL[usize::from(b.u8() % 3)],
+        spp: 2,
+        max_depth: 3,
+        ao_samples: 2,
+        ao_distance: 4.0,
+        ao_shadows: b.u8() & 1 == 1,
+        ..Default::default()
+    };
+    let camera = Camera::look_at(Vec3::new(3.0, 4.0, 20.0), Vec3::ZERO, Vec3::Y, 70.0);
+    let mut image = match Image::new(3, 3, PixelFormat::LinearF32) {
+        Ok(i) => i,
+        Err(e) => return violation!("Image::new(3, 3) failed: {e:?}"),
+    };
+    if let Err(e) = backend.render(&camera, &settings, &mut image, &NoProgress) {
+        return violation!("render of a valid scene failed: {e:?}");
+    }
+    same_with_binary_traversal(backend, &camera, &settings, &image)?;
+    if scene_is_tame(scene) {
+        finite_radiance(&image).map_err(|v| Violation(format!("{v} ({settings:?})")))?;
+    }
+    Ok(())
+}
+
 /// Arbitrary materials, spheres, triangles and meshes; validation, BVH build and
 /// `set_scene`; then a batch of arbitrary rays through `intersect` and `occluded`
 /// against brute force.
@@ -760,7 +810,9 @@ pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
             }
         }
         let good: Vec<Ray> = rays.into_iter().filter(Ray::is_valid).collect();
-        compare_with_brute_force(backend, &scene, &good)
+        compare_with_brute_force(backend, &scene, &good)?;
+        // Last, so that inputs saved before this step decode as they did.
+        render_scene_check(backend, &scene, &mut b)
     })
 }
 
@@ -943,23 +995,61 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
         if stats.rays < samples {
             return violation!("{} rays reported for {samples} samples", stats.rays);
         }
-        // Linear pixels are empty for an sRGB image (NaN encodes as 0 there).
-        let checked = if camera_is_tame(&camera) {
-            image.linear()
+        same_with_binary_traversal(backend, &camera, &capped, &image)?;
+        if camera_is_tame(&camera) {
+            finite_radiance(&image).map_err(|v| Violation(format!("{v} ({capped:?}, {camera:?})")))
         } else {
-            &[]
-        };
-        match checked
-            .iter()
-            .position(|p| p.iter().any(|c| !(c.is_finite() && *c >= 0.0)))
-        {
-            Some(i) => violation!(
-                "pixel {i} = {:?} is not a finite non-negative radiance ({capped:?}, {camera:?})",
-                checked.get(i)
-            ),
-            None => Ok(()),
+            Ok(())
         }
     })
+}
+
+/// Every linear pixel finite and non-negative (an sRGB image has none: NaN
+/// encodes as 0 there).
+fn finite_radiance(image: &Image) -> Result<(), Violation> {
+    let pixels = image.linear();
+    match pixels
+        .iter()
+        .position(|p| p.iter().any(|c| !(c.is_finite() && *c >= 0.0)))
+    {
+        Some(i) => violation!(
+            "pixel {i} = {:?} is not a finite non-negative radiance",
+            pixels.get(i)
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Render again with the core's binary traversal (the backend's default is its
+/// 4-wide BVH) and require the very same pixels, bit for bit.
+fn same_with_binary_traversal(
+    backend: &mut CpuBackend,
+    camera: &Camera,
+    settings: &RenderSettings,
+    image: &Image,
+) -> Result<(), Violation> {
+    let mut binary = image.clone();
+    backend.set_traversal(Traversal::Binary);
+    let result = backend.render(camera, settings, &mut binary, &NoProgress);
+    backend.set_traversal(Traversal::default());
+    if let Err(e) = result {
+        return violation!("the binary-traversal render failed: {e:?}");
+    }
+    let bits = |i: &Image| -> Vec<u32> {
+        match i.format() {
+            PixelFormat::LinearF32 => i.linear().iter().flatten().map(|c| c.to_bits()).collect(),
+            PixelFormat::Srgba8 => i.rgba8().iter().map(|p| u32::from_le_bytes(*p)).collect(),
+        }
+    };
+    let (wide, binary) = (bits(image), bits(&binary));
+    match wide.iter().zip(&binary).position(|(a, b)| a != b) {
+        Some(i) => violation!(
+            "wide and binary traversals render different images: value {i} is {:#x} vs {:#x}",
+            wide.get(i).copied().unwrap_or_default(),
+            binary.get(i).copied().unwrap_or_default()
+        ),
+        None => Ok(()),
+    }
 }
 
 /// `settings` with spp, depth and AO samples capped at [`MAX_RENDER_WORK`].
