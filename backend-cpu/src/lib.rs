@@ -12,12 +12,13 @@
 //! let mut scene = Scene::new();
 //! let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
 //! scene.add_sphere(Vec3::ZERO, 1.0, grey);
-//! let mut cpu = prism_cpu::CpuBackend::new().unwrap();
-//! cpu.set_scene(&scene).unwrap();
+//! let mut cpu = prism_cpu::CpuBackend::new()?;
+//! cpu.set_scene(&scene)?;
 //! let camera = Camera::look_at(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, Vec3::Y, 40.0);
-//! let mut image = Image::new(32, 24, PixelFormat::Srgba8).unwrap();
-//! let stats = cpu.render(&camera, &RenderSettings::default(), &mut image, &NoProgress).unwrap();
+//! let mut image = Image::new(32, 24, PixelFormat::Srgba8)?;
+//! let stats = cpu.render(&camera, &RenderSettings::default(), &mut image, &NoProgress)?;
 //! assert!(stats.rays >= 32 * 24);
+//! # Ok::<(), prism_core::Error>(())
 //! ```
 
 pub mod wide;

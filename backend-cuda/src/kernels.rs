@@ -525,7 +525,7 @@ mod tests {
             1e-30,
         ] {
             let s = c_float(v);
-            let back: f32 = s.trim_end_matches('f').parse().unwrap();
+            let back: f32 = s.trim_end_matches('f').parse().unwrap(); // ok: test code
             assert_eq!(back.to_bits(), v.to_bits(), "{s}");
             assert!(
                 s.contains('.') || s.contains('e'),
@@ -577,7 +577,7 @@ ptxas info    : Used 40 registers, used 0 barriers\n";
 
     #[test]
     fn default_config_is_valid_and_bad_ones_are_refused() {
-        KernelConfig::default().validate().unwrap();
+        KernelConfig::default().validate().unwrap(); // ok: test code
         let bad = KernelConfig {
             trace_threads: 100,
             ..Default::default()

@@ -17,10 +17,11 @@
 //! let mut scene = Scene::new();
 //! let red = scene.add_material(Material::lambertian(Vec3::new(0.8, 0.1, 0.1)));
 //! scene.add_sphere(Vec3::new(0.0, 0.0, -3.0), 1.0, red);
-//! let accel = Accel::build(&scene).unwrap();
+//! let accel = Accel::build(&scene)?;
 //! let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z));
 //! assert!(hit.is_hit());
 //! assert!((hit.t - 2.0).abs() < 1e-5);
+//! # Ok::<(), prism_core::Error>(())
 //! ```
 #![no_std]
 #![deny(missing_docs)]
