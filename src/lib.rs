@@ -13,6 +13,7 @@
 //! # Ok::<(), prism::Error>(())
 //! ```
 
+pub mod conformance;
 pub mod fuzz_checks;
 pub mod mesh;
 pub mod rays;

@@ -29,6 +29,9 @@ enum Command {
     Bench(BenchArgs),
     /// List the backends found, their devices, and why any was skipped.
     Info,
+    /// Check every backend against Embree's hits, a brute-force oracle and each
+    /// other; write an HTML report. Exits non-zero when anything fails.
+    Conformance(ConformanceArgs),
 }
 
 #[derive(Args, Clone)]
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
         Command::Render(a) => render(a),
         Command::Bench(a) => bench(a),
         Command::Info => info(),
+        Command::Conformance(a) => return conformance(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -420,4 +424,70 @@ fn info() -> Result<(), Error> {
         println!("PRISM_BACKEND={v} overrides --backend");
     }
     Ok(())
+}
+
+#[derive(Args)]
+struct ConformanceArgs {
+    /// Directory for the report (index.html and images).
+    #[arg(long)]
+    out: PathBuf,
+    /// Backends to check, comma-separated (cpu, wgpu, cuda); each must open.
+    /// Default: every backend, reporting those that cannot open as skipped.
+    #[arg(long, value_delimiter = ',')]
+    backends: Option<Vec<String>>,
+    /// A shorter run: fewer reference rays, smaller images, one seed.
+    #[arg(long)]
+    quick: bool,
+    /// Reference meshes, rays and hits (default: $PRISM_SCENES, else ../shared/scenes).
+    #[arg(long)]
+    scenes: Option<PathBuf>,
+}
+
+fn conformance(a: ConformanceArgs) -> ExitCode {
+    let backends = match a.backends.as_ref().map(|names| {
+        names
+            .iter()
+            .map(|n| match BackendChoice::from_name(n)? {
+                BackendChoice::Auto => Err(Error::UnknownName {
+                    what: "backend for --backends",
+                    name: n.clone(),
+                    known: "cpu, wgpu, cuda",
+                }),
+                c => Ok(c),
+            })
+            .collect::<Result<Vec<_>, Error>>()
+    }) {
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+        Some(Ok(list)) => Some(list),
+        None => None,
+    };
+    let options = prism::conformance::Options {
+        backends,
+        quick: a.quick,
+        scenes: a.scenes,
+    };
+    let start = Instant::now();
+    let report = prism::conformance::run_suite(&options, &mut |line| eprintln!("  {line}"));
+    match prism::conformance::write_html(&report, &a.out) {
+        Ok(index) => eprintln!("report: {}", index.display()),
+        Err(e) => {
+            eprintln!("error: writing the report: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    println!(
+        "{} in {:.1} s",
+        report.summary(),
+        start.elapsed().as_secs_f64()
+    );
+    match report.failures().first() {
+        None => ExitCode::SUCCESS,
+        Some(first) => {
+            eprintln!("first failure: {first}");
+            ExitCode::FAILURE
+        }
+    }
 }

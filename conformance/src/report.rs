@@ -291,6 +291,16 @@ fn utc(secs: u64) -> String {
     )
 }
 
+/// A signed number of 8-bit levels, without a minus sign on zero.
+fn signed_levels(x: f64) -> String {
+    let l = x * 255.0;
+    if l.abs() < 0.005 {
+        "0.00".into()
+    } else {
+        format!("{l:+.2}")
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{:.3}%", 100.0 * x)
 }
@@ -476,7 +486,7 @@ fn image_card(
             "identical".to_string()
         } else {
             format!(
-                "{} of pixels off by &gt; 2/255, largest {:.0}/255",
+                "{} of pixels off by &gt; 2/255, largest {:.2}/255",
                 pct(p.pixels.pixels_off),
                 p.pixels.max_diff * 255.0
             )
@@ -549,9 +559,9 @@ fn image_card(
                 "identical".to_string()
             } else {
                 format!(
-                    "worst tile {:.2}/255, image mean {:+.2}/255",
+                    "worst tile {:.2}/255, image mean {}/255",
                     t.max_tile_diff * 255.0,
-                    t.mean_diff * 255.0
+                    signed_levels(t.mean_diff)
                 )
             };
             let caption = format!(
@@ -587,7 +597,7 @@ fn image_card(
             let _ = write!(
                 out,
                 "<tr{}><td>{} vs {}</td><td class=num>{:.3}/255</td><td class=num>{:.4}</td><td class=num>{}</td>\
-                 <td class=num>{:.0}/255</td><td class=num>{}</td><td class=num>{}</td><td>{}</td></tr>",
+                 <td class=num>{:.2}/255</td><td class=num>{}</td><td class=num>{}</td><td>{}</td></tr>",
                 if ok { "" } else { " class=bad" },
                 esc(&p.a),
                 esc(&p.b),
@@ -600,8 +610,8 @@ fn image_card(
                     t.max_tile_diff * 255.0
                 )),
                 p.tiles.map_or("&ndash;".into(), |t| format!(
-                    "{:+.2}/255",
-                    t.mean_diff * 255.0
+                    "{}/255",
+                    signed_levels(t.mean_diff)
                 )),
                 chip(ok)
             );

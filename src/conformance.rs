@@ -1,0 +1,225 @@
+//! The conformance suite with the facade's backends and cases: the built-in
+//! scenes, the shared meshes with Embree's reference hits, and every backend this
+//! build can open. See [`prism_conformance`] for the checks themselves.
+//!
+//! ```no_run
+//! use prism::conformance::{Options, run_suite};
+//!
+//! let report = run_suite(&Options { quick: true, ..Default::default() }, &mut |line| eprintln!("{line}"));
+//! prism::conformance::write_html(&report, std::path::Path::new("conformance-report"))?;
+//! assert!(report.passed(), "{}", report.summary());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use prism_conformance::*;
+
+use crate::{BackendChoice, Material};
+use std::path::{Path, PathBuf};
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Backends asked for by name (each must open, or the suite fails); `None`:
+    /// every backend, those that cannot be opened reported as skipped.
+    pub backends: Option<Vec<BackendChoice>>,
+    /// The shorter configuration ([`Config::quick`]).
+    pub quick: bool,
+    /// Directory of the reference meshes, rays and hits; `None`: [`default_scenes_dir`]
+    /// (and a missing directory is reported as skipped rather than failed).
+    pub scenes: Option<PathBuf>,
+}
+
+/// The backends this build knows, in the order the report lists them.
+pub const ALL_BACKENDS: [BackendChoice; 3] =
+    [BackendChoice::Cpu, BackendChoice::Wgpu, BackendChoice::Cuda];
+
+fn backend_name(choice: BackendChoice) -> &'static str {
+    match choice {
+        BackendChoice::Auto => "auto",
+        BackendChoice::Cpu => "cpu",
+        BackendChoice::Cuda => "cuda",
+        BackendChoice::Wgpu => "wgpu",
+    }
+}
+
+/// Open every backend of `requested` (or all of [`ALL_BACKENDS`]). A wgpu backend
+/// is opened by name, so a software adapter (lavapipe) counts. `PRISM_BACKEND` is
+/// not consulted: the suite checks each backend on its own.
+pub fn candidates(requested: Option<&[BackendChoice]>) -> Vec<Candidate> {
+    let (list, required) = match requested {
+        Some(r) => (r.to_vec(), true),
+        None => (ALL_BACKENDS.to_vec(), false),
+    };
+    list.into_iter()
+        .filter(|c| *c != BackendChoice::Auto)
+        .map(|choice| Candidate {
+            name: backend_name(choice).to_string(),
+            opened: crate::open_with_env(choice, None)
+                .map(|o| o.backend as Box<dyn crate::Backend>)
+                .map_err(|e| match e {
+                    crate::Error::BackendUnavailable { reason, .. } => reason,
+                    e => e.to_string(),
+                }),
+            required,
+        })
+        .collect()
+}
+
+/// `$PRISM_SCENES`, else `../shared/scenes` beside the workspace.
+pub fn default_scenes_dir() -> PathBuf {
+    std::env::var_os("PRISM_SCENES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes"))
+}
+
+/// Every built-in scene as an image case.
+pub fn image_cases() -> Vec<ImageCase> {
+    ["rtiow", "whitted19", "cornell"]
+        .iter()
+        .filter_map(|n| crate::scenes::by_name(n).ok())
+        .map(|p| ImageCase {
+            name: p.name.to_string(),
+            scene: p.scene,
+            camera: p.camera,
+            settings: p.settings,
+            width: p.width,
+            height: p.height,
+        })
+        .collect()
+}
+
+/// The meshes of `dir` with their ray sets: every `M.S.rays` with a `M.S.hits`
+/// and a mesh `M.obj` (or `M.ply`). A file that is there but cannot be read is
+/// a failing note.
+pub fn mesh_cases(dir: &Path) -> (Vec<MeshRays>, Vec<Note>) {
+    let mut notes = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            notes.push(Note {
+                what: "reference ray sets".into(),
+                reason: format!("{}: {e}", dir.display()),
+                fails: true,
+            });
+            return (Vec::new(), notes);
+        }
+    };
+    let mut sets: Vec<(String, String)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter_map(|f| {
+            let stem = f.strip_suffix(".rays")?;
+            let (mesh, set) = stem.split_once('.')?;
+            Some((mesh.to_string(), set.to_string()))
+        })
+        .collect();
+    sets.sort();
+    let mut meshes: Vec<MeshRays> = Vec::new();
+    for (mesh, set) in sets {
+        if meshes.last().is_none_or(|m| m.name != mesh) {
+            let path = ["obj", "ply"]
+                .iter()
+                .map(|ext| dir.join(format!("{mesh}.{ext}")))
+                .find(|p| p.exists());
+            let loaded = match path {
+                Some(p) => crate::mesh::load_mesh(&p).and_then(|m| {
+                    crate::mesh_scene(&m, Material::lambertian(glam::Vec3::splat(0.7)))
+                }),
+                None => Err(crate::Error::Io {
+                    path: dir.join(format!("{mesh}.obj")).display().to_string(),
+                    message: "no mesh for these ray sets".into(),
+                }),
+            };
+            match loaded {
+                Ok((scene, _)) => meshes.push(MeshRays {
+                    name: mesh.clone(),
+                    scene,
+                    sets: Vec::new(),
+                }),
+                Err(e) => {
+                    notes.push(Note {
+                        what: format!("mesh {mesh}"),
+                        reason: e.to_string(),
+                        fails: true,
+                    });
+                    continue;
+                }
+            }
+        }
+        let Some(m) = meshes.last_mut().filter(|m| m.name == mesh) else {
+            continue;
+        };
+        let rays = crate::rays::read_rays(dir.join(format!("{mesh}.{set}.rays")));
+        let hits = crate::rays::read_hits(dir.join(format!("{mesh}.{set}.hits")));
+        match (rays, hits) {
+            (Ok(rays), Ok(reference)) if rays.len() == reference.len() => m.sets.push(RaySet {
+                name: set,
+                rays,
+                reference,
+            }),
+            (Ok(rays), Ok(reference)) => notes.push(Note {
+                what: format!("ray set {mesh}/{set}"),
+                reason: format!("{} rays but {} reference hits", rays.len(), reference.len()),
+                fails: true,
+            }),
+            (Err(e), _) | (_, Err(e)) => notes.push(Note {
+                what: format!("ray set {mesh}/{set}"),
+                reason: e.to_string(),
+                fails: true,
+            }),
+        }
+    }
+    meshes.retain(|m| !m.sets.is_empty());
+    (meshes, notes)
+}
+
+/// The built-in cases: every preset scene, and the reference ray sets of
+/// `scenes` (or of [`default_scenes_dir`], where a missing directory is a
+/// non-failing note).
+pub fn builtin_cases(scenes: Option<&Path>) -> Cases {
+    let explicit = scenes.is_some();
+    let dir = scenes.map_or_else(default_scenes_dir, Path::to_path_buf);
+    let (meshes, mut notes) = if dir.is_dir() || explicit {
+        mesh_cases(&dir)
+    } else {
+        (
+            Vec::new(),
+            vec![Note {
+                what: "reference ray sets".into(),
+                reason: format!(
+                    "{} not found (set PRISM_SCENES or --scenes to check against Embree)",
+                    dir.display()
+                ),
+                fails: false,
+            }],
+        )
+    };
+    if meshes.is_empty() && notes.is_empty() {
+        notes.push(Note {
+            what: "reference ray sets".into(),
+            reason: format!("no M.S.rays files in {}", dir.display()),
+            fails: explicit,
+        });
+    }
+    Cases {
+        meshes,
+        images: image_cases(),
+        notes,
+    }
+}
+
+/// Run the suite on the backends and cases `options` describe.
+pub fn run_suite(options: &Options, log: &mut dyn FnMut(&str)) -> Report {
+    let config = if options.quick {
+        Config::quick()
+    } else {
+        Config::full()
+    };
+    let cases = builtin_cases(options.scenes.as_deref());
+    run(
+        candidates(options.backends.as_deref()),
+        &cases,
+        &config,
+        log,
+    )
+}

@@ -1,0 +1,559 @@
+//! The conformance suite end to end: CPU and wgpu (lavapipe counts) agree, the
+//! report opens in headless Chromium with every image loaded and says PASS, and
+//! backends that lie or mirrors broken on purpose make it FAIL.
+//!
+//! Environment:
+//! - `PRISM_REQUIRE_WGPU=1`: fail instead of skipping the wgpu parts when no
+//!   adapter (not even a software one) exists.
+//! - `PRISM_REQUIRE_CHROMIUM=1`: fail instead of skipping the browser check when
+//!   `chromium` is not installed (Debian: `apt-get install -y chromium`).
+//! - `PRISM_REQUIRE_CUDA=1`: fail instead of skipping the CUDA broken-kernel test.
+//! - `PRISM_CONFORMANCE_KEEP=1`: print the report directory and keep it.
+
+use prism::conformance::{Candidate, Cases, Config, ImageCase, Report, image_cases, run};
+use prism::{
+    Backend, BackendChoice, BackendInfo, Camera, Error, Hit, Image, Progress, Ray, RenderSettings,
+    RenderStats, Scene,
+};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+fn log(line: &str) {
+    eprintln!("  {line}");
+}
+
+/// A fresh directory under the system's temp dir.
+fn temp_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!(
+        "prism-conformance-{tag}-{}-{nanos}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+fn cleanup(dir: &Path) {
+    if required("PRISM_CONFORMANCE_KEEP") {
+        eprintln!("report kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+fn cpu() -> Box<dyn Backend> {
+    Box::new(prism_cpu::CpuBackend::new().unwrap_or_else(|e| panic!("cpu backend: {e}")))
+}
+
+/// The wgpu backend opened by name (software adapters count), or `None` with a
+/// message when there is no adapter; panics then if `PRISM_REQUIRE_WGPU=1`.
+fn wgpu_or_skip(what: &str) -> Option<Box<dyn Backend>> {
+    match prism::open_with_env(BackendChoice::Wgpu, None) {
+        Ok(o) => Some(o.backend),
+        Err(e) => {
+            assert!(
+                !required("PRISM_REQUIRE_WGPU"),
+                "PRISM_REQUIRE_WGPU=1 but wgpu cannot be opened: {e}"
+            );
+            eprintln!(
+                "SKIPPED {what}: no wgpu adapter ({e}); set PRISM_REQUIRE_WGPU=1 to fail instead"
+            );
+            None
+        }
+    }
+}
+
+fn assert_passed(report: &Report) {
+    let failures = report.failures();
+    assert!(
+        failures.is_empty(),
+        "{}\n{}",
+        report.summary(),
+        failures.join("\n")
+    );
+}
+
+/// Every `src="..."` of the page.
+fn image_sources(html: &str) -> Vec<String> {
+    html.split("src=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(str::to_string)
+        .collect()
+}
+
+fn find_chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+/// Run headless Chromium on `page` with `args`; returns stdout. Kills it after `limit`.
+fn chromium(exe: &Path, page: &Path, args: &[String], limit: Duration) -> String {
+    let profile = temp_dir("chromium-profile");
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args)
+    .arg(format!("file://{}", page.display()))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "chromium did not finish within {limit:?} on {}",
+                    page.display()
+                );
+            }
+        }
+    }
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("chromium output: {e}"));
+    let _ = std::fs::remove_dir_all(&profile);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Check the written report: every image it references exists and decodes; then,
+/// with Chromium, that the browser loads every image and shows the verdict.
+fn check_report_in_browser(dir: &Path, expect: &str) {
+    let index = dir.join("index.html");
+    let html =
+        std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
+    let sources = image_sources(&html);
+    assert!(!sources.is_empty(), "the report references no image");
+    for src in &sources {
+        assert!(
+            !src.starts_with('/') && !src.contains("://"),
+            "image path {src} is not relative"
+        );
+        let path = dir.join(src);
+        let img = image::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(img.width() > 0 && img.height() > 0, "{src} is empty");
+    }
+    assert!(
+        html.contains(&format!("<p id=verdict>{expect}</p>")),
+        "the report's verdict is not {expect}"
+    );
+
+    let Some(exe) = find_chromium() else {
+        assert!(
+            !required("PRISM_REQUIRE_CHROMIUM"),
+            "PRISM_REQUIRE_CHROMIUM=1 but no chromium in PATH"
+        );
+        eprintln!(
+            "SKIPPED browser check: chromium not found (apt-get install -y chromium); \
+             set PRISM_REQUIRE_CHROMIUM=1 to fail instead"
+        );
+        return;
+    };
+    // A page beside the report with the same images; after they load (or fail),
+    // its script writes how many decoded into the DOM, which --dump-dom prints.
+    let mut check = String::from(
+        "<!DOCTYPE html><html><head><meta charset=utf-8></head><body><pre id=result>pending</pre>",
+    );
+    for src in &sources {
+        check.push_str(&format!("<img src=\"{src}\">"));
+    }
+    check.push_str(
+        "<script>window.addEventListener('load', function () {\
+           var imgs = document.images, ok = 0, bad = [];\
+           for (var i = 0; i < imgs.length; i++) {\
+             if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; else bad.push(imgs[i].getAttribute('src'));\
+           }\
+           document.getElementById('result').textContent = 'loaded ' + ok + ' of ' + imgs.length + (bad.length ? ' missing ' + bad.join(' ') : '');\
+         });</script></body></html>",
+    );
+    let check_page = dir.join("browser-check.html");
+    std::fs::write(&check_page, check).unwrap_or_else(|e| panic!("{}: {e}", check_page.display()));
+    let limit = Duration::from_secs(180);
+    let budget = [
+        "--virtual-time-budget=10000".to_string(),
+        "--dump-dom".to_string(),
+    ];
+    let dom = chromium(&exe, &check_page, &budget, limit);
+    let want = format!("loaded {n} of {n}", n = sources.len());
+    assert!(
+        dom.contains(&want),
+        "chromium did not load every image: expected '{want}', got: {}",
+        dom.lines()
+            .find(|l| l.contains("result"))
+            .unwrap_or("(no result)")
+    );
+    let _ = std::fs::remove_file(&check_page);
+
+    // The report itself, as Chromium parsed it.
+    let dom = chromium(&exe, &index, &["--dump-dom".to_string()], limit);
+    assert!(
+        dom.contains(&format!("id=\"verdict\">{expect}<")),
+        "chromium's DOM of the report has no {expect} verdict ({} bytes)",
+        dom.len()
+    );
+    // And a screenshot, for a person (kept with PRISM_CONFORMANCE_KEEP=1).
+    let shot = dir.join("report.png");
+    let args = [
+        format!("--screenshot={}", shot.display()),
+        "--window-size=1280,2400".to_string(),
+    ];
+    chromium(&exe, &index, &args, limit);
+    let img = image::open(&shot).unwrap_or_else(|e| panic!("screenshot {}: {e}", shot.display()));
+    assert_eq!(img.width(), 1280);
+    eprintln!(
+        "browser check: {} images loaded, verdict {expect} rendered",
+        sources.len()
+    );
+}
+
+/// The quick suite on CPU and wgpu (skipped without an adapter), with the
+/// built-in scenes and the shared reference ray sets; the report must PASS and
+/// open in the browser.
+#[test]
+fn cpu_and_wgpu_agree_and_the_report_opens_in_a_browser() {
+    let mut candidates = vec![Candidate {
+        name: "cpu".into(),
+        opened: Ok(cpu()),
+        required: true,
+    }];
+    if let Some(w) = wgpu_or_skip("the wgpu part of the conformance suite") {
+        candidates.push(Candidate {
+            name: "wgpu".into(),
+            opened: Ok(w),
+            required: true,
+        });
+    }
+    let cases = prism::conformance::builtin_cases(None);
+    let start = Instant::now();
+    let report = run(candidates, &cases, &Config::quick(), &mut |l| log(l));
+    eprintln!(
+        "{} in {:.1} s",
+        report.summary(),
+        start.elapsed().as_secs_f64()
+    );
+    let dir = temp_dir("report");
+    prism::conformance::write_html(&report, &dir).unwrap_or_else(|e| panic!("report: {e}"));
+    check_report_in_browser(&dir, if report.passed() { "PASS" } else { "FAIL" });
+    assert_passed(&report);
+    assert!(report.check_count() > 0);
+    cleanup(&dir);
+}
+
+/// A backend that delegates to the CPU but shades every pixel a little brighter
+/// and reports one hit of every batch on the wrong primitive.
+struct Liar(Box<dyn Backend>);
+
+impl Backend for Liar {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "liar",
+            ..self.0.info()
+        }
+    }
+    fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
+        self.0.set_scene(scene)
+    }
+    fn render(
+        &mut self,
+        camera: &Camera,
+        settings: &RenderSettings,
+        image: &mut Image,
+        progress: &dyn Progress,
+    ) -> Result<RenderStats, Error> {
+        let stats = self.0.render(camera, settings, image, progress)?;
+        for p in image.linear_mut() {
+            for c in &mut p[..3] {
+                *c *= 1.04;
+            }
+        }
+        Ok(stats)
+    }
+    fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
+        let stats = self.0.intersect(rays, hits)?;
+        if let Some(h) = hits.iter_mut().find(|h| h.is_hit()) {
+            h.prim ^= 1;
+            h.t *= 1.01;
+        }
+        Ok(stats)
+    }
+    fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
+        self.0.occluded(rays, occluded)
+    }
+}
+
+fn one_scene() -> Vec<ImageCase> {
+    image_cases()
+        .into_iter()
+        .filter(|c| c.name == "cornell")
+        .collect()
+}
+
+#[test]
+fn a_lying_backend_fails_every_kind_of_check() {
+    let cases = Cases {
+        images: one_scene(),
+        ..Default::default()
+    };
+    let candidates = vec![
+        Candidate::opened("cpu", cpu()),
+        Candidate::opened("liar", Box::new(Liar(cpu()))),
+    ];
+    let report = run(candidates, &cases, &Config::quick(), &mut |l| log(l));
+    let failures = report.failures();
+    assert!(!report.passed());
+    assert!(report.summary().starts_with("FAIL"));
+    let has = |prefix: &str| {
+        failures
+            .iter()
+            .any(|f| f.starts_with(prefix) && f.contains("liar"))
+    };
+    assert!(has("hits soup/1 on liar vs brute force"), "{failures:#?}");
+    assert!(has("image cornell/path: cpu vs liar"), "{failures:#?}");
+    // The CPU's own renders pass: every image failure involves the liar.
+    assert!(
+        failures
+            .iter()
+            .filter(|f| f.starts_with("image"))
+            .all(|f| f.contains("liar")),
+        "{failures:#?}"
+    );
+    let dir = temp_dir("liar");
+    prism::conformance::write_html(&report, &dir).unwrap_or_else(|e| panic!("report: {e}"));
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap_or_default();
+    assert!(html.contains("<p id=verdict>FAIL</p>"));
+    cleanup(&dir);
+}
+
+#[test]
+fn a_backend_asked_for_but_missing_fails_and_one_not_asked_for_is_skipped() {
+    let candidates = vec![
+        Candidate {
+            name: "gpu-a".into(),
+            opened: Err("no device".into()),
+            required: false,
+        },
+        Candidate {
+            name: "gpu-b".into(),
+            opened: Err("no driver".into()),
+            required: true,
+        },
+    ];
+    let config = Config {
+        generated: prism::conformance::generated::GenSize {
+            seeds: 1,
+            rays: 16,
+            triangles: 8,
+            spheres: 4,
+        },
+        ..Config::quick()
+    };
+    let report = run(candidates, &Cases::default(), &config, &mut |_| {});
+    let failures = report.failures();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert!(failures[0].contains("gpu-b") && failures[0].contains("no driver"));
+    assert!(
+        report.summary().contains("skipped: gpu-a"),
+        "{}",
+        report.summary()
+    );
+}
+
+/// Replace `from` by `to` in `file` of a shader or kernel set, checking it is there once.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn patch_once(files: &[(&str, &str)], file: &str, from: &str, to: &str) -> String {
+    let src = files
+        .iter()
+        .find(|(n, _)| *n == file)
+        .map(|(_, s)| *s)
+        .unwrap_or_else(|| panic!("no file {file}"));
+    assert_eq!(
+        src.matches(from).count(),
+        1,
+        "{file} must contain `{from}` exactly once for this test to break it"
+    );
+    src.replacen(from, to, 1)
+}
+
+/// A wgpu backend whose `file` has `from` replaced by `to` (on a software
+/// adapter if that is all there is).
+#[cfg(feature = "wgpu")]
+fn broken_wgpu(
+    file: &'static str,
+    from: &'static str,
+    to: &'static str,
+) -> Option<Box<dyn Backend>> {
+    wgpu_or_skip("the broken-mirror test")?;
+    let patched = patch_once(&prism_wgpu::SHADER_FILES, file, from, to);
+    let options = prism_wgpu::WgpuOptions {
+        allow_software: true,
+        source_patch: Some(Box::new(move |name: &str, src: &str| {
+            if name == file {
+                patched.clone()
+            } else {
+                src.to_string()
+            }
+        })),
+        ..Default::default()
+    };
+    Some(Box::new(
+        prism_wgpu::WgpuBackend::new(options).unwrap_or_else(|e| panic!("patched wgpu: {e}")),
+    ))
+}
+
+/// One flipped comparison in the watertight triangle test's sign check.
+#[cfg(feature = "wgpu")]
+#[test]
+fn a_broken_wgpu_triangle_test_is_caught() {
+    let Some(backend) = broken_wgpu(
+        "intersect.wgsl",
+        "(u < 0.0 || v < 0.0 || w < 0.0)",
+        "(u < 0.0 || v < 0.0 || w > 0.0)",
+    ) else {
+        return;
+    };
+    let cases = Cases {
+        images: one_scene(),
+        ..Default::default()
+    };
+    let report = run(
+        vec![
+            Candidate::opened("cpu", cpu()),
+            Candidate::opened("wgpu", backend),
+        ],
+        &cases,
+        &Config::quick(),
+        &mut |l| log(l),
+    );
+    let failures = report.failures();
+    eprintln!(
+        "{}\nfirst failure: {:?}",
+        report.summary(),
+        failures.first()
+    );
+    assert!(!report.passed(), "the broken triangle test went unnoticed");
+    assert!(
+        failures.iter().any(|f| f.starts_with("hits grazing/")),
+        "{failures:#?}"
+    );
+    assert!(
+        failures.iter().any(|f| f.starts_with("image cornell/")),
+        "{failures:#?}"
+    );
+    assert!(
+        failures
+            .iter()
+            .filter(|f| f.starts_with("image"))
+            .all(|f| f.contains("wgpu")),
+        "{failures:#?}"
+    );
+}
+
+/// One flipped comparison in the choice of the dominant axis: random rays still
+/// trace correctly (any axis with a non-zero component works), rays with zero
+/// direction components do not. Only the axis-parallel generated cases catch it.
+#[cfg(feature = "wgpu")]
+#[test]
+fn a_broken_wgpu_axis_choice_is_caught_by_the_axis_parallel_cases() {
+    let Some(backend) = broken_wgpu("intersect.wgsl", "if ad.x > ad.y {", "if ad.x < ad.y {")
+    else {
+        return;
+    };
+    let report = run(
+        vec![Candidate::opened("wgpu", backend)],
+        &Cases::default(),
+        &Config::quick(),
+        &mut |l| log(l),
+    );
+    let failures = report.failures();
+    eprintln!(
+        "{}\nfirst failure: {:?}",
+        report.summary(),
+        failures.first()
+    );
+    assert!(
+        failures.iter().any(|f| f.starts_with("hits axis/")),
+        "the broken axis choice went unnoticed: {failures:#?}"
+    );
+}
+
+/// The same flip as the wgpu test, in the CUDA kernel.
+#[cfg(feature = "cuda")]
+#[test]
+fn a_broken_cuda_triangle_test_is_caught() {
+    let from = "(u < 0.0f || v < 0.0f || w < 0.0f)";
+    let to = "(u < 0.0f || v < 0.0f || w > 0.0f)";
+    let patched = patch_once(&prism_cuda::SOURCES, "intersect.cuh", from, to);
+    let backend = match prism_cuda::CudaBackend::with_source_patch(move |name: &str, src: &str| {
+        if name == "intersect.cuh" {
+            patched.clone()
+        } else {
+            src.to_string()
+        }
+    }) {
+        Ok(b) => b,
+        Err(e @ Error::BackendUnavailable { .. }) => {
+            assert!(
+                !required("PRISM_REQUIRE_CUDA"),
+                "PRISM_REQUIRE_CUDA=1 but CUDA cannot be opened: {e}"
+            );
+            eprintln!("SKIPPED broken CUDA kernel test: {e}");
+            return;
+        }
+        Err(e) => panic!("patched CUDA backend: {e}"),
+    };
+    let cases = Cases {
+        images: one_scene(),
+        ..Default::default()
+    };
+    let report = run(
+        vec![
+            Candidate::opened("cpu", cpu()),
+            Candidate::opened("cuda", Box::new(backend)),
+        ],
+        &cases,
+        &Config::quick(),
+        &mut |l| log(l),
+    );
+    let failures = report.failures();
+    eprintln!(
+        "{}\nfirst failure: {:?}",
+        report.summary(),
+        failures.first()
+    );
+    assert!(
+        !report.passed(),
+        "the broken CUDA triangle test went unnoticed"
+    );
+    assert!(
+        failures
+            .iter()
+            .filter(|f| f.starts_with("image"))
+            .all(|f| f.contains("cuda")),
+        "{failures:#?}"
+    );
+}
