@@ -289,7 +289,8 @@ pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> b
 
 /// Whether the hit `(t, prim)` of `ray` lies outside its primitive's bounding box
 /// (the box the BVH holds it in): the exact point `origin + t * dir`, computed in
-/// `f64`, outside the box by more than `1e-12` of the magnitudes involved.
+/// `f64`, outside the box on some axis by more than `1e-12` of that axis's
+/// magnitudes (the rounding of the `f64` sum).
 ///
 /// The slab test is conservative for points really in a box, so traversal never
 /// culls such a hit; but the single-precision watertight test can report hits
@@ -298,9 +299,12 @@ pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> b
 /// ray starting `1e8` away from a triangle of size 10: the projected vertices
 /// round to nearly one point and the edge functions to noise, and the "hit" is
 /// millions of units off), or where a triangle spans `1e30` and rounds its edges
-/// by more than the ray's distance to them. (The paper's double-precision
-/// fallback would catch these; the core leaves it out so that the GPU mirrors
-/// stay identical on hardware without `f64`.)
+/// by more than the ray's distance to them; and the sphere test, whose squared
+/// distances underflow to 0 for radii and offsets below `1e-19`, reports a
+/// sphere of radius `1e-45` hit by a ray passing `1e-29` from its centre. (The
+/// watertight paper's double-precision fallback would catch the triangle cases;
+/// the core leaves it out so that the GPU mirrors stay identical on hardware
+/// without `f64`.)
 pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
     let bounds = match scene.primitive(prim) {
         Some(PrimRef::Triangle(i)) => scene
@@ -316,16 +320,13 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
         return false;
     };
     let t = f64::from(t);
-    let (mut scale, mut outside) = (0.0f64, 0.0f64);
-    for k in 0..3 {
+    (0..3).any(|k| {
         // ok: `k` < 3 indexes each `Vec3`.
         let (o, d) = (f64::from(ray.origin[k]), f64::from(ray.dir[k]));
         let (lo, hi) = (f64::from(bounds.min[k]), f64::from(bounds.max[k]));
         let p = o + t * d;
-        scale = scale.max(o.abs()).max((t * d).abs());
-        outside = outside.max(lo - p).max(p - hi);
-    }
-    outside > 1e-12 * scale
+        (lo - p).max(p - hi) > 1e-12 * o.abs().max((t * d).abs())
+    })
 }
 
 /// Trace `rays` (all valid) on `backend`, which holds `scene`, with each of its
