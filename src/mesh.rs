@@ -335,3 +335,57 @@ fn prescan_ply(bytes: &[u8], name: &str) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_parser_becomes_a_parse_error() {
+        let r: Result<(), Error> = guarded("x.obj", "OBJ", || panic!("index overflow"));
+        match r {
+            Err(Error::Parse { path, message, .. }) => {
+                assert_eq!(path, "x.obj");
+                assert!(message.contains("index overflow"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(guarded("x.obj", "OBJ", || Ok(7)), Ok(7));
+    }
+
+    #[test]
+    fn obj_indices_tobj_would_overflow_on_are_refused_by_line() {
+        // Each of these makes tobj 4.0.5 panic on arithmetic overflow (debug
+        // builds) when it multiplies the index: relative indices before the
+        // first element, and absolute ones near `isize::MAX`.
+        for (src, line) in [
+            (
+                "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\nf 1//-99 2//1 3//1\n",
+                5,
+            ),
+            ("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/-5 2/1 3/1\n", 5),
+            (
+                "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\n# c\nf 1//9223372036854775807 2//1 3//1\n",
+                6,
+            ),
+        ] {
+            match parse_obj(src.as_bytes(), "x.obj") {
+                Err(Error::Parse { line: Some(l), .. }) => assert_eq!(l, line, "{src}"),
+                other => panic!("{src}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn ply_counts_past_the_file_are_refused() {
+        let ply = b"ply\nformat binary_little_endian 1.0\nelement nothing 4000000000\nend_header\n";
+        match parse_ply(ply, "x.ply") {
+            Err(Error::Parse {
+                line: Some(3),
+                message,
+                ..
+            }) => assert!(message.contains("'nothing'"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
