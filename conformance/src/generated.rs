@@ -670,14 +670,22 @@ fn axis(seed: u32, size: GenSize) -> GeneratedCase {
     let mut rays = Vec::with_capacity(size.rays);
     for k in 0..size.rays {
         let d = dirs[k % dirs.len()];
-        // Origins on the lattice planes (exactly on slab boundaries), on the
-        // quarter planes, or anywhere; then moved back out of the scene.
-        let coord = |rng: &mut Rng| match rng.index(3) {
-            0 => rng.index(5) as f32 - 2.0,
-            1 => (rng.index(17) as f32 - 8.0) * 0.25,
-            _ => rng.range(-2.5, 2.5),
-        };
-        let p = Vec3::new(coord(&mut rng), coord(&mut rng), coord(&mut rng));
+        // Coordinates are dyadic, so every operation of the tests is exact. On an
+        // axis the ray does not move along, a quarter of the origins lie in the
+        // lattice or quarter planes (the boxes' face planes, where the slab
+        // test's face-plane convention decides), the rest on odd multiples of
+        // 1/64 (never a face plane); on the other axes, anywhere dyadic.
+        let odd64 = |rng: &mut Rng| ((2 * rng.index(160) + 1) as f32 - 160.0) / 64.0;
+        let quarter = |rng: &mut Rng| (rng.index(17) as f32 - 8.0) * 0.25;
+        let mut p = Vec3::ZERO;
+        for k in 0..3 {
+            p[k] = match (d[k] == 0.0, rng.index(8)) {
+                (true, 0) => rng.index(5) as f32 - 2.0,
+                (true, 1) => quarter(&mut rng),
+                (false, k) if k % 2 == 0 => quarter(&mut rng),
+                _ => odd64(&mut rng),
+            };
+        }
         rays.push(Ray::new(p - 4.0 * d, d));
     }
     GeneratedCase {
@@ -685,7 +693,8 @@ fn axis(seed: u32, size: GenSize) -> GeneratedCase {
         family: "axis",
         description: format!(
             "axis-aligned boxes, flat quads and spheres on an integer lattice ({} primitives); rays along \
-             the axes and axis diagonals (zero direction components) starting on the lattice planes",
+             the axes and axis diagonals (zero direction components), a quarter of them lying in box face \
+             planes; all coordinates dyadic, so every operation is exact",
             s.primitive_count()
         ),
         seed,

@@ -5,8 +5,9 @@
 use crate::thresholds::{
     MAX_HIT_MISMATCHES, MAX_OCCLUDED_DISAGREEMENTS, MAX_TIE_SHARE, UV_TOLERANCE, within,
 };
+use prism_core::intersect::MIN_DIR_COMPONENT;
 use prism_core::reference::{Agreement, AgreementCounts, classify};
-use prism_core::{Backend, Hit, Ray};
+use prism_core::{Accel, Backend, Hit, Ray, Scene};
 use std::time::Instant;
 
 /// What a backend answered for one batch.
@@ -40,6 +41,82 @@ pub fn trace(backend: &mut dyn Backend, rays: &[Ray]) -> Result<Answers, prism_c
     })
 }
 
+/// The boxes a BVH holds each primitive in, root to leaf: what the slab test's
+/// face-plane convention needs.
+///
+/// prism-core clamps a zero direction component to `±1e-30` (as Embree does), so
+/// a ray that does not move along an axis and lies exactly in a box's face plane
+/// on that axis is inside the box for one of its two faces and outside for the
+/// other, by the sign of the zero. Traversal may then cull a primitive that the
+/// primitive test alone would hit on that face (an edge in the plane). The core
+/// documents this as a measure-zero convention; against the brute-force oracle,
+/// such a miss is counted apart and not a failure, but only when the ray lies in
+/// a face plane of a box on the way to the primitive it missed. Backends must
+/// still agree with each other on these rays exactly.
+#[derive(Clone, Debug, Default)]
+pub struct FacePlanes {
+    /// Boxes from the root to each primitive id's leaf.
+    paths: Vec<Vec<BoxRows>>,
+}
+
+/// A BVH box as its `(lo, hi)` node rows.
+type BoxRows = ([f32; 4], [f32; 4]);
+
+impl FacePlanes {
+    /// The boxes of the BVH prism-core builds for `scene` (the one every backend
+    /// traverses); `None` when the scene does not build.
+    pub fn new(scene: &Scene) -> Option<FacePlanes> {
+        let accel = Accel::build(scene).ok()?;
+        let (nodes, prims) = (accel.nodes(), accel.primitives());
+        let mut paths = vec![Vec::new(); scene.primitive_count()];
+        let mut stack: Vec<(usize, Vec<BoxRows>)> = vec![(0, Vec::new())];
+        while let Some((node, path)) = stack.pop() {
+            let Some(n) = nodes.get(node) else {
+                continue;
+            };
+            let children = [
+                (n.left_lo, n.left_hi, n.left_index(), n.left_count()),
+                (n.right_lo, n.right_hi, n.right_index(), n.right_count()),
+            ];
+            for (lo, hi, index, count) in children {
+                let mut p = path.clone();
+                p.push((lo, hi));
+                if count == 0 {
+                    // An inner child (or, with both bounds infinite, no child).
+                    if lo[0].is_finite() && (index as usize) < nodes.len() && index as usize != node
+                    {
+                        stack.push((index as usize, p));
+                    }
+                    continue;
+                }
+                let slots = index as usize..(index as usize + count as usize).min(prims.len());
+                for slot in slots {
+                    if let Some(q) = prims.get(slot).and_then(|s| paths.get_mut(s.id() as usize)) {
+                        *q = p.clone();
+                    }
+                }
+            }
+        }
+        Some(FacePlanes { paths })
+    }
+
+    /// Whether `ray` lies in a face plane, on an axis it does not move along, of
+    /// a box on the way to `prim`, at the hit distance `t` (within the reach of
+    /// the clamped component, `2e-30 t`).
+    pub fn excuses(&self, ray: &Ray, t: f32, prim: u32) -> bool {
+        let Some(path) = self.paths.get(prim as usize) else {
+            return false;
+        };
+        let reach = 2.0 * MIN_DIR_COMPONENT * t.abs();
+        (0..3).any(|k| {
+            ray.dir[k].abs() < MIN_DIR_COMPONENT
+                && path.iter().any(|(lo, hi)| {
+                    (ray.origin[k] - lo[k]).abs() <= reach || (ray.origin[k] - hi[k]).abs() <= reach
+                })
+        })
+    }
+}
+
 /// The reference side of a comparison.
 pub struct Reference<'a> {
     /// Who answered (`Embree`, `brute force`, a backend name).
@@ -52,6 +129,9 @@ pub struct Reference<'a> {
     pub occluded: &'a [bool],
     /// Largest share of ties allowed, or `None` for no limit (cases built to tie).
     pub tie_limit: Option<f64>,
+    /// Misses the face-plane convention explains (see [`FacePlanes`]); `None`
+    /// for references that follow the convention themselves (Embree, backends).
+    pub face_planes: Option<&'a FacePlanes>,
 }
 
 impl<'a> Reference<'a> {
@@ -85,6 +165,9 @@ pub struct HitCheck {
     pub uv_mismatches: usize,
     /// Rays where `occluded` disagrees with the reference.
     pub occluded_disagreements: usize,
+    /// Rays whose reference hit was missed under the face-plane convention
+    /// (see [`FacePlanes`]): counted, not failures.
+    pub face_plane: usize,
     /// Largest share of ties allowed (`None`: no limit).
     pub tie_limit: Option<f64>,
     /// The first problem, described for a person.
@@ -199,18 +282,52 @@ pub fn compare(
     answers: &Answers,
     reference: &Reference<'_>,
 ) -> HitCheck {
-    let counts = AgreementCounts::compare(rays, &answers.hits, reference.hits);
+    // Rays the face-plane convention excuses: the answer misses the reference
+    // hit (a miss, or a farther hit), the ray lies in a face plane of a box on
+    // the way to it, and the any-hit answer says the same as the closest hit.
+    let n = rays.len().min(answers.hits.len()).min(reference.hits.len());
+    let excused: Vec<bool> = (0..n)
+        .map(|i| {
+            let (t, p) = reference.hits[i];
+            let h = answers.hits[i];
+            let missed = p != Hit::NO_PRIM
+                && (!h.is_hit() || h.t > t)
+                && classify(&rays[i], &h, t, p) == Agreement::Mismatch;
+            missed
+                && answers.occluded.get(i) == Some(&h.is_hit())
+                && reference
+                    .face_planes
+                    .is_some_and(|f| f.excuses(&rays[i], t, p))
+        })
+        .collect();
+    let kept = |v: &[Hit]| -> Vec<Hit> {
+        v.iter()
+            .zip(&excused)
+            .map(|(h, &e)| if e { Hit::MISS } else { *h })
+            .collect()
+    };
+    let kept_ref: Vec<(f32, u32)> = reference
+        .hits
+        .iter()
+        .take(n)
+        .zip(&excused)
+        .map(|(&r, &e)| if e { (f32::INFINITY, Hit::NO_PRIM) } else { r })
+        .collect();
+    let mut counts = AgreementCounts::compare(&rays[..n], &kept(&answers.hits[..n]), &kept_ref);
+    let face_plane = excused.iter().filter(|&&e| e).count();
+    // Excused rays were compared as two misses: count them apart, not as matches.
+    counts.matches -= face_plane;
     let mut check = HitCheck {
         group: group.into(),
         backend: backend.into(),
         against: reference.name.into(),
         counts,
+        face_plane,
         tie_limit: reference.tie_limit,
         intersect_ms: answers.intersect_ms,
         occluded_ms: answers.occluded_ms,
         ..Default::default()
     };
-    let n = rays.len().min(answers.hits.len()).min(reference.hits.len());
     if answers.hits.len() != rays.len() || reference.hits.len() != rays.len() {
         check.error = Some(format!(
             "{} rays, {} answers, {} reference hits",
@@ -254,7 +371,7 @@ pub fn compare(
     }
     let pairs = answers.occluded.iter().zip(reference.occluded).zip(rays);
     for (i, ((&got, &want), ray)) in pairs.enumerate() {
-        if got != want {
+        if got != want && !excused.get(i).copied().unwrap_or(false) {
             check.occluded_disagreements += 1;
             if check.first_problem.is_none() {
                 check.first_problem = Some(format!(
@@ -318,6 +435,7 @@ mod tests {
                 uv: None,
                 occluded: &occ,
                 tie_limit: None,
+                face_planes: None,
             },
         );
         assert_eq!(
@@ -354,12 +472,64 @@ mod tests {
                 uv: Some(&uv),
                 occluded: &occ,
                 tie_limit: None,
+                face_planes: None,
             },
         );
         assert_eq!(c.counts.mismatches, 0);
         assert_eq!(c.uv_mismatches, 1);
         assert_eq!(c.occluded_disagreements, 1);
         assert!(!c.passed());
+    }
+
+    #[test]
+    fn the_face_plane_convention_is_excused_only_in_the_face_plane() {
+        let mut s = Scene::new();
+        let m = s.add_material(prism_core::Material::lambertian(Vec3::ONE));
+        let (a, b, c, d) = (
+            Vec3::new(0.0, 0.0, 0.0),
+            Vec3::new(0.0, 1.0, 0.0),
+            Vec3::new(0.0, 1.0, 1.0),
+            Vec3::new(0.0, 0.0, 1.0),
+        );
+        s.add_triangle(a, b, c, m);
+        s.add_triangle(a, c, d, m);
+        let planes = FacePlanes::new(&s).unwrap_or_default();
+        // Along +x at z = 1: in the quad's top face plane, with dir.z = 0.
+        let top = Ray::new(Vec3::new(-3.0, 0.5, 1.0), Vec3::X);
+        let mid = Ray::new(Vec3::new(-3.0, 0.5, 0.5), Vec3::X);
+        let tilted = Ray::new(Vec3::new(-3.0, 0.5, 1.0), Vec3::new(1.0, 0.0, 1e-3));
+        assert!(planes.excuses(&top, 3.0, 1));
+        assert!(!planes.excuses(&mid, 3.0, 1));
+        assert!(!planes.excuses(&tilted, 3.0, 1));
+        // A backend that misses on `top` passes against brute force, counted
+        // apart; the same miss on `mid` fails.
+        let rays = [top, mid];
+        let answers = Answers {
+            hits: vec![Hit::MISS; 2],
+            occluded: vec![false; 2],
+            ..Default::default()
+        };
+        let reference = [(3.0, 1), (3.0, 0)];
+        let occ = [true, true];
+        let c = compare(
+            "g",
+            "b",
+            &rays,
+            &answers,
+            &Reference {
+                name: "r",
+                hits: &reference,
+                uv: None,
+                occluded: &occ,
+                tie_limit: None,
+                face_planes: Some(&planes),
+            },
+        );
+        assert_eq!(
+            (c.face_plane, c.counts.mismatches, c.occluded_disagreements),
+            (1, 1, 1)
+        );
+        assert_eq!(c.counts.first_mismatch, Some(1));
     }
 
     #[test]
@@ -378,6 +548,7 @@ mod tests {
             uv: None,
             occluded: &occ,
             tie_limit: None,
+            face_planes: None,
         };
         assert!(compare("g", "b", &rays, &answers, &r).passed());
         r.tie_limit = Some(0.5);

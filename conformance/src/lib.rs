@@ -38,7 +38,7 @@ pub mod report;
 pub mod thresholds;
 
 use generated::{GenSize, GeneratedCase, brute_force};
-use hits::{Answers, HitCheck, REFERENCE_TIE_LIMIT, Reference, compare, trace};
+use hits::{Answers, FacePlanes, HitCheck, REFERENCE_TIE_LIMIT, Reference, compare, trace};
 use images::{PixelMetrics, TileMetrics};
 use prism_core::{
     Backend, Camera, Image, Integrator, NoProgress, PixelFormat, Ray, RenderSettings, Scene,
@@ -165,7 +165,7 @@ impl Config {
             image_width: 128,
             spp: 8,
             converged_spp: 64,
-            converged_width: 64,
+            converged_width: 96,
             tile: 8,
             seed: 7,
             ray_stride: 1,
@@ -554,12 +554,14 @@ fn run_generated(
     let oracle = brute_force(&case.scene, &case.rays);
     let pairs = Reference::pairs(&oracle.hits);
     let uv = Reference::uvs(&oracle.hits);
+    let planes = FacePlanes::new(&case.scene);
     let reference = Reference {
         name: "brute force",
         hits: &pairs,
         uv: Some(&uv),
         occluded: &oracle.occluded,
         tie_limit: None,
+        face_planes: planes.as_ref(),
     };
     let mut row = GeneratedRow {
         name: case.name.clone(),
@@ -571,13 +573,14 @@ fn run_generated(
         oracle_hits: oracle.hits.iter().filter(|h| h.is_hit()).count(),
         checks: Vec::new(),
     };
+    let mut answers: Vec<Option<Answers>> = Vec::new();
     for b in live.iter_mut() {
         let result = b
             .backend
             .set_scene(&case.scene)
             .and_then(|_| trace(b.backend.as_mut(), &case.rays));
-        let check = match result {
-            Ok(answers) => compare(&case.name, &b.name, &case.rays, &answers, &reference),
+        let check = match &result {
+            Ok(a) => compare(&case.name, &b.name, &case.rays, a, &reference),
             Err(e) => HitCheck::failed_call(&case.name, &b.name, "brute force", e.to_string()),
         };
         log(&format!(
@@ -587,18 +590,56 @@ fn run_generated(
             verdict(&check)
         ));
         row.checks.push(check);
+        answers.push(result.ok());
+    }
+    // Backends against each other: exactly the rule, no convention excused.
+    for i in 0..live.len() {
+        for j in i + 1..live.len() {
+            let (Some(Some(a)), Some(Some(b))) = (answers.get(i), answers.get(j)) else {
+                continue;
+            };
+            let pairs = Reference::pairs(&b.hits);
+            let uv = Reference::uvs(&b.hits);
+            let check = compare(
+                &case.name,
+                &live[i].name,
+                &case.rays,
+                a,
+                &Reference {
+                    name: &live[j].name,
+                    hits: &pairs,
+                    uv: Some(&uv),
+                    occluded: &b.occluded,
+                    tie_limit: None,
+                    face_planes: None,
+                },
+            );
+            log(&format!(
+                "generated {}: {} vs {}: {}",
+                case.name,
+                live[i].name,
+                live[j].name,
+                verdict(&check)
+            ));
+            row.checks.push(check);
+        }
     }
     row
 }
 
 fn verdict(check: &HitCheck) -> String {
     format!(
-        "{} ({} match, {} ties, {} mismatches, occluded off on {})",
+        "{} ({} match, {} ties, {} mismatches, occluded off on {}{})",
         if check.passed() { "ok" } else { "FAILED" },
         check.counts.matches,
         check.counts.ties,
         check.counts.mismatches,
-        check.occluded_disagreements
+        check.occluded_disagreements,
+        if check.face_plane > 0 {
+            format!(", {} face-plane", check.face_plane)
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -663,6 +704,7 @@ fn run_mesh(
                             uv: None,
                             occluded: &occ,
                             tie_limit: REFERENCE_TIE_LIMIT,
+                            face_planes: None,
                         },
                     )
                 }
@@ -702,6 +744,7 @@ fn run_mesh(
                         uv: Some(&uv),
                         occluded: &b.occluded,
                         tie_limit: REFERENCE_TIE_LIMIT,
+                        face_planes: None,
                     },
                 );
                 log(&format!(
