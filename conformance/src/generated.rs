@@ -219,8 +219,15 @@ pub struct GenSize {
     pub spheres: usize,
 }
 
-/// Every generated case for `size`.
+/// Every generated case for `size` (each count at least 2, so that no scene is
+/// empty).
 pub fn cases(size: GenSize) -> Vec<GeneratedCase> {
+    let size = GenSize {
+        seeds: size.seeds,
+        rays: size.rays.max(2),
+        triangles: size.triangles.max(2),
+        spheres: size.spheres.max(2),
+    };
     let mut out = Vec::new();
     for seed in 1..=size.seeds {
         out.push(soup(seed, size));
@@ -265,8 +272,11 @@ fn spheres(seed: u32, size: GenSize) -> GeneratedCase {
     let mut rays = scatter_rays(&mut rng, size.rays, 1.0);
     // Rays from the centre of a sphere: the far root of the quadratic.
     let centers: Vec<Vec3> = s.spheres().iter().map(|c| c.truncate()).collect();
-    for (i, r) in rays.iter_mut().enumerate().filter(|(i, _)| i % 7 == 3) {
-        r.origin = centers[i % centers.len()];
+    if !centers.is_empty() {
+        for (i, r) in rays.iter_mut().enumerate().filter(|(i, _)| i % 7 == 3) {
+            // ok: `centers` is not empty.
+            r.origin = centers[i % centers.len()];
+        }
     }
     GeneratedCase {
         name: format!("spheres/{seed}"),
@@ -355,8 +365,12 @@ fn shared_features(pos: &[Vec3], tris: &[[u32; 3]], rng: &mut Rng, count: usize)
         return points;
     }
     for k in 0..count {
+        // ok: `shared` is not empty, and its indices come from triangles made
+        // for `pos` by this module's own mesh builders.
         let (a, b) = shared[rng.index(shared.len())];
-        let (pa, pb) = (pos[a as usize], pos[b as usize]);
+        let (Some(&pa), Some(&pb)) = (pos.get(a as usize), pos.get(b as usize)) else {
+            continue;
+        };
         points.push(match k % 3 {
             0 => pa,
             1 => 0.5 * (pa + pb),
@@ -669,6 +683,7 @@ fn axis(seed: u32, size: GenSize) -> GeneratedCase {
     ];
     let mut rays = Vec::with_capacity(size.rays);
     for k in 0..size.rays {
+        // ok: `dirs` is a non-empty constant list.
         let d = dirs[k % dirs.len()];
         // Coordinates are dyadic, so every operation of the tests is exact. On an
         // axis the ray does not move along, a quarter of the origins lie in the
@@ -761,6 +776,7 @@ fn degenerate(seed: u32, size: GenSize) -> GeneratedCase {
     let mut rays = Vec::with_capacity(n);
     for k in 0..n {
         if k % 2 == 0 && !targets.is_empty() {
+            // ok: `targets` is not empty (checked above).
             let (p, normal) = targets[rng.index(targets.len())];
             let d = direction_across(&mut rng, normal, 0.2, 0.0);
             rays.push(Ray::new(p - 2.0 * d, d));

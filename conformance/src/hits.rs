@@ -288,6 +288,7 @@ pub fn compare(
     let n = rays.len().min(answers.hits.len()).min(reference.hits.len());
     let excused: Vec<bool> = (0..n)
         .map(|i| {
+            // ok: `i < n`, the shortest of the three slices.
             let (t, p) = reference.hits[i];
             let h = answers.hits[i];
             let missed = p != Hit::NO_PRIM
@@ -337,6 +338,7 @@ pub fn compare(
         ));
     }
     if let Some(i) = counts.first_mismatch {
+        // ok: the first mismatch is an index of the compared prefix (`< n`).
         let (t, p) = reference.hits[i];
         let h = answers.hits[i];
         check.first_problem = Some(format!(
@@ -350,6 +352,7 @@ pub fn compare(
     }
     if let Some(uv) = reference.uv {
         for i in 0..n.min(uv.len()) {
+            // ok: `i < n.min(uv.len())`.
             let h = answers.hits[i];
             let (t, p) = reference.hits[i];
             let same = classify(&rays[i], &h, t, p) == Agreement::Match && h.is_hit();

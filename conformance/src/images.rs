@@ -117,6 +117,7 @@ pub fn tile_means(image: &Image, tile: u32) -> (u32, u32, Vec<[f64; 3]>) {
     let mut sums = vec![([0.0f64; 3], 0u32); (tx * ty) as usize];
     for (i, p) in display_rgb(image).iter().enumerate() {
         let (x, y) = (i as u32 % w, i as u32 / w);
+        // ok: `x < w` and `y < h`, so the tile index is below `tx * ty`.
         let (s, n) = &mut sums[((y / tile) * tx + x / tile) as usize];
         for c in 0..3 {
             s[c] += p[c] as f64;

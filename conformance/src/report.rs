@@ -130,6 +130,7 @@ pub fn heat(d: f64) -> [u8; 4] {
         .windows(2)
         .position(|w| x <= w[1].0)
         .unwrap_or(STOPS.len() - 2);
+    // ok: `k` indexes a window of two, so `k + 1 < STOPS.len()`.
     let ((x0, c0), (x1, c1)) = (STOPS[k], STOPS[k + 1]);
     let f = (x - x0) / (x1 - x0);
     let mix = |i: usize| (c0[i] + f * (c1[i] - c0[i])).round().clamp(0.0, 255.0) as u8;
