@@ -609,7 +609,7 @@ fn image_card(
             let ok = p.failures.is_empty();
             let _ = write!(
                 out,
-                "<tr{}><td>{} vs {}</td><td class=num>{:.3}/255</td><td class=num>{:.4}</td><td class=num>{}</td>\
+                "<tr{}><td class=who>{} vs {}</td><td class=num>{:.3}/255</td><td class=num>{:.4}</td><td class=num>{}</td>\
                  <td class=num>{:.2}/255</td><td class=num>{}</td><td class=num>{}</td><td>{}</td></tr>",
                 if ok { "" } else { " class=bad" },
                 esc(&p.a),

@@ -133,7 +133,7 @@ pub const ALL: [Threshold; 12] = [
     Threshold {
         name: "MAX_RMSE",
         value: MAX_RMSE,
-        unit: "display units",
+        unit: "display units, RMS",
         reason: "RMSE weighs the divergent pixels: a divergent path can change its pixel by up to full \
                  scale, and a couple of percent of such pixels stay under 0.05; a broken material or \
                  traversal raises it far above.",
