@@ -12,16 +12,16 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
 done
 B=.gpu/bin
-S=/tmp/prism-scenes
-mkdir -p $S && tar -C $S -xJf .gpu/scenes.tar.xz
+mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf .gpu/scenes.tar.xz
+S=$(dirname "$(find /tmp/prism-scenes-x -name bunny.obj | head -1)")
 export PRISM_SCENES_DIR=$S PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 export PRISM_REQUIRE_CUDA=1 PRISM_REQUIRE_NVRTC=1 PRISM_REQUIRE_WGPU=1
 echo "commit $(cat .gpu/commit) dirty: $(tr '\n' ' ' < .gpu/dirty) date $(date -u +%F)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 $B/prism info 2>&1 | tee "$OUT/info.txt"
 
-timeout 45 $B/compile --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda compile test: exit $?" | tee -a "$OUT/summary.txt"
-timeout 110 $B/gpu --test-threads 6 --nocapture >> "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
+# (The CPU-only kernel compile test runs in CI; here the GPU tests.)
+timeout 110 $B/gpu --test-threads 6 --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/cuda_tests.log" | tee -a "$OUT/summary.txt"
 
 timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1; echo "cuda bench: exit $?" | tee -a "$OUT/summary.txt"
