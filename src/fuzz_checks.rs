@@ -288,9 +288,12 @@ pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> b
 }
 
 /// Whether the hit `(t, prim)` of `ray` lies outside its primitive's bounding box
-/// (the box the BVH holds it in): the exact point `origin + t * dir`, computed in
-/// `f64`, outside the box on some axis by more than `1e-12` of that axis's
-/// magnitudes (the rounding of the `f64` sum).
+/// (the box the BVH holds it in): on some axis, the exact ray is beyond one face
+/// of the box for every parameter within [`T_ROUNDING`] of `t` (so the rounding
+/// of `t` itself cannot put it there). Exact: `origin + t' * dir > bound` is
+/// tested as `origin - bound > -(t' * dir)`, both sides exact in `f64` (a
+/// difference of close `f32` values, a product of `f32` values), so a ray
+/// passing `1e-59` outside a face is outside.
 ///
 /// The slab test is conservative for points really in a box, so traversal never
 /// culls such a hit; but the single-precision watertight test can report hits
@@ -320,14 +323,20 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
         return false;
     };
     let t = f64::from(t);
+    let ends = [t * (1.0 - T_ROUNDING), t * (1.0 + T_ROUNDING)];
     (0..3).any(|k| {
         // ok: `k` < 3 indexes each `Vec3`.
         let (o, d) = (f64::from(ray.origin[k]), f64::from(ray.dir[k]));
         let (lo, hi) = (f64::from(bounds.min[k]), f64::from(bounds.max[k]));
-        let p = o + t * d;
-        (lo - p).max(p - hi) > 1e-12 * o.abs().max((t * d).abs())
+        let above = ends.iter().all(|&t| o - hi > -(t * d));
+        let below = ends.iter().all(|&t| lo - o > t * d);
+        above || below
     })
 }
+
+/// Relative rounding allowed on a hit distance `t` from the single-precision
+/// primitive tests (8 ulps of `f32`).
+pub const T_ROUNDING: f64 = 1e-6;
 
 /// Trace `rays` (all valid) on `backend`, which holds `scene`, with each of its
 /// traversals (the 4-wide BVH and the core's binary one) and compare with brute
