@@ -9,14 +9,19 @@ use glam::{Vec3, Vec3A, Vec4};
 /// Smallest magnitude a direction component is given before taking its inverse.
 ///
 /// A zero component would make `1/d` infinite and `0 * inf` NaN in the slab test;
-/// `1e-30` keeps `(bound - origin) / d` finite for any scene within `±1e8` while
-/// giving the same verdict as the exact test (the ray stays inside or outside the
-/// slab for all `t` it can reach).
+/// `1e-30` keeps `(bound - origin) / d` finite for any scene within `±1e8` and gives
+/// the exact test's verdict whenever the origin is strictly inside or outside the
+/// slab. One case is a convention rather than exact: a ray with a zero component
+/// whose origin lies exactly on a face plane of that slab gets an entry or exit
+/// distance of exactly 0 there, so it may miss a primitive lying in that plane that
+/// `ray_triangle` alone would hit (the conformance suite counts these apart as
+/// "face-plane"; Embree behaves the same way).
 pub const MIN_DIR_COMPONENT: f32 = 1e-30;
 
 /// `1 + 2 * gamma(3)` (Ize 2013, "Robust BVH Ray Traversal"): widening the slab
 /// exit distance by this factor makes the box test conservative under rounding,
-/// so a box is never missed when the primitive inside is hit.
+/// so a box is never missed when the primitive inside is hit (apart from the
+/// face-plane convention of [`MIN_DIR_COMPONENT`]).
 pub const SLAB_EXIT_SCALE: f32 = 1.000_000_7;
 
 /// `1 - 2 * gamma(3)`: the same widening for a negative exit distance (rays with
