@@ -13,7 +13,7 @@
 //! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`] returns a mesh whose indices are in range, or a typed error; the mesh traces like brute force |
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`]                                                                      |
 //! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (both CPU traversals) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; a 3x3 render of the scene succeeds and, for a tame scene, is finite |
-//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, the same with both traversals, and finite for a tame camera; cancelling is an error |
+//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera the same with both traversals and finite; cancelling is an error |
 //!
 //! Traversal is compared with brute force under the slab test's documented
 //! face-plane convention ([`in_face_plane`]): a ray that does not move along an
@@ -897,7 +897,8 @@ fn render_scene(b: &mut Bytes) -> Scene {
 }
 
 /// Whether every camera value is of a size a real scene uses; inside this
-/// domain a NaN pixel is an integrator bug, outside it overflow is expected.
+/// domain a NaN pixel is an integrator bug and the two CPU traversals must
+/// render the same image, outside it overflow and rounding are expected.
 fn camera_is_tame(c: &Camera) -> bool {
     let tame = |x: f32| x.abs() <= 1e4;
     [c.look_from, c.look_at, c.up]
@@ -1015,12 +1016,14 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
         if stats.rays < samples {
             return violation!("{} rays reported for {samples} samples", stats.rays);
         }
-        same_with_binary_traversal(backend, &camera, &capped, &image)?;
-        if camera_is_tame(&camera) {
-            finite_radiance(&image).map_err(|v| Violation(format!("{v} ({capped:?}, {camera:?})")))
-        } else {
-            Ok(())
+        if !camera_is_tame(&camera) {
+            // Rays from a lens 1e7 wide see the scene from 2^24 of its sizes
+            // away, where the primitive tests round to hits off their boxes, so
+            // the two traversals (different boxes) may differ; overflow is possible.
+            return Ok(());
         }
+        same_with_binary_traversal(backend, &camera, &capped, &image)?;
+        finite_radiance(&image).map_err(|v| Violation(format!("{v} ({capped:?}, {camera:?})")))
     })
 }
 
