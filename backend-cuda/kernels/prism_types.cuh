@@ -74,7 +74,7 @@ struct __align__(16) RenderParams {
     float ao_distance;
     u32 rr_depth;
     u32 prim_count;
-    u32 _pad;
+    u32 opaque_zero;  // always 0 (used by the WGSL kernels; unused here)
 };
 
 // mirrors prism_core::ray::Hit
@@ -156,7 +156,7 @@ PRISM_CHECK_FIELD(RenderParams, ao_shadows);
 PRISM_CHECK_FIELD(RenderParams, ao_distance);
 PRISM_CHECK_FIELD(RenderParams, rr_depth);
 PRISM_CHECK_FIELD(RenderParams, prim_count);
-PRISM_CHECK_FIELD(RenderParams, _pad);
+PRISM_CHECK_FIELD(RenderParams, opaque_zero);
 
 PRISM_CHECK_SIZE(Hit);
 PRISM_CHECK_FIELD(Hit, t);
@@ -194,6 +194,11 @@ __device__ __forceinline__ V3& operator*=(V3& a, float s) { a = a * s; return a;
 
 // glam Vec3::dot: (x * rx) + (y * ry) + (z * rz)
 __device__ __forceinline__ float dot(V3 a, V3 b) { return (a.x * b.x) + (a.y * b.y) + (a.z * b.z); }
+// glam Vec3::dot with every product rounded on its own (no FMA contraction):
+// core's exact bits, for the intersection tests.
+__device__ __forceinline__ float dot_rn(V3 a, V3 b) {
+    return (__fmul_rn(a.x, b.x) + __fmul_rn(a.y, b.y)) + __fmul_rn(a.z, b.z);
+}
 // glam Vec3::cross
 __device__ __forceinline__ V3 cross(V3 a, V3 b) {
     return V3{a.y * b.z - b.y * a.z, a.z * b.x - b.z * a.x, a.x * b.y - b.x * a.y};

@@ -1,17 +1,26 @@
 // Ray-primitive intersection: slab test, watertight ray-triangle, robust
 // ray-sphere; each function mirrors its prism_core::intersect twin.
+//
+// Floating-point contract: WGSL lets a compiler fuse a * b + c into one FMA
+// (NVIDIA's Vulkan driver does), which rounds once where core rounds twice. In
+// the triangle test that breaks the exact antisymmetry of the edge functions on
+// a shared edge, so rays leak between triangles; in the sphere test it moves t
+// for rays that start on the surface. Every product of those two tests is
+// therefore `mul_rn` (math.wgsl), a product rounded on its own: both give
+// core's bits exactly. The slab test has no a * b + c.
 
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT
 const MIN_DIR_COMPONENT: f32 = 1e-30;
 // mirrors prism_core::intersect::SLAB_EXIT_SCALE
 const SLAB_EXIT_SCALE: f32 = 1.0000007;
+// mirrors prism_core::intersect::SLAB_EXIT_SCALE_NEGATIVE
+const SLAB_EXIT_SCALE_NEGATIVE: f32 = 0.9999993;
 
 // mirrors prism_core::intersect::RayPre
 struct RayPre {
     origin: vec3<f32>,
     dir: vec3<f32>,
     inv_dir: vec3<f32>,
-    neg_origin_inv_dir: vec3<f32>,
     kz: u32,
     kx: u32,
     ky: u32,
@@ -42,7 +51,6 @@ fn ray_pre_safe(c: f32) -> f32 {
 fn ray_pre_new(ray: Ray) -> RayPre {
     let d = ray.dir;
     let inv_dir = vec3<f32>(1.0 / ray_pre_safe(d.x), 1.0 / ray_pre_safe(d.y), 1.0 / ray_pre_safe(d.z));
-    let neg_origin_inv_dir = -ray.origin * inv_dir;
     // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
     let ad = abs(d);
     var kz = 2u;
@@ -61,7 +69,14 @@ fn ray_pre_new(ray: Ray) -> RayPre {
         ky = k;
     }
     let shear = vec3<f32>(d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]);
-    return RayPre(ray.origin, d, inv_dir, neg_origin_inv_dir, kz, kx, ky, shear);
+    return RayPre(ray.origin, d, inv_dir, kz, kx, ky, shear);
+}
+
+// The exit distance moved outwards by the rounding margin (towards +inf
+// whatever its sign).
+// mirrors prism_core::intersect::widen_exit
+fn widen_exit(t: f32) -> f32 {
+    return t * select(SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, t < 0.0);
 }
 
 // mirrors prism_core::intersect::ray_aabb
@@ -73,7 +88,7 @@ fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> 
     let near = min(t0, t1);
     let far = max(t0, t1);
     let t_enter = max(max(max(near.x, near.y), near.z), tmin);
-    let t_exit = min(min(min(far.x, far.y), far.z), tmax) * SLAB_EXIT_SCALE;
+    let t_exit = widen_exit(min(min(min(far.x, far.y), far.z), tmax));
     if t_enter <= t_exit {
         return t_enter;
     }
@@ -91,15 +106,15 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
     let sx = pre.shear.x;
     let sy = pre.shear.y;
     let sz = pre.shear.z;
-    let ax = a[kx] - sx * a[kz];
-    let ay = a[ky] - sy * a[kz];
-    let bx = b[kx] - sx * b[kz];
-    let by = b[ky] - sy * b[kz];
-    let cx = c[kx] - sx * c[kz];
-    let cy = c[ky] - sy * c[kz];
-    let u = cx * by - cy * bx;
-    let v = ax * cy - ay * cx;
-    let w = bx * ay - by * ax;
+    let ax = a[kx] - mul_rn(sx, a[kz]);
+    let ay = a[ky] - mul_rn(sy, a[kz]);
+    let bx = b[kx] - mul_rn(sx, b[kz]);
+    let by = b[ky] - mul_rn(sy, b[kz]);
+    let cx = c[kx] - mul_rn(sx, c[kz]);
+    let cy = c[ky] - mul_rn(sy, c[kz]);
+    let u = mul_rn(cx, by) - mul_rn(cy, bx);
+    let v = mul_rn(ax, cy) - mul_rn(ay, cx);
+    let w = mul_rn(bx, ay) - mul_rn(by, ax);
     if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
         return prim_hit_none();
     }
@@ -110,7 +125,7 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
     let az = sz * a[kz];
     let bz = sz * b[kz];
     let cz = sz * c[kz];
-    let t_scaled = u * az + v * bz + w * cz;
+    let t_scaled = mul_rn(u, az) + mul_rn(v, bz) + mul_rn(w, cz);
     let rcp_det = 1.0 / det;
     let t = t_scaled * rcp_det;
     if t > tmin && t < tmax {
@@ -122,15 +137,15 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
 // mirrors prism_core::intersect::ray_sphere
 fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32, tmin: f32, tmax: f32) -> PrimHit {
     let f = origin - center;
-    let a = dot(dir, dir);
-    let b = dot(f, dir);
-    let l = f - (b / a) * dir;
-    let r2 = radius * radius;
-    let disc = a * (r2 - dot(l, l));
+    let a = dot_rn(dir, dir);
+    let b = dot_rn(f, dir);
+    let l = f - mul3_rn(b / a, dir);
+    let r2 = mul_rn(radius, radius);
+    let disc = a * (r2 - dot_rn(l, l));
     if disc < 0.0 {
         return prim_hit_none();
     }
-    let c = dot(f, f) - r2;
+    let c = dot_rn(f, f) - r2;
     let q = -(b + f32_copysign(sqrt(disc), b));
     let ta = c / q;
     let tb = q / a;

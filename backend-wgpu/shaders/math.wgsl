@@ -12,6 +12,27 @@ fn f32_is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
+// a * b rounded on its own, never fused with a following add. WGSL allows a
+// compiler to contract a * b + c into one FMA (NVIDIA's Vulkan driver does);
+// core never does. The product passes through an integer OR with
+// `params.opaque_zero`, a uniform the host always sets to 0 but the compiler
+// cannot see, so the multiply must be done, and rounded, by itself. One integer
+// op per product; used where core's exact bits matter (intersect.wgsl).
+fn mul_rn(a: f32, b: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(a * b) | params.opaque_zero);
+}
+
+// `s * v` per component, each product rounded on its own (see mul_rn).
+fn mul3_rn(s: f32, v: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(mul_rn(s, v.x), mul_rn(s, v.y), mul_rn(s, v.z));
+}
+
+// glam Vec3::dot, (x * rx) + (y * ry) + (z * rz), with unfused products (see
+// mul_rn): WGSL's dot() may be evaluated in any order and fused.
+fn dot_rn(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return (mul_rn(a.x, b.x) + mul_rn(a.y, b.y)) + mul_rn(a.z, b.z);
+}
+
 // mirrors f32::copysign
 fn f32_copysign(x: f32, sign: f32) -> f32 {
     return bitcast<f32>((bitcast<u32>(x) & 0x7fffffffu) | (bitcast<u32>(sign) & 0x80000000u));

@@ -72,7 +72,8 @@ struct RenderParams {
     ao_distance: f32,
     rr_depth: u32,
     prim_count: u32,
-    _pad: u32,
+    // Always 0; mul_rn (math.wgsl) ORs it into products to keep them unfused.
+    opaque_zero: u32,
 }
 
 // mirrors prism_core::ray::Ray (same 32 bytes as GpuRay: vec3 + f32 twice)

@@ -150,7 +150,7 @@ impl RenderSettings {
             ao_distance: self.ao_distance,
             rr_depth: self.rr_depth,
             prim_count: accel.primitives().len() as u32,
-            _pad: 0,
+            opaque_zero: 0,
         })
     }
 }

@@ -211,8 +211,10 @@ pub struct RenderParams {
     pub rr_depth: u32,
     /// Number of primitives in the scene (bounds checks on device).
     pub prim_count: u32,
-    /// Padding to a 16-byte row; 0.
-    pub _pad: u32,
+    /// Always 0 (it pads the struct to a 16-byte row). The WGSL kernels OR it
+    /// into products that must not be fused into FMAs: a value the shader
+    /// compiler cannot see keeps each product rounded on its own, as here.
+    pub opaque_zero: u32,
 }
 
 // Compile-time layout contract: the CUDA and WGSL mirrors assume exactly these.
@@ -338,7 +340,7 @@ pub fn layouts() -> [StructLayout; 6] {
                 ("ao_distance", 192),
                 ("rr_depth", 196),
                 ("prim_count", 200),
-                ("_pad", 204),
+                ("opaque_zero", 204),
             ],
         ),
     ]
