@@ -1,12 +1,14 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--variants] [--software] [--quick]
+//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default
 //!    `../shared/scenes`) against Embree's reference hits and against
-//!    prism-core, and Mrays/s (median of N, trace time as `prism bench` takes it).
+//!    prism-core, and Mrays/s (median of N, trace time as `prism bench` takes it),
+//!    for the set as it is and repeated to a batch of `--batch` rays (default
+//!    4,194,304, the batch the CUDA figures use; GPU time of the trace passes).
 //! 2. Renders of three scenes, each integrator, against prism-core's
 //!    `render_pixel` computed on the host's cores (per-pixel tolerance as in
 //!    `tests/adapter.rs`).
@@ -306,6 +308,7 @@ fn rays_bench(
     gpu: &mut WgpuBackend,
     dir: &Path,
     runs: usize,
+    batch: usize,
     check: bool,
     rep: &mut Report,
     tag: &str,
@@ -351,6 +354,32 @@ fn rays_bench(
                 median(closest_total),
                 median(occluded)
             ));
+            if batch > rays.len() {
+                let big: Vec<Ray> = rays.iter().copied().cycle().take(batch).collect();
+                let mut big_hits = vec![Hit::MISS; big.len()];
+                let mut big_occ = vec![false; big.len()];
+                let (mut closest, mut occluded) = (Vec::new(), Vec::new());
+                gpu.intersect(&big, &mut big_hits)?;
+                for _ in 0..runs {
+                    let s = gpu.intersect(&big, &mut big_hits)?;
+                    closest.push(big.len() as f64 / s.trace.as_secs_f64() / 1e6);
+                    let s = gpu.occluded(&big, &mut big_occ)?;
+                    occluded.push(big.len() as f64 / s.trace.as_secs_f64() / 1e6);
+                }
+                rep.line(format!(
+                    "{tag} batch {mesh}.{set}: {} rays, closest {:.1} Mrays/s, occluded {:.1} Mrays/s, median of {runs}",
+                    big.len(),
+                    median(closest),
+                    median(occluded)
+                ));
+                // The batch's hits are the set's hits, repeated.
+                let same = big_hits.chunks(rays.len()).all(|c| {
+                    c.iter()
+                        .zip(&hits)
+                        .all(|(a, b)| a.prim == b.prim && a.t.to_bits() == b.t.to_bits())
+                });
+                rep.check(same, format!("{mesh}.{set} batch hits equal the set's"));
+            }
             if !check {
                 continue;
             }
@@ -540,6 +569,9 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/scenes"));
     let runs: usize = arg("--runs").and_then(|r| r.parse().ok()).unwrap_or(5);
+    let batch: usize = arg("--batch")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(4 << 20);
     let software = flag("--software");
     let quick = flag("--quick");
     let mut rep = Report {
@@ -573,7 +605,7 @@ fn main() {
     ));
     let started = Instant::now();
     let result = (|| -> Result<(), Error> {
-        rays_bench(&mut gpu, &dir, runs, true, &mut rep, "default")?;
+        rays_bench(&mut gpu, &dir, runs, batch, true, &mut rep, "default")?;
         render_checks(&mut gpu, &mut rep)?;
         let (mut rt, mut wh) = (rtiow(), whitted19());
         if quick {
@@ -584,15 +616,23 @@ fn main() {
         frame_bench(&mut gpu, "rtiow", &rt, runs, &mut rep, "default")?;
         frame_bench(&mut gpu, "whitted19", &wh, runs, &mut rep, "default")?;
         if flag("--variants") {
-            for (tile, batch) in [((8, 8), 128), ((8, 4), 32), ((16, 16), 256)] {
-                let tag = format!("tile {}x{} batch {batch}", tile.0, tile.1);
+            for (tile, group, workgroup_stack) in [
+                ((16, 8), 64, true),
+                ((8, 8), 64, true),
+                ((8, 8), 128, false),
+            ] {
+                let tag = format!(
+                    "tile {}x{} batch {group} workgroup_stack {workgroup_stack}",
+                    tile.0, tile.1
+                );
                 let mut v = WgpuBackend::new(WgpuOptions {
                     allow_software: software,
                     render_tile: tile,
-                    batch_workgroup: batch,
+                    batch_workgroup: group,
+                    workgroup_stack,
                     ..Default::default()
                 })?;
-                rays_bench(&mut v, &dir, runs, false, &mut rep, &tag)?;
+                rays_bench(&mut v, &dir, runs, batch, false, &mut rep, &tag)?;
                 frame_bench(&mut v, "rtiow", &rt, runs, &mut rep, &tag)?;
                 frame_bench(&mut v, "whitted19", &wh, runs, &mut rep, &tag)?;
             }
