@@ -21,9 +21,12 @@
 //! # Ok::<(), prism_core::Error>(())
 //! ```
 
+#[cfg(target_arch = "x86_64")]
+pub mod bvh8;
 pub mod wide;
 
 use prism_core::backend::check_batch;
+use prism_core::gpu::Primitive;
 use prism_core::image::encode_srgba8;
 use prism_core::integrator::render_pixel;
 use prism_core::{
@@ -31,6 +34,7 @@ use prism_core::{
     RenderSettings, RenderStats, Scene, TimingSource,
 };
 use rayon::prelude::*;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -44,9 +48,12 @@ pub const RAY_CHUNK: usize = 2048;
 /// Which BVH `render`, `intersect` and `occluded` walk (the answers are the same).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Traversal {
-    /// The 4-wide SIMD BVH of [`wide`] (fastest).
+    /// The fastest wide BVH this CPU runs: the 8-wide AVX2 BVH of `bvh8` on
+    /// x86-64 CPUs with AVX2, else [`Traversal::Wide4`].
     #[default]
     Wide,
+    /// The 4-wide BVH of [`wide`] (128-bit SIMD, any CPU).
+    Wide4,
     /// prism-core's binary BVH, exactly as the GPU kernels walk it.
     Binary,
 }
@@ -54,7 +61,7 @@ pub enum Traversal {
 /// The CPU backend.
 pub struct CpuBackend {
     accel: Option<Accel>,
-    wide: wide::WideBvh,
+    wide: Wide,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -79,7 +86,7 @@ impl CpuBackend {
         let threads = pool.current_num_threads();
         Ok(Self {
             accel: None,
-            wide: wide::WideBvh::default(),
+            wide: Wide::Four(wide::WideBvh::default()),
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -94,6 +101,11 @@ impl CpuBackend {
     /// Choose the BVH that `intersect` and `occluded` walk (answers are the same).
     pub fn set_traversal(&mut self, traversal: Traversal) {
         self.traversal = traversal;
+        if let Some(accel) = &self.accel
+            && self.wide.kind() != Wide::kind_for(traversal)
+        {
+            self.wide = Wide::build(accel, traversal);
+        }
     }
 
     /// The scene as traced, once `set_scene` succeeded.
@@ -116,7 +128,7 @@ impl Backend for CpuBackend {
         let start = Instant::now();
         // Build before dropping the old scene: a bad scene leaves the backend as it was.
         let accel = Accel::build(scene)?;
-        self.wide = wide::WideBvh::build(&accel);
+        self.wide = Wide::build(&accel, self.traversal);
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -137,7 +149,7 @@ impl Backend for CpuBackend {
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (width, height) = (image.width(), image.height());
         let params = settings.params(accel, camera, width, height)?;
-        let wide_tracer = wide::WideTracer {
+        let wide_tracer = WideTracer {
             accel,
             wide: &self.wide,
         };
@@ -161,7 +173,9 @@ impl Backend for CpuBackend {
                 for y in y0..y1 {
                     for x in x0..(x0 + TILE).min(width) {
                         let (c, r) = match traversal {
-                            Traversal::Wide => render_pixel(&wide_tracer, &params, x, y),
+                            Traversal::Wide | Traversal::Wide4 => {
+                                render_pixel(&wide_tracer, &params, x, y)
+                            }
                             Traversal::Binary => render_pixel(accel, &params, x, y),
                         };
                         band_rays += r as u64;
@@ -212,9 +226,12 @@ impl Backend for CpuBackend {
             hits.par_chunks_mut(RAY_CHUNK)
                 .zip(rays.par_chunks(RAY_CHUNK))
                 .for_each(|(h, r)| {
+                    let mut scratch = Scratch::new();
                     for (hit, ray) in h.iter_mut().zip(r) {
                         *hit = match traversal {
-                            Traversal::Wide => wide.intersect(prims, ray),
+                            Traversal::Wide | Traversal::Wide4 => {
+                                wide.intersect(prims, ray, &mut scratch)
+                            }
                             Traversal::Binary => accel.intersect(ray),
                         };
                     }
@@ -239,9 +256,12 @@ impl Backend for CpuBackend {
                 .par_chunks_mut(RAY_CHUNK)
                 .zip(rays.par_chunks(RAY_CHUNK))
                 .for_each(|(o, r)| {
+                    let mut scratch = Scratch::new();
                     for (out, ray) in o.iter_mut().zip(r) {
                         *out = match traversal {
-                            Traversal::Wide => wide.occluded(prims, ray),
+                            Traversal::Wide | Traversal::Wide4 => {
+                                wide.occluded(prims, ray, &mut scratch)
+                            }
                             Traversal::Binary => accel.occluded(ray),
                         };
                     }
@@ -254,6 +274,135 @@ impl Backend for CpuBackend {
             rays: rays.len() as u64,
             ..Default::default()
         })
+    }
+}
+
+/// The wide BVH that [`Traversal::Wide`] and [`Traversal::Wide4`] walk.
+#[derive(Clone, Debug)]
+enum Wide {
+    /// 8-wide, AVX2 (x86-64 CPUs that have it).
+    #[cfg(target_arch = "x86_64")]
+    Eight(bvh8::Bvh8),
+    /// 4-wide, 128-bit SIMD (any CPU).
+    Four(wide::WideBvh),
+}
+
+impl Wide {
+    /// The BVH `traversal` walks on this CPU, built from `accel`.
+    fn build(accel: &Accel, traversal: Traversal) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if traversal == Traversal::Wide
+            && let Some(b) = bvh8::Bvh8::build(accel)
+        {
+            return Wide::Eight(b);
+        }
+        // The binary traversal needs no wide BVH; an empty one costs nothing.
+        match traversal {
+            Traversal::Binary => Wide::Four(wide::WideBvh::default()),
+            _ => Wide::Four(wide::WideBvh::build(accel)),
+        }
+    }
+
+    /// Which BVH this is: 8, 4, or 0 for the empty placeholder.
+    fn kind(&self) -> u8 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(_) => 8,
+            Wide::Four(w) if w.is_empty() => 0,
+            Wide::Four(_) => 4,
+        }
+    }
+
+    /// The [`Wide::kind`] that [`Wide::build`] gives for `traversal` on this CPU.
+    fn kind_for(traversal: Traversal) -> u8 {
+        match traversal {
+            #[cfg(target_arch = "x86_64")]
+            Traversal::Wide if bvh8::available() => 8,
+            Traversal::Wide | Traversal::Wide4 => 4,
+            Traversal::Binary => 0,
+        }
+    }
+
+    #[inline(always)]
+    fn intersect(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> Hit {
+        let _ = &scratch;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => b.intersect(prims, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.intersect(prims, ray),
+        }
+    }
+
+    #[inline(always)]
+    fn intersect_slot(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> Hit {
+        let _ = &scratch;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => b.intersect_slot(prims, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.intersect_slot(prims, ray),
+        }
+    }
+
+    #[inline(always)]
+    fn occluded(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> bool {
+        let _ = &scratch;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => b.occluded(prims, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.occluded(prims, ray),
+        }
+    }
+}
+
+/// Per-thread traversal memory, reused from ray to ray.
+struct Scratch {
+    #[cfg(target_arch = "x86_64")]
+    stack8: Box<bvh8::Stack>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch {
+            #[cfg(target_arch = "x86_64")]
+            stack8: bvh8::Stack::new(),
+        }
+    }
+}
+
+thread_local! {
+    /// The render path's [`Scratch`] (the integrators trace one ray at a time).
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// The integrators' view of a scene traced through its wide BVH.
+struct WideTracer<'a> {
+    accel: &'a Accel,
+    wide: &'a Wide,
+}
+
+impl WideTracer<'_> {
+    /// Run `f` with this thread's scratch (a fresh one if it is in use).
+    #[inline(always)]
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => f(&mut s),
+            Err(_) => f(&mut Scratch::new()),
+        })
+    }
+}
+
+impl prism_core::integrator::Tracer for WideTracer<'_> {
+    #[inline(always)]
+    fn accel(&self) -> &Accel {
+        self.accel
+    }
+    #[inline(always)]
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        Self::with_scratch(|s| self.wide.intersect_slot(self.accel.primitives(), ray, s))
+    }
+    #[inline(always)]
+    fn occluded(&self, ray: &Ray) -> bool {
+        Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
     }
 }
 

@@ -20,7 +20,7 @@ use prism_core::{Accel, Hit, Ray};
 const STACK: usize = 192;
 
 /// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
-const PACKET_LEAF: u32 = 1 << 31;
+pub(crate) const PACKET_LEAF: u32 = 1 << 31;
 
 /// Four triangles as structure-of-arrays, tested together: `v0[axis]` holds that
 /// coordinate of each lane's first vertex. Unused lanes have NaN vertices, which
@@ -32,7 +32,7 @@ pub struct TriPacket {
     v1: [Vec4; 3],
     v2: [Vec4; 3],
     /// Primitive slot of each lane.
-    slot: [u32; 4],
+    pub(crate) slot: [u32; 4],
 }
 
 /// Four children: boxes as structure-of-arrays (one register per bound), then
@@ -68,22 +68,22 @@ impl WideNode {
 
 /// One child of a binary node, as the collapse sees it.
 #[derive(Clone, Copy)]
-struct Child {
-    lo: [f32; 4],
-    hi: [f32; 4],
+pub(crate) struct Child {
+    pub(crate) lo: [f32; 4],
+    pub(crate) hi: [f32; 4],
 }
 
 impl Child {
-    fn index(&self) -> u32 {
+    pub(crate) fn index(&self) -> u32 {
         self.lo[3].to_bits()
     }
-    fn count(&self) -> u32 {
+    pub(crate) fn count(&self) -> u32 {
         self.hi[3].to_bits()
     }
-    fn is_inner(&self) -> bool {
+    pub(crate) fn is_inner(&self) -> bool {
         self.count() == 0 && self.index() != EMPTY_CHILD
     }
-    fn half_area(&self) -> f32 {
+    pub(crate) fn half_area(&self) -> f32 {
         let e = [
             self.hi[0] - self.lo[0],
             self.hi[1] - self.lo[1],
@@ -93,7 +93,7 @@ impl Child {
     }
 }
 
-fn children(n: &BvhNode) -> [Child; 2] {
+pub(crate) fn children(n: &BvhNode) -> [Child; 2] {
     [
         Child {
             lo: n.left_lo,
@@ -219,7 +219,12 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Wide
 
 /// A leaf's `(child, count)`: packets when every primitive is a triangle, else
 /// the primitive range itself (spheres are tested one by one).
-fn leaf(prims: &[Primitive], first: u32, count: u32, packets: &mut Vec<TriPacket>) -> (u32, u32) {
+pub(crate) fn leaf(
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    packets: &mut Vec<TriPacket>,
+) -> (u32, u32) {
     let range = first as usize..first as usize + count as usize;
     let Some(tris) = prims.get(range.clone()) else {
         return (first, count);
@@ -249,7 +254,7 @@ fn leaf(prims: &[Primitive], first: u32, count: u32, packets: &mut Vec<TriPacket
 }
 
 /// The ray's constants splatted across the four lanes.
-struct Lanes {
+pub(crate) struct Lanes {
     o: [Vec4; 3],
     sx: Vec4,
     sy: Vec4,
@@ -264,7 +269,7 @@ struct Lanes {
 
 impl Lanes {
     #[inline(always)]
-    fn new(pre: &RayPre) -> Self {
+    pub(crate) fn new(pre: &RayPre) -> Self {
         Lanes {
             o: [
                 Vec4::splat(pre.origin.x),
@@ -337,7 +342,7 @@ fn sort4(t: &[f32; 4]) -> [usize; 4] {
 /// the nearest hit in `(tmin, tmax)`, the lowest lane on equal `t` (the order a
 /// one-by-one loop keeps).
 #[inline(always)]
-fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
+pub(crate) fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
     l: &Lanes,
     p: &TriPacket,
     tmin: f32,
@@ -386,7 +391,7 @@ fn row(r: [f32; 4]) -> Vec3A {
 }
 
 #[inline(always)]
-fn prim_hit<const KX: usize, const KY: usize, const KZ: usize>(
+pub(crate) fn prim_hit<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     p: &Primitive,
     tmin: f32,
@@ -420,6 +425,7 @@ macro_rules! dispatch_axes {
         }
     };
 }
+pub(crate) use dispatch_axes;
 
 impl WideBvh {
     /// Closest hit; `Hit::prim` is the scene primitive id.
@@ -560,7 +566,7 @@ fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
 }
 
 #[inline(always)]
-fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
+pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     prims: &[Primitive],
     first: u32,

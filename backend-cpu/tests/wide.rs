@@ -1,4 +1,4 @@
-//! The 4-wide SIMD traversal gives exactly core's binary-BVH answers.
+//! The wide SIMD traversals (8-wide AVX2 where the CPU has it, and 4-wide) give exactly core's binary-BVH answers.
 
 use glam::Vec3;
 use prism_core::rng::Pcg;
@@ -49,7 +49,7 @@ fn compare(spheres: bool) {
         cpu.set_scene(&scene(seed, spheres)).expect("scene");
         let rays = rays(seed * 31, 4000);
         let mut answers = Vec::new();
-        for t in [Traversal::Binary, Traversal::Wide] {
+        for t in [Traversal::Binary, Traversal::Wide, Traversal::Wide4] {
             cpu.set_traversal(t);
             let mut hits = vec![Hit::MISS; rays.len()];
             let mut occ = vec![false; rays.len()];
@@ -57,25 +57,37 @@ fn compare(spheres: bool) {
             cpu.occluded(&rays, &mut occ).expect("occluded");
             answers.push((hits, occ));
         }
-        let (b, w) = (&answers[0], &answers[1]);
-        let hit_count = b.0.iter().filter(|h| h.is_hit()).count();
-        assert!(
-            hit_count > rays.len() / 20,
-            "seed {seed}: too few hits ({hit_count}) to test anything"
-        );
-        for (i, ray) in rays.iter().enumerate() {
-            assert_eq!(b.0[i].prim, w.0[i].prim, "seed {seed} ray {i}: {ray:?}");
-            assert_eq!(
-                b.0[i].t.to_bits(),
-                w.0[i].t.to_bits(),
-                "seed {seed} ray {i}"
-            );
-            assert_eq!(
-                (b.0[i].u.to_bits(), b.0[i].v.to_bits()),
-                (w.0[i].u.to_bits(), w.0[i].v.to_bits())
-            );
-            assert_eq!(b.1[i], w.1[i], "seed {seed} ray {i}: occluded");
+        let b = &answers[0];
+        for (name, w) in [("wide", &answers[1]), ("wide4", &answers[2])] {
+            check(seed, name, &rays, b, w);
         }
+    }
+}
+
+type Answers = (Vec<Hit>, Vec<bool>);
+
+fn check(seed: u32, name: &str, rays: &[Ray], b: &Answers, w: &Answers) {
+    let hit_count = b.0.iter().filter(|h| h.is_hit()).count();
+    assert!(
+        hit_count > rays.len() / 20,
+        "seed {seed}: too few hits ({hit_count}) to test anything"
+    );
+    for (i, ray) in rays.iter().enumerate() {
+        assert_eq!(
+            b.0[i].prim, w.0[i].prim,
+            "{name} seed {seed} ray {i}: {ray:?}"
+        );
+        assert_eq!(
+            b.0[i].t.to_bits(),
+            w.0[i].t.to_bits(),
+            "{name} seed {seed} ray {i}"
+        );
+        assert_eq!(
+            (b.0[i].u.to_bits(), b.0[i].v.to_bits()),
+            (w.0[i].u.to_bits(), w.0[i].v.to_bits()),
+            "{name} seed {seed} ray {i}"
+        );
+        assert_eq!(b.1[i], w.1[i], "{name} seed {seed} ray {i}: occluded");
     }
 }
 
