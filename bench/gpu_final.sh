@@ -24,8 +24,16 @@ $B/prism info 2>&1 | tee "$OUT/info.txt"
 timeout 110 $B/gpu --test-threads 6 --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/cuda_tests.log" | tee -a "$OUT/summary.txt"
 
+timeout 170 $B/prism conformance --out /tmp/conformance --backends cpu,cuda,wgpu --scenes $S > "$OUT/conformance.log" 2>&1
+echo "conformance (cpu, cuda, wgpu): exit $?" | tee -a "$OUT/summary.txt"
+tar -C /tmp -czf "$OUT/conformance.tgz" conformance
+timeout 60 $B/conformance_tests --exact a_broken_cuda_triangle_test_is_caught --nocapture > "$OUT/broken_cuda.log" 2>&1
+echo "broken CUDA kernel test: exit $?" | tee -a "$OUT/summary.txt"; grep "test result" "$OUT/broken_cuda.log" | tee -a "$OUT/summary.txt"
+timeout 120 $B/gpu_out_of_memory --nocapture > "$OUT/oom.log" 2>&1
+echo "GPU out-of-memory test: exit $?" | tee -a "$OUT/summary.txt"; grep "test result" "$OUT/oom.log" | tee -a "$OUT/summary.txt"
+
 timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1; echo "cuda bench: exit $?" | tee -a "$OUT/summary.txt"
-timeout 90 $B/wgpu_bench --scenes $S --runs 5 > "$OUT/wgpu_bench.log" 2>&1; echo "wgpu bench: exit $?" | tee -a "$OUT/summary.txt"
+timeout ${WGPU_BENCH_S:-150} $B/wgpu_bench --scenes $S --runs 5 ${WGPU_BENCH_ARGS:-} > "$OUT/wgpu_bench.log" 2>&1; echo "wgpu bench: exit $?" | tee -a "$OUT/summary.txt"
 
 for be in cuda wgpu; do
   for sc in rtiow whitted19; do
@@ -33,12 +41,8 @@ for be in cuda wgpu; do
   done
 done
 
-timeout 170 $B/prism conformance --out /tmp/conformance --backends cpu,cuda,wgpu --scenes $S > "$OUT/conformance.log" 2>&1
-echo "conformance (cpu, cuda, wgpu): exit $?" | tee -a "$OUT/summary.txt"
-tar -C /tmp -czf "$OUT/conformance.tgz" conformance
-
 echo "---- CLI stage tables ----"; cat "$OUT/cli_bench.txt"
 echo "---- cuda bench ----"; grep -E "rtiow 1280|whitted19 8192|\.diffuse|\.primary" "$OUT/cuda_bench.log" | cut -c1-200 | head -20
-echo "---- wgpu bench ----"; tail -25 "$OUT/wgpu_bench.log" | cut -c1-200
+echo "---- wgpu bench ----"; grep -E "batch|frame|FAIL|PASS" "$OUT/wgpu_bench.log" | cut -c1-200 | tail -40
 echo "---- conformance ----"; tail -15 "$OUT/conformance.log"
 echo "---- summary ----"; cat "$OUT/summary.txt"

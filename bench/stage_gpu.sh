@@ -14,6 +14,12 @@ cp .gpu/cuda/bin/* $G/bin/
 rm -f .gpu/cuda/scenes.tar.xz
 cargo build --release -q -p prism-wgpu --example wgpu_bench
 cp target/release/examples/wgpu_bench $G/bin/wgpu_bench
+# Test binaries that need a GPU: the out-of-memory row of the bad-input table and
+# the conformance suite's broken-CUDA-kernel test.
+newest() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
+cargo test --release -q --test gpu_out_of_memory --test conformance --no-run 2>/dev/null
+cp "$(newest gpu_out_of_memory)" $G/bin/gpu_out_of_memory
+cp "$(newest conformance)" $G/bin/conformance_tests
 strip --strip-debug $G/bin/*
 [ -f $G/scenes.tar.xz ] || tar -C ../shared/scenes -cJf $G/scenes.tar.xz $(cd ../shared/scenes && ls *.obj *.rays *.hits)
 git rev-parse --short HEAD > $G/commit
