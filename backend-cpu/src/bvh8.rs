@@ -137,39 +137,69 @@ impl Bvh8 {
     }
 }
 
+/// Slots of a packet: a subtree with at most this many primitives becomes one leaf.
+const MERGE: u32 = 4;
+
+/// The slot range `(first, count)` of the subtree under binary child `c` when it
+/// holds at most [`MERGE`] primitives (a subtree's slots are contiguous).
+fn small_subtree(bin: &[BvhNode], c: &Child, depth: u32) -> Option<(u32, u32)> {
+    if !c.is_inner() {
+        return (c.index() != EMPTY_CHILD && c.count() <= MERGE).then(|| (c.index(), c.count()));
+    }
+    let n = bin.get(c.index() as usize).filter(|_| depth < 8)?;
+    let mut range: Option<(u32, u32)> = None;
+    for k in children(n).iter().filter(|k| k.index() != EMPTY_CHILD) {
+        let (first, count) = small_subtree(bin, k, depth + 1)?;
+        range = Some(match range {
+            None => (first, count),
+            Some((f, n)) => (f.min(first), n + count),
+        });
+        if range.is_some_and(|(_, n)| n > MERGE) {
+            return None;
+        }
+    }
+    range
+}
+
 /// Append the node for binary node `node` (and its subtree); returns its index.
 fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Bvh8) -> u32 {
-    let mut kids: Vec<Child> = children(node)
+    // Each child with the slot range it becomes a leaf of, if it is a small subtree.
+    let small = |c: &Child| small_subtree(bin, c, 0).filter(|_| c.is_inner());
+    let mut kids: Vec<(Child, Option<(u32, u32)>)> = children(node)
         .into_iter()
         .filter(|c| c.index() != EMPTY_CHILD)
+        .map(|c| (c, small(&c)))
         .collect();
     while kids.len() < 8 {
         let open = kids
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.is_inner())
-            .max_by(|a, b| a.1.half_area().total_cmp(&b.1.half_area()))
+            .filter(|(_, (c, merged))| c.is_inner() && merged.is_none())
+            .max_by(|a, b| a.1.0.half_area().total_cmp(&b.1.0.half_area()))
             .map(|(i, _)| i);
         let Some(i) = open else { break };
-        let Some(inner) = bin.get(kids[i].index() as usize) else {
+        let Some(inner) = bin.get(kids[i].0.index() as usize) else {
             break;
         };
         kids.swap_remove(i);
         kids.extend(
             children(inner)
                 .into_iter()
-                .filter(|c| c.index() != EMPTY_CHILD),
+                .filter(|c| c.index() != EMPTY_CHILD)
+                .map(|c| (c, small(&c))),
         );
     }
     let me = out.nodes.len();
     out.nodes.push(Node8::EMPTY);
     let mut w = Node8::EMPTY;
-    for (k, c) in kids.iter().enumerate().take(8) {
+    for (k, (c, merged)) in kids.iter().enumerate().take(8) {
         for axis in 0..3 {
             w.rows[2 * axis][k] = c.lo[axis];
             w.rows[2 * axis + 1][k] = c.hi[axis];
         }
-        if c.is_inner() {
+        if let Some((first, count)) = *merged {
+            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets);
+        } else if c.is_inner() {
             w.child[k] = match bin.get(c.index() as usize) {
                 Some(n) => collapse(bin, prims, n, out),
                 None => EMPTY_CHILD,
