@@ -280,6 +280,22 @@ impl Ray8 {
     }
 }
 
+/// Start fetching a child that waits on the stack: its node or its first packet.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
+    let p: *const i8 = if meta == 0 {
+        bvh.nodes.as_ptr().wrapping_add(child as usize).cast()
+    } else if meta & PACKET_LEAF != 0 {
+        bvh.packets.as_ptr().wrapping_add(child as usize).cast()
+    } else {
+        return;
+    };
+    for line in 0..4 {
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line));
+    }
+}
+
 /// Closest hit (leaf slots) for one axis permutation.
 #[target_feature(enable = "avx2,bmi1")]
 fn closest<const KX: usize, const KY: usize, const KZ: usize>(
@@ -321,6 +337,7 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
                             meta: n.meta[far],
                             t: t[far],
                         };
+                        prefetch(bvh, n.child[far], n.meta[far]);
                         sp += 1;
                         (child, meta) = (n.child[near], n.meta[near]);
                         continue;
@@ -338,6 +355,7 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
                                 meta: n.meta[k],
                                 t: t[k],
                             };
+                            prefetch(bvh, e.child, e.meta);
                             let mut p = sp;
                             while p > base && st[p - 1].t <= e.t {
                                 st[p] = st[p - 1];
@@ -424,6 +442,7 @@ fn any<const KX: usize, const KY: usize, const KZ: usize>(
                             meta: n.meta[push],
                             t: 0.0,
                         };
+                        prefetch(bvh, n.child[push], n.meta[push]);
                         sp += 1;
                     }
                     (child, meta) = (n.child[near], n.meta[near]);
