@@ -595,9 +595,10 @@ fn main() {
     let info = gpu.info();
     let l = gpu.limits();
     rep.line(format!(
-        "using {} (software {}), timing {:?}; max storage binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+        "using {} (software {}), f64 division {}, timing {:?}; max storage binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
         info.device,
         info.software,
+        gpu.f64_division(),
         gpu.timing_source(),
         l.max_storage_buffer_binding_size >> 20,
         l.max_buffer_size >> 20,
@@ -616,22 +617,41 @@ fn main() {
         frame_bench(&mut gpu, "rtiow", &rt, runs, &mut rep, "default")?;
         frame_bench(&mut gpu, "whitted19", &wh, runs, &mut rep, "default")?;
         if flag("--variants") {
-            for (tile, group, workgroup_stack) in [
-                ((16, 8), 64, true),
-                ((8, 8), 64, true),
-                ((8, 8), 128, false),
-            ] {
-                let tag = format!(
-                    "tile {}x{} batch {group} workgroup_stack {workgroup_stack}",
-                    tile.0, tile.1
-                );
-                let mut v = WgpuBackend::new(WgpuOptions {
+            // Each variant changes one thing against the default. A source
+            // patch also turns wgpu's loop bounding back on, so the patched
+            // variants compare against the identity patch.
+            type Variant = (&'static str, fn(&mut WgpuOptions));
+            let variants: [Variant; 5] = [
+                ("f32 division", |o| o.f64_division = false),
+                ("workgroup stack", |o| o.workgroup_stack = true),
+                ("tile 8x8, batch 128", |o| {
+                    o.render_tile = (8, 8);
+                    o.batch_workgroup = 128;
+                }),
+                ("identity patch", |o| {
+                    o.source_patch = Some(Box::new(|_: &str, src: &str| src.to_string()))
+                }),
+                ("identity patch, fusable products", |o| {
+                    o.source_patch = Some(Box::new(|name: &str, src: &str| {
+                        if name == "math.wgsl" {
+                            src.replace(
+                                "bitcast<f32>(bitcast<u32>(a * b) | params.opaque_zero)",
+                                "a * b",
+                            )
+                        } else {
+                            src.to_string()
+                        }
+                    }))
+                }),
+            ];
+            for (tag, change) in variants {
+                let mut options = WgpuOptions {
                     allow_software: software,
-                    render_tile: tile,
-                    batch_workgroup: group,
-                    workgroup_stack,
                     ..Default::default()
-                })?;
+                };
+                change(&mut options);
+                let mut v = WgpuBackend::new(options)?;
+                let tag = tag.to_string();
                 rays_bench(&mut v, &dir, runs, batch, false, &mut rep, &tag)?;
                 frame_bench(&mut v, "rtiow", &rt, runs, &mut rep, &tag)?;
                 frame_bench(&mut v, "whitted19", &wh, runs, &mut rep, &tag)?;

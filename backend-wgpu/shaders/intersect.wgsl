@@ -6,8 +6,10 @@
 // the triangle test that breaks the exact antisymmetry of the edge functions on
 // a shared edge, so rays leak between triangles; in the sphere test it moves t
 // for rays that start on the surface. Every product of those two tests is
-// therefore `mul_rn` (math.wgsl), a product rounded on its own: both give
-// core's bits exactly. The slab test has no a * b + c.
+// therefore `mul_rn` (math.wgsl), a product rounded on its own, and every
+// division and square root is `div_rn` / `sqrt_rn` (division.wgsl), correctly
+// rounded where the adapter has 64-bit floats: then both tests give core's bits
+// exactly. The slab test has no a * b + c.
 
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT
 const MIN_DIR_COMPONENT: f32 = 1e-30;
@@ -50,7 +52,7 @@ fn ray_pre_safe(c: f32) -> f32 {
 // mirrors prism_core::intersect::RayPre::new
 fn ray_pre_new(ray: Ray) -> RayPre {
     let d = ray.dir;
-    let inv_dir = vec3<f32>(1.0 / ray_pre_safe(d.x), 1.0 / ray_pre_safe(d.y), 1.0 / ray_pre_safe(d.z));
+    let inv_dir = vec3<f32>(div_rn(1.0, ray_pre_safe(d.x)), div_rn(1.0, ray_pre_safe(d.y)), div_rn(1.0, ray_pre_safe(d.z)));
     // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
     let ad = abs(d);
     var kz = 2u;
@@ -68,7 +70,7 @@ fn ray_pre_new(ray: Ray) -> RayPre {
         kx = ky;
         ky = k;
     }
-    let shear = vec3<f32>(d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]);
+    let shear = vec3<f32>(div_rn(d[kx], d[kz]), div_rn(d[ky], d[kz]), div_rn(1.0, d[kz]));
     return RayPre(ray.origin, d, inv_dir, kz, kx, ky, shear);
 }
 
@@ -126,7 +128,7 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
     let bz = sz * b[kz];
     let cz = sz * c[kz];
     let t_scaled = mul_rn(u, az) + mul_rn(v, bz) + mul_rn(w, cz);
-    let rcp_det = 1.0 / det;
+    let rcp_det = div_rn(1.0, det);
     let t = t_scaled * rcp_det;
     if t > tmin && t < tmax {
         return PrimHit(true, t, v * rcp_det, w * rcp_det);
@@ -139,16 +141,16 @@ fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32,
     let f = origin - center;
     let a = dot_rn(dir, dir);
     let b = dot_rn(f, dir);
-    let l = f - mul3_rn(b / a, dir);
+    let l = f - mul3_rn(div_rn(b, a), dir);
     let r2 = mul_rn(radius, radius);
     let disc = a * (r2 - dot_rn(l, l));
     if disc < 0.0 {
         return prim_hit_none();
     }
     let c = dot_rn(f, f) - r2;
-    let q = -(b + f32_copysign(sqrt(disc), b));
-    let ta = c / q;
-    let tb = q / a;
+    let q = -(b + f32_copysign(sqrt_rn(disc), b));
+    let ta = div_rn(c, q);
+    let tb = div_rn(q, a);
     let t0 = min(ta, tb);
     let t1 = max(ta, tb);
     if t0 > tmin && t0 < tmax {

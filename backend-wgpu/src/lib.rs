@@ -44,7 +44,7 @@
 
 pub mod shaders;
 
-pub use shaders::{SHADER_FILES, ShaderSource, SourcePatch};
+pub use shaders::{DIVISION_F64, SHADER_FILES, ShaderSource, SourcePatch};
 
 use prism_core::backend::check_batch;
 use prism_core::gpu::{RenderParams, TRAVERSAL_STACK_SIZE};
@@ -108,6 +108,11 @@ pub struct WgpuOptions {
     /// uninitialised, instead of a private array that WGSL zero-fills at the
     /// start of every invocation (64 stores). Default `false`.
     pub workgroup_stack: bool,
+    /// Where the adapter has 64-bit floats (`wgpu::Features::SHADER_F64`),
+    /// divide and take square roots in the intersection tests through f64 so
+    /// that they are correctly rounded, as core's are: hits are then core's bit
+    /// for bit (WGSL's own f32 division may be off by 2.5 ulp). Default `true`.
+    pub f64_division: bool,
 }
 
 impl Default for WgpuOptions {
@@ -122,6 +127,7 @@ impl Default for WgpuOptions {
             render_tile: (16, 8),
             batch_workgroup: 64,
             workgroup_stack: false,
+            f64_division: true,
         }
     }
 }
@@ -138,6 +144,7 @@ impl std::fmt::Debug for WgpuOptions {
             .field("render_tile", &self.render_tile)
             .field("batch_workgroup", &self.batch_workgroup)
             .field("workgroup_stack", &self.workgroup_stack)
+            .field("f64_division", &self.f64_division)
             .finish()
     }
 }
@@ -282,6 +289,7 @@ pub struct WgpuBackend {
     render_tile: (u32, u32),
     batch_workgroup: u32,
     workgroup_stack: bool,
+    f64_division: bool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,
 }
@@ -351,11 +359,15 @@ impl WgpuBackend {
         let software = info.device_type == wgpu::DeviceType::Cpu;
         let use_timestamps =
             options.timestamps && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-        let required_features = if use_timestamps {
-            wgpu::Features::TIMESTAMP_QUERY
-        } else {
-            wgpu::Features::empty()
-        };
+        let f64_division =
+            options.f64_division && adapter.features().contains(wgpu::Features::SHADER_F64);
+        let mut required_features = wgpu::Features::empty();
+        if use_timestamps {
+            required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        if f64_division {
+            required_features |= wgpu::Features::SHADER_F64;
+        }
         // Ask for everything the adapter offers: the WebGPU defaults would cap a
         // storage binding at 128 MiB even on a card with 80 GiB.
         let required_limits = adapter.limits();
@@ -442,7 +454,7 @@ impl WgpuBackend {
             });
         }
 
-        let source = ShaderSource::assemble(options.source_patch.as_ref());
+        let source = ShaderSource::assemble_with(options.source_patch.as_ref(), f64_division);
         let module = compile_module(&device, &source, options.source_patch.is_none())?;
 
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
@@ -582,6 +594,7 @@ impl WgpuBackend {
             render_tile: options.render_tile,
             batch_workgroup: options.batch_workgroup,
             workgroup_stack: options.workgroup_stack,
+            f64_division,
             lost,
             uncaptured,
         })
@@ -595,6 +608,12 @@ impl WgpuBackend {
     /// The device limits in force (the adapter's own).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
+    }
+
+    /// Whether the intersection tests divide through f64, correctly rounded
+    /// (see [`WgpuOptions::f64_division`]).
+    pub fn f64_division(&self) -> bool {
+        self.f64_division
     }
 
     /// Where stage times come from on this adapter.

@@ -13,9 +13,10 @@
 /// The shader files, in the order they are concatenated (each may use what the
 /// files before it declare; WGSL resolves module-scope names in any order, the
 /// order only keeps the source readable top-down).
-pub const SHADER_FILES: [(&str, &str); 11] = [
+pub const SHADER_FILES: [(&str, &str); 12] = [
     ("types.wgsl", include_str!("../shaders/types.wgsl")),
     ("math.wgsl", include_str!("../shaders/math.wgsl")),
+    ("division.wgsl", include_str!("../shaders/division.wgsl")),
     ("rng.wgsl", include_str!("../shaders/rng.wgsl")),
     ("sampling.wgsl", include_str!("../shaders/sampling.wgsl")),
     ("intersect.wgsl", include_str!("../shaders/intersect.wgsl")),
@@ -29,6 +30,10 @@ pub const SHADER_FILES: [(&str, &str); 11] = [
     ),
     ("entry.wgsl", include_str!("../shaders/entry.wgsl")),
 ];
+
+/// The text that replaces `division.wgsl` on adapters with 64-bit floats:
+/// correctly rounded division and square root, as core's.
+pub const DIVISION_F64: &str = include_str!("../shaders/division_f64.wgsl");
 
 /// A function that may rewrite a shader file before compilation: called with
 /// the file name (`"rng.wgsl"`) and its text, it returns the text to compile.
@@ -49,10 +54,22 @@ pub struct ShaderSource {
 impl ShaderSource {
     /// Concatenate [`SHADER_FILES`], passing each through `patch` first.
     pub fn assemble(patch: Option<&SourcePatch>) -> ShaderSource {
+        Self::assemble_with(patch, false)
+    }
+
+    /// [`ShaderSource::assemble`], with `division.wgsl` replaced by
+    /// [`DIVISION_F64`] (before `patch`) when `f64_division` is set; the module
+    /// then needs `wgpu::Features::SHADER_F64`.
+    pub fn assemble_with(patch: Option<&SourcePatch>, f64_division: bool) -> ShaderSource {
         let mut text = String::new();
         let mut files = Vec::with_capacity(SHADER_FILES.len());
         let mut line = 1u32;
         for (name, original) in SHADER_FILES {
+            let original = if f64_division && name == "division.wgsl" {
+                DIVISION_F64
+            } else {
+                original
+            };
             let body = match patch {
                 Some(p) => p(name, original),
                 None => original.to_string(),

@@ -110,6 +110,27 @@ fn wgsl_module_validates() {
     }
 }
 
+/// The module with f64 division (adapters with SHADER_F64) validates too.
+#[test]
+fn wgsl_module_with_f64_division_validates() {
+    let source = ShaderSource::assemble_with(None, true);
+    assert!(source.text.contains("f64(a) / f64(b)"));
+    let module = match naga::front::wgsl::parse_str(&source.text) {
+        Ok(m) => m,
+        Err(e) => panic!("WGSL does not parse:\n{}", e.emit_to_string(&source.text)),
+    };
+    let mut validator = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::FLOAT64,
+    );
+    if let Err(e) = validator.validate(&module) {
+        panic!(
+            "WGSL does not validate:\n{}",
+            e.emit_to_string(&source.text)
+        );
+    }
+}
+
 /// A scalar constant of the module, as f64.
 fn constant(module: &Module, name: &str) -> f64 {
     let (_, c) = module
