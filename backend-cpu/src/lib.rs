@@ -1,9 +1,14 @@
 //! `prism-cpu`: the CPU backend of Prism.
 //!
-//! Traces with prism-core's own traversal and integrators on every core through a
-//! dedicated rayon pool: renders are split into bands of [`TILE`] rows processed
-//! tile by tile (neighbouring rays share BVH nodes in cache), ray batches into
-//! chunks of [`RAY_CHUNK`] rays. Nothing is allocated in the per-ray loop.
+//! Traces with prism-core's intersection arithmetic and integrators on every core
+//! through a dedicated rayon pool: renders are split into bands of [`TILE`] rows
+//! processed tile by tile (neighbouring rays share BVH nodes in cache), ray batches
+//! into chunks of [`RAY_CHUNK`] rays. Nothing is allocated in the per-ray loop.
+//!
+//! Core's binary BVH is collapsed into a wide one, picked at run time: 8 children
+//! per node tested with AVX2 on x86-64 CPUs that have it (`bvh8`), else 4 with
+//! 128-bit SIMD ([`wide`]). Both give core's answers (see [`Traversal`]); the
+//! binary BVH itself stays available as [`Traversal::Binary`].
 //!
 //! ```
 //! use prism_core::{Backend, Camera, Image, Material, NoProgress, PixelFormat, RenderSettings, Scene};
