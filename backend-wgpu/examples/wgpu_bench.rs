@@ -621,9 +621,8 @@ fn main() {
             // patch also turns wgpu's loop bounding back on, so the patched
             // variants compare against the identity patch.
             type Variant = (&'static str, fn(&mut WgpuOptions));
-            let variants: [Variant; 5] = [
+            let variants: [Variant; 4] = [
                 ("f32 division", |o| o.f64_division = false),
-                ("workgroup stack", |o| o.workgroup_stack = true),
                 ("tile 8x8, batch 128", |o| {
                     o.render_tile = (8, 8);
                     o.batch_workgroup = 128;

@@ -50,18 +50,6 @@ fn add_rays_workgroup(n: u32) {
     }
 }
 
-// Every invocation of a render workgroup calls this first (uniform control
-// flow): the pipelines leave workgroup memory uninitialised (see the
-// traversal stack in traverse.wgsl), so the ray count starts at zero here.
-fn begin_render_workgroup(local_index: u32) {
-    stack_lane = local_index;
-    if local_index == 0u {
-        atomicStore(&wg_rays_lo, 0u);
-        atomicStore(&wg_rays_hi, 0u);
-    }
-    workgroupBarrier();
-}
-
 // Every invocation of a render workgroup calls this once (uniform control
 // flow): the workgroup's rays go to the global count with one atomic pair.
 fn count_rays(n: u32, local_index: u32) {
@@ -84,7 +72,6 @@ fn count_rays(n: u32, local_index: u32) {
 // One pixel per invocation; writes linear RGBA f32 (alpha 1).
 @compute @workgroup_size(TILE_X, TILE_Y)
 fn render_linear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    begin_render_workgroup(lid);
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
         let r = render_pixel(gid.x, chunk.first + gid.y);
@@ -97,7 +84,6 @@ fn render_linear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_i
 // One pixel per invocation; writes sRGB 8-bit RGBA packed in a u32.
 @compute @workgroup_size(TILE_X, TILE_Y)
 fn render_srgb8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    begin_render_workgroup(lid);
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
         let r = render_pixel(gid.x, chunk.first + gid.y);
@@ -135,12 +121,7 @@ fn accel_occluded(ray: Ray) -> bool {
 
 // Closest hit of each ray of the chunk, as prism_core::Hit.
 @compute @workgroup_size(BATCH_SIZE)
-fn intersect_main(
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    stack_lane = lid;
+fn intersect_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = batch_index(gid, groups);
     if i >= chunk.count {
         return;
@@ -151,12 +132,7 @@ fn intersect_main(
 
 // Whether anything lies on each ray of the chunk (1) or not (0).
 @compute @workgroup_size(BATCH_SIZE)
-fn occluded_main(
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    stack_lane = lid;
+fn occluded_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = batch_index(gid, groups);
     if i >= chunk.count {
         return;

@@ -2,44 +2,11 @@
 // entry.wgsl): iterative, front to back, fixed stack; mirrors
 // prism_core::traverse, where the same functions take the slices as arguments.
 
-// The traversal stack, in one of two places (WgpuOptions::workgroup_stack):
-//
-// - a private array: WGSL zero-fills every private and function-scope `var`,
-//   so this costs TRAVERSAL_STACK_SIZE stores per invocation (a stack declared
-//   inside closest_hit / any_hit would cost them per call; the two functions
-//   never nest, so they share this one);
-// - workgroup memory, entry `i` of invocation `lane` at `i * STACK_STRIDE +
-//   lane` (neighbouring invocations in neighbouring banks). The pipelines are
-//   created with workgroup memory left uninitialised, and an entry is only
-//   read (popped) after it was written (pushed), so nothing is zero-filled.
-//
-// Either way the index is below TRAVERSAL_STACK_SIZE (the traversals check
-// `sp`) and `lane` below STACK_STRIDE, so every access is in bounds.
-override WORKGROUP_STACK: bool = false;
-// Invocations per workgroup of the pipeline (set by the host to the workgroup size).
-override STACK_STRIDE: u32 = 64u;
-// TRAVERSAL_STACK_SIZE * STACK_STRIDE, set by the host (naga 30 cannot size an
-// array by an expression of overrides, only by one override).
-override WORKGROUP_STACK_WORDS: u32 = 4096u;
+// The traversal stack. WGSL zero-fills every function-scope `var`, so a stack
+// declared inside closest_hit / any_hit would cost 64 stores per call; a
+// private-scope one is zeroed once per invocation. The two functions never
+// nest, so they share it.
 var<private> stack: array<u32, TRAVERSAL_STACK_SIZE>;
-var<workgroup> workgroup_stack: array<u32, WORKGROUP_STACK_WORDS>;
-// This invocation's local index (set by each entry point before tracing).
-var<private> stack_lane: u32;
-
-fn stack_write(i: u32, value: u32) {
-    if WORKGROUP_STACK {
-        workgroup_stack[i * STACK_STRIDE + stack_lane] = value;
-    } else {
-        stack[i] = value;
-    }
-}
-
-fn stack_read(i: u32) -> u32 {
-    if WORKGROUP_STACK {
-        return workgroup_stack[i * STACK_STRIDE + stack_lane];
-    }
-    return stack[i];
-}
 
 // mirrors prism_core::traverse::ray_primitive
 fn ray_primitive(pre: RayPre, p: Primitive, tmin: f32, tmax: f32) -> PrimHit {
@@ -109,7 +76,7 @@ fn closest_hit(ray: Ray) -> Hit {
         let go_far = t_far < best.t;
         if go_near && go_far {
             if sp < TRAVERSAL_STACK_SIZE {
-                stack_write(sp, far_index);
+                stack[sp] = far_index;
                 sp += 1u;
             }
             node = near_index;
@@ -119,7 +86,7 @@ fn closest_hit(ray: Ray) -> Hit {
             node = far_index;
         } else if sp > 0u {
             sp -= 1u;
-            node = stack_read(sp);
+            node = stack[sp];
         } else {
             break;
         }
@@ -184,7 +151,7 @@ fn any_hit(ray: Ray) -> bool {
         let go_far = select(go_right, go_left, swap);
         if go_near && go_far {
             if sp < TRAVERSAL_STACK_SIZE {
-                stack_write(sp, far);
+                stack[sp] = far;
                 sp += 1u;
             }
             node = near;
@@ -194,7 +161,7 @@ fn any_hit(ray: Ray) -> bool {
             node = far;
         } else if sp > 0u {
             sp -= 1u;
-            node = stack_read(sp);
+            node = stack[sp];
         } else {
             return false;
         }

@@ -47,7 +47,7 @@ pub mod shaders;
 pub use shaders::{DIVISION_F64, SHADER_FILES, ShaderSource, SourcePatch};
 
 use prism_core::backend::check_batch;
-use prism_core::gpu::{RenderParams, TRAVERSAL_STACK_SIZE};
+use prism_core::gpu::RenderParams;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -104,10 +104,6 @@ pub struct WgpuOptions {
     pub render_tile: (u32, u32),
     /// Rays per workgroup of `intersect` / `occluded`; default 64.
     pub batch_workgroup: u32,
-    /// Keep each invocation's BVH traversal stack in workgroup memory, left
-    /// uninitialised, instead of a private array that WGSL zero-fills at the
-    /// start of every invocation (64 stores). Default `false`.
-    pub workgroup_stack: bool,
     /// Where the adapter has 64-bit floats (`wgpu::Features::SHADER_F64`),
     /// divide and take square roots in the intersection tests through f64 so
     /// that they are correctly rounded, as core's are: hits are then core's bit
@@ -126,7 +122,6 @@ impl Default for WgpuOptions {
             samples_per_submit: None,
             render_tile: (16, 8),
             batch_workgroup: 64,
-            workgroup_stack: false,
             f64_division: true,
         }
     }
@@ -143,7 +138,6 @@ impl std::fmt::Debug for WgpuOptions {
             .field("samples_per_submit", &self.samples_per_submit)
             .field("render_tile", &self.render_tile)
             .field("batch_workgroup", &self.batch_workgroup)
-            .field("workgroup_stack", &self.workgroup_stack)
             .field("f64_division", &self.f64_division)
             .finish()
     }
@@ -288,7 +282,6 @@ pub struct WgpuBackend {
     samples_per_submit: u64,
     render_tile: (u32, u32),
     batch_workgroup: u32,
-    workgroup_stack: bool,
     f64_division: bool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,
@@ -593,7 +586,6 @@ impl WgpuBackend {
             samples_per_submit,
             render_tile: options.render_tile,
             batch_workgroup: options.batch_workgroup,
-            workgroup_stack: options.workgroup_stack,
             f64_division,
             lost,
             uncaptured,
@@ -665,31 +657,11 @@ impl WgpuBackend {
             Kernel::Render(i, _) => i,
             _ => 0,
         };
-        let invocations = match kernel {
-            Kernel::Render(..) => self.render_tile.0 * self.render_tile.1,
-            _ => self.batch_workgroup,
-        };
-        // The workgroup stacks take 4 bytes per entry and invocation; where they
-        // would not fit the device's workgroup memory, the private stack is used.
-        let stack_bytes = u64::from(invocations) * (TRAVERSAL_STACK_SIZE as u64) * 4;
-        let workgroup_stack = self.workgroup_stack
-            && stack_bytes <= u64::from(self.device.limits().max_compute_workgroup_storage_size);
         let constants = [
             ("INTEGRATOR", integrator as f64),
             ("TILE_X", self.render_tile.0 as f64),
             ("TILE_Y", self.render_tile.1 as f64),
             ("BATCH_SIZE", self.batch_workgroup as f64),
-            ("WORKGROUP_STACK", if workgroup_stack { 1.0 } else { 0.0 }),
-            // With the private stack the workgroup array still exists in the
-            // module: one entry per slot keeps it out of the way.
-            (
-                "STACK_STRIDE",
-                if workgroup_stack {
-                    invocations as f64
-                } else {
-                    1.0
-                },
-            ),
         ];
         let entry = kernel.entry_point();
         let device = &self.device;
@@ -701,9 +673,7 @@ impl WgpuBackend {
             entry_point: Some(entry),
             compilation_options: wgpu::PipelineCompilationOptions {
                 constants: &constants,
-                // The shaders initialise what they read of workgroup memory
-                // (entry.wgsl's ray count, traverse.wgsl's stacks).
-                zero_initialize_workgroup_memory: false,
+                zero_initialize_workgroup_memory: true,
             },
             cache: None,
         });

@@ -576,49 +576,6 @@ fn chunked_calls_give_the_same_results() {
     });
 }
 
-/// The traversal stack in workgroup memory gives the same answers as the
-/// private one, for batches and for every integrator's render.
-#[test]
-fn workgroup_stack_gives_the_same_results() {
-    let Some(mut shared) = open(WgpuOptions {
-        workgroup_stack: true,
-        ..Default::default()
-    }) else {
-        return;
-    };
-    let scene = random_scene(5, 300);
-    let rays = random_rays(11, 3000);
-    let (render, camera) = render_scene();
-    let run = |gpu: &mut WgpuBackend| {
-        gpu.set_scene(&scene).expect("set_scene");
-        let mut hits = vec![Hit::MISS; rays.len()];
-        gpu.intersect(&rays, &mut hits).expect("intersect");
-        let mut occ = vec![false; rays.len()];
-        gpu.occluded(&rays, &mut occ).expect("occluded");
-        gpu.set_scene(&render).expect("set_scene");
-        let mut frames = Vec::new();
-        for integrator in [Integrator::Path, Integrator::Whitted, Integrator::Ao] {
-            let mut image = Image::new(W, H, PixelFormat::LinearF32).expect("image");
-            let stats = gpu
-                .render(&camera, &settings(integrator), &mut image, &NoProgress)
-                .expect("render");
-            frames.push((image, stats.rays));
-        }
-        (hits, occ, frames)
-    };
-    let with_shared = run(&mut shared);
-    drop(shared);
-    with_backend(|gpu| {
-        let private = run(gpu);
-        assert!(with_shared.0 == private.0, "intersect differs");
-        assert!(with_shared.1 == private.1, "occluded differs");
-        for (k, (a, b)) in with_shared.2.iter().zip(&private.2).enumerate() {
-            assert!(a.0 == b.0, "render {k} differs");
-            assert_eq!(a.1, b.1, "render {k}: ray count differs");
-        }
-    });
-}
-
 /// Without timestamp queries the stage times come from the host clock, and
 /// renders are not pipelined.
 #[test]
