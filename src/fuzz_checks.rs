@@ -341,7 +341,8 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
 pub const T_ROUNDING: f64 = 1e-6;
 
 /// Trace `rays` (all valid) on `backend`, which holds `scene`, with each of its
-/// traversals (the 4-wide BVH and the core's binary one) and compare with brute
+/// traversals (the 8-wide BVH where the CPU has AVX2, the 4-wide one, and the
+/// core's binary one) and compare with brute
 /// force: `intersect` under the agreement rule, `occluded` exactly, except
 /// where [`in_face_plane`] or [`off_primitive_box`] allow traversal to miss the
 /// reference hit, and `intersect` may also miss one within rounding of `tmax`.
@@ -351,7 +352,7 @@ fn compare_with_brute_force(
     rays: &[Ray],
 ) -> Result<(), Violation> {
     let reference: Vec<(f32, u32)> = rays.iter().map(|r| brute_force(scene, r)).collect();
-    let result = [Traversal::Binary, Traversal::Wide]
+    let result = [Traversal::Binary, Traversal::Wide4, Traversal::Wide]
         .into_iter()
         .try_for_each(|traversal| {
             backend.set_traversal(traversal);
@@ -1044,7 +1045,7 @@ fn finite_radiance(image: &Image) -> Result<(), Violation> {
 }
 
 /// Render again with the core's binary traversal (the backend's default is its
-/// 4-wide BVH) and require the very same pixels, bit for bit.
+/// widest BVH) and require the very same pixels, bit for bit.
 fn same_with_binary_traversal(
     backend: &mut CpuBackend,
     camera: &Camera,
