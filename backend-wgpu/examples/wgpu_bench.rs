@@ -304,6 +304,18 @@ impl Report {
     }
 }
 
+/// `src` with `mul_rn` reduced to a plain (fusable) product when `plain`.
+fn unfused(name: &str, src: &str, plain: bool) -> String {
+    if plain && name == "math.wgsl" {
+        src.replace(
+            "bitcast<f32>(bitcast<u32>(a * b) | params.opaque_zero)",
+            "a * b",
+        )
+    } else {
+        src.to_string()
+    }
+}
+
 fn rays_bench(
     gpu: &mut WgpuBackend,
     dir: &Path,
@@ -621,7 +633,7 @@ fn main() {
             // patch also turns wgpu's loop bounding back on, so the patched
             // variants compare against the identity patch.
             type Variant = (&'static str, fn(&mut WgpuOptions));
-            let variants: [Variant; 4] = [
+            let variants: [Variant; 6] = [
                 ("f32 division", |o| o.f64_division = false),
                 ("tile 8x8, batch 128", |o| {
                     o.render_tile = (8, 8);
@@ -631,16 +643,25 @@ fn main() {
                     o.source_patch = Some(Box::new(|_: &str, src: &str| src.to_string()))
                 }),
                 ("identity patch, fusable products", |o| {
+                    o.source_patch =
+                        Some(Box::new(|name: &str, src: &str| unfused(name, src, true)))
+                }),
+                ("identity patch, core-scale slab exit", |o| {
                     o.source_patch = Some(Box::new(|name: &str, src: &str| {
-                        if name == "math.wgsl" {
+                        if name == "intersect.wgsl" {
                             src.replace(
-                                "bitcast<f32>(bitcast<u32>(a * b) | params.opaque_zero)",
-                                "a * b",
+                                "return t * select(SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, t < 0.0);",
+                                "return t * SLAB_EXIT_SCALE;",
                             )
                         } else {
                             src.to_string()
                         }
                     }))
+                }),
+                ("identity patch, fusable products, f32 division", |o| {
+                    o.f64_division = false;
+                    o.source_patch =
+                        Some(Box::new(|name: &str, src: &str| unfused(name, src, true)))
                 }),
             ];
             for (tag, change) in variants {

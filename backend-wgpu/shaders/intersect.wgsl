@@ -6,10 +6,16 @@
 // the triangle test that breaks the exact antisymmetry of the edge functions on
 // a shared edge, so rays leak between triangles; in the sphere test it moves t
 // for rays that start on the surface. Every product of those two tests is
-// therefore `mul_rn` (math.wgsl), a product rounded on its own, and every
-// division and square root is `div_rn` / `sqrt_rn` (division.wgsl), correctly
-// rounded where the adapter has 64-bit floats: then both tests give core's bits
-// exactly. The slab test has no a * b + c.
+// therefore `mul_rn` (math.wgsl), a product rounded on its own.
+//
+// Divisions: WGSL's f32 division may be off by 2.5 ulp. The ray's set-up
+// (inverse direction for the slab test, the shear of the triangle test) decides
+// which boxes and triangles a ray enters, so it divides with `div_rn`
+// (division.wgsl), correctly rounded where the adapter has 64-bit floats: then
+// every inside/outside decision is core's. The divisions after those decisions
+// (1 / det for t, u, v; the sphere test's quotients and square root) only move
+// t and the barycentrics by a few ulps, far inside the agreement rule, and keep
+// the adapter's f32 operations (these run per primitive, the set-up per ray).
 
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT
 const MIN_DIR_COMPONENT: f32 = 1e-30;
@@ -128,7 +134,7 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
     let bz = sz * b[kz];
     let cz = sz * c[kz];
     let t_scaled = mul_rn(u, az) + mul_rn(v, bz) + mul_rn(w, cz);
-    let rcp_det = div_rn(1.0, det);
+    let rcp_det = 1.0 / det;
     let t = t_scaled * rcp_det;
     if t > tmin && t < tmax {
         return PrimHit(true, t, v * rcp_det, w * rcp_det);
@@ -141,16 +147,16 @@ fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32,
     let f = origin - center;
     let a = dot_rn(dir, dir);
     let b = dot_rn(f, dir);
-    let l = f - mul3_rn(div_rn(b, a), dir);
+    let l = f - mul3_rn(b / a, dir);
     let r2 = mul_rn(radius, radius);
     let disc = a * (r2 - dot_rn(l, l));
     if disc < 0.0 {
         return prim_hit_none();
     }
     let c = dot_rn(f, f) - r2;
-    let q = -(b + f32_copysign(sqrt_rn(disc), b));
-    let ta = div_rn(c, q);
-    let tb = div_rn(q, a);
+    let q = -(b + f32_copysign(sqrt(disc), b));
+    let ta = c / q;
+    let tb = q / a;
     let t0 = min(ta, tb);
     let t1 = max(ta, tb);
     if t0 > tmin && t0 < tmax {

@@ -105,9 +105,11 @@ pub struct WgpuOptions {
     /// Rays per workgroup of `intersect` / `occluded`; default 64.
     pub batch_workgroup: u32,
     /// Where the adapter has 64-bit floats (`wgpu::Features::SHADER_F64`),
-    /// divide and take square roots in the intersection tests through f64 so
-    /// that they are correctly rounded, as core's are: hits are then core's bit
-    /// for bit (WGSL's own f32 division may be off by 2.5 ulp). Default `true`.
+    /// divide through f64 in each ray's set-up (inverse direction, shear), so
+    /// that it is correctly rounded as core's is: every box and triangle a ray
+    /// enters is then the one core's traversal enters (WGSL's own f32 division
+    /// may be off by 2.5 ulp, which moves rays through shared edges to the
+    /// other triangle). Default `true`.
     pub f64_division: bool,
 }
 
