@@ -2,14 +2,15 @@
 # CPU backend next to Embree 3 on the same rays, in the same run: every ray set
 # of ../shared/scenes, closest hit and occlusion, 1 thread and all threads.
 # Prints a markdown table (Mrays/s, medians) with the Prism/Embree ratios.
-# Usage: bench/cpu_vs_embree.sh [RUNS]   (needs ../shared and a release build)
+# Usage: bench/cpu_vs_embree.sh [RUNS]   (needs ../shared and a release build;
+# PRISM_BIN=path picks another prism binary, e.g. one built with CARGO_TARGET_DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-7}
 scenes=../shared/scenes
 embree=${EMBREE_BENCH:-/tmp/embree_bench}
 [ -x "$embree" ] || ../shared/tools/embree-bench/build.sh "$embree" >/dev/null
-prism=target/release/prism
+prism=${PRISM_BIN:-target/release/prism}
 [ -x "$prism" ] || cargo build --release -q
 threads_all=$(nproc)
 echo "| set | threads | Embree build ms | Prism build ms | Embree closest | Prism closest | ratio | Embree occluded | Prism occluded | ratio |"
