@@ -1,7 +1,7 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick]
+//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--no-lane-refill]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default
@@ -19,7 +19,8 @@
 //! 4. With `--variants`: the same frames and ray sets for other workgroup sizes.
 //!
 //! `--software` accepts a software adapter, `--quick` shrinks the two frames
-//! (for a smoke test on lavapipe).
+//! (for a smoke test on lavapipe), `--rays-only` stops after step 1, and
+//! `--no-lane-refill` turns [`WgpuOptions::lane_refill`] off.
 //!
 //! Ends with a table of everything measured; exits non-zero if a check failed.
 
@@ -596,6 +597,7 @@ fn main() {
     }
     let mut gpu = match WgpuBackend::new(WgpuOptions {
         allow_software: software,
+        lane_refill: !flag("--no-lane-refill"),
         ..Default::default()
     }) {
         Ok(g) => g,
@@ -607,10 +609,11 @@ fn main() {
     let info = gpu.info();
     let l = gpu.limits();
     rep.line(format!(
-        "using {} (software {}), f64 division {}, timing {:?}; max storage binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+        "using {} (software {}), f64 division {}, lane refill {}, timing {:?}; max storage binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
         info.device,
         info.software,
         gpu.f64_division(),
+        gpu.lane_refill(),
         gpu.timing_source(),
         l.max_storage_buffer_binding_size >> 20,
         l.max_buffer_size >> 20,
@@ -619,6 +622,9 @@ fn main() {
     let started = Instant::now();
     let result = (|| -> Result<(), Error> {
         rays_bench(&mut gpu, &dir, runs, batch, true, &mut rep, "default")?;
+        if flag("--rays-only") {
+            return Ok(());
+        }
         render_checks(&mut gpu, &mut rep)?;
         let (mut rt, mut wh) = (rtiow(), whitted19());
         if quick {
@@ -633,7 +639,21 @@ fn main() {
             // patch also turns wgpu's loop bounding back on, so the patched
             // variants compare against the identity patch.
             type Variant = (&'static str, fn(&mut WgpuOptions));
-            let variants: [Variant; 6] = [
+            let variants: [Variant; 8] = [
+                ("no lane refill", |o| o.lane_refill = false),
+                ("identity patch, general module", |o| {
+                    // The rewritten constants no longer match: no scene specialisation.
+                    o.source_patch = Some(Box::new(|_: &str, src: &str| {
+                        src.replace(
+                            "const STACK_ENTRIES: u32 = 64u;",
+                            "const STACK_ENTRIES: u32 = 64u; ",
+                        )
+                        .replace(
+                            "const SCENE_KINDS: u32 = 3u;",
+                            "const SCENE_KINDS: u32 = 3u; ",
+                        )
+                    }))
+                }),
                 ("f32 division", |o| o.f64_division = false),
                 ("tile 8x8, batch 128", |o| {
                     o.render_tile = (8, 8);

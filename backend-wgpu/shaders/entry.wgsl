@@ -104,19 +104,19 @@ fn batch_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * BATCH_SIZE + gid.x;
 }
 
-// mirrors prism_core::traverse::Accel::intersect
-fn accel_intersect(ray: Ray) -> Hit {
-    var hit = closest_hit(ray);
-    if hit_is_hit(hit) {
-        // The slot becomes the scene primitive id.
-        hit.prim = bitcast<u32>(prims[hit.prim].a.w);
-    }
-    return hit;
-}
-
 // mirrors prism_core::traverse::Accel::occluded
 fn accel_occluded(ray: Ray) -> bool {
     return any_hit(ray);
+}
+
+// Write the closest hit of ray `i` of the chunk as prism_core::Hit, its slot
+// in `prims` turned into the scene primitive id (prism_core::Accel::intersect).
+fn store_hit(i: u32, closest: Hit) {
+    var hit = closest;
+    if hit_is_hit(hit) {
+        hit.prim = bitcast<u32>(prims[hit.prim].a.w);
+    }
+    out_quads[i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
 }
 
 // Closest hit of each ray of the chunk, as prism_core::Hit.
@@ -126,8 +126,7 @@ fn intersect_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     if i >= chunk.count {
         return;
     }
-    let hit = accel_intersect(batch_ray(i));
-    out_quads[i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
+    store_hit(i, closest_hit(batch_ray(i)));
 }
 
 // Whether anything lies on each ray of the chunk (1) or not (0).

@@ -76,7 +76,12 @@ fn ray_pre_new(ray: Ray) -> RayPre {
         kx = ky;
         ky = k;
     }
-    let shear = vec3<f32>(div_rn(d[kx], d[kz]), div_rn(d[ky], d[kz]), div_rn(1.0, d[kz]));
+    // Only the triangle test reads the shear: a scene of spheres alone
+    // (SCENE_KINDS, types.wgsl) skips its three divisions.
+    var shear = vec3<f32>(0.0);
+    if SCENE_KINDS != SCENE_SPHERES {
+        shear = vec3<f32>(div_rn(d[kx], d[kz]), div_rn(d[ky], d[kz]), div_rn(1.0, d[kz]));
+    }
     return RayPre(ray.origin, d, inv_dir, kz, kx, ky, shear);
 }
 

@@ -1,16 +1,26 @@
 // BVH traversal over the scene buffers `nodes` and `prims` (bound in
 // entry.wgsl): iterative, front to back, fixed stack; mirrors
 // prism_core::traverse, where the same functions take the slices as arguments.
+//
+// Each traversal is split into begin / step / end (as in the CUDA backend's
+// traverse.cuh), so that the lane-refill kernels (refill.wgsl) can step many
+// rays side by side; closest_hit and any_hit run the same steps in a loop.
 
 // The traversal stack. WGSL zero-fills every function-scope `var`, so a stack
-// declared inside closest_hit / any_hit would cost 64 stores per call; a
-// private-scope one is zeroed once per invocation. The two functions never
-// nest, so they share it.
-var<private> stack: array<u32, TRAVERSAL_STACK_SIZE>;
+// declared inside closest_hit / any_hit would cost a store per entry per call;
+// a private-scope one is zeroed once per invocation. The two functions never
+// nest, so they share it. Its length is STACK_ENTRIES, the scene's BVH depth
+// (types.wgsl), which no traversal can exceed: at a node of depth k the stack
+// holds at most k entries, and a push happens only above two inner children.
+var<private> stack: array<u32, STACK_ENTRIES>;
 
 // mirrors prism_core::traverse::ray_primitive
+//
+// A scene of one kind runs only that kind's test (SCENE_KINDS, types.wgsl).
 fn ray_primitive(pre: RayPre, p: Primitive, tmin: f32, tmax: f32) -> PrimHit {
-    if bitcast<u32>(p.b.w) == KIND_SPHERE {
+    let sphere = SCENE_KINDS == SCENE_SPHERES
+        || (SCENE_KINDS == SCENE_MIXED && bitcast<u32>(p.b.w) == KIND_SPHERE);
+    if sphere {
         return ray_sphere(pre.origin, pre.dir, p.a.xyz, p.b.x, tmin, tmax);
     }
     return ray_triangle(pre, p.a.xyz, p.b.xyz, p.c.xyz, tmin, tmax);
@@ -22,148 +32,223 @@ fn leaf_in_range(first: u32, count: u32) -> bool {
     return first <= len && count <= len - first;
 }
 
-// mirrors prism_core::traverse::leaf_closest
-fn leaf_closest(pre: RayPre, first: u32, count: u32, tmin: f32, best: ptr<function, Hit>) {
-    if !leaf_in_range(first, count) {
-        return;
-    }
-    for (var k = 0u; k < count; k++) {
-        let h = ray_primitive(pre, prims[first + k], tmin, (*best).t);
-        if h.hit {
-            *best = Hit(h.t, h.u, h.v, first + k);
-        }
-    }
+// The state of closest_hit between two iterations of its loop.
+struct ClosestHit {
+    pre: RayPre,
+    tmin: f32,
+    best: Hit,
+    node: u32,
+    sp: u32,
 }
 
-// mirrors prism_core::traverse::closest_hit
-fn closest_hit(ray: Ray) -> Hit {
-    let pre = ray_pre_new(ray);
-    let tmin = ray.tmin;
-    var best = Hit(ray.tmax, 0.0, 0.0, NO_PRIM);
-    var sp = 0u;
-    var node = 0u;
-    let node_count = arrayLength(&nodes);
-    while node < node_count {
-        let n = nodes[node];
-        let tl = ray_aabb(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, best.t);
-        let tr = ray_aabb(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, best.t);
-        let l_index = bitcast<u32>(n.left_lo.w);
-        let l_count = bitcast<u32>(n.left_hi.w);
-        let r_index = bitcast<u32>(n.right_lo.w);
-        let r_count = bitcast<u32>(n.right_hi.w);
-        // Order the children near to far.
-        let swap = tr < tl;
-        var t_near = select(tl, tr, swap);
-        let near_index = select(l_index, r_index, swap);
-        let near_count = select(l_count, r_count, swap);
-        var t_far = select(tr, tl, swap);
-        let far_index = select(r_index, l_index, swap);
-        let far_count = select(r_count, l_count, swap);
-        // Leaves are intersected right away, nearest first.
-        if near_count > 0u {
-            if t_near < best.t {
-                leaf_closest(pre, near_index, near_count, tmin, &best);
-            }
-            t_near = f32_infinity();
-        }
-        if far_count > 0u {
-            if t_far < best.t {
-                leaf_closest(pre, far_index, far_count, tmin, &best);
-            }
-            t_far = f32_infinity();
-        }
-        let go_near = t_near < best.t;
-        let go_far = t_far < best.t;
-        if go_near && go_far {
-            if sp < TRAVERSAL_STACK_SIZE {
-                stack[sp] = far_index;
-                sp += 1u;
-            }
-            node = near_index;
-        } else if go_near {
-            node = near_index;
-        } else if go_far {
-            node = far_index;
-        } else if sp > 0u {
-            sp -= 1u;
-            node = stack[sp];
-        } else {
-            break;
-        }
+// The head of prism_core::traverse::closest_hit, before its loop.
+fn closest_hit_begin(ray: Ray) -> ClosestHit {
+    return ClosestHit(ray_pre_new(ray), ray.tmin, Hit(ray.tmax, 0.0, 0.0, NO_PRIM), 0u, 0u);
+}
+
+// One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
+// folded in, both leaves through one loop so the primitive test is compiled
+// once); false when the loop is over.
+fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
+    if (*c).node >= arrayLength(&nodes) {
+        return false;
     }
+    let pre = (*c).pre;
+    let tmin = (*c).tmin;
+    let n = nodes[(*c).node];
+    let tl = ray_aabb(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, (*c).best.t);
+    let tr = ray_aabb(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, (*c).best.t);
+    let l_index = bitcast<u32>(n.left_lo.w);
+    let l_count = bitcast<u32>(n.left_hi.w);
+    let r_index = bitcast<u32>(n.right_lo.w);
+    let r_count = bitcast<u32>(n.right_hi.w);
+    // Order the children near to far.
+    let swap = tr < tl;
+    var t_near = select(tl, tr, swap);
+    let near_index = select(l_index, r_index, swap);
+    let near_count = select(l_count, r_count, swap);
+    var t_far = select(tr, tl, swap);
+    let far_index = select(r_index, l_index, swap);
+    let far_count = select(r_count, l_count, swap);
+    // Leaves are intersected right away, nearest first: leaf A (near), then
+    // leaf B (far) if its box is still closer than the best hit.
+    var a_first = 0u;
+    var a_count = 0u;
+    var b_first = 0u;
+    var b_count = 0u;
+    if near_count > 0u {
+        if t_near < (*c).best.t && leaf_in_range(near_index, near_count) {
+            a_first = near_index;
+            a_count = near_count;
+        }
+        t_near = f32_infinity();
+    }
+    // The far leaf's box is compared with the best hit after the near leaf.
+    let t_far_leaf = t_far;
+    if far_count > 0u {
+        if leaf_in_range(far_index, far_count) {
+            b_first = far_index;
+            b_count = far_count;
+        }
+        t_far = f32_infinity();
+    }
+    loop {
+        if a_count == 0u {
+            if b_count == 0u || !(t_far_leaf < (*c).best.t) {
+                break;
+            }
+            a_first = b_first;
+            a_count = b_count;
+            b_count = 0u;
+        }
+        let h = ray_primitive(pre, prims[a_first], tmin, (*c).best.t);
+        if h.hit {
+            (*c).best = Hit(h.t, h.u, h.v, a_first);
+        }
+        a_first += 1u;
+        a_count -= 1u;
+    }
+    let go_near = t_near < (*c).best.t;
+    let go_far = t_far < (*c).best.t;
+    if go_near && go_far {
+        if (*c).sp < STACK_ENTRIES {
+            stack[(*c).sp] = far_index;
+            (*c).sp += 1u;
+        }
+        (*c).node = near_index;
+    } else if go_near {
+        (*c).node = near_index;
+    } else if go_far {
+        (*c).node = far_index;
+    } else if (*c).sp > 0u {
+        (*c).sp -= 1u;
+        (*c).node = stack[(*c).sp];
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// The tail of prism_core::traverse::closest_hit, after its loop.
+fn closest_hit_end(c: ClosestHit) -> Hit {
+    var best = c.best;
     if !hit_is_hit(best) {
         best.t = f32_infinity();
     }
     return best;
 }
 
-// mirrors prism_core::traverse::leaf_any
-fn leaf_any(pre: RayPre, first: u32, count: u32, tmin: f32, tmax: f32) -> bool {
-    if !leaf_in_range(first, count) {
-        return false;
+// mirrors prism_core::traverse::closest_hit
+fn closest_hit(ray: Ray) -> Hit {
+    var c = closest_hit_begin(ray);
+    while closest_hit_step(&c) {
     }
-    for (var k = 0u; k < count; k++) {
-        if ray_primitive(pre, prims[first + k], tmin, tmax).hit {
-            return true;
+    return closest_hit_end(c);
+}
+
+// The state of any_hit between two iterations of its loop.
+struct AnyHit {
+    pre: RayPre,
+    tmin: f32,
+    tmax: f32,
+    node: u32,
+    sp: u32,
+}
+
+// any_hit_step's outcomes.
+const STEP_MORE: u32 = 0u;
+const STEP_MISS: u32 = 1u;
+const STEP_HIT: u32 = 2u;
+
+// The head of prism_core::traverse::any_hit, before its loop.
+fn any_hit_begin(ray: Ray) -> AnyHit {
+    return AnyHit(ray_pre_new(ray), ray.tmin, ray.tmax, 0u, 0u);
+}
+
+// One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
+// in): STEP_HIT or STEP_MISS when any_hit would return, else STEP_MORE.
+fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
+    if (*a).node >= arrayLength(&nodes) {
+        return STEP_MISS;
+    }
+    let pre = (*a).pre;
+    let tmin = (*a).tmin;
+    let tmax = (*a).tmax;
+    let n = nodes[(*a).node];
+    let tl = ray_aabb(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, tmax);
+    let tr = ray_aabb(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, tmax);
+    let l_index = bitcast<u32>(n.left_lo.w);
+    let l_count = bitcast<u32>(n.left_hi.w);
+    let r_index = bitcast<u32>(n.right_lo.w);
+    let r_count = bitcast<u32>(n.right_hi.w);
+    var go_left = tl < f32_infinity();
+    var go_right = tr < f32_infinity();
+    // Leaves: left first, then right; the first hit ends the traversal.
+    var a_first = 0u;
+    var a_count = 0u;
+    var b_first = 0u;
+    var b_count = 0u;
+    if go_left && l_count > 0u {
+        if leaf_in_range(l_index, l_count) {
+            a_first = l_index;
+            a_count = l_count;
         }
+        go_left = false;
     }
-    return false;
+    if go_right && r_count > 0u {
+        if leaf_in_range(r_index, r_count) {
+            b_first = r_index;
+            b_count = r_count;
+        }
+        go_right = false;
+    }
+    loop {
+        if a_count == 0u {
+            if b_count == 0u {
+                break;
+            }
+            a_first = b_first;
+            a_count = b_count;
+            b_count = 0u;
+        }
+        if ray_primitive(pre, prims[a_first], tmin, tmax).hit {
+            return STEP_HIT;
+        }
+        a_first += 1u;
+        a_count -= 1u;
+    }
+    // Visit the nearer inner child first: it is the likelier to hold an occluder.
+    let swap = tr < tl;
+    let near = select(l_index, r_index, swap);
+    let far = select(r_index, l_index, swap);
+    let go_near = select(go_left, go_right, swap);
+    let go_far = select(go_right, go_left, swap);
+    if go_near && go_far {
+        if (*a).sp < STACK_ENTRIES {
+            stack[(*a).sp] = far;
+            (*a).sp += 1u;
+        }
+        (*a).node = near;
+    } else if go_near {
+        (*a).node = near;
+    } else if go_far {
+        (*a).node = far;
+    } else if (*a).sp > 0u {
+        (*a).sp -= 1u;
+        (*a).node = stack[(*a).sp];
+    } else {
+        return STEP_MISS;
+    }
+    return STEP_MORE;
 }
 
 // mirrors prism_core::traverse::any_hit
 fn any_hit(ray: Ray) -> bool {
-    let pre = ray_pre_new(ray);
-    let tmin = ray.tmin;
-    let tmax = ray.tmax;
-    var sp = 0u;
-    var node = 0u;
-    let node_count = arrayLength(&nodes);
+    var a = any_hit_begin(ray);
     loop {
-        if node >= node_count {
-            return false;
-        }
-        let n = nodes[node];
-        let tl = ray_aabb(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, tmax);
-        let tr = ray_aabb(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, tmax);
-        let l_index = bitcast<u32>(n.left_lo.w);
-        let l_count = bitcast<u32>(n.left_hi.w);
-        let r_index = bitcast<u32>(n.right_lo.w);
-        let r_count = bitcast<u32>(n.right_hi.w);
-        var go_left = tl < f32_infinity();
-        var go_right = tr < f32_infinity();
-        if go_left && l_count > 0u {
-            if leaf_any(pre, l_index, l_count, tmin, tmax) {
-                return true;
-            }
-            go_left = false;
-        }
-        if go_right && r_count > 0u {
-            if leaf_any(pre, r_index, r_count, tmin, tmax) {
-                return true;
-            }
-            go_right = false;
-        }
-        // Visit the nearer inner child first: it is the likelier to hold an occluder.
-        let swap = tr < tl;
-        let near = select(l_index, r_index, swap);
-        let far = select(r_index, l_index, swap);
-        let go_near = select(go_left, go_right, swap);
-        let go_far = select(go_right, go_left, swap);
-        if go_near && go_far {
-            if sp < TRAVERSAL_STACK_SIZE {
-                stack[sp] = far;
-                sp += 1u;
-            }
-            node = near;
-        } else if go_near {
-            node = near;
-        } else if go_far {
-            node = far;
-        } else if sp > 0u {
-            sp -= 1u;
-            node = stack[sp];
-        } else {
-            return false;
+        let r = any_hit_step(&a);
+        if r != STEP_MORE {
+            return r == STEP_HIT;
         }
     }
     return false;

@@ -7,6 +7,16 @@
 
 // mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE
 const TRAVERSAL_STACK_SIZE: u32 = 64u;
+// The module is compiled per scene with the next two lines rewritten
+// (ShaderSource::specialize): the traversal stack as long as the scene's BVH
+// is deep, and the primitive kinds the scene holds. The values here are the
+// general ones, right for any scene.
+const STACK_ENTRIES: u32 = 64u;
+const SCENE_KINDS: u32 = 3u;
+// SCENE_KINDS values: spheres only, triangles only, both (or an empty scene).
+const SCENE_SPHERES: u32 = 1u;
+const SCENE_TRIANGLES: u32 = 2u;
+const SCENE_MIXED: u32 = 3u;
 // mirrors prism_core::gpu::EMPTY_CHILD
 const EMPTY_CHILD: u32 = 0xffffffffu;
 // mirrors prism_core::gpu::KIND_TRIANGLE

@@ -8,11 +8,14 @@
 //! [`prism_core::gpu`] structs, uploaded as raw bytes.
 //!
 //! - `set_scene` builds the BVH with [`prism_core::Accel::build`] (the same tree
-//!   on every backend) and uploads it once.
+//!   on every backend) and uploads it once. The shaders are compiled per kind
+//!   of scene ([`ModuleConfig`]): a scene of spheres runs no triangle code, and
+//!   the traversal stack is as long as the tree is deep.
 //! - `render` runs one fused kernel per pixel for all three integrators and
 //!   writes the image's own [`prism_core::PixelFormat`] on the device (sRGB
 //!   8-bit pixels are encoded in the shader with core's transfer curve).
-//! - `intersect` / `occluded` trace ray batches.
+//! - `intersect` / `occluded` trace ray batches; on hardware adapters with
+//!   subgroup operations, with lane refill ([`WgpuOptions::lane_refill`]).
 //! - Frames and batches are split into chunks that respect the adapter's
 //!   storage-binding, buffer and dispatch limits, so a large image or batch
 //!   never fails for size alone.
@@ -44,7 +47,7 @@
 
 pub mod shaders;
 
-pub use shaders::{DIVISION_F64, SHADER_FILES, ShaderSource, SourcePatch};
+pub use shaders::{DIVISION_F64, ModuleConfig, REFILL, SHADER_FILES, ShaderSource, SourcePatch};
 
 use prism_core::backend::check_batch;
 use prism_core::gpu::RenderParams;
@@ -77,6 +80,10 @@ const HW_SAMPLES_PER_SUBMIT: u64 = 1 << 26;
 /// Pixel samples per submission on a software adapter (about a second of work
 /// on two CPU cores).
 const SW_SAMPLES_PER_SUBMIT: u64 = 1 << 18;
+
+/// Invocations a lane-refill dispatch launches at most: more than any GPU
+/// keeps resident (an H100 holds 270,336), so no multiprocessor idles.
+const REFILL_MAX_INVOCATIONS: u64 = 1 << 20;
 
 /// How to choose and drive the adapter.
 pub struct WgpuOptions {
@@ -111,6 +118,13 @@ pub struct WgpuOptions {
     /// may be off by 2.5 ulp, which moves rays through shared edges to the
     /// other triangle). Default `true`.
     pub f64_division: bool,
+    /// Where a hardware adapter has subgroup operations
+    /// (`wgpu::Features::SUBGROUP`), run `intersect` and `occluded` with lane
+    /// refill (shaders/refill.wgsl):
+    /// a subgroup's finished lanes take new rays while the others go on, so
+    /// incoherent batches do not wait for each subgroup's longest ray. Same
+    /// results either way. Default `true`.
+    pub lane_refill: bool,
 }
 
 impl Default for WgpuOptions {
@@ -125,6 +139,7 @@ impl Default for WgpuOptions {
             render_tile: (16, 8),
             batch_workgroup: 64,
             f64_division: true,
+            lane_refill: true,
         }
     }
 }
@@ -141,6 +156,7 @@ impl std::fmt::Debug for WgpuOptions {
             .field("render_tile", &self.render_tile)
             .field("batch_workgroup", &self.batch_workgroup)
             .field("f64_division", &self.f64_division)
+            .field("lane_refill", &self.lane_refill)
             .finish()
     }
 }
@@ -218,6 +234,10 @@ enum Kernel {
     Render(u32, bool),
     Intersect,
     Occluded,
+    /// `intersect` with lane refill (shaders/refill.wgsl).
+    IntersectRefill,
+    /// `occluded` with lane refill.
+    OccludedRefill,
 }
 
 impl Kernel {
@@ -227,6 +247,8 @@ impl Kernel {
             Kernel::Render(_, true) => "render_srgb8",
             Kernel::Intersect => "intersect_main",
             Kernel::Occluded => "occluded_main",
+            Kernel::IntersectRefill => "intersect_refill",
+            Kernel::OccludedRefill => "occluded_refill",
         }
     }
 }
@@ -234,6 +256,8 @@ impl Kernel {
 /// What `set_scene` uploaded.
 struct SceneState {
     accel: Accel,
+    /// The module configuration for this scene.
+    config: ModuleConfig,
     bind_group: wgpu::BindGroup,
     // Kept alive for the bind group.
     _buffers: [wgpu::Buffer; 4],
@@ -264,12 +288,17 @@ pub struct WgpuBackend {
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
     software: bool,
-    module: wgpu::ShaderModule,
+    /// Compiled modules by configuration (one per kind of scene met).
+    modules: HashMap<ModuleConfig, wgpu::ShaderModule>,
+    /// The configuration before any scene narrows it.
+    config: ModuleConfig,
+    /// The module for `config`, as compiled.
     source: ShaderSource,
+    patch: Option<SourcePatch>,
     scene_layout: wgpu::BindGroupLayout,
     work_layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
-    pipelines: HashMap<Kernel, wgpu::ComputePipeline>,
+    pipelines: HashMap<(Kernel, ModuleConfig), wgpu::ComputePipeline>,
     params: wgpu::Buffer,
     chunk: wgpu::Buffer,
     ray_count: wgpu::Buffer,
@@ -356,12 +385,21 @@ impl WgpuBackend {
             options.timestamps && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let f64_division =
             options.f64_division && adapter.features().contains(wgpu::Features::SHADER_F64);
+        // Not on software adapters: Mesa 22.3's lavapipe was seen to drop rays
+        // in the refill loop (lanes given a ray and never finishing it), and a
+        // CPU gains nothing from refill anyway.
+        let lane_refill = options.lane_refill
+            && !software
+            && adapter.features().contains(wgpu::Features::SUBGROUP);
         let mut required_features = wgpu::Features::empty();
         if use_timestamps {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
         }
         if f64_division {
             required_features |= wgpu::Features::SHADER_F64;
+        }
+        if lane_refill {
+            required_features |= wgpu::Features::SUBGROUP;
         }
         // Ask for everything the adapter offers: the WebGPU defaults would cap a
         // storage binding at 128 MiB even on a card with 80 GiB.
@@ -449,8 +487,14 @@ impl WgpuBackend {
             });
         }
 
-        let source = ShaderSource::assemble_with(options.source_patch.as_ref(), f64_division);
-        let module = compile_module(&device, &source, options.source_patch.is_none())?;
+        let config = ModuleConfig {
+            f64_division,
+            lane_refill,
+            ..ModuleConfig::GENERAL
+        };
+        let patch = options.source_patch;
+        let source = ShaderSource::assemble_for(patch.as_ref(), &config);
+        let module = compile_module(&device, &source, patch.is_none())?;
 
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
@@ -568,8 +612,10 @@ impl WgpuBackend {
             info,
             limits,
             software,
-            module,
+            modules: HashMap::from([(config, module)]),
+            config,
             source,
+            patch,
             scene_layout,
             work_layout,
             pipeline_layout,
@@ -608,6 +654,18 @@ impl WgpuBackend {
     /// (see [`WgpuOptions::f64_division`]).
     pub fn f64_division(&self) -> bool {
         self.f64_division
+    }
+
+    /// What the shaders in use are specialised for: the adapter's
+    /// configuration narrowed to the current scene (see [`ModuleConfig`]).
+    pub fn module_config(&self) -> ModuleConfig {
+        self.scene.as_ref().map_or(self.config, |s| s.config)
+    }
+
+    /// Whether `intersect` and `occluded` run with lane refill (see
+    /// [`WgpuOptions::lane_refill`]).
+    pub fn lane_refill(&self) -> bool {
+        self.config.lane_refill
     }
 
     /// Where stage times come from on this adapter.
@@ -650,11 +708,24 @@ impl WgpuBackend {
         }
     }
 
-    /// The pipeline of `kernel`, compiled on first use.
+    /// The module for `config`, compiled on first use.
+    fn module(&mut self, config: ModuleConfig) -> Result<wgpu::ShaderModule, Error> {
+        if let Some(m) = self.modules.get(&config) {
+            return Ok(m.clone());
+        }
+        let source = ShaderSource::assemble_for(self.patch.as_ref(), &config);
+        let module = compile_module(&self.device, &source, self.patch.is_none())?;
+        self.modules.insert(config, module.clone());
+        Ok(module)
+    }
+
+    /// The pipeline of `kernel` for the current scene, compiled on first use.
     fn pipeline(&mut self, kernel: Kernel) -> Result<wgpu::ComputePipeline, Error> {
-        if let Some(p) = self.pipelines.get(&kernel) {
+        let config = self.module_config();
+        if let Some(p) = self.pipelines.get(&(kernel, config)) {
             return Ok(p.clone());
         }
+        let module = self.module(config)?;
         let integrator = match kernel {
             Kernel::Render(i, _) => i,
             _ => 0,
@@ -671,7 +742,7 @@ impl WgpuBackend {
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: Some(&self.pipeline_layout),
-            module: &self.module,
+            module: &module,
             entry_point: Some(entry),
             compilation_options: wgpu::PipelineCompilationOptions {
                 constants: &constants,
@@ -686,7 +757,7 @@ impl WgpuBackend {
                 log: e.to_string(),
             });
         }
-        self.pipelines.insert(kernel, pipeline.clone());
+        self.pipelines.insert((kernel, config), pipeline.clone());
         Ok(pipeline)
     }
 
@@ -1079,6 +1150,12 @@ impl WgpuBackend {
                 limit: self.max_chunk_bytes,
             });
         }
+        let refill = self.config.lane_refill;
+        let kernel = match kernel {
+            Kernel::Intersect if refill => Kernel::IntersectRefill,
+            Kernel::Occluded if refill => Kernel::OccludedRefill,
+            k => k,
+        };
         let pipeline = self.pipeline(kernel)?;
         let in_buf = Self::ensure(
             &self.device,
@@ -1112,7 +1189,12 @@ impl WgpuBackend {
             stats.upload += upload_start.elapsed();
             let bytes = n * out_bytes;
             let work_group = self.work_bind_group(&in_buf, &out, bytes.next_multiple_of(16));
-            let groups = n.div_ceil(group);
+            let mut groups = n.div_ceil(group);
+            if refill {
+                // Refill workgroups take rays until the chunk is done, so a
+                // GPU's worth of them suffices; the rest would find no work.
+                groups = groups.min(REFILL_MAX_INVOCATIONS.div_ceil(group));
+            }
             let gx = groups.min(max_groups);
             let gy = groups.div_ceil(gx);
             let mut encoder = self
@@ -1120,6 +1202,10 @@ impl WgpuBackend {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("prism batch"),
                 });
+            if refill {
+                // The refill kernels' ray counter (refill.wgsl).
+                encoder.clear_buffer(&self.ray_count, 0, None);
+            }
             self.record_dispatch(
                 &mut encoder,
                 &pipeline,
@@ -1506,6 +1592,7 @@ impl WgpuBackend {
             other => other,
         }
         .map(|(bind_group, buffers)| SceneState {
+            config: self.config.for_accel(&accel),
             accel,
             bind_group,
             _buffers: buffers,

@@ -35,6 +35,61 @@ pub const SHADER_FILES: [(&str, &str); 12] = [
 /// correctly rounded division and square root, as core's.
 pub const DIVISION_F64: &str = include_str!("../shaders/division_f64.wgsl");
 
+/// The lane-refill batch kernels, appended to the module where the adapter has
+/// subgroup operations (see [`ModuleConfig::lane_refill`]).
+pub const REFILL: (&str, &str) = ("refill.wgsl", include_str!("../shaders/refill.wgsl"));
+
+/// What one compiled module is specialised for.
+///
+/// The backend compiles one module per configuration it meets (the scene
+/// decides the last two fields, so that a scene of spheres runs no triangle
+/// code and a shallow tree zero-fills a short stack) and keeps them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ModuleConfig {
+    /// `division_f64.wgsl` instead of `division.wgsl` (needs `SHADER_F64`).
+    pub f64_division: bool,
+    /// Append [`REFILL`], whose subgroup operations need `SUBGROUP`.
+    pub lane_refill: bool,
+    /// `STACK_ENTRIES`: the traversal stack's length; at least the scene's BVH
+    /// depth ([`prism_core::Accel::depth`]), at most 64.
+    pub stack_entries: u32,
+    /// `SCENE_KINDS`: 1 spheres only, 2 triangles only, 3 both.
+    pub scene_kinds: u32,
+}
+
+impl ModuleConfig {
+    /// The configuration right for any scene.
+    pub const GENERAL: ModuleConfig = ModuleConfig {
+        f64_division: false,
+        lane_refill: false,
+        stack_entries: prism_core::gpu::TRAVERSAL_STACK_SIZE as u32,
+        scene_kinds: 3,
+    };
+
+    /// `self` narrowed to `accel`: its primitive kinds, and a stack of the
+    /// tree's depth rounded up to a power of two (8 to 64), so that few
+    /// distinct modules arise.
+    pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
+        let mut kinds = 0u32;
+        for p in accel.primitives() {
+            kinds |= if p.b[3].to_bits() == prism_core::gpu::KIND_SPHERE {
+                1
+            } else {
+                2
+            };
+            if kinds == 3 {
+                break;
+            }
+        }
+        let full = prism_core::gpu::TRAVERSAL_STACK_SIZE as u32;
+        ModuleConfig {
+            stack_entries: accel.depth().max(1).next_power_of_two().clamp(8, full),
+            scene_kinds: if kinds == 0 { 3 } else { kinds },
+            ..self
+        }
+    }
+}
+
 /// A function that may rewrite a shader file before compilation: called with
 /// the file name (`"rng.wgsl"`) and its text, it returns the text to compile.
 ///
@@ -61,11 +116,26 @@ impl ShaderSource {
     /// [`DIVISION_F64`] (before `patch`) when `f64_division` is set; the module
     /// then needs `wgpu::Features::SHADER_F64`.
     pub fn assemble_with(patch: Option<&SourcePatch>, f64_division: bool) -> ShaderSource {
+        Self::assemble_for(
+            patch,
+            &ModuleConfig {
+                f64_division,
+                ..ModuleConfig::GENERAL
+            },
+        )
+    }
+
+    /// The module for `config`: [`ShaderSource::assemble_with`], plus the
+    /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
+    /// without an `enable` directive), then `STACK_ENTRIES` and `SCENE_KINDS`
+    /// (types.wgsl) rewritten in place (line numbers do not move).
+    pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
-        let mut files = Vec::with_capacity(SHADER_FILES.len());
+        let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);
         let mut line = 1u32;
-        for (name, original) in SHADER_FILES {
-            let original = if f64_division && name == "division.wgsl" {
+        let refill = config.lane_refill.then_some(REFILL);
+        for (name, original) in SHADER_FILES.into_iter().chain(refill) {
+            let original = if config.f64_division && name == "division.wgsl" {
                 DIVISION_F64
             } else {
                 original
@@ -85,6 +155,16 @@ impl ShaderSource {
                 text.push('\n');
             }
             line += count;
+        }
+        let general = ModuleConfig::GENERAL;
+        for (name, general, value) in [
+            ("STACK_ENTRIES", general.stack_entries, config.stack_entries),
+            ("SCENE_KINDS", general.scene_kinds, config.scene_kinds),
+        ] {
+            text = text.replace(
+                &format!("const {name}: u32 = {general}u;"),
+                &format!("const {name}: u32 = {value}u;"),
+            );
         }
         ShaderSource { text, files }
     }

@@ -69,6 +69,12 @@ fn random_vec(rng: &mut Pcg, lo: f32, hi: f32) -> Vec3 {
 /// A scene of `n` random spheres and triangles in a 10-unit box, with one of
 /// each material kind, blends and a light.
 fn random_scene(seed: u32, n: usize) -> Scene {
+    random_scene_of(seed, n, 0.5, true)
+}
+
+/// [`random_scene`] with a share of spheres among the `n` primitives, with or
+/// without its ground plane of two triangles.
+fn random_scene_of(seed: u32, n: usize, sphere_share: f32, ground: bool) -> Scene {
     let mut rng = Pcg::for_path(seed, 7, 99);
     let mut scene = Scene::new();
     let mats = [
@@ -84,7 +90,7 @@ fn random_scene(seed: u32, n: usize) -> Scene {
     ];
     for i in 0..n {
         let m = mats[i % mats.len()];
-        if rng.next_f32() < 0.5 {
+        if rng.next_f32() < sphere_share {
             let c = random_vec(&mut rng, -5.0, 5.0);
             scene.add_sphere(c, uniform(&mut rng, 0.05, 0.8), m);
         } else {
@@ -93,6 +99,9 @@ fn random_scene(seed: u32, n: usize) -> Scene {
             let c = a + random_vec(&mut rng, -1.5, 1.5);
             scene.add_triangle(a, b, c, m);
         }
+    }
+    if !ground {
+        return scene;
     }
     // A ground plane of two triangles sharing an edge (watertightness).
     let g = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
@@ -136,10 +145,25 @@ fn random_rays(seed: u32, n: usize) -> Vec<Ray> {
 #[test]
 fn intersect_and_occluded_match_core_on_random_scenes() {
     with_backend(|gpu| {
-        for seed in 0..3 {
-            let scene = random_scene(seed, 300);
+        // Mixed scenes, then one of spheres only and one of triangles only:
+        // each kind runs a module specialised for it (ModuleConfig).
+        let kinds = [
+            (0.5, true, 3),
+            (0.5, true, 3),
+            (0.5, true, 3),
+            (1.0, false, 1),
+            (0.0, true, 2),
+        ];
+        for (seed, (sphere_share, ground, scene_kinds)) in (0u32..).zip(kinds) {
+            let scene = random_scene_of(seed, 300, sphere_share, ground);
             let accel = Accel::build(&scene).expect("scene");
             gpu.set_scene(&scene).expect("set_scene");
+            let config = gpu.module_config();
+            assert_eq!(config.scene_kinds, scene_kinds, "scene {seed}");
+            assert!(
+                config.stack_entries >= accel.depth(),
+                "scene {seed}: {config:?}"
+            );
             let rays = random_rays(seed, 20_000);
             let mut hits = vec![Hit::MISS; rays.len()];
             let stats = gpu.intersect(&rays, &mut hits).expect("intersect");

@@ -248,3 +248,68 @@ fn mirror_comments_name_their_declarations() {
     }
     assert!(mirrored >= 40, "only {mirrored} mirror comments found");
 }
+
+/// The module with lane refill, specialised for a shallow scene of spheres,
+/// validates with subgroup operations, and the specialisation rewrote its two
+/// constants.
+#[test]
+fn wgsl_module_with_refill_and_specialisation_validates() {
+    let config = prism_wgpu::ModuleConfig {
+        f64_division: true,
+        lane_refill: true,
+        stack_entries: 8,
+        scene_kinds: 1,
+    };
+    let source = ShaderSource::assemble_for(None, &config);
+    assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
+    assert!(source.text.contains("const SCENE_KINDS: u32 = 1u;"));
+    let module = match naga::front::wgsl::parse_str(&source.text) {
+        Ok(m) => m,
+        Err(e) => panic!("WGSL does not parse:\n{}", e.emit_to_string(&source.text)),
+    };
+    let mut validator = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SUBGROUP,
+    );
+    validator.subgroup_stages(naga::valid::ShaderStages::COMPUTE);
+    validator.subgroup_operations(naga::valid::SubgroupOperationSet::all());
+    if let Err(e) = validator.validate(&module) {
+        panic!(
+            "WGSL does not validate:\n{}",
+            e.emit_to_string(&source.text)
+        );
+    }
+    for entry in ["intersect_refill", "occluded_refill", "intersect_main"] {
+        assert!(
+            module.entry_points.iter().any(|e| e.name == entry),
+            "entry point {entry} missing"
+        );
+    }
+}
+
+/// A scene's configuration: its kinds, and a stack at least as long as its
+/// tree is deep, a power of two from 8 to 64.
+#[test]
+fn module_config_follows_the_scene() {
+    use glam::Vec3;
+    use prism_core::{Accel, Material, Scene};
+    let general = prism_wgpu::ModuleConfig::GENERAL;
+    let mut spheres = Scene::new();
+    let m = spheres.add_material(Material::lambertian(Vec3::ONE));
+    for i in 0..200 {
+        spheres.add_sphere(Vec3::new(i as f32, 0.0, 0.0), 0.4, m);
+    }
+    let mut triangles = Scene::new();
+    let m = triangles.add_material(Material::lambertian(Vec3::ONE));
+    triangles.add_triangle(Vec3::ZERO, Vec3::X, Vec3::Y, m);
+    let mut mixed = spheres.clone();
+    mixed.add_triangle(Vec3::ZERO, Vec3::X, Vec3::Y, m);
+    for (scene, kinds) in [(spheres, 1), (triangles, 2), (mixed, 3)] {
+        let accel = Accel::build(&scene).expect("scene");
+        let c = general.for_accel(&accel);
+        assert_eq!(c.scene_kinds, kinds);
+        assert!(c.stack_entries >= accel.depth() && c.stack_entries.is_power_of_two());
+        assert!((8..=64).contains(&c.stack_entries));
+        assert_eq!((c.f64_division, c.lane_refill), (false, false));
+    }
+}

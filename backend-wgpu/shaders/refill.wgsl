@@ -1,0 +1,133 @@
+// Batch kernels with lane refill, appended to the module where the adapter has
+// subgroup operations (wgpu::Features::SUBGROUP). They give the same results as intersect_main and
+// occluded_main (entry.wgsl), ray for ray, faster on incoherent rays.
+//
+// Each lane of a subgroup holds one ray and the subgroup steps all of them
+// through the BVH one node at a time (closest_hit_step, any_hit_step); once
+// at least half of the lanes are done, those lanes take the next rays of the
+// chunk from a counter (one atomic per subgroup). Incoherent rays need very
+// different numbers of steps: without refill a subgroup runs as long as its
+// longest ray with most lanes idle. The CUDA backend's intersect_refill and
+// occluded_refill (prism.cu) do the same with warp votes.
+//
+// The counter is ray_count[0] (entry.wgsl), cleared before each dispatch. The
+// loop's exits are subgroup-uniform: `exhausted` comes from a broadcast value
+// and the other test is a subgroupAny, so every subgroup operation runs with
+// the whole subgroup.
+
+// Lanes set in a subgroupBallot result.
+fn ballot_count(b: vec4<u32>) -> u32 {
+    return countOneBits(b.x) + countOneBits(b.y) + countOneBits(b.z) + countOneBits(b.w);
+}
+
+// Lanes below `lane` set in a subgroupBallot result.
+fn ballot_count_below(b: vec4<u32>, lane: u32) -> u32 {
+    var n = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let first = 32u * k;
+        if lane >= first + 32u {
+            n += countOneBits(b[k]);
+        } else if lane > first {
+            n += countOneBits(b[k] & ((1u << (lane - first)) - 1u));
+        }
+    }
+    return n;
+}
+
+// The lowest lane set in a subgroupBallot result (which must not be empty).
+fn ballot_first(b: vec4<u32>) -> u32 {
+    for (var k = 0u; k < 3u; k++) {
+        if b[k] != 0u {
+            return 32u * k + firstTrailingBit(b[k]);
+        }
+    }
+    return 96u + firstTrailingBit(b.w);
+}
+
+// Claim `idle` rays of the chunk for the subgroup: the first ray's index,
+// the same in every lane. The lowest lane makes the one atomic addition and
+// subgroupBroadcastFirst reads that same lane.
+fn claim_rays(lane: u32, idle: u32) -> u32 {
+    var base = 0u;
+    if lane == ballot_first(subgroupBallot(true)) {
+        base = atomicAdd(&ray_count[0], idle);
+    }
+    return subgroupBroadcastFirst(base);
+}
+
+// Closest hit of each ray of the chunk, as intersect_main, with lane refill.
+@compute @workgroup_size(BATCH_SIZE)
+fn intersect_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
+    let n = chunk.count;
+    let threshold = max(size / 2u, 1u);
+    var c: ClosestHit;
+    var ray_index = 0u;
+    var busy = false;
+    var exhausted = false;
+    loop {
+        let idle = subgroupBallot(!busy);
+        let idle_count = ballot_count(idle);
+        if !exhausted && idle_count >= threshold {
+            let base = claim_rays(lane, idle_count);
+            exhausted = base + idle_count >= n;
+            if !busy {
+                let i = base + ballot_count_below(idle, lane);
+                if i < n {
+                    c = closest_hit_begin(batch_ray(i));
+                    ray_index = i;
+                    busy = true;
+                }
+            }
+        }
+        if !subgroupAny(busy) {
+            if exhausted {
+                break;
+            }
+            continue;
+        }
+        if busy && !closest_hit_step(&c) {
+            store_hit(ray_index, closest_hit_end(c));
+            busy = false;
+        }
+    }
+}
+
+// Whether anything lies on each ray of the chunk, as occluded_main, with lane refill.
+@compute @workgroup_size(BATCH_SIZE)
+fn occluded_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
+    let n = chunk.count;
+    let threshold = max(size / 2u, 1u);
+    var a: AnyHit;
+    var ray_index = 0u;
+    var busy = false;
+    var exhausted = false;
+    loop {
+        let idle = subgroupBallot(!busy);
+        let idle_count = ballot_count(idle);
+        if !exhausted && idle_count >= threshold {
+            let base = claim_rays(lane, idle_count);
+            exhausted = base + idle_count >= n;
+            if !busy {
+                let i = base + ballot_count_below(idle, lane);
+                if i < n {
+                    a = any_hit_begin(batch_ray(i));
+                    ray_index = i;
+                    busy = true;
+                }
+            }
+        }
+        if !subgroupAny(busy) {
+            if exhausted {
+                break;
+            }
+            continue;
+        }
+        if busy {
+            let r = any_hit_step(&a);
+            if r != STEP_MORE {
+                out_words[ray_index] = select(0u, 1u, r == STEP_HIT);
+                busy = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, with .gpu/ staged (wgpu_bench,
+# CUDA gpu_bench, scenes) and the Vulkan loader debs in .gl/: the wgpu 4M-ray
+# batch figures next to CUDA's, one ray set per process (a 4M-ray batch slows
+# the wgpu measurements that follow it in the same process; see
+# bench/RESULTS.md), with and without lane refill. Prints a table last.
+set -uo pipefail
+OUT=${OUT:-/tmp/prism-gpu-out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+B=.gpu/bin
+mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf .gpu/scenes.tar.xz
+S=$(dirname "$(find /tmp/prism-scenes-x -name bunny.obj | head -1)")
+export PRISM_SCENES_DIR=$S PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
+timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1
+echo "cuda bench: exit $?"
+for mesh in bunny ogre; do
+  for set in diffuse primary; do
+    d=/tmp/one-$mesh-$set; mkdir -p $d
+    ln -sf $S/$mesh.obj $S/$mesh.$set.rays $S/$mesh.$set.hits $d/
+    for mode in "" --no-lane-refill; do
+      timeout 60 $B/wgpu_bench --scenes $d --runs 5 --rays-only $mode > "$OUT/batch-$mesh-$set$mode.log" 2>&1
+      echo "wgpu $mesh.$set $mode: exit $?"
+    done
+  done
+done
+echo "---- cuda ----"; grep -E "\.diffuse|\.primary|rtiow 1280|whitted19 8192" "$OUT/cuda_bench.log" | cut -c1-160 | head -12
+echo "---- wgpu batches (one set per process) ----"
+grep -h -E " batch |lane refill|vs Embree|FAIL" "$OUT"/batch-*.log | grep -v "^adapter" | cut -c1-200
