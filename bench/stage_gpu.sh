@@ -20,6 +20,9 @@ newest() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
 cargo test --release -q --test gpu_out_of_memory --test conformance --no-run 2>/dev/null
 cp "$(newest gpu_out_of_memory)" $G/bin/gpu_out_of_memory
 cp "$(newest conformance)" $G/bin/conformance_tests
+# The wgpu backend's tests, on the GPU's own adapter (lane refill runs there only).
+cargo test --release -q -p prism-wgpu --test adapter --no-run 2>/dev/null
+cp "$(newest adapter)" $G/bin/wgpu_adapter_tests
 strip --strip-debug $G/bin/*
 [ -f $G/scenes.tar.xz ] || tar -C ../shared/scenes -cJf $G/scenes.tar.xz $(cd ../shared/scenes && ls *.obj *.rays *.hits)
 git rev-parse --short HEAD > $G/commit

@@ -551,6 +551,57 @@ fn srgb8_output_is_core_encoding() {
     });
 }
 
+/// Lane refill (hardware adapters with subgroups) gives the plain kernels'
+/// results bit for bit, on mixed, sphere-only and triangle-only scenes, with
+/// batches several times larger than the GPU holds at once.
+#[test]
+fn lane_refill_gives_the_plain_kernels_results() {
+    let Some(mut refill) = open(WgpuOptions::default()) else {
+        return;
+    };
+    if !refill.lane_refill() {
+        eprintln!(
+            "SKIPPED: lane refill is not used on {} (software adapter or no subgroup operations)",
+            refill.adapter()
+        );
+        return;
+    }
+    let mut plain = open(WgpuOptions {
+        lane_refill: false,
+        ..Default::default()
+    })
+    .expect("second backend");
+    for (seed, (sphere_share, ground)) in (10u32..).zip([(0.5, true), (1.0, false), (0.0, true)]) {
+        let scene = random_scene_of(seed, 2000, sphere_share, ground);
+        refill.set_scene(&scene).expect("set_scene");
+        plain.set_scene(&scene).expect("set_scene");
+        let rays = random_rays(seed, 1 << 21);
+        let mut a = vec![Hit::MISS; rays.len()];
+        let mut b = vec![Hit::MISS; rays.len()];
+        refill.intersect(&rays, &mut a).expect("intersect");
+        plain.intersect(&rays, &mut b).expect("intersect");
+        let differ = a
+            .iter()
+            .zip(&b)
+            .filter(|(x, y)| bytemuck::bytes_of(*x) != bytemuck::bytes_of(*y))
+            .count();
+        assert_eq!(
+            differ, 0,
+            "scene {seed}: closest hits differ on {differ} rays"
+        );
+        let mut oa = vec![false; rays.len()];
+        let mut ob = vec![false; rays.len()];
+        refill.occluded(&rays, &mut oa).expect("occluded");
+        plain.occluded(&rays, &mut ob).expect("occluded");
+        assert!(oa == ob, "scene {seed}: occlusion differs");
+        let hits = a.iter().filter(|h| h.is_hit()).count();
+        eprintln!(
+            "scene {seed}: {} rays, {hits} hits, refill == plain",
+            rays.len()
+        );
+    }
+}
+
 /// A backend with tiny chunks gives the same bytes as one dispatch per call.
 #[test]
 fn chunked_calls_give_the_same_results() {
