@@ -1,7 +1,7 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--no-lane-refill]
+//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--no-lane-refill] [--timeline]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default
@@ -20,7 +20,9 @@
 //!
 //! `--software` accepts a software adapter, `--quick` shrinks the two frames
 //! (for a smoke test on lavapipe), `--rays-only` stops after step 1, and
-//! `--no-lane-refill` turns [`WgpuOptions::lane_refill`] off.
+//! `--no-lane-refill` turns [`WgpuOptions::lane_refill`] off. `--timeline`
+//! replaces steps 2-4 with frame times after each of several operations
+//! (ray batches, idle time, busy host cores), one line per phase.
 //!
 //! Ends with a table of everything measured; exits non-zero if a check failed.
 
@@ -476,6 +478,98 @@ fn frame_bench(
     Ok(())
 }
 
+/// Trace times in ms of `n` frames of `preset`, each after `set_scene` as
+/// `prism bench` renders them.
+fn trace_times(
+    gpu: &mut WgpuBackend,
+    preset: &(Scene, Camera, RenderSettings, u32, u32),
+    n: usize,
+) -> Result<Vec<f64>, Error> {
+    let (scene, camera, settings, w, h) = preset;
+    let mut image = Image::new(*w, *h, PixelFormat::Srgba8)?;
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        gpu.set_scene(scene)?;
+        times.push(ms(gpu
+            .render(camera, settings, &mut image, &NoProgress)?
+            .trace));
+    }
+    Ok(times)
+}
+
+/// `--timeline`: rtiow and whitted19 frame times after each of the operations
+/// a program might run before them, to find what slows later frames.
+fn timeline(gpu: &mut WgpuBackend, dir: &Path, rep: &mut Report) -> Result<(), Error> {
+    let (rt, wh) = (rtiow(), whitted19());
+    let start = Instant::now();
+    let phase = |gpu: &mut WgpuBackend, rep: &mut Report, what: &str| -> Result<(), Error> {
+        let a = trace_times(gpu, &rt, 6)?;
+        let b = trace_times(gpu, &wh, 4)?;
+        let fmt = |v: &[f64]| {
+            v.iter()
+                .map(|t| format!("{t:.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        rep.line(format!(
+            "timeline {:6.1} s {what}: rtiow trace ms [{}] whitted19 [{}]",
+            start.elapsed().as_secs_f64(),
+            fmt(&a),
+            fmt(&b)
+        ));
+        Ok(())
+    };
+    phase(gpu, rep, "first frames")?;
+    phase(gpu, rep, "again")?;
+    let io = |path: &Path, message: String| Error::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let obj = dir.join("bunny.obj");
+    let scene = load_obj(&obj).map_err(|m| io(&obj, m))?;
+    let ray_file = dir.join("bunny.diffuse.rays");
+    let rays: Vec<Ray> = bytemuck::pod_collect_to_vec(
+        &std::fs::read(&ray_file).map_err(|e| io(&ray_file, e.to_string()))?,
+    );
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut occ = vec![false; rays.len()];
+    gpu.set_scene(&scene)?;
+    for _ in 0..5 {
+        gpu.intersect(&rays, &mut hits)?;
+        gpu.occluded(&rays, &mut occ)?;
+    }
+    phase(
+        gpu,
+        rep,
+        "after 5 x 262,144-ray intersect + occluded (bunny.diffuse)",
+    )?;
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    phase(gpu, rep, "after 2 s idle")?;
+    let big: Vec<Ray> = rays.iter().copied().cycle().take(4 << 20).collect();
+    let mut big_hits = vec![Hit::MISS; big.len()];
+    gpu.set_scene(&scene)?;
+    for _ in 0..3 {
+        gpu.intersect(&big, &mut big_hits)?;
+    }
+    phase(gpu, rep, "after 3 x 4M-ray intersect")?;
+    phase(gpu, rep, "again")?;
+    let mut big_occ = vec![false; big.len()];
+    gpu.set_scene(&scene)?;
+    for _ in 0..3 {
+        gpu.occluded(&big, &mut big_occ)?;
+    }
+    phase(gpu, rep, "after 3 x 4M-ray occluded")?;
+    render_checks(gpu, rep)?;
+    phase(
+        gpu,
+        rep,
+        "after the render checks (host cores busy with core's renders)",
+    )?;
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    phase(gpu, rep, "after 2 s idle")?;
+    Ok(())
+}
+
 fn render_checks(gpu: &mut WgpuBackend, rep: &mut Report) -> Result<(), Error> {
     let (mixed_scene, mixed_camera) = mixed();
     let (rt_scene, rt_camera, _, _, _) = rtiow();
@@ -624,6 +718,9 @@ fn main() {
         rays_bench(&mut gpu, &dir, runs, batch, true, &mut rep, "default")?;
         if flag("--rays-only") {
             return Ok(());
+        }
+        if flag("--timeline") {
+            return timeline(&mut gpu, &dir, &mut rep);
         }
         render_checks(&mut gpu, &mut rep)?;
         let (mut rt, mut wh) = (rtiow(), whitted19());
