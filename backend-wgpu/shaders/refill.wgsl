@@ -55,29 +55,41 @@ fn claim_rays(lane: u32, idle: u32) -> u32 {
     return subgroupBroadcastFirst(base);
 }
 
+// No ray for this lane (refill's answer).
+const NO_RAY: u32 = 0xffffffffu;
+
+// The refill step both kernels take at the top of their loop, with the whole
+// subgroup: once at least half of its lanes are idle (`busy` false), each idle
+// lane gets the next ray of the chunk. Returns the lane's new ray, or NO_RAY;
+// sets `exhausted` (the same in every lane) once the chunk's rays are all given out.
+fn refill(lane: u32, size: u32, busy: bool, exhausted: ptr<function, bool>) -> u32 {
+    let idle = subgroupBallot(!busy);
+    let idle_count = ballot_count(idle);
+    if *exhausted || idle_count < max(size / 2u, 1u) {
+        return NO_RAY;
+    }
+    let base = claim_rays(lane, idle_count);
+    *exhausted = base + idle_count >= chunk.count;
+    if busy {
+        return NO_RAY;
+    }
+    let i = base + ballot_count_below(idle, lane);
+    return select(NO_RAY, i, i < chunk.count);
+}
+
 // Closest hit of each ray of the chunk, as intersect_main, with lane refill.
 @compute @workgroup_size(BATCH_SIZE)
 fn intersect_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
-    let n = chunk.count;
-    let threshold = max(size / 2u, 1u);
     var c: ClosestHit;
     var ray_index = 0u;
     var busy = false;
     var exhausted = false;
     loop {
-        let idle = subgroupBallot(!busy);
-        let idle_count = ballot_count(idle);
-        if !exhausted && idle_count >= threshold {
-            let base = claim_rays(lane, idle_count);
-            exhausted = base + idle_count >= n;
-            if !busy {
-                let i = base + ballot_count_below(idle, lane);
-                if i < n {
-                    c = closest_hit_begin(batch_ray(i));
-                    ray_index = i;
-                    busy = true;
-                }
-            }
+        let i = refill(lane, size, busy, &exhausted);
+        if i != NO_RAY {
+            c = closest_hit_begin(batch_ray(i));
+            ray_index = i;
+            busy = true;
         }
         if !subgroupAny(busy) {
             if exhausted {
@@ -95,26 +107,16 @@ fn intersect_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgrou
 // Whether anything lies on each ray of the chunk, as occluded_main, with lane refill.
 @compute @workgroup_size(BATCH_SIZE)
 fn occluded_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
-    let n = chunk.count;
-    let threshold = max(size / 2u, 1u);
     var a: AnyHit;
     var ray_index = 0u;
     var busy = false;
     var exhausted = false;
     loop {
-        let idle = subgroupBallot(!busy);
-        let idle_count = ballot_count(idle);
-        if !exhausted && idle_count >= threshold {
-            let base = claim_rays(lane, idle_count);
-            exhausted = base + idle_count >= n;
-            if !busy {
-                let i = base + ballot_count_below(idle, lane);
-                if i < n {
-                    a = any_hit_begin(batch_ray(i));
-                    ray_index = i;
-                    busy = true;
-                }
-            }
+        let i = refill(lane, size, busy, &exhausted);
+        if i != NO_RAY {
+            a = any_hit_begin(batch_ray(i));
+            ray_index = i;
+            busy = true;
         }
         if !subgroupAny(busy) {
             if exhausted {
