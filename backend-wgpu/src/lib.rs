@@ -792,6 +792,27 @@ impl WgpuBackend {
         Ok(b)
     }
 
+    /// The first `slots` readback buffers, each of at least `size` bytes
+    /// (rounded up to 16), one per submission in flight.
+    fn readback_slots(
+        &mut self,
+        label: &'static str,
+        slots: usize,
+        size: u64,
+    ) -> Result<Vec<wgpu::Buffer>, Error> {
+        let mut readback = Vec::with_capacity(slots);
+        for slot in 0..slots {
+            readback.push(Self::ensure(
+                &self.device,
+                &mut self.readback_buf[slot],
+                label,
+                size.next_multiple_of(16),
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )?);
+        }
+        Ok(readback)
+    }
+
     /// Submit `encoder`; returns its index and when it was submitted.
     fn submit(&self, encoder: wgpu::CommandEncoder) -> (wgpu::SubmissionIndex, Instant) {
         let at = Instant::now();
@@ -988,16 +1009,7 @@ impl WgpuBackend {
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         )?;
         let slots = if pipelined { SLOTS } else { 1 };
-        let mut readback = Vec::with_capacity(slots);
-        for slot in 0..slots {
-            readback.push(Self::ensure(
-                &self.device,
-                &mut self.readback_buf[slot],
-                "render readback",
-                chunk_bytes.next_multiple_of(16),
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            )?);
-        }
+        let readback = self.readback_slots("render readback", slots, chunk_bytes)?;
         let upload_start = Instant::now();
         self.queue
             .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
@@ -1196,16 +1208,7 @@ impl WgpuBackend {
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         )?;
         let slots = if pipelined { SLOTS } else { 1 };
-        let mut readback = Vec::with_capacity(slots);
-        for slot in 0..slots {
-            readback.push(Self::ensure(
-                &self.device,
-                &mut self.readback_buf[slot],
-                "batch readback",
-                out_size,
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            )?);
-        }
+        let readback = self.readback_slots("batch readback", slots, out_size)?;
         // (first ray, rays, slot, submission, submitted at)
         let mut in_flight: std::collections::VecDeque<(
             usize,
