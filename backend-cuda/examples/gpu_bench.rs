@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
-//!           [--parts rtiow,whitted,trace] [--sets bunny.diffuse,...] [--config NAME]
+//!           [--parts rtiow,whitted,trace] [--sets bunny.diffuse,...] [--config NAME,...]
 //! ```
 //!
 //! For each kernel configuration (the default, or a sweep of block shapes,
@@ -108,6 +108,22 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("rmin6", &|k| k.render_min_blocks = 6),
             c("regen", &|k| k.path_regen = true),
             c("powf-srgb", &|k| k.fast_srgb = false),
+            c("tile8x4", &|k| {
+                k.render_tile = [8, 4];
+                k.render_min_blocks = 32;
+            }),
+            c("tile16x2", &|k| {
+                k.render_tile = [16, 2];
+                k.render_min_blocks = 32;
+            }),
+            c("branchless", &|k| k.lobe_branches = false),
+            c("leaf-checks", &|k| k.tree_checked_on_upload = false),
+            c("whitted-rng", &|k| k.whitted_skips_camera_rng = false),
+            c("none3", &|k| {
+                k.lobe_branches = false;
+                k.tree_checked_on_upload = false;
+                k.whitted_skips_camera_rng = false;
+            }),
         ]);
     }
     v
@@ -405,7 +421,11 @@ fn main() {
         .collect();
     let mut rows = Vec::new();
     for (name, config) in configs(args.sweep) {
-        if args.config.as_ref().is_some_and(|c| c != name) {
+        if args
+            .config
+            .as_ref()
+            .is_some_and(|c| !c.split(',').any(|n| n == name))
+        {
             continue;
         }
         match run_config(name, &config, &args, &meshes, &mut log) {

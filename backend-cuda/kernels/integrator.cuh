@@ -210,6 +210,18 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     return xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
 }
 
+// The camera ray through (x + jx, y + jy) of the image, lens sample (l1, l2).
+__device__ __forceinline__ Ray camera_ray_at(const RenderParams& params, u32 x, u32 y, float jx, float jy, float l1,
+                                             float l2) {
+    const float s = ((float)x + jx) / (float)params.width;
+    const float t = 1.0f - ((float)y + jy) / (float)params.height;
+    Ray ray;
+    camera_ray(params.camera, s, t, l1, l2, ray.origin, ray.dir);
+    ray.tmin = 0.0f;
+    ray.tmax = PRISM_INF;
+    return ray;
+}
+
 // The camera ray of sample `sample` of pixel (x, y), and the path's generator
 // after the four camera numbers (the head of render_pixel's loop body in core).
 __device__ __forceinline__ Ray primary_ray(const RenderParams& params, u32 x, u32 y, u32 sample, Pcg& rng) {
@@ -223,13 +235,14 @@ __device__ __forceinline__ Ray primary_ray(const RenderParams& params, u32 x, u3
         jx = 0.5f;
         jy = 0.5f;
     }
-    const float s = ((float)x + jx) / (float)params.width;
-    const float t = 1.0f - ((float)y + jy) / (float)params.height;
-    Ray ray;
-    camera_ray(params.camera, s, t, l1, l2, ray.origin, ray.dir);
-    ray.tmin = 0.0f;
-    ray.tmax = PRISM_INF;
-    return ray;
+    return camera_ray_at(params, x, y, jx, jy, l1, l2);
+}
+
+// Whether a Whitted sample's camera ray can be made without its random numbers:
+// with one sample the jitter is replaced by the pixel centre, and a pinhole
+// reads no lens sample; trace_whitted draws no further numbers.
+__device__ __forceinline__ bool camera_numbers_unused(const RenderParams& params) {
+    return !(params.spp > 1) && params.camera.origin_lens.w == 0.0f;
 }
 
 // mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
@@ -240,7 +253,13 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
     V3 sum = v3s(0.0f);
     for (u32 sample = 0; sample < params.spp; ++sample) {
         Pcg rng;
-        const Ray ray = primary_ray(params, x, y, sample, rng);
+        Ray ray;
+        if (PRISM_WHITTED_SKIPS_CAMERA_RNG && INTEGRATOR == 1 && camera_numbers_unused(params)) {
+            // The same ray as primary_ray's (see camera_numbers_unused).
+            ray = camera_ray_at(params, x, y, 0.5f, 0.5f, 0.0f, 0.0f);
+        } else {
+            ray = primary_ray(params, x, y, sample, rng);
+        }
         V3 c;
         if (INTEGRATOR == 1) {
             c = trace_whitted<K>(s, params, ray, rays);

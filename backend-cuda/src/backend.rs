@@ -13,7 +13,7 @@ use crate::kernels::{
 use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
-use prism_core::gpu::RenderParams;
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, RenderParams};
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Integrator, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -204,6 +204,34 @@ impl Drop for DeviceState {
         // context's own drop then destroys it, which also pops it.
         self.ctx.push_for_teardown();
     }
+}
+
+/// Whether every leaf of `nodes` lies inside `prim_count` primitives and every
+/// inner child is a node (or the absent child): what lets the kernels skip
+/// core's per-leaf range check. Core's builder guarantees it; this makes the
+/// kernels' reads in bounds whatever `Accel` hands over.
+fn tree_in_range(nodes: &[BvhNode], prim_count: usize) -> Result<(), String> {
+    for (i, n) in nodes.iter().enumerate() {
+        for (side, index, count) in [
+            ("left", n.left_index(), n.left_count()),
+            ("right", n.right_index(), n.right_count()),
+        ] {
+            let ok = if count > 0 {
+                (index as usize)
+                    .checked_add(count as usize)
+                    .is_some_and(|end| end <= prim_count)
+            } else {
+                index == EMPTY_CHILD || (index as usize) < nodes.len()
+            };
+            if !ok {
+                return Err(format!(
+                    "node {i}: {side} child (index {index}, count {count}) is outside the tree's {} nodes and {prim_count} primitives",
+                    nodes.len()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl DeviceState {
@@ -927,6 +955,16 @@ impl CudaBackend {
         let t0 = Instant::now();
         let accel = Accel::build(scene)?;
         let build = t0.elapsed();
+        if self.options.config.tree_checked_on_upload {
+            // The kernels then skip core's per-leaf range check (PRISM_LEAF_CHECKS 0).
+            tree_in_range(accel.nodes(), accel.primitives().len()).map_err(|message| {
+                Error::Device {
+                    backend: BACKEND,
+                    operation: "checking the BVH before upload",
+                    message,
+                }
+            })?;
+        }
         self.accel = None;
         let (st, _g) = self.enter()?;
         st.scene = None;
@@ -1267,6 +1305,30 @@ mod tests {
             ao_samples: 8,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn tree_in_range_accepts_built_trees_and_names_a_bad_leaf() {
+        let mut scene = Scene::new();
+        let m = scene.add_material(prism_core::Material::lambertian(glam::Vec3::ONE));
+        for i in 0..40 {
+            scene.add_sphere(glam::Vec3::new(i as f32, 0.0, 0.0), 0.4, m);
+        }
+        let accel = Accel::build(&scene).unwrap();
+        let prims = accel.primitives().len();
+        assert_eq!(tree_in_range(accel.nodes(), prims), Ok(()));
+        // One primitive fewer: some leaf now reaches past the end.
+        let err = tree_in_range(accel.nodes(), prims - 1).unwrap_err();
+        assert!(err.contains("outside the tree's"), "{err}");
+        // An inner child that points past the last node.
+        let mut nodes = accel.nodes().to_vec();
+        let inner = nodes.iter().position(|n| n.left_count() == 0).unwrap();
+        nodes[inner].left_lo[3] = f32::from_bits(nodes.len() as u32);
+        let err = tree_in_range(&nodes, prims).unwrap_err();
+        assert!(
+            err.starts_with(&format!("node {inner}: left child")),
+            "{err}"
+        );
     }
 
     #[test]

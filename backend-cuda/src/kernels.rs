@@ -170,6 +170,17 @@ pub struct KernelConfig {
     /// Encode 8-bit sRGB with the hardware log2/exp2 instead of `powf` (see
     /// `image.cuh`: an 8-bit value moves by one on about 0.05% of channels).
     pub fast_srgb: bool,
+    /// `scatter` evaluates only the lobe it picks (branches) instead of every
+    /// lobe (core's branchless form): the same directions and weights, with the
+    /// sines, cube root and square roots of the other lobes left out.
+    pub lobe_branches: bool,
+    /// The BVH's leaf ranges and child indices are checked once on the host when
+    /// a scene is uploaded, so the kernels skip core's per-leaf range check.
+    pub tree_checked_on_upload: bool,
+    /// The Whitted kernel skips the camera's four random numbers when they cannot
+    /// matter (one sample per pixel, pinhole camera): it keeps no generator after
+    /// the camera ray.
+    pub whitted_skips_camera_rng: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -187,6 +198,9 @@ impl Default for KernelConfig {
             path_regen: false,
             path_defer: 0,
             fast_srgb: true,
+            lobe_branches: true,
+            tree_checked_on_upload: true,
+            whitted_skips_camera_rng: true,
             extra_options: Vec::new(),
         }
     }
@@ -360,6 +374,18 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
         config.occluded_refill
     ));
     o.push(format!("-DPRISM_FAST_SRGB={}", config.fast_srgb as u32));
+    o.push(format!(
+        "-DPRISM_LOBE_BRANCHES={}",
+        config.lobe_branches as u32
+    ));
+    o.push(format!(
+        "-DPRISM_LEAF_CHECKS={}",
+        !config.tree_checked_on_upload as u32
+    ));
+    o.push(format!(
+        "-DPRISM_WHITTED_SKIPS_CAMERA_RNG={}",
+        config.whitted_skips_camera_rng as u32
+    ));
     o.extend(config.extra_options.iter().cloned());
     o
 }

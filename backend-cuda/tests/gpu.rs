@@ -348,6 +348,74 @@ fn renders_match_core_with_path_regeneration() {
     assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
 }
 
+/// Linear images of `preset` rendered by `gpu` with each integrator.
+fn linear_renders(
+    gpu: &mut CudaBackend,
+    preset: &Preset,
+    width: u32,
+    height: u32,
+) -> Vec<Vec<[f32; 4]>> {
+    gpu.set_scene(&preset.scene).unwrap();
+    let mut out = Vec::new();
+    for (integrator, spp) in [
+        (Integrator::Path, 3),
+        (Integrator::Whitted, 1),
+        (Integrator::Ao, 2),
+    ] {
+        let settings = RenderSettings {
+            integrator,
+            spp,
+            ..preset.settings
+        };
+        let mut img = Image::new(width, height, PixelFormat::LinearF32).unwrap();
+        gpu.render(&preset.camera, &settings, &mut img, &NoProgress)
+            .unwrap();
+        out.push(img.linear().to_vec());
+    }
+    out
+}
+
+#[test]
+fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let plain = KernelConfig {
+        lobe_branches: false,
+        tree_checked_on_upload: false,
+        whitted_skips_camera_rng: false,
+        ..Default::default()
+    };
+    let mut plain = CudaBackend::with_options(CudaOptions {
+        config: plain,
+        ..Default::default()
+    })
+    .unwrap();
+    let config = KernelConfig {
+        lobe_branches: true,
+        tree_checked_on_upload: true,
+        whitted_skips_camera_rng: true,
+        ..Default::default()
+    };
+    let mut lean = CudaBackend::with_options(CudaOptions {
+        config,
+        ..Default::default()
+    })
+    .unwrap();
+    for preset in [rtiow(), whitted19(), cornell_mix()] {
+        let a = linear_renders(&mut plain, &preset, 96, 64);
+        let b = linear_renders(&mut lean, &preset, 96, 64);
+        for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+            let differ = a.iter().zip(b).filter(|(p, q)| p != q).count();
+            assert_eq!(
+                differ, 0,
+                "{} render {i}: {differ} pixels differ",
+                preset.name
+            );
+        }
+    }
+}
+
 #[test]
 fn every_trace_kernel_variant_agrees_with_core() {
     if gpu_or_skip().is_none() {
