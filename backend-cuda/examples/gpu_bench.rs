@@ -116,6 +116,10 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
                 k.render_tile = [16, 2];
                 k.render_min_blocks = 32;
             }),
+            c("defer16", &|k| k.path_defer = 16),
+            c("defer24", &|k| k.path_defer = 24),
+            c("defer28", &|k| k.path_defer = 28),
+            c("rmin7", &|k| k.render_min_blocks = 7),
             c("branchless", &|k| k.lobe_branches = false),
             c("leaf-checks", &|k| k.tree_checked_on_upload = false),
             c("whitted-rng", &|k| k.whitted_skips_camera_rng = false),
