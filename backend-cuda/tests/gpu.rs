@@ -15,6 +15,15 @@ use prism_core::{
 };
 use prism_cuda::{CudaBackend, CudaOptions, KernelConfig};
 
+/// A backend with the kernels built for `config` (a GPU is known to be present).
+fn gpu_with(config: KernelConfig) -> CudaBackend {
+    CudaBackend::with_options(CudaOptions {
+        config,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<Hit> {
     rays.iter().map(|r| accel.intersect(r)).collect()
 }
@@ -308,11 +317,7 @@ fn renders_match_core_with_deferred_shading() {
             path_defer: defer,
             ..Default::default()
         };
-        let mut gpu = CudaBackend::with_options(CudaOptions {
-            config,
-            ..Default::default()
-        })
-        .unwrap();
+        let mut gpu = gpu_with(config);
         check_renders(&mut gpu);
     }
 }
@@ -329,11 +334,7 @@ fn renders_match_core_with_path_regeneration() {
         fast_srgb: false,
         ..Default::default()
     };
-    let mut gpu = CudaBackend::with_options(CudaOptions {
-        config,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut gpu = gpu_with(config);
     check_renders(&mut gpu);
     // The one-thread-per-ray trace kernels give the same hits.
     let scene = random_scene(3, 200, 2000);
@@ -386,22 +387,14 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         whitted_skips_camera_rng: false,
         ..Default::default()
     };
-    let mut plain = CudaBackend::with_options(CudaOptions {
-        config: plain,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut plain = gpu_with(plain);
     let config = KernelConfig {
         lobe_branches: true,
         tree_checked_on_upload: true,
         whitted_skips_camera_rng: true,
         ..Default::default()
     };
-    let mut lean = CudaBackend::with_options(CudaOptions {
-        config,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut lean = gpu_with(config);
     for preset in [rtiow(), whitted19(), cornell_mix()] {
         let a = linear_renders(&mut plain, &preset, 96, 64);
         let b = linear_renders(&mut lean, &preset, 96, 64);
@@ -428,11 +421,7 @@ fn every_trace_kernel_variant_agrees_with_core() {
             occluded_refill: trace_refill,
             ..Default::default()
         };
-        let mut gpu = CudaBackend::with_options(CudaOptions {
-            config,
-            ..Default::default()
-        })
-        .unwrap();
+        let mut gpu = gpu_with(config);
         for (seed, spheres, triangles) in [(21, 0, 3000), (22, 500, 500), (23, 800, 0)] {
             let scene = random_scene(seed, spheres, triangles);
             let accel = Accel::build(&scene).unwrap();
