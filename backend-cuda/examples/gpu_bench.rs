@@ -120,6 +120,8 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("defer24", &|k| k.path_defer = 24),
             c("defer28", &|k| k.path_defer = 28),
             c("rmin7", &|k| k.render_min_blocks = 7),
+            c("rmin9", &|k| k.render_min_blocks = 9),
+            c("rmin10", &|k| k.render_min_blocks = 10),
             c("branchless", &|k| k.lobe_branches = false),
             c("leaf-checks", &|k| k.tree_checked_on_upload = false),
             c("whitted-rng", &|k| k.whitted_skips_camera_rng = false),
