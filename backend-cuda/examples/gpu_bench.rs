@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
-//!           [--parts rtiow,whitted,trace] [--sets bunny.diffuse,...] [--config NAME,...]
+//!           [--parts rtiow,whitted,trace,segments] [--sets bunny.diffuse,...] [--config NAME,...]
 //! ```
 //!
 //! For each kernel configuration (the default, or a sweep of block shapes,
@@ -12,6 +12,12 @@
 //! the whole call), and the trace kernels alone on each shared ray set repeated
 //! to a device-resident batch (closest hit and any hit). Hits of the resident
 //! runs are checked against Embree's reference hits. A table comes last.
+//!
+//! `--parts segments` (not in the default list) measures what a wavefront
+//! path tracer's extend phase would cost on rtiow: core traces one sample per
+//! pixel of the 1280x720 frame on the CPU and records every path segment with
+//! its bounce; the trace kernels then run on each bounce's segments, repeated
+//! to a device-resident batch, and their hits are checked against core's.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -125,6 +131,9 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("branchless", &|k| k.lobe_branches = false),
             c("leaf-checks", &|k| k.tree_checked_on_upload = false),
             c("whitted-rng", &|k| k.whitted_skips_camera_rng = false),
+            c("sign-test", &|k| {
+                k.extra_options = vec!["-DPRISM_RENDER_TMIN_NONNEG=0".into()]
+            }),
             c("none3", &|k| {
                 k.lobe_branches = false;
                 k.tree_checked_on_upload = false;
@@ -231,6 +240,9 @@ fn run_config(
     if part("trace") {
         trace_part(&mut gpu, args, meshes, &mut row, log)?;
     }
+    if part("segments") {
+        segments_part(&mut gpu, args, log)?;
+    }
     Ok(row)
 }
 
@@ -325,6 +337,201 @@ fn whitted_part(
         let _ = write_ppm(&out.join("whitted19.ppm"), &img, 8);
     }
 
+    Ok(())
+}
+
+/// Rays and core's closest hits (t, scene primitive id), in the same order.
+type RaysAndHits = (Vec<Ray>, Vec<(f32, u32)>);
+/// A named group of rays with core's closest hits.
+type HitGroup = (String, Vec<Ray>, Vec<(f32, u32)>);
+
+/// Rays and core's answers, one list per kind of query.
+#[derive(Default)]
+struct Recorded {
+    /// Closest-hit queries by bounce (0 = camera ray): ray and core's hit
+    /// (scene primitive id).
+    closest: Vec<RaysAndHits>,
+    /// Any-hit queries (shadow rays): ray and core's answer.
+    occluded: (Vec<Ray>, Vec<bool>),
+}
+
+/// A core tracer that records every query of a path, closest hits with their bounce.
+struct Recorder<'a> {
+    accel: &'a prism_core::Accel,
+    /// Bounce of the next closest-hit query; reset before each path.
+    bounce: std::cell::Cell<usize>,
+    rec: std::cell::RefCell<Recorded>,
+}
+
+impl prism_core::integrator::Tracer for Recorder<'_> {
+    fn accel(&self) -> &prism_core::Accel {
+        self.accel
+    }
+    fn closest_slot(&self, ray: &Ray) -> prism_core::Hit {
+        let hit = self.accel.intersect_slot(ray);
+        let id = self.accel.intersect(ray);
+        let b = self.bounce.get();
+        self.bounce.set(b + 1);
+        let v = &mut self.rec.borrow_mut().closest;
+        if v.len() <= b {
+            v.resize_with(b + 1, Default::default);
+        }
+        v[b].0.push(*ray);
+        v[b].1.push((id.t, id.prim));
+        hit
+    }
+    fn occluded(&self, ray: &Ray) -> bool {
+        let o = self.accel.occluded(ray);
+        let r = &mut self.rec.borrow_mut().occluded;
+        r.0.push(*ray);
+        r.1.push(o);
+        o
+    }
+}
+
+/// Every query of one sample per pixel of `p`'s rows `rows`, traced by core.
+fn record(p: &Preset, rows: impl Iterator<Item = u32>) -> Result<Recorded, prism_core::Error> {
+    let accel = prism_core::Accel::build(&p.scene)?;
+    let settings = prism_core::RenderSettings {
+        spp: 1,
+        ..p.settings
+    };
+    let params = settings.params(&accel, &p.camera, p.width, p.height)?;
+    let rec = Recorder {
+        accel: &accel,
+        bounce: std::cell::Cell::new(0),
+        rec: Default::default(),
+    };
+    for y in rows {
+        for x in 0..p.width {
+            rec.bounce.set(0);
+            prism_core::integrator::render_pixel(&rec, &params, x, y);
+        }
+    }
+    Ok(rec.rec.into_inner())
+}
+
+/// Closest-hit groups of a recording: bounces 0, 1, 2 alone, then 3 and deeper
+/// together, then every segment (in bounce order).
+fn closest_groups(r: &Recorded) -> Vec<HitGroup> {
+    let mut groups: Vec<HitGroup> = Vec::new();
+    for (b, (rays, hits)) in r.closest.iter().enumerate().take(3) {
+        groups.push((format!("bounce {b}"), rays.clone(), hits.clone()));
+    }
+    if r.closest.len() > 3 {
+        let rays = r.closest[3..]
+            .iter()
+            .flat_map(|b| b.0.iter().copied())
+            .collect();
+        let hits = r.closest[3..]
+            .iter()
+            .flat_map(|b| b.1.iter().copied())
+            .collect();
+        groups.push(("bounce 3+".into(), rays, hits));
+    }
+    if r.closest.len() > 1 {
+        let rays = r.closest.iter().flat_map(|b| b.0.iter().copied()).collect();
+        let hits = r.closest.iter().flat_map(|b| b.1.iter().copied()).collect();
+        groups.push(("all closest".into(), rays, hits));
+    }
+    groups
+}
+
+/// Time the trace kernels on a recording's groups; returns the closest-hit
+/// time per ray of "all closest" (or bounce 0) and the any-hit time per shadow ray, ns.
+fn time_recording(
+    gpu: &mut CudaBackend,
+    args: &Args,
+    scene: &str,
+    r: &Recorded,
+    log: &mut impl Write,
+) -> Result<(f64, f64), prism_core::Error> {
+    let mut closest_ns = 0.0;
+    for (name, rays, reference) in &closest_groups(r) {
+        let b = gpu.intersect_resident_bench(rays, args.batch, args.repeats)?;
+        let counts = AgreementCounts::compare(rays, &b.hits, reference);
+        closest_ns = b.closest_ms * 1e6 / b.rays as f64;
+        let _ = writeln!(
+            log,
+            "   {scene} {name}: {} rays, {} resident, closest {:.3} ms = {:.0} Mrays/s (occluded on the same rays {:.0} Mrays/s); vs core: {} match, {} ties, {} mismatches",
+            rays.len(),
+            b.rays,
+            b.closest_ms,
+            b.closest_mrays_per_s,
+            b.occluded_mrays_per_s,
+            counts.matches,
+            counts.ties,
+            counts.mismatches
+        );
+    }
+    let (rays, blocked) = &r.occluded;
+    let mut occluded_ns = 0.0;
+    if !rays.is_empty() {
+        let b = gpu.intersect_resident_bench(rays, args.batch, args.repeats)?;
+        // The batch repeats the rays in order: core's count over the same batch.
+        let expected = (0..b.rays).filter(|&i| blocked[i % rays.len()]).count();
+        occluded_ns = b.occluded_ms * 1e6 / b.rays as f64;
+        let _ = writeln!(
+            log,
+            "   {scene} shadow rays: {} rays, {} resident, occluded {:.3} ms = {:.0} Mrays/s; {} occluded, core {}",
+            rays.len(),
+            b.rays,
+            b.occluded_ms,
+            b.occluded_mrays_per_s,
+            b.occluded_count,
+            expected
+        );
+    }
+    Ok((closest_ns, occluded_ns))
+}
+
+fn segments_part(
+    gpu: &mut CudaBackend,
+    args: &Args,
+    log: &mut impl Write,
+) -> Result<(), prism_core::Error> {
+    // rtiow: every row, one sample per pixel (30 spp traces 30 times as many).
+    let p = rtiow();
+    let t = Instant::now();
+    let r = record(&p, 0..p.height)?;
+    let n: usize = r.closest.iter().map(|b| b.0.len()).sum();
+    let _ = writeln!(
+        log,
+        "   rtiow, 1 spp: {n} closest-hit segments over {} bounces, recorded by core in {:.1} s",
+        r.closest.len(),
+        t.elapsed().as_secs_f64()
+    );
+    gpu.set_scene(&p.scene)?;
+    let (closest_ns, _) = time_recording(gpu, args, "rtiow", &r, log)?;
+    let _ = writeln!(
+        log,
+        "   rtiow: tracing alone, 30 spp ({} segments) at that rate: {:.2} ms",
+        n * 30,
+        n as f64 * 30.0 * closest_ns * 1e-6
+    );
+    // whitted19: every 32nd row of the 8192x8192 frame (rows stay whole, so a
+    // warp's rays are as coherent as in the frame).
+    let p = whitted19();
+    let t = Instant::now();
+    let r = record(&p, (16..p.height).step_by(32))?;
+    let primary = r.closest.first().map_or(0, |b| b.0.len());
+    let n: usize = r.closest.iter().map(|b| b.0.len()).sum();
+    let _ = writeln!(
+        log,
+        "   whitted19, rows 16, 48, ..: {n} closest-hit and {} shadow rays for {primary} pixels, recorded by core in {:.1} s",
+        r.occluded.0.len(),
+        t.elapsed().as_secs_f64()
+    );
+    gpu.set_scene(&p.scene)?;
+    let (closest_ns, occluded_ns) = time_recording(gpu, args, "whitted19", &r, log)?;
+    let scale = (p.width as f64 * p.height as f64) / primary.max(1) as f64;
+    let _ = writeln!(
+        log,
+        "   whitted19: tracing alone, whole frame at those rates: {:.2} ms ({:.0} closest, {:.0} shadow rays)",
+        scale * (n as f64 * closest_ns + r.occluded.0.len() as f64 * occluded_ns) * 1e-6,
+        scale * n as f64,
+        scale * r.occluded.0.len() as f64
+    );
     Ok(())
 }
 

@@ -21,6 +21,8 @@ struct RayPre {
     V3 dir;
     V3 inv_dir;
     // (core's neg_origin_inv_dir is not used by its slab test any more; not mirrored)
+    // dot(dir, dir), rounded as core's sphere test computes it (spheres only).
+    float dir_dot;
     int kz, kx, ky;
     V3 shear;
     // origin[kx], origin[ky], origin[kz]: `(v - origin)[k] == v[k] - origin[k]`
@@ -50,6 +52,9 @@ __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
     pre.origin = origin;
     pre.dir = d;
     pre.inv_dir = v3(1.0f / safe_dir(d.x), 1.0f / safe_dir(d.y), 1.0f / safe_dir(d.z));
+    if (K & PRISM_SPHERES) {
+        pre.dir_dot = dot_rn(d, d);
+    }
     if (K & PRISM_TRIANGLES) {
         // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
         const V3 ad = vabs(d);
@@ -88,6 +93,13 @@ __device__ __forceinline__ float widen_exit(float t) {
 // instruction each) give the same result for every input that is not NaN, and
 // (bound - origin) * inv_dir is never NaN: bounds are finite or +inf, origins
 // finite, and inv_dir finite and non-zero.
+//
+// TMIN_NONNEG: the caller's tmin is >= 0 (every ray the integrators make). Then
+// t_enter >= 0, and widen_exit's choice of scale decides nothing: for an exit
+// t < 0 both t * SLAB_EXIT_SCALE_NEGATIVE and t * SLAB_EXIT_SCALE are < 0 (no
+// product of a negative t by a scale near 1 rounds to zero), so the box is
+// missed either way; for t >= 0 the scales agree. The sign test is left out.
+template <bool TMIN_NONNEG>
 __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
     const float t0x = (lo.x - pre.origin.x) * pre.inv_dir.x;
     const float t0y = (lo.y - pre.origin.y) * pre.inv_dir.y;
@@ -98,7 +110,8 @@ __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float
     const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
     const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
     const float t_enter = fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
-    const float t_exit = widen_exit(fminf(fminf(fminf(fx, fy), fz), tmax));
+    const float exit = fminf(fminf(fminf(fx, fy), fz), tmax);
+    const float t_exit = TMIN_NONNEG ? exit * PRISM_SLAB_EXIT_SCALE : widen_exit(exit);
     return t_enter <= t_exit ? t_enter : PRISM_INF;
 }
 
@@ -148,10 +161,10 @@ __device__ __forceinline__ bool ray_triangle(const RayPre& pre, V3 v0, V3 v1, V3
 // mirrors prism_core::intersect::ray_sphere
 //
 // Returns whether the ray meets the sphere within (tmin, tmax); writes the nearest t.
-__device__ __forceinline__ bool ray_sphere(V3 origin, V3 dir, V3 center, float radius, float tmin, float tmax,
-                                           float& t_out) {
+// `a` is dot_rn(dir, dir) (RayPre::dir_dot: the same for every sphere a ray meets).
+__device__ __forceinline__ bool ray_sphere(V3 origin, V3 dir, float a, V3 center, float radius, float tmin,
+                                           float tmax, float& t_out) {
     const V3 f = origin - center;
-    const float a = dot_rn(dir, dir);
     const float b = dot_rn(f, dir);
     const float s = b / a;
     const V3 l = f - v3(__fmul_rn(s, dir.x), __fmul_rn(s, dir.y), __fmul_rn(s, dir.z));

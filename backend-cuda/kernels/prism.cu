@@ -19,6 +19,9 @@
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as
 //                       a path ends (one loop over path segments) instead of
 //                       nesting the depth loop in the sample loop
+//   PRISM_RENDER_TMIN_NONNEG  0: the render kernels' slab tests keep the sign test
+//                       of negative exits, which their rays never need (default 1;
+//                       see integrator.cuh)
 //   PRISM_PATH_DEFER    N > 0: the path kernel decouples traversal from shading
 //                       within a warp, shading once N lanes are ready (see
 //                       render_pixel_path_deferred); 0: off
@@ -82,7 +85,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     V3 throughput = v3s(1.0f);
     u32 depth = 0;
     for (;;) {
-        const Hit hit = closest_hit<K>(s, ray);
+        const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
         if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
             // render_pixel's `sum += c`, then the next sample.
             sum += radiance;
@@ -156,7 +159,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
                 }
             }
         } else if (phase == TRAVERSE) {
-            if (!closest_hit_step<K>(trav, stack, s)) {
+            if (!closest_hit_step<K, PRISM_RENDER_NN>(trav, stack, s)) {
                 phase = SHADE;
             }
         }

@@ -25,7 +25,7 @@ __device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive
     if (sphere) {
         u = 0.0f;
         v = 0.0f;
-        return ray_sphere(pre.origin, pre.dir, xyz(a), b.x, tmin, tmax, t);
+        return ray_sphere(pre.origin, pre.dir, pre.dir_dot, xyz(a), b.x, tmin, tmax, t);
     }
     if (K & PRISM_TRIANGLES) {
         const float4 c = __ldg(&p->c);
@@ -81,7 +81,7 @@ __device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray)
 
 // One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
 // folded in); false when the loop is over.
-template <int K>
+template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, const SceneView& s) {
     if (c.node >= s.node_count) {
         return false;
@@ -92,8 +92,8 @@ __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, cons
     const float4 lh = __ldg(n + 1);
     const float4 rl = __ldg(n + 2);
     const float4 rh = __ldg(n + 3);
-    const float tl = ray_aabb(pre, xyz(ll), xyz(lh), c.tmin, c.best.t);
-    const float tr = ray_aabb(pre, xyz(rl), xyz(rh), c.tmin, c.best.t);
+    const float tl = ray_aabb<TMIN_NONNEG>(pre, xyz(ll), xyz(lh), c.tmin, c.best.t);
+    const float tr = ray_aabb<TMIN_NONNEG>(pre, xyz(rl), xyz(rh), c.tmin, c.best.t);
     const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
     const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
     // Order the children near to far.
@@ -174,12 +174,12 @@ __device__ __forceinline__ Hit closest_hit_end(ClosestHit& c) {
 // mirrors prism_core::traverse::closest_hit
 //
 // `prim` of the result is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
-template <int K>
+template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
     ClosestHit c;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     closest_hit_begin<K>(c, ray);
-    while (closest_hit_step<K>(c, stack, s)) {
+    while (closest_hit_step<K, TMIN_NONNEG>(c, stack, s)) {
     }
     return closest_hit_end(c);
 }
@@ -211,7 +211,7 @@ __device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray) {
 // One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
 // in): PRISM_STEP_HIT or PRISM_STEP_MISS when any_hit would return, else
 // PRISM_STEP_MORE.
-template <int K>
+template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneView& s) {
     if (a.node >= s.node_count) {
         return PRISM_STEP_MISS;
@@ -222,8 +222,8 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
     const float4 lh = __ldg(n + 1);
     const float4 rl = __ldg(n + 2);
     const float4 rh = __ldg(n + 3);
-    const float tl = ray_aabb(pre, xyz(ll), xyz(lh), a.tmin, a.tmax);
-    const float tr = ray_aabb(pre, xyz(rl), xyz(rh), a.tmin, a.tmax);
+    const float tl = ray_aabb<TMIN_NONNEG>(pre, xyz(ll), xyz(lh), a.tmin, a.tmax);
+    const float tr = ray_aabb<TMIN_NONNEG>(pre, xyz(rl), xyz(rh), a.tmin, a.tmax);
     const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
     const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
     bool go_left = tl < PRISM_INF;
@@ -286,13 +286,13 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
 }
 
 // mirrors prism_core::traverse::any_hit
-template <int K>
+template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
     AnyHit a;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     any_hit_begin<K>(a, ray);
     for (;;) {
-        const int r = any_hit_step<K>(a, stack, s);
+        const int r = any_hit_step<K, TMIN_NONNEG>(a, stack, s);
         if (r != PRISM_STEP_MORE) {
             return r == PRISM_STEP_HIT;
         }
