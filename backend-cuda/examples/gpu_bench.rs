@@ -134,6 +134,9 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("sign-test", &|k| {
                 k.extra_options = vec!["-DPRISM_RENDER_TMIN_NONNEG=0".into()]
             }),
+            c("node-checks", &|k| {
+                k.extra_options = vec!["-DPRISM_NODE_CHECKS=1".into()]
+            }),
             c("none3", &|k| {
                 k.lobe_branches = false;
                 k.tree_checked_on_upload = false;

@@ -12,8 +12,8 @@
 //   PRISM_OCCLUDED_REFILL  the same for occluded
 //   PRISM_FAST_SRGB     1: 8-bit encoding with the hardware log2/exp2 (see image.cuh)
 //   PRISM_LOBE_BRANCHES 1: scatter evaluates only the lobe it picks (see material.cuh)
-//   PRISM_LEAF_CHECKS   0: the host checked the tree's leaf ranges at upload, the
-//                       kernels skip core's per-leaf check (see traverse.cuh)
+//   PRISM_TREE_CHECKS   0: the host checked the tree at upload, the kernels skip
+//                       core's per-leaf and per-node checks (see traverse.cuh)
 //   PRISM_WHITTED_SKIPS_CAMERA_RNG  1: the Whitted kernel makes one-sample pinhole
 //                       camera rays without drawing their unused random numbers
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as

@@ -34,22 +34,41 @@ __device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive
     return false;
 }
 
-// Unless the host says it checked the tree at upload, every leaf is checked here.
-#ifndef PRISM_LEAF_CHECKS
-#define PRISM_LEAF_CHECKS 1
+// Unless the host says it checked the tree at upload, every leaf and node is
+// checked here.
+#ifndef PRISM_TREE_CHECKS
+#define PRISM_TREE_CHECKS 1
+#endif
+// The node check alone can be put back (-DPRISM_NODE_CHECKS=1) to measure it.
+#ifndef PRISM_NODE_CHECKS
+#define PRISM_NODE_CHECKS PRISM_TREE_CHECKS
 #endif
 
 // Whether the leaf `[first, first + count)` lies inside the primitive buffer
 // (core: `prims.get(first..first + count)` is `None` otherwise and the leaf is skipped).
-// With PRISM_LEAF_CHECKS 0 the host has checked every leaf of the uploaded tree
+// With PRISM_TREE_CHECKS 0 the host has checked every leaf of the uploaded tree
 // (`tree_in_range` in src/backend.rs), so the answer is known to be true.
 __device__ __forceinline__ bool leaf_in_range(u32 first, u32 count, u32 prim_count) {
-#if PRISM_LEAF_CHECKS
+#if PRISM_TREE_CHECKS
     return count <= prim_count && first <= prim_count - count;
 #else
     (void)first;
     (void)count;
     (void)prim_count;
+    return true;
+#endif
+}
+
+// Whether `node` is a node of the tree (core: `nodes.get(node)` is `None`
+// otherwise and the traversal ends). With PRISM_NODE_CHECKS 0 the host has
+// checked that the tree has a root and that every child a traversal can enter
+// is a node (`tree_in_range`), so the answer is known to be true.
+__device__ __forceinline__ bool node_in_range(u32 node, u32 node_count) {
+#if PRISM_NODE_CHECKS
+    return node < node_count;
+#else
+    (void)node;
+    (void)node_count;
     return true;
 #endif
 }
@@ -83,7 +102,7 @@ __device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray)
 // folded in); false when the loop is over.
 template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, const SceneView& s) {
-    if (c.node >= s.node_count) {
+    if (!node_in_range(c.node, s.node_count)) {
         return false;
     }
     const RayPre& pre = c.pre;
@@ -213,7 +232,7 @@ __device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray) {
 // PRISM_STEP_MORE.
 template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneView& s) {
-    if (a.node >= s.node_count) {
+    if (!node_in_range(a.node, s.node_count)) {
         return PRISM_STEP_MISS;
     }
     const RayPre& pre = a.pre;

@@ -206,26 +206,40 @@ impl Drop for DeviceState {
     }
 }
 
-/// Whether every leaf of `nodes` lies inside `prim_count` primitives and every
-/// inner child is a node (or the absent child): what lets the kernels skip
-/// core's per-leaf range check. Core's builder guarantees it; this makes the
-/// kernels' reads in bounds whatever `Accel` hands over.
+/// Whether the tree is one the kernels may traverse without core's bounds
+/// checks: a root exists, every leaf lies inside `prim_count` primitives, and
+/// every inner child is a node or the absent child with its box at +inf (which
+/// the slab test never enters). Then every node a traversal visits is in range,
+/// so the kernels skip core's per-leaf and per-node checks. Core's builder
+/// guarantees all of it; this makes the kernels' reads in bounds whatever
+/// `Accel` hands over.
 fn tree_in_range(nodes: &[BvhNode], prim_count: usize) -> Result<(), String> {
+    if nodes.is_empty() {
+        return Err("the tree has no root node".to_owned());
+    }
     for (i, n) in nodes.iter().enumerate() {
-        for (side, index, count) in [
-            ("left", n.left_index(), n.left_count()),
-            ("right", n.right_index(), n.right_count()),
+        for (side, index, count, lo, hi) in [
+            ("left", n.left_index(), n.left_count(), n.left_lo, n.left_hi),
+            (
+                "right",
+                n.right_index(),
+                n.right_count(),
+                n.right_lo,
+                n.right_hi,
+            ),
         ] {
             let ok = if count > 0 {
                 (index as usize)
                     .checked_add(count as usize)
                     .is_some_and(|end| end <= prim_count)
+            } else if index == EMPTY_CHILD {
+                lo[..3].iter().chain(&hi[..3]).all(|&c| c == f32::INFINITY)
             } else {
-                index == EMPTY_CHILD || (index as usize) < nodes.len()
+                (index as usize) < nodes.len()
             };
             if !ok {
                 return Err(format!(
-                    "node {i}: {side} child (index {index}, count {count}) is outside the tree's {} nodes and {prim_count} primitives",
+                    "node {i}: {side} child (index {index}, count {count}) is outside the tree's {} nodes and {prim_count} primitives, or absent with a finite box",
                     nodes.len()
                 ));
             }
@@ -956,7 +970,8 @@ impl CudaBackend {
         let accel = Accel::build(scene)?;
         let build = t0.elapsed();
         if self.options.config.tree_checked_on_upload {
-            // The kernels then skip core's per-leaf range check (PRISM_LEAF_CHECKS 0).
+            // The kernels then skip core's per-leaf and per-node range checks
+            // (PRISM_TREE_CHECKS 0).
             tree_in_range(accel.nodes(), accel.primitives().len()).map_err(|message| {
                 Error::Device {
                     backend: BACKEND,
@@ -1329,6 +1344,15 @@ mod tests {
             err.starts_with(&format!("node {inner}: left child")),
             "{err}"
         );
+        // An absent child whose box a ray could enter.
+        let mut nodes = accel.nodes().to_vec();
+        nodes[inner].left_lo = [0.0, 0.0, 0.0, f32::from_bits(EMPTY_CHILD)];
+        let err = tree_in_range(&nodes, prims).unwrap_err();
+        assert!(err.contains("absent with a finite box"), "{err}");
+        // The tree over nothing (a root with two absent children) passes; no root fails.
+        let empty = prism_core::bvh::Bvh::build(&[]);
+        assert_eq!(tree_in_range(&empty.nodes, 0), Ok(()));
+        assert!(tree_in_range(&[], 0).is_err());
     }
 
     #[test]

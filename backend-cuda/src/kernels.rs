@@ -175,7 +175,8 @@ pub struct KernelConfig {
     /// sines, cube root and square roots of the other lobes left out.
     pub lobe_branches: bool,
     /// The BVH's leaf ranges and child indices are checked once on the host when
-    /// a scene is uploaded, so the kernels skip core's per-leaf range check.
+    /// a scene is uploaded, so the kernels skip core's per-leaf and per-node
+    /// range checks.
     pub tree_checked_on_upload: bool,
     /// The Whitted kernel skips the camera's four random numbers when they cannot
     /// matter (one sample per pixel, pinhole camera): it keeps no generator after
@@ -379,7 +380,7 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
         config.lobe_branches as u32
     ));
     o.push(format!(
-        "-DPRISM_LEAF_CHECKS={}",
+        "-DPRISM_TREE_CHECKS={}",
         !config.tree_checked_on_upload as u32
     ));
     o.push(format!(
