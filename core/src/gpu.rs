@@ -34,8 +34,9 @@ pub const KIND_SPHERE: u32 = 1;
 /// traversal step is one dependent load instead of two. Each child is two rows:
 /// `lo = (min.xyz, index)`, `hi = (max.xyz, count)` with the integers as float bits.
 /// `count == 0` means the child is an inner node at `nodes[index]`; `count > 0`
-/// means a leaf holding `prims[index .. index + count]`. An absent child has an
-/// inverted (empty) box, `index == EMPTY_CHILD` and `count == 0`.
+/// means a leaf holding `prims[index .. index + count]`. An absent child has its
+/// box at +inf (`min = max = +inf`, which no slab test enters), `index ==
+/// EMPTY_CHILD` and `count == 0`.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct BvhNode {
