@@ -11,7 +11,8 @@
 //! `whitted19` 8192x8192 RGBA8 (kernel, render + download into pinned memory,
 //! the whole call), and the trace kernels alone on each shared ray set repeated
 //! to a device-resident batch (closest hit and any hit). Hits of the resident
-//! runs are checked against Embree's reference hits. A table comes last.
+//! runs are checked against Embree's reference hits. A table comes last; its
+//! "hits agree" column says whether every checked hit agreed.
 //!
 //! `--parts segments` (not in the default list) measures what a wavefront
 //! path tracer's extend phase would cost on rtiow: core traces one sample per
@@ -244,7 +245,7 @@ fn run_config(
         trace_part(&mut gpu, args, meshes, &mut row, log)?;
     }
     if part("segments") {
-        segments_part(&mut gpu, args, log)?;
+        segments_part(&mut gpu, args, &mut row.agreement_ok, log)?;
     }
     Ok(row)
 }
@@ -441,18 +442,21 @@ fn closest_groups(r: &Recorded) -> Vec<HitGroup> {
 }
 
 /// Time the trace kernels on a recording's groups; returns the closest-hit
-/// time per ray of "all closest" (or bounce 0) and the any-hit time per shadow ray, ns.
+/// time per ray of "all closest" (or bounce 0) and the any-hit time per shadow
+/// ray, ns. Clears `agree` when a hit or the occluded count differs from core's.
 fn time_recording(
     gpu: &mut CudaBackend,
     args: &Args,
     scene: &str,
     r: &Recorded,
+    agree: &mut bool,
     log: &mut impl Write,
 ) -> Result<(f64, f64), prism_core::Error> {
     let mut closest_ns = 0.0;
     for (name, rays, reference) in &closest_groups(r) {
         let b = gpu.intersect_resident_bench(rays, args.batch, args.repeats)?;
         let counts = AgreementCounts::compare(rays, &b.hits, reference);
+        *agree &= counts.passed();
         closest_ns = b.closest_ms * 1e6 / b.rays as f64;
         let _ = writeln!(
             log,
@@ -473,6 +477,7 @@ fn time_recording(
         let b = gpu.intersect_resident_bench(rays, args.batch, args.repeats)?;
         // The batch repeats the rays in order: core's count over the same batch.
         let expected = (0..b.rays).filter(|&i| blocked[i % rays.len()]).count();
+        *agree &= b.occluded_count == expected;
         occluded_ns = b.occluded_ms * 1e6 / b.rays as f64;
         let _ = writeln!(
             log,
@@ -491,6 +496,7 @@ fn time_recording(
 fn segments_part(
     gpu: &mut CudaBackend,
     args: &Args,
+    agree: &mut bool,
     log: &mut impl Write,
 ) -> Result<(), prism_core::Error> {
     // rtiow: every row, one sample per pixel (30 spp traces 30 times as many).
@@ -505,7 +511,7 @@ fn segments_part(
         t.elapsed().as_secs_f64()
     );
     gpu.set_scene(&p.scene)?;
-    let (closest_ns, _) = time_recording(gpu, args, "rtiow", &r, log)?;
+    let (closest_ns, _) = time_recording(gpu, args, "rtiow", &r, agree, log)?;
     let _ = writeln!(
         log,
         "   rtiow: tracing alone, 30 spp ({} segments) at that rate: {:.2} ms",
@@ -526,7 +532,7 @@ fn segments_part(
         t.elapsed().as_secs_f64()
     );
     gpu.set_scene(&p.scene)?;
-    let (closest_ns, occluded_ns) = time_recording(gpu, args, "whitted19", &r, log)?;
+    let (closest_ns, occluded_ns) = time_recording(gpu, args, "whitted19", &r, agree, log)?;
     let scale = (p.width as f64 * p.height as f64) / primary.max(1) as f64;
     let _ = writeln!(
         log,
@@ -662,7 +668,7 @@ fn main() {
     for s in &set_names {
         header.push_str(&format!(" {s} |"));
     }
-    header.push_str(" Embree |");
+    header.push_str(" hits agree |");
     let _ = writeln!(log, "{header}");
     let _ = writeln!(log, "|{}", "---|".repeat(8 + set_names.len()));
     for r in &rows {
