@@ -373,7 +373,12 @@ impl prism_core::integrator::Tracer for Recorder<'_> {
     }
     fn closest_slot(&self, ray: &Ray) -> prism_core::Hit {
         let hit = self.accel.intersect_slot(ray);
-        let id = self.accel.intersect(ray);
+        // The scene primitive id of the slot, as Accel::intersect reports it.
+        let id = self
+            .accel
+            .primitives()
+            .get(hit.prim as usize)
+            .map_or(hit.prim, |p| p.id());
         let b = self.bounce.get();
         self.bounce.set(b + 1);
         let v = &mut self.rec.borrow_mut().closest;
@@ -381,7 +386,7 @@ impl prism_core::integrator::Tracer for Recorder<'_> {
             v.resize_with(b + 1, Default::default);
         }
         v[b].0.push(*ray);
-        v[b].1.push((id.t, id.prim));
+        v[b].1.push((hit.t, id));
         hit
     }
     fn occluded(&self, ray: &Ray) -> bool {
