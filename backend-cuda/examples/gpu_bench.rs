@@ -12,7 +12,11 @@
 //! the whole call), and the trace kernels alone on each shared ray set repeated
 //! to a device-resident batch (closest hit and any hit). Hits of the resident
 //! runs are checked against Embree's reference hits. A table comes last; its
-//! "hits agree" column says whether every checked hit agreed.
+//! "hits agree" column says whether every checked hit agreed, and its "images"
+//! column whether the rtiow and whitted19 frames are the same bytes as the
+//! first row's (a kernel change that must not move a pixel is checked by it).
+//! A `--config` entry `-DNAME=VALUE` (several joined by `+`) is the default
+//! configuration with those NVRTC options added.
 //!
 //! `--parts segments` (not in the default list) measures what a wavefront
 //! path tracer's extend phase would cost on rtiow: core traces one sample per
@@ -167,6 +171,19 @@ struct Row {
     closest: Vec<f64>,
     occluded: Vec<f64>,
     agreement_ok: bool,
+    /// FNV-1a of the rtiow and whitted19 images' bytes (0: not rendered).
+    image_hashes: [u64; 2],
+}
+
+/// FNV-1a of an image's RGBA8 bytes: configurations that must not change a
+/// pixel are compared by it.
+fn image_hash(img: &Image) -> u64 {
+    img.rgba8()
+        .iter()
+        .flatten()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+        })
 }
 
 /// Write a binary PPM of an RGBA8 image, downsampled by `step`.
@@ -277,6 +294,7 @@ fn rtiow_part(
     row.rtiow_ms = median(&mut k);
     row.rtiow_total_ms = median(&mut tot);
     row.rtiow_mrays = rays as f64 / (row.rtiow_ms * 1e3);
+    row.image_hashes[0] = image_hash(&img);
     let _ = writeln!(
         log,
         "   rtiow 1280x720 30spp d50: kernel {:.3} ms (min {:.3}, max {:.3}), call {:.3} ms, {} rays, {:.0} Mrays/s",
@@ -324,6 +342,7 @@ fn whitted_part(
     row.whitted_to_pinned_ms = pick(|t| t.render_to_pinned_ms);
     row.whitted_download_ms = pick(|t| t.download_ms);
     row.whitted_total_ms = pick(|t| t.total_ms);
+    row.image_hashes[1] = image_hash(&img);
     let _ = writeln!(
         log,
         "   whitted19 8192x8192 rgba8: kernel {:.3} ms, render+download to pinned {:.3} ms (DMA {:.3} ms, {} bands), host copy {:.2} ms, call {:.2} ms, {} rays",
@@ -646,8 +665,20 @@ fn main() {
         .iter()
         .flat_map(|(m, _, sets)| sets.iter().map(move |(s, _, _)| format!("{m}.{s}")))
         .collect();
-    let mut rows = Vec::new();
-    for (name, config) in configs(args.sweep) {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut all = configs(args.sweep);
+    // `--config -DNAME=VALUE+-DOTHER=VALUE`: the default configuration with
+    // those NVRTC options added, to measure a kernel switch without a named entry.
+    for name in args.config.iter().flat_map(|c| c.split(',')) {
+        if name.starts_with("-D") {
+            let k = KernelConfig {
+                extra_options: name.split('+').map(str::to_owned).collect(),
+                ..Default::default()
+            };
+            all.push((String::from(name).leak(), k));
+        }
+    }
+    for (name, config) in all {
         if args
             .config
             .as_ref()
@@ -673,9 +704,10 @@ fn main() {
     for s in &set_names {
         header.push_str(&format!(" {s} |"));
     }
-    header.push_str(" hits agree |");
+    header.push_str(" hits agree | images as first row |");
     let _ = writeln!(log, "{header}");
-    let _ = writeln!(log, "|{}", "---|".repeat(8 + set_names.len()));
+    let _ = writeln!(log, "|{}", "---|".repeat(9 + set_names.len()));
+    let first_hashes = rows.first().map(|r| r.image_hashes);
     for r in &rows {
         let mut line = format!(
             "| {} | {:.1} | {:.3} | {:.0} | {:.3} | {:.3} | {:.1} |",
@@ -694,6 +726,11 @@ fn main() {
             " ok |"
         } else {
             " MISMATCH |"
+        });
+        line.push_str(if Some(r.image_hashes) == first_hashes {
+            " same |"
+        } else {
+            " DIFFER |"
         });
         let _ = writeln!(log, "{line}");
     }
