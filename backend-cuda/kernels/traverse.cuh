@@ -190,17 +190,199 @@ __device__ __forceinline__ Hit closest_hit_end(ClosestHit& c) {
     return c.best;
 }
 
+// Leaf tests postponed until many lanes of the warp have one (PRISM_LEAF_DEFER,
+// in 32nds of the warp's active lanes; 0: off). See closest_hit_deferred.
+#ifndef PRISM_LEAF_DEFER
+#define PRISM_LEAF_DEFER 0
+#endif
+
+// The leaves one node step of closest_hit_deferred found and has not tested yet,
+// with their box entry distances: `a` (the near leaf, or the only one), then
+// `b` (core's order within a node). Each is tested only if its entry is still
+// closer than the best hit when its turn comes, as core checks it.
+struct PendingLeaves {
+    u32 a_first, a_count;
+    u32 b_first, b_count;
+    float t_a, t_b;
+};
+
+// The node half of closest_hit_step: the same box tests and the same choice of
+// the next node, but leaves are recorded in `p` instead of tested. A lane that
+// already holds untested leaves and reaches a node with leaves of its own stays
+// at that node (`stalled`) until its pending leaves are tested, so leaves are
+// still tested in the order core tests them. False when the traversal is over.
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ bool closest_hit_node(ClosestHit& c, u32* stack, const SceneView& s, PendingLeaves& p,
+                                                 bool& stalled) {
+    if (!node_in_range(c.node, s.node_count)) {
+        return false;
+    }
+    const RayPre& pre = c.pre;
+    const float4* n = reinterpret_cast<const float4*>(s.nodes + c.node);
+    const float4 ll = __ldg(n + 0);
+    const float4 lh = __ldg(n + 1);
+    const float4 rl = __ldg(n + 2);
+    const float4 rh = __ldg(n + 3);
+    const float tl = ray_aabb<TMIN_NONNEG>(pre, xyz(ll), xyz(lh), c.tmin, c.best.t);
+    const float tr = ray_aabb<TMIN_NONNEG>(pre, xyz(rl), xyz(rh), c.tmin, c.best.t);
+    const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+    const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+    const bool swap = tr < tl;
+    float t_near = swap ? tr : tl;
+    const u32 near_index = swap ? r_index : l_index;
+    const u32 near_count = swap ? r_count : l_count;
+    float t_far = swap ? tl : tr;
+    const u32 far_index = swap ? l_index : r_index;
+    const u32 far_count = swap ? l_count : r_count;
+    u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+    const float t_near_leaf = t_near;
+    if (near_count > 0) {
+        if (t_near < c.best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
+            a_first = near_index;
+            a_count = near_count;
+        }
+        t_near = PRISM_INF;
+    }
+    const float t_far_leaf = t_far;
+    if (far_count > 0) {
+        if (t_far_leaf < c.best.t && leaf_in_range(far_index, far_count, s.prim_count)) {
+            b_first = far_index;
+            b_count = far_count;
+        }
+        t_far = PRISM_INF;
+    }
+    if ((a_count | b_count) != 0) {
+        if ((p.a_count | p.b_count) != 0) {
+            stalled = true;
+            return true;
+        }
+        p.a_first = a_first;
+        p.a_count = a_count;
+        p.b_first = b_first;
+        p.b_count = b_count;
+        p.t_a = t_near_leaf;
+        p.t_b = t_far_leaf;
+    }
+    const bool go_near = t_near < c.best.t;
+    const bool go_far = t_far < c.best.t;
+    if (go_near && go_far) {
+        if (c.sp < PRISM_TRAVERSAL_STACK_SIZE) {
+            stack[c.sp] = far_index;
+            ++c.sp;
+        }
+        c.node = near_index;
+    } else if (go_near) {
+        c.node = near_index;
+    } else if (go_far) {
+        c.node = far_index;
+    } else if (c.sp > 0) {
+        --c.sp;
+        c.node = stack[c.sp];
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// The leaf half of closest_hit_step: test the pending leaves as core does
+// (`a`, then `b` if its box is still closer than the best hit) and clear them.
+template <int K>
+__device__ __forceinline__ void closest_hit_leaves(ClosestHit& c, const SceneView& s, PendingLeaves& p) {
+    if (!(p.t_a < c.best.t)) {
+        p.a_count = 0;
+    }
+    for (;;) {
+        if (p.a_count == 0) {
+            if (p.b_count == 0 || !(p.t_b < c.best.t)) {
+                break;
+            }
+            p.a_first = p.b_first;
+            p.a_count = p.b_count;
+            p.b_count = 0;
+        }
+        float t, u, v;
+        if (ray_primitive<K>(c.pre, s.prims + p.a_first, c.tmin, c.best.t, t, u, v)) {
+            c.best.t = t;
+            c.best.u = u;
+            c.best.v = v;
+            c.best.prim = p.a_first;
+        }
+        ++p.a_first;
+        --p.a_count;
+    }
+    p.b_count = 0;
+}
+
+// closest_hit with the leaf tests of a warp's lanes gathered: a lane that finds
+// leaves keeps traversing inner nodes and tests them later, when at least
+// PRISM_LEAF_DEFER/32 of the warp's active lanes hold leaves (or none can go
+// on), so the primitive tests run with most lanes busy instead of once per node
+// step for the few lanes that reached a leaf (Aila and Laine 2009, "speculative
+// traversal").
+//
+// The hit is core's, bit for bit. While a lane's leaves wait, the nodes it visits
+// are culled against an older, larger best t, so it visits a superset of core's
+// nodes, in core's front-to-back order (children are ordered by their entry
+// distances, which do not depend on the best t), and tests leaves one node at a
+// time in that order. Before a leaf is tested its entry distance is checked
+// against the best hit so far, as core checks it. By induction the best hit
+// before each test is core's at that point: a leaf core tests is tested with the
+// same best; a leaf core never reached lies in a box core culled because it
+// started at or beyond core's best hit of that moment (a box missed outright is
+// missed here too), and its own entry is no nearer than that box's (its box lies
+// inside, and the slab test rounds monotonically), so the check skips it. The
+// builder bounds the depth so that the stack never overflows (core::bvh), and
+// which lanes vote together decides only when leaves are tested.
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ Hit closest_hit_deferred(const SceneView& s, const Ray& ray) {
+    ClosestHit c;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    closest_hit_begin<K>(c, ray);
+    PendingLeaves p;
+    p.a_first = 0;
+    p.a_count = 0;
+    p.b_first = 0;
+    p.b_count = 0;
+    p.t_a = PRISM_INF;
+    p.t_b = PRISM_INF;
+    bool traversing = true;
+    bool stalled = false;
+    for (;;) {
+        const bool pending = (p.a_count | p.b_count) != 0;
+        const bool can_step = traversing && !stalled;
+        const u32 active = __activemask();
+        const u32 want = __ballot_sync(active, pending);
+        const u32 can = __ballot_sync(active, can_step);
+        if ((want | can) == 0) {
+            break;
+        }
+        if (can == 0 || __popc(want) * 32 >= __popc(active) * PRISM_LEAF_DEFER) {
+            if (pending) {
+                closest_hit_leaves<K>(c, s, p);
+                stalled = false;
+            }
+        } else if (can_step) {
+            traversing = closest_hit_node<K, TMIN_NONNEG>(c, stack, s, p, stalled);
+        }
+    }
+    return closest_hit_end(c);
+}
+
 // mirrors prism_core::traverse::closest_hit
 //
 // `prim` of the result is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
 template <int K, bool TMIN_NONNEG = false>
 __device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
+#if PRISM_LEAF_DEFER > 0
+    return closest_hit_deferred<K, TMIN_NONNEG>(s, ray);
+#else
     ClosestHit c;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     closest_hit_begin<K>(c, ray);
     while (closest_hit_step<K, TMIN_NONNEG>(c, stack, s)) {
     }
     return closest_hit_end(c);
+#endif
 }
 
 // The state of any_hit between two iterations of its loop (see ClosestHit).
