@@ -1,0 +1,229 @@
+//! How busy a warp's lanes are while the path kernel traverses the BVH, worked
+//! out on the CPU from core's own traversal (no GPU needed).
+//!
+//! ```text
+//! lane_use [SPP] [ROW_STEP]     (defaults 4 and 4: every 4th row of tiles)
+//! ```
+//!
+//! Core renders `rtiow` (1280x720, depth 50) tile by tile, as the CUDA path
+//! kernel lays its threads out (16x8 tiles, warps of 32 consecutive threads),
+//! and counts the node steps of every path segment. A warp steps through the
+//! tree in lock step, so one of its traversals costs as many steps as its
+//! longest ray; lanes whose path has ended, or whose ray is done, wait. The
+//! table gives, per bounce, the node steps the lanes need against the steps
+//! their warps take, and the same for two ways of keeping more lanes busy:
+//! packing a tile's live paths into its first warps after every bounce, and
+//! starting a pixel's next sample as soon as its path ends.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::rtiow;
+use prism_core::gpu::TRAVERSAL_STACK_SIZE;
+use prism_core::integrator::{Tracer, render_pixel};
+use prism_core::intersect::{RayPre, ray_aabb_rows};
+use prism_core::traverse::ray_primitive;
+use prism_core::{Accel, Hit, Ray, RenderSettings};
+use std::cell::RefCell;
+
+const TILE_W: u32 = 16;
+const TILE_H: u32 = 8;
+const WARPS: usize = (TILE_W * TILE_H / 32) as usize;
+
+/// Core's closest_hit loop (prism_core::traverse), counting its node steps.
+fn closest_hit_steps(accel: &Accel, ray: &Ray) -> (Hit, u32) {
+    let (nodes, prims) = (accel.nodes(), accel.primitives());
+    let pre = RayPre::new(ray);
+    let tmin = ray.tmin;
+    let mut best = Hit {
+        t: ray.tmax,
+        ..Hit::MISS
+    };
+    let leaf = |first: u32, count: u32, best: &mut Hit| {
+        for k in first..first + count {
+            if let Some((t, u, v)) = ray_primitive(&pre, &prims[k as usize], tmin, best.t) {
+                *best = Hit { t, u, v, prim: k };
+            }
+        }
+    };
+    let mut stack = [0u32; TRAVERSAL_STACK_SIZE];
+    let (mut sp, mut node, mut steps) = (0usize, 0usize, 0u32);
+    while let Some(n) = nodes.get(node) {
+        steps += 1;
+        let tl = ray_aabb_rows(&pre, &n.left_lo, &n.left_hi, tmin, best.t);
+        let tr = ray_aabb_rows(&pre, &n.right_lo, &n.right_hi, tmin, best.t);
+        let (l, r) = (
+            (tl, n.left_index(), n.left_count()),
+            (tr, n.right_index(), n.right_count()),
+        );
+        let ((mut t_near, near, near_count), (mut t_far, far, far_count)) =
+            if tr < tl { (r, l) } else { (l, r) };
+        if near_count > 0 {
+            if t_near < best.t {
+                leaf(near, near_count, &mut best);
+            }
+            t_near = f32::INFINITY;
+        }
+        if far_count > 0 {
+            if t_far < best.t {
+                leaf(far, far_count, &mut best);
+            }
+            t_far = f32::INFINITY;
+        }
+        let (go_near, go_far) = (t_near < best.t, t_far < best.t);
+        if go_near && go_far {
+            stack[sp] = far; // ok: core's builder bounds the depth below the stack size
+            sp += 1;
+            node = near as usize;
+        } else if go_near {
+            node = near as usize;
+        } else if go_far {
+            node = far as usize;
+        } else if sp > 0 {
+            sp -= 1;
+            node = stack[sp] as usize;
+        } else {
+            break;
+        }
+    }
+    if !best.is_hit() {
+        best.t = f32::INFINITY;
+    }
+    (best, steps)
+}
+
+/// A tracer that records, per sample, the node steps of each path segment.
+struct StepRecorder<'a> {
+    accel: &'a Accel,
+    /// The camera position: a ray starting within the lens of it begins a sample.
+    eye: glam::Vec3,
+    samples: RefCell<Vec<Vec<u32>>>,
+}
+
+impl Tracer for StepRecorder<'_> {
+    fn accel(&self) -> &Accel {
+        self.accel
+    }
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        let (hit, steps) = closest_hit_steps(self.accel, ray);
+        let core = self.accel.intersect_slot(ray);
+        assert!(hit.prim == core.prim && hit.t.to_bits() == core.t.to_bits());
+        let mut s = self.samples.borrow_mut();
+        if (ray.origin - self.eye).length() < 0.2 || s.is_empty() {
+            s.push(Vec::new());
+        }
+        s.last_mut().unwrap().push(steps); // ok: pushed above when empty
+        hit
+    }
+    fn occluded(&self, ray: &Ray) -> bool {
+        self.accel.occluded(ray)
+    }
+}
+
+/// Steps taken by a group of lanes in lock step: its longest traversal.
+fn lock_step(steps: impl Iterator<Item = u32>) -> u64 {
+    steps.max().unwrap_or(0) as u64
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let spp: u32 = args.next().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let row_step: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let p = rtiow();
+    let accel = Accel::build(&p.scene).expect("rtiow builds");
+    let settings = RenderSettings { spp, ..p.settings };
+    let params = settings
+        .params(&accel, &p.camera, p.width, p.height)
+        .expect("rtiow settings are valid");
+    let o = params.camera.origin_lens;
+    let eye = glam::Vec3::new(o[0], o[1], o[2]);
+    // Per bounce (the last row gathers 4 and deeper): lane steps, warp steps
+    // as the kernel runs, warp steps with the tile's paths packed.
+    let mut by_bounce = [[0u64; 3]; 5];
+    let mut regenerated = 0u64;
+    for ty in (0..p.height / TILE_H).step_by(row_step) {
+        for tx in 0..p.width / TILE_W {
+            // paths[thread][sample] = node steps of each segment
+            let mut paths: Vec<Vec<Vec<u32>>> = Vec::new();
+            for y in ty * TILE_H..(ty + 1) * TILE_H {
+                for x in tx * TILE_W..(tx + 1) * TILE_W {
+                    let rec = StepRecorder {
+                        accel: &accel,
+                        eye,
+                        samples: RefCell::new(Vec::new()),
+                    };
+                    render_pixel(&rec, &params, x, y);
+                    let samples = rec.samples.into_inner();
+                    assert_eq!(samples.len(), spp as usize);
+                    paths.push(samples);
+                }
+            }
+            for s in 0..spp as usize {
+                let depth = paths.iter().map(|q| q[s].len()).max().unwrap_or(0);
+                for b in 0..depth {
+                    let row = &mut by_bounce[b.min(4)];
+                    let live: Vec<u32> =
+                        paths.iter().filter_map(|q| q[s].get(b).copied()).collect();
+                    row[0] += live.iter().map(|&n| n as u64).sum::<u64>();
+                    for w in 0..WARPS {
+                        let warp = &paths[w * 32..(w + 1) * 32];
+                        row[1] += lock_step(warp.iter().filter_map(|q| q[s].get(b).copied()));
+                    }
+                    for packed in live.chunks(32) {
+                        row[2] += lock_step(packed.iter().copied());
+                    }
+                }
+            }
+            for w in 0..WARPS {
+                let lanes: Vec<Vec<u32>> = paths[w * 32..(w + 1) * 32]
+                    .iter()
+                    .map(|q| q.concat())
+                    .collect();
+                let n = lanes.iter().map(Vec::len).max().unwrap_or(0);
+                for i in 0..n {
+                    regenerated += lock_step(lanes.iter().filter_map(|l| l.get(i).copied()));
+                }
+            }
+        }
+    }
+    println!(
+        "rtiow {}x{}, {spp} spp, every {row_step}th row of {TILE_W}x{TILE_H} tiles: node steps of the path kernel's traversals",
+        p.width, p.height
+    );
+    println!(
+        "| bounce | lane steps | warp steps | lanes busy | warp steps, tile packed | lanes busy |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let busy = |lane: u64, warp: u64| lane as f64 / (32.0 * warp.max(1) as f64);
+    let mut total = [0u64; 3];
+    for (b, row) in by_bounce.iter().enumerate() {
+        let name = if b == 4 {
+            "4+".to_owned()
+        } else {
+            b.to_string()
+        };
+        println!(
+            "| {name} | {} | {} | {:.2} | {} | {:.2} |",
+            row[0],
+            row[1],
+            busy(row[0], row[1]),
+            row[2],
+            busy(row[0], row[2])
+        );
+        for k in 0..3 {
+            total[k] += row[k];
+        }
+    }
+    println!(
+        "| all | {} | {} | {:.2} | {} | {:.2} |",
+        total[0],
+        total[1],
+        busy(total[0], total[1]),
+        total[2],
+        busy(total[0], total[2])
+    );
+    println!(
+        "next sample started as soon as a path ends: {regenerated} warp steps, lanes busy {:.2}",
+        busy(total[0], regenerated)
+    );
+}
