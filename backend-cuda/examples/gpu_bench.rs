@@ -142,19 +142,6 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("node-checks", &|k| {
                 k.extra_options = vec!["-DPRISM_NODE_CHECKS=1".into()]
             }),
-            c("compact", &|k| {
-                k.extra_options = vec!["-DPRISM_PATH_COMPACT=1".into()]
-            }),
-            c("compact16x16", &|k| {
-                k.extra_options = vec!["-DPRISM_PATH_COMPACT=1".into()];
-                k.render_tile = [16, 16];
-                k.render_min_blocks = 4;
-            }),
-            c("compact32x16", &|k| {
-                k.extra_options = vec!["-DPRISM_PATH_COMPACT=1".into()];
-                k.render_tile = [32, 16];
-                k.render_min_blocks = 2;
-            }),
             c("none3", &|k| {
                 k.lobe_branches = false;
                 k.tree_checked_on_upload = false;

@@ -22,11 +22,6 @@
 //   PRISM_RENDER_TMIN_NONNEG  0: the render kernels' slab tests keep the sign test
 //                       of negative exits, which their rays never need (default 1;
 //                       see integrator.cuh)
-//   PRISM_LEAF_DEFER    N > 0: closest_hit gathers the leaf tests of a warp's lanes
-//                       (see closest_hit_deferred); 0: off
-//   PRISM_PATH_COMPACT  1: the path kernel packs a block's live paths into its
-//                       first threads after every bounce (see
-//                       render_pixel_path_compact); 0: off
 //   PRISM_PATH_DEFER    N > 0: the path kernel decouples traversal from shading
 //                       within a warp, shading once N lanes are ready (see
 //                       render_pixel_path_deferred); 0: off
@@ -172,103 +167,6 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
     return sum * (1.0f / (float)params.spp);
 }
 
-#ifndef PRISM_PATH_COMPACT
-#define PRISM_PATH_COMPACT 0
-#endif
-
-// The path integrator for one tile with the block's live paths compacted after
-// every bounce: each thread starts the path of its own pixel's sample; after
-// each bounce the paths still going are packed, through shared memory, into the
-// block's first threads, so later bounces run on as few warps as their paths
-// need (paths end at different bounces, and a warp otherwise keeps tracing as
-// long as any one of its pixels' paths goes on). Every path is traced and shaded
-// exactly as by render_pixel<0, K>, whichever thread holds it; a path that ends
-// leaves its radiance in its pixel's slot, and each pixel adds its samples in
-// sample order, as core does. Every thread of the block calls this (`active`
-// false outside the image) and takes part in its barriers.
-template <int K>
-__device__ __forceinline__ V3 render_pixel_path_compact(const SceneView& s, const RenderParams& params, u32 x, u32 y,
-                                                        bool active, u32& rays) {
-    // The state of a live path (ray origin and tmin; direction and random
-    // state; radiance and owner; throughput), by slot; and each pixel's result.
-    __shared__ float4 path_origin[PRISM_RENDER_THREADS];
-    __shared__ float4 path_dir[PRISM_RENDER_THREADS];
-    __shared__ float4 path_radiance[PRISM_RENDER_THREADS];
-    __shared__ float4 path_throughput[PRISM_RENDER_THREADS];
-    __shared__ float4 pixel_result[PRISM_RENDER_THREADS];
-    __shared__ u32 warp_live[PRISM_RENDER_THREADS / 32];
-    const u32 tid = threadIdx.y * PRISM_RENDER_TILE_W + threadIdx.x;
-    const u32 lane = tid & 31u;
-    const u32 warp = tid >> 5;
-    V3 sum = v3s(0.0f);
-    for (u32 sample = 0; sample < params.spp; ++sample) {
-        bool live = active;
-        Ray ray;
-        Pcg rng;
-        rng.state = 0;
-        V3 radiance = v3s(0.0f);
-        V3 throughput = v3s(1.0f);
-        u32 owner = tid;
-        if (active) {
-            ray = primary_ray(params, x, y, sample, rng);
-        }
-        for (u32 bounce = 0;; ++bounce) {
-            if (live) {
-                const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
-                u32 depth = bounce;
-                if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
-                    pixel_result[owner] = make_float4(radiance.x, radiance.y, radiance.z, 0.0f);
-                    live = false;
-                }
-            }
-            // Pack the live paths into slots 0 .. total - 1, in thread order.
-            const u32 ballot = __ballot_sync(0xffffffffu, live);
-            if (lane == 0) {
-                warp_live[warp] = __popc(ballot);
-            }
-            __syncthreads();
-            u32 slot = __popc(ballot & ((1u << lane) - 1u));
-            u32 total = 0;
-#pragma unroll
-            for (u32 w = 0; w < PRISM_RENDER_THREADS / 32; ++w) {
-                const u32 c = warp_live[w];
-                slot += w < warp ? c : 0u;
-                total += c;
-            }
-            if (total == 0) {
-                break;
-            }
-            if (live) {
-                path_origin[slot] = make_float4(ray.origin.x, ray.origin.y, ray.origin.z, ray.tmin);
-                path_dir[slot] = make_float4(ray.dir.x, ray.dir.y, ray.dir.z, __uint_as_float(rng.state));
-                path_radiance[slot] = make_float4(radiance.x, radiance.y, radiance.z, __uint_as_float(owner));
-                path_throughput[slot] = make_float4(throughput.x, throughput.y, throughput.z, 0.0f);
-            }
-            __syncthreads();
-            live = tid < total;
-            if (live) {
-                const float4 o = path_origin[tid];
-                const float4 d = path_dir[tid];
-                const float4 r = path_radiance[tid];
-                const float4 t = path_throughput[tid];
-                ray = Ray{v3(o.x, o.y, o.z), o.w, v3(d.x, d.y, d.z), PRISM_INF};
-                rng.state = __float_as_uint(d.w);
-                radiance = v3(r.x, r.y, r.z);
-                owner = __float_as_uint(r.w);
-                throughput = v3(t.x, t.y, t.z);
-            }
-        }
-        // Every path of this sample has ended and left its radiance (before the
-        // last barrier); a pixel's slot is next written by its own thread.
-        if (active) {
-            const float4 c = pixel_result[tid];
-            sum += v3(c.x, c.y, c.z);
-        }
-    }
-    // As render_pixel: one sample needs no division.
-    return params.spp == 1 ? sum : sum * (1.0f / (float)params.spp);
-}
-
 // Pixels of rows [y0, y1): one thread per pixel, one block per tile.
 template <u32 INTEGRATOR, int K>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
@@ -278,16 +176,6 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
     const u32 y = y0 + blockIdx.y * PRISM_RENDER_TILE_H + threadIdx.y;
     const bool active = x < params.width && y < y1 && y < params.height;
     u32 rays = 0;
-#if PRISM_PATH_COMPACT
-    if (INTEGRATOR == 0) {
-        const V3 c = render_pixel_path_compact<K>(s, params, x, y, active, rays);
-        if (active) {
-            store_pixel(out, format, y * params.width + x, c);
-        }
-        count_rays(ray_counter, rays);
-        return;
-    }
-#endif
 #if PRISM_PATH_DEFER > 0
     if (INTEGRATOR == 0) {
         // Every lane takes part (warp votes); only pixels of the image are stored.
