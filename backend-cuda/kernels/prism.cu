@@ -73,7 +73,9 @@ __device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
 // random numbers and sums as render_pixel<0, K> (trace_path's loop body, then
 // the next sample when a path ends), as one loop over path segments, so a lane
 // whose path ends early starts its next sample instead of idling until the
-// warp's longest path is done.
+// warp's longest path is done. The shading code is laid out differently, so
+// NVRTC may contract other a * b + c into FMAs: pixels can differ from
+// render_pixel's in their last bits (the rtiow frame's 8-bit bytes do).
 template <int K>
 __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const RenderParams& params, u32 x, u32 y,
                                                       u32& rays) {
