@@ -13,13 +13,16 @@
 //! table gives, per bounce, the node steps the lanes need against the steps
 //! their warps take, and the same for two ways of keeping more lanes busy:
 //! packing a tile's live paths into its first warps after every bounce, and
-//! starting a pixel's next sample as soon as its path ends.
+//! starting a pixel's next sample as soon as its path ends. A last line models
+//! a 4-wide tree made by collapsing core's (each node takes its children's
+//! children), traversed nearest child first: its node steps, warp steps and box
+//! tests, and how many hits differ from core's.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 use common::rtiow;
-use prism_core::gpu::TRAVERSAL_STACK_SIZE;
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, TRAVERSAL_STACK_SIZE};
 use prism_core::integrator::{Tracer, render_pixel};
 use prism_core::intersect::{RayPre, ray_aabb_rows};
 use prism_core::traverse::ray_primitive;
@@ -92,12 +95,141 @@ fn closest_hit_steps(accel: &Accel, ray: &Ray) -> (Hit, u32) {
     (best, steps)
 }
 
+/// A child of a 4-wide node: its box, and a leaf's primitive range (`count` > 0)
+/// or an inner node's index in [`WideTree::nodes`] (`count` == 0).
+struct WideChild {
+    lo: [f32; 4],
+    hi: [f32; 4],
+    index: u32,
+    count: u32,
+}
+
+/// A 4-wide tree collapsed from core's binary one: a node's inner children are
+/// replaced by their own children.
+struct WideTree {
+    nodes: Vec<Vec<WideChild>>,
+}
+
+impl WideTree {
+    fn collapse(accel: &Accel) -> WideTree {
+        let mut tree = WideTree { nodes: Vec::new() };
+        tree.add(accel.nodes(), 0);
+        tree
+    }
+
+    /// Add the wide node of binary node `n` (and, first, its subtree); its index.
+    fn add(&mut self, nodes: &[BvhNode], n: usize) -> u32 {
+        let children = |b: &BvhNode| {
+            [
+                (b.left_lo, b.left_hi, b.left_index(), b.left_count()),
+                (b.right_lo, b.right_hi, b.right_index(), b.right_count()),
+            ]
+            .into_iter()
+            .filter(|c| c.2 != EMPTY_CHILD)
+        };
+        let mut out = Vec::new();
+        for (lo, hi, index, count) in children(&nodes[n]) {
+            if count > 0 {
+                out.push(WideChild {
+                    lo,
+                    hi,
+                    index,
+                    count,
+                });
+                continue;
+            }
+            for (lo, hi, index, count) in children(&nodes[index as usize]) {
+                let index = if count > 0 {
+                    index
+                } else {
+                    self.add(nodes, index as usize)
+                };
+                out.push(WideChild {
+                    lo,
+                    hi,
+                    index,
+                    count,
+                });
+            }
+        }
+        self.nodes.push(out);
+        (self.nodes.len() - 1) as u32
+    }
+
+    fn root(&self) -> u32 {
+        (self.nodes.len() - 1) as u32
+    }
+}
+
+/// Closest hit over a [`WideTree`]: every child box of a node tested, leaves
+/// intersected nearest first, the nearest inner child visited next and the
+/// others pushed. Its hit, node steps and box tests.
+fn wide_closest_hit_steps(accel: &Accel, tree: &WideTree, ray: &Ray) -> (Hit, u32, u32) {
+    let prims = accel.primitives();
+    let pre = RayPre::new(ray);
+    let tmin = ray.tmin;
+    let mut best = Hit {
+        t: ray.tmax,
+        ..Hit::MISS
+    };
+    let mut stack: Vec<(u32, f32)> = Vec::new();
+    let (mut node, mut steps, mut boxes) = (tree.root(), 0u32, 0u32);
+    loop {
+        steps += 1;
+        let mut entered: Vec<(f32, &WideChild)> = Vec::new();
+        for c in &tree.nodes[node as usize] {
+            boxes += 1;
+            let t = ray_aabb_rows(&pre, &c.lo, &c.hi, tmin, best.t);
+            if t < best.t {
+                entered.push((t, c));
+            }
+        }
+        entered.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for &(t, c) in entered.iter().filter(|e| e.1.count > 0) {
+            if t < best.t {
+                for k in c.index..c.index + c.count {
+                    if let Some((t, u, v)) = ray_primitive(&pre, &prims[k as usize], tmin, best.t) {
+                        best = Hit { t, u, v, prim: k };
+                    }
+                }
+            }
+        }
+        let mut inner = entered.iter().filter(|e| e.1.count == 0 && e.0 < best.t);
+        let next = inner.next();
+        let rest: Vec<(u32, f32)> = inner.map(|e| (e.1.index, e.0)).collect();
+        stack.extend(rest.into_iter().rev());
+        if let Some(&(_, c)) = next {
+            node = c.index;
+            continue;
+        }
+        match std::iter::from_fn(|| stack.pop()).find(|&(_, t)| t < best.t) {
+            Some((n, _)) => node = n,
+            None => break,
+        }
+    }
+    if !best.is_hit() {
+        best.t = f32::INFINITY;
+    }
+    (best, steps, boxes)
+}
+
+/// A path segment: binary node steps, and the 4-wide tree's steps and box tests.
+#[derive(Clone, Copy)]
+struct Segment {
+    steps: u32,
+    wide_steps: u32,
+    wide_boxes: u32,
+}
+
 /// A tracer that records, per sample, the node steps of each path segment.
 struct StepRecorder<'a> {
     accel: &'a Accel,
+    wide: &'a WideTree,
+    /// Hits of the 4-wide tree that differ from core's.
+    wide_differ: std::cell::Cell<u64>,
     /// The camera position: a ray starting within the lens of it begins a sample.
     eye: glam::Vec3,
-    samples: RefCell<Vec<Vec<u32>>>,
+    samples: RefCell<Vec<Vec<Segment>>>,
 }
 
 impl Tracer for StepRecorder<'_> {
@@ -108,11 +240,19 @@ impl Tracer for StepRecorder<'_> {
         let (hit, steps) = closest_hit_steps(self.accel, ray);
         let core = self.accel.intersect_slot(ray);
         assert!(hit.prim == core.prim && hit.t.to_bits() == core.t.to_bits());
+        let (wide, wide_steps, wide_boxes) = wide_closest_hit_steps(self.accel, self.wide, ray);
+        if wide.prim != core.prim || wide.t.to_bits() != core.t.to_bits() {
+            self.wide_differ.set(self.wide_differ.get() + 1);
+        }
         let mut s = self.samples.borrow_mut();
         if (ray.origin - self.eye).length() < 0.2 || s.is_empty() {
             s.push(Vec::new());
         }
-        s.last_mut().unwrap().push(steps); // ok: pushed above when empty
+        s.last_mut().unwrap().push(Segment {
+            steps,
+            wide_steps,
+            wide_boxes,
+        }); // ok: pushed above when empty
         hit
     }
     fn occluded(&self, ray: &Ray) -> bool {
@@ -137,22 +277,29 @@ fn main() {
         .expect("rtiow settings are valid");
     let o = params.camera.origin_lens;
     let eye = glam::Vec3::new(o[0], o[1], o[2]);
+    let wide = WideTree::collapse(&accel);
+    let wide_differ = std::cell::Cell::new(0u64);
+    // The 4-wide tree: lane steps, warp steps, box tests.
+    let mut wide_total = [0u64; 3];
     // Per bounce (the last row gathers 4 and deeper): lane steps, warp steps
     // as the kernel runs, warp steps with the tile's paths packed.
     let mut by_bounce = [[0u64; 3]; 5];
     let mut regenerated = 0u64;
     for ty in (0..p.height / TILE_H).step_by(row_step) {
         for tx in 0..p.width / TILE_W {
-            // paths[thread][sample] = node steps of each segment
-            let mut paths: Vec<Vec<Vec<u32>>> = Vec::new();
+            // paths[thread][sample] = each segment's counts
+            let mut paths: Vec<Vec<Vec<Segment>>> = Vec::new();
             for y in ty * TILE_H..(ty + 1) * TILE_H {
                 for x in tx * TILE_W..(tx + 1) * TILE_W {
                     let rec = StepRecorder {
                         accel: &accel,
+                        wide: &wide,
+                        wide_differ: std::cell::Cell::new(0),
                         eye,
                         samples: RefCell::new(Vec::new()),
                     };
                     render_pixel(&rec, &params, x, y);
+                    wide_differ.set(wide_differ.get() + rec.wide_differ.get());
                     let samples = rec.samples.into_inner();
                     assert_eq!(samples.len(), spp as usize);
                     paths.push(samples);
@@ -162,22 +309,29 @@ fn main() {
                 let depth = paths.iter().map(|q| q[s].len()).max().unwrap_or(0);
                 for b in 0..depth {
                     let row = &mut by_bounce[b.min(4)];
-                    let live: Vec<u32> =
+                    let live: Vec<Segment> =
                         paths.iter().filter_map(|q| q[s].get(b).copied()).collect();
-                    row[0] += live.iter().map(|&n| n as u64).sum::<u64>();
+                    row[0] += live.iter().map(|g| g.steps as u64).sum::<u64>();
+                    wide_total[0] += live.iter().map(|g| g.wide_steps as u64).sum::<u64>();
+                    wide_total[2] += live.iter().map(|g| g.wide_boxes as u64).sum::<u64>();
                     for w in 0..WARPS {
-                        let warp = &paths[w * 32..(w + 1) * 32];
-                        row[1] += lock_step(warp.iter().filter_map(|q| q[s].get(b).copied()));
+                        let warp = || {
+                            paths[w * 32..(w + 1) * 32]
+                                .iter()
+                                .filter_map(|q| q[s].get(b))
+                        };
+                        row[1] += lock_step(warp().map(|g| g.steps));
+                        wide_total[1] += lock_step(warp().map(|g| g.wide_steps));
                     }
                     for packed in live.chunks(32) {
-                        row[2] += lock_step(packed.iter().copied());
+                        row[2] += lock_step(packed.iter().map(|g| g.steps));
                     }
                 }
             }
             for w in 0..WARPS {
                 let lanes: Vec<Vec<u32>> = paths[w * 32..(w + 1) * 32]
                     .iter()
-                    .map(|q| q.concat())
+                    .map(|q| q.iter().flatten().map(|g| g.steps).collect())
                     .collect();
                 let n = lanes.iter().map(Vec::len).max().unwrap_or(0);
                 for i in 0..n {
@@ -225,5 +379,17 @@ fn main() {
     println!(
         "next sample started as soon as a path ends: {regenerated} warp steps, lanes busy {:.2}",
         busy(total[0], regenerated)
+    );
+    println!(
+        "4-wide tree collapsed from core's ({} nodes against {}): {} lane steps, {} warp steps, lanes busy {:.2}, {} box tests against {} ({:.2}x); {} hits differ from core's",
+        wide.nodes.len(),
+        accel.nodes().len(),
+        wide_total[0],
+        wide_total[1],
+        busy(wide_total[0], wide_total[1]),
+        wide_total[2],
+        2 * total[0],
+        wide_total[2] as f64 / (2 * total[0]) as f64,
+        wide_differ.get()
     );
 }
