@@ -13,7 +13,9 @@
 //! table gives, per bounce, the node steps the lanes need against the steps
 //! their warps take, and the same for two ways of keeping more lanes busy:
 //! packing a tile's live paths into its first warps after every bounce, and
-//! starting a pixel's next sample as soon as its path ends. A last line models
+//! starting a pixel's next sample as soon as its path ends; and the most any
+//! regrouping without sorting can give: the whole frame's live paths packed
+//! into full warps after every bounce, as a wavefront tracer would. A last line models
 //! a 4-wide tree made by collapsing core's (each node takes its children's
 //! children), traversed nearest child first: its node steps, warp steps and box
 //! tests, and how many hits differ from core's.
@@ -285,6 +287,11 @@ fn main() {
     // as the kernel runs, warp steps with the tile's paths packed.
     let mut by_bounce = [[0u64; 3]; 5];
     let mut regenerated = 0u64;
+    // Whole-frame packing (a wavefront tracer's extend phase, rays in frame
+    // order): per (sample, bounce), the live segments not yet in a full warp,
+    // and the warp steps of the full ones.
+    let mut frame_pending: Vec<Vec<Vec<u32>>> = vec![Vec::new(); spp as usize];
+    let mut frame_packed = 0u64;
     for ty in (0..p.height / TILE_H).step_by(row_step) {
         for tx in 0..p.width / TILE_W {
             // paths[thread][sample] = each segment's counts
@@ -325,6 +332,16 @@ fn main() {
                     }
                     for packed in live.chunks(32) {
                         row[2] += lock_step(packed.iter().map(|g| g.steps));
+                    }
+                    let pending = &mut frame_pending[s];
+                    if pending.len() <= b {
+                        pending.resize_with(b + 1, Vec::new);
+                    }
+                    for g in &live {
+                        pending[b].push(g.steps);
+                        if pending[b].len() == 32 {
+                            frame_packed += lock_step(pending[b].drain(..));
+                        }
                     }
                 }
             }
@@ -375,6 +392,15 @@ fn main() {
         busy(total[0], total[1]),
         total[2],
         busy(total[0], total[2])
+    );
+    frame_packed += frame_pending
+        .into_iter()
+        .flatten()
+        .map(|rest| lock_step(rest.into_iter()))
+        .sum::<u64>();
+    println!(
+        "whole frame packed per bounce (a wavefront tracer): {frame_packed} warp steps, lanes busy {:.2}",
+        busy(total[0], frame_packed)
     );
     println!(
         "next sample started as soon as a path ends: {regenerated} warp steps, lanes busy {:.2}",
