@@ -366,13 +366,7 @@ fn main() {
     );
     println!("|---|---:|---:|---:|---:|---:|");
     let busy = |lane: u64, warp: u64| lane as f64 / (32.0 * warp.max(1) as f64);
-    let mut total = [0u64; 3];
-    for (b, row) in by_bounce.iter().enumerate() {
-        let name = if b == 4 {
-            "4+".to_owned()
-        } else {
-            b.to_string()
-        };
+    let print_row = |name: &str, row: &[u64; 3]| {
         println!(
             "| {name} | {} | {} | {:.2} | {} | {:.2} |",
             row[0],
@@ -380,19 +374,23 @@ fn main() {
             busy(row[0], row[1]),
             row[2],
             busy(row[0], row[2])
+        )
+    };
+    let mut total = [0u64; 3];
+    for (b, row) in by_bounce.iter().enumerate() {
+        print_row(
+            if b == 4 {
+                "4+"
+            } else {
+                ["0", "1", "2", "3"][b]
+            },
+            row,
         );
         for k in 0..3 {
             total[k] += row[k];
         }
     }
-    println!(
-        "| all | {} | {} | {:.2} | {} | {:.2} |",
-        total[0],
-        total[1],
-        busy(total[0], total[1]),
-        total[2],
-        busy(total[0], total[2])
-    );
+    print_row("all", &total);
     frame_packed += frame_pending
         .into_iter()
         .flatten()
