@@ -12,12 +12,6 @@
 
 #define PRISM_INF __int_as_float(0x7f800000)
 
-// PRISM_SLAB_FMA=1 (an experiment, not core's rounding): the slab test in the
-// one-FMA form bound * inv_dir - origin * inv_dir, to measure what Ize's form costs.
-#ifndef PRISM_SLAB_FMA
-#define PRISM_SLAB_FMA 0
-#endif
-
 // Select component k (0, 1, 2) of a vector without a local-memory array.
 __device__ __forceinline__ float pick(V3 a, int k) { return k == 0 ? a.x : (k == 1 ? a.y : a.z); }
 
@@ -34,9 +28,6 @@ struct RayPre {
     // origin[kx], origin[ky], origin[kz]: `(v - origin)[k] == v[k] - origin[k]`
     // exactly, so the triangle test permutes each vertex once and subtracts these.
     float okx, oky, okz;
-#if PRISM_SLAB_FMA
-    V3 neg_oi;
-#endif
 };
 
 // `c` moved away from zero to +-MIN_DIR_COMPONENT (the closure `safe` in core).
@@ -61,9 +52,6 @@ __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
     pre.origin = origin;
     pre.dir = d;
     pre.inv_dir = v3(1.0f / safe_dir(d.x), 1.0f / safe_dir(d.y), 1.0f / safe_dir(d.z));
-#if PRISM_SLAB_FMA
-    pre.neg_oi = v3(-origin.x * pre.inv_dir.x, -origin.y * pre.inv_dir.y, -origin.z * pre.inv_dir.z);
-#endif
     if (K & PRISM_SPHERES) {
         pre.dir_dot = dot_rn(d, d);
     }
@@ -113,21 +101,12 @@ __device__ __forceinline__ float widen_exit(float t) {
 // missed either way; for t >= 0 the scales agree. The sign test is left out.
 template <bool TMIN_NONNEG>
 __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
-#if PRISM_SLAB_FMA
-    const float t0x = fmaf(lo.x, pre.inv_dir.x, pre.neg_oi.x);
-    const float t0y = fmaf(lo.y, pre.inv_dir.y, pre.neg_oi.y);
-    const float t0z = fmaf(lo.z, pre.inv_dir.z, pre.neg_oi.z);
-    const float t1x = fmaf(hi.x, pre.inv_dir.x, pre.neg_oi.x);
-    const float t1y = fmaf(hi.y, pre.inv_dir.y, pre.neg_oi.y);
-    const float t1z = fmaf(hi.z, pre.inv_dir.z, pre.neg_oi.z);
-#else
     const float t0x = (lo.x - pre.origin.x) * pre.inv_dir.x;
     const float t0y = (lo.y - pre.origin.y) * pre.inv_dir.y;
     const float t0z = (lo.z - pre.origin.z) * pre.inv_dir.z;
     const float t1x = (hi.x - pre.origin.x) * pre.inv_dir.x;
     const float t1y = (hi.y - pre.origin.y) * pre.inv_dir.y;
     const float t1z = (hi.z - pre.origin.z) * pre.inv_dir.z;
-#endif
     const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
     const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
     const float t_enter = fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
