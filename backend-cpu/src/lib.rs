@@ -32,7 +32,7 @@ pub mod wide;
 
 use prism_core::backend::check_batch;
 use prism_core::gpu::Primitive;
-use prism_core::image::encode_srgba8;
+use prism_core::image::Srgb8Table;
 use prism_core::integrator::render_pixel;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
@@ -70,6 +70,9 @@ pub struct CpuBackend {
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
+    /// The 8-bit encoding as a table: the same bytes as `encode_srgba8`
+    /// without three `powf` per pixel.
+    srgb8: Srgb8Table,
 }
 
 impl CpuBackend {
@@ -95,6 +98,7 @@ impl CpuBackend {
             traversal: Traversal::Wide,
             pool,
             threads,
+            srgb8: Srgb8Table::new(),
         })
     }
 
@@ -159,6 +163,7 @@ impl Backend for CpuBackend {
             wide: &self.wide,
         };
         let traversal = self.traversal;
+        let srgb8 = &self.srgb8;
         let rays = AtomicU64::new(0);
         let bands_done = AtomicU64::new(0);
         let cancelled = AtomicBool::new(false);
@@ -206,7 +211,7 @@ impl Backend for CpuBackend {
                 .par_chunks_mut(band_len)
                 .enumerate()
                 .for_each(|(b, px)| {
-                    run_band(b, Box::new(|i, c| px[i] = encode_srgba8(c)));
+                    run_band(b, Box::new(|i, c| px[i] = srgb8.encode_srgba8(c)));
                 }),
         });
         if cancelled.load(Ordering::Relaxed) {

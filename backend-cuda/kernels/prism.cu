@@ -10,7 +10,9 @@
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
 //                       new rays once N lanes are done (see intersect_refill)
 //   PRISM_OCCLUDED_REFILL  the same for occluded
-//   PRISM_FAST_SRGB     1: 8-bit encoding with the hardware log2/exp2 (see image.cuh)
+//   PRISM_SRGB_TABLE    1 (default): 8-bit encoding through core's table (see image.cuh)
+//   PRISM_FAST_SRGB     1: with PRISM_SRGB_TABLE 0, the curve's power function from the
+//                       hardware log2/exp2 (see image.cuh)
 //   PRISM_LOBE_BRANCHES 1: scatter evaluates only the lobe it picks (see material.cuh)
 //   PRISM_TREE_CHECKS   0: the host checked the tree at upload, the kernels skip
 //                       core's per-leaf and per-node checks (see traverse.cuh)
@@ -44,9 +46,9 @@ __constant__ RenderParams c_params;
 #define PRISM_FORMAT_LINEAR_F32 0u
 #define PRISM_FORMAT_SRGBA8 1u
 
-__device__ __forceinline__ void store_pixel(void* out, u32 format, u32 index, V3 c) {
+__device__ __forceinline__ void store_pixel(void* out, u32 format, const uint2* srgb8, u32 index, V3 c) {
     if (format == PRISM_FORMAT_SRGBA8) {
-        reinterpret_cast<u32*>(out)[index] = encode_srgba8(c);
+        reinterpret_cast<u32*>(out)[index] = encode_srgba8(srgb8, c);
     } else {
         reinterpret_cast<float4*>(out)[index] = make_float4(c.x, c.y, c.z, 1.0f);
     }
@@ -172,7 +174,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
 // Pixels of rows [y0, y1): one thread per pixel, one block per tile.
 template <u32 INTEGRATOR, int K>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
-                                            u64* ray_counter) {
+                                            const uint2* srgb8, u64* ray_counter) {
     const RenderParams& params = c_params;
     const u32 x = blockIdx.x * PRISM_RENDER_TILE_W + threadIdx.x;
     const u32 y = y0 + blockIdx.y * PRISM_RENDER_TILE_H + threadIdx.y;
@@ -183,7 +185,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
         // Every lane takes part (warp votes); only pixels of the image are stored.
         const V3 c = render_pixel_path_deferred<K>(s, params, x, y, active, rays);
         if (active) {
-            store_pixel(out, format, y * params.width + x, c);
+            store_pixel(out, format, srgb8, y * params.width + x, c);
         }
         count_rays(ray_counter, rays);
         return;
@@ -200,7 +202,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 #else
         c = render_pixel<INTEGRATOR, K>(s, params, x, y, rays);
 #endif
-        store_pixel(out, format, y * params.width + x, c);
+        store_pixel(out, format, srgb8, y * params.width + x, c);
     }
     count_rays(ray_counter, rays);
 }
@@ -367,22 +369,25 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
 //
 // prism_render_{path,whitted,ao}: rows [y0, y1) of the frame described by c_params,
-//   written to `out` as float4 (format 0) or packed sRGBA8 (format 1); rays traced
-//   are added to *ray_counter.
+//   written to `out` as float4 (format 0) or packed sRGBA8 (format 1, encoded through
+//   `srgb8`, core's Srgb8Table); rays traced are added to *ray_counter.
 // prism_intersect: hits[i] = (t, u, v, scene primitive id bits) for n rays.
 // prism_occluded: out[i] = 1 when something lies on ray i, else 0.
 #define PRISM_KERNELS(SUFFIX, K)                                                                                   \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_path##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {          \
-        render_rows<0, K>(s, y0, y1, out, format, ray_counter);                                                    \
+        prism_render_path##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                              \
+                                     const uint2* __restrict__ srgb8, u64* ray_counter) {                          \
+        render_rows<0, K>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_whitted##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {       \
-        render_rows<1, K>(s, y0, y1, out, format, ray_counter);                                                    \
+        prism_render_whitted##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                           \
+                                        const uint2* __restrict__ srgb8, u64* ray_counter) {                       \
+        render_rows<1, K>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_ao##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format, u64* ray_counter) {            \
-        render_rows<2, K>(s, y0, y1, out, format, ray_counter);                                                    \
+        prism_render_ao##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                                \
+                                   const uint2* __restrict__ srgb8, u64* ray_counter) {                            \
+        render_rows<2, K>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \

@@ -14,6 +14,7 @@ use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, RenderParams};
+use prism_core::image::Srgb8Table;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Integrator, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -183,6 +184,9 @@ struct DeviceState {
     pinned: Option<PinnedBuffer>,
     /// `[rays traced: u64][work counter: u32][pad]`.
     counters: DeviceBuffer,
+    /// prism_core's `Srgb8Table`, which the render kernels encode 8-bit pixels
+    /// through (core's bytes exactly); uploaded once per context.
+    srgb8: DeviceBuffer,
     counters_host: PinnedBuffer,
     events: Vec<Event>,
     copy_stream: Stream,
@@ -297,6 +301,10 @@ impl DeviceState {
         let counters_host = PinnedBuffer::alloc(16, "ray counter readback")?;
         let stream = Stream::create()?;
         let copy_stream = Stream::create()?;
+        let table = Srgb8Table::new();
+        let table_bytes: &[u8] = bytemuck::cast_slice(table.slots());
+        let mut srgb8 = DeviceBuffer::alloc(table_bytes.len(), "sRGB encoding table")?;
+        srgb8.upload(&stream, table_bytes)?;
         Ok(DeviceState {
             scene: None,
             rays: None,
@@ -305,6 +313,7 @@ impl DeviceState {
             pinned: None,
             counters,
             counters_host,
+            srgb8,
             events: Vec::new(),
             copy_stream,
             stream,
@@ -482,20 +491,24 @@ impl DeviceState {
         let mut y1 = y1;
         let mut out = out_ptr;
         let mut format = format;
+        let mut srgb8 = self.srgb8.ptr();
         let mut counter = self.counters.ptr();
-        let mut params: [*mut c_void; 6] = [
+        let mut params: [*mut c_void; 7] = [
             (&mut scene as *mut SceneArgs).cast(),
             (&mut y0 as *mut u32).cast(),
             (&mut y1 as *mut u32).cast(),
             (&mut out as *mut u64).cast(),
             (&mut format as *mut u32).cast(),
+            (&mut srgb8 as *mut u64).cast(),
             (&mut counter as *mut u64).cast(),
         ];
-        // SAFETY: the six values match prism_render_*'s parameters (SceneView,
-        // u32, u32, void*, u32, u64*) in order and layout; `out` holds a whole
-        // frame of the format's pixels for the width/height in c_params, which
-        // was written before on the same stream; `counter` is the 16-byte
-        // counter buffer.
+        // SAFETY: the seven values match prism_render_*'s parameters (SceneView,
+        // u32, u32, void*, u32, const uint2*, u64*) in order and layout; `out`
+        // holds a whole frame of the format's pixels for the width/height in
+        // c_params, which was written before on the same stream; `srgb8` holds
+        // the SRGB8_TABLE_SLOTS + 1 slots the kernels index (uploaded on this
+        // stream when the context was made); `counter` is the 16-byte counter
+        // buffer.
         unsafe { f.launch(grid, (tw, th), &self.stream, &mut params) }
     }
 }

@@ -294,6 +294,10 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_PHONG_SPECULAR={}", c_float(PHONG_SPECULAR)),
         format!("-DPRISM_PHONG_EXPONENT={PHONG_EXPONENT}"),
         format!("-DPRISM_WHITTED_LOCAL={}", c_float(WHITTED_LOCAL)),
+        format!(
+            "-DPRISM_SRGB8_TABLE_SLOTS={}",
+            prism_core::image::SRGB8_TABLE_SLOTS
+        ),
     ];
     for (name, size, fields) in prism_core::gpu::layouts() {
         d.push(format!("-DPRISM_LAYOUT_{name}_SIZE={size}"));

@@ -1,6 +1,7 @@
 // Bindings and compute entry points. Host side: backend-wgpu/src/lib.rs.
 //
-// group(0): the scene, uploaded once by set_scene, and the frame's parameters.
+// group(0): the scene, uploaded once by set_scene, the frame's parameters, and
+// the sRGB encoding table.
 // group(1): one call's work: which rows or rays, the ray input, the output.
 
 @group(0) @binding(0) var<uniform> params: RenderParams;
@@ -8,6 +9,8 @@
 @group(0) @binding(2) var<storage, read> prims: array<Primitive>;
 @group(0) @binding(3) var<storage, read> slot_materials: array<u32>;
 @group(0) @binding(4) var<storage, read> materials: array<GpuMaterial>;
+// prism_core::image::Srgb8Table: (step bits, base) per slot, read by image.wgsl.
+@group(0) @binding(5) var<storage, read> srgb8_table: array<vec2<u32>>;
 
 // The part of a frame or batch one dispatch covers.
 struct Chunk {

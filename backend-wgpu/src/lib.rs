@@ -51,6 +51,7 @@ pub use shaders::{DIVISION_F64, ModuleConfig, REFILL, SHADER_FILES, ShaderSource
 
 use prism_core::backend::check_batch;
 use prism_core::gpu::RenderParams;
+use prism_core::image::Srgb8Table;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -313,6 +314,8 @@ pub struct WgpuBackend {
     ray_count: wgpu::Buffer,
     ray_count_readback: [wgpu::Buffer; SLOTS],
     dummy_rays: wgpu::Buffer,
+    /// prism_core's `Srgb8Table` (scene group, binding 5).
+    srgb8: wgpu::Buffer,
     timestamps: Option<Timestamps>,
     rays_buf: Reusable,
     out_buf: Reusable,
@@ -537,6 +540,7 @@ impl WgpuBackend {
                             storage(2, true),
                             storage(3, true),
                             storage(4, true),
+                            storage(5, true),
                         ],
                     });
                 let work_layout =
@@ -585,6 +589,16 @@ impl WgpuBackend {
         };
         let ray_count_readback = [count_readback()?, count_readback()?];
         let dummy_rays = small("no rays", RAY_BYTES, wgpu::BufferUsages::STORAGE)?;
+        // Core's 8-bit encoding table, which render_srgb8 encodes through so that
+        // its bytes are core's (WGSL's pow promises no exact rounding).
+        let table = Srgb8Table::new();
+        let table_bytes: &[u8] = bytemuck::cast_slice(table.slots());
+        let srgb8 = small(
+            "sRGB encoding table",
+            table_bytes.len() as u64,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        )?;
+        queue.write_buffer(&srgb8, 0, table_bytes);
         let timestamps = if use_timestamps {
             let set = scoped(&device, "create the timestamp queries", || {
                 Ok(device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -635,6 +649,7 @@ impl WgpuBackend {
             ray_count,
             ray_count_readback,
             dummy_rays,
+            srgb8,
             timestamps,
             rays_buf: Reusable::default(),
             out_buf: Reusable::default(),
@@ -1712,6 +1727,10 @@ impl WgpuBackend {
                 wgpu::BindGroupEntry {
                     binding: 4,
                     resource: exact(&materials, size_of_val(accel.materials())),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 5,
+                    resource: self.srgb8.as_entire_binding(),
                 },
             ],
         });

@@ -548,6 +548,15 @@ fn srgb8_output_is_core_encoding() {
             W * H
         );
         assert!(off_by_more as f64 <= 0.01 * (W * H) as f64);
+        // Against the device's own linear frame the bytes are core's exactly:
+        // the shader encodes through core's Srgb8Table.
+        let mut linear = Image::new(W, H, PixelFormat::LinearF32).expect("image");
+        gpu.render(&camera, &s, &mut linear, &NoProgress)
+            .expect("render");
+        for (i, (g, l)) in image.rgba8().iter().zip(linear.linear()).enumerate() {
+            let want = prism_core::image::encode_srgba8(Vec3::new(l[0], l[1], l[2]));
+            assert_eq!(*g, want, "pixel {i}: linear {l:?}");
+        }
     });
 }
 

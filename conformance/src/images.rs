@@ -267,6 +267,8 @@ pub fn pair_failures(px: &PixelMetrics, tiles: Option<&TileMetrics>) -> Vec<Stri
 }
 
 /// Whether an sRGB frame is within [`MAX_SRGB8_LEVELS`] of the encoded linear frame.
+// The threshold is 0 today; `<=` keeps the test right if it is ever raised.
+#[allow(clippy::absurd_extreme_comparisons)]
 pub fn srgb8_ok(levels: u8) -> bool {
     levels <= MAX_SRGB8_LEVELS
 }
@@ -342,5 +344,8 @@ mod tests {
         s.rgba8_mut()[3][1] = e[1].wrapping_add(3);
         assert_eq!(srgb8_levels(&s, &lin), Ok(3));
         assert!(!srgb8_ok(3));
+        // The encoders are exact: one level off is already a failure.
+        assert!(srgb8_ok(0));
+        assert!(!srgb8_ok(1));
     }
 }

@@ -143,6 +143,21 @@ pub struct GpuMaterial {
     pub lobe_weights: [f32; 4],
 }
 
+/// One slot of the 8-bit sRGB encoding table ([`crate::image::Srgb8Table`]).
+///
+/// The one buffer element that is not a 16-byte row: the devices read it as a
+/// two-word vector (CUDA `uint2`, WGSL `vec2<u32>`), 8-byte aligned and packed
+/// with stride 8 in all three languages. `step` is stored as `f32` bits.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Srgb8Slot {
+    /// Bits of the smallest linear value in the slot that encodes to
+    /// `base + 1` (2.0, above every clamped value, when none does).
+    pub step: u32,
+    /// The 8-bit value at the slot's first linear value.
+    pub base: u32,
+}
+
 /// A ray as two rows: `(origin.xyz, tmin)`, `(dir.xyz, tmax)`.
 ///
 /// The same bytes as [`crate::Ray`] and as one record of the `.rays` files, so
@@ -235,6 +250,10 @@ const _: () = {
     assert!(offset_of!(GpuMaterial, albedo_fuzz) == 0);
     assert!(offset_of!(GpuMaterial, emission_ior) == 16);
     assert!(offset_of!(GpuMaterial, lobe_weights) == 32);
+
+    assert!(size_of::<Srgb8Slot>() == 8);
+    assert!(offset_of!(Srgb8Slot, step) == 0);
+    assert!(offset_of!(Srgb8Slot, base) == 4);
 
     assert!(size_of::<GpuRay>() == 32);
     assert!(offset_of!(GpuRay, origin_tmin) == 0);

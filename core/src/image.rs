@@ -1,6 +1,7 @@
 //! Images: linear float radiance, or 8-bit sRGB for display and download.
 
 use crate::error::Error;
+use crate::gpu::Srgb8Slot;
 use alloc::vec::Vec;
 use glam::Vec3;
 
@@ -162,4 +163,116 @@ pub fn encode_srgba8(c: Vec3) -> [u8; 4] {
         linear_to_srgb8(c.z),
         255,
     ]
+}
+
+/// Slots of an [`Srgb8Table`] per unit of linear value.
+///
+/// 4096 makes a slot (2.4e-4 wide) narrower than the closest two steps of
+/// [`linear_to_srgb8`], which lie 1 / (255 * 12.92) = 3.0e-4 apart where the
+/// curve is steepest (its linear segment), so a slot holds at most one step.
+/// A power of two, so that `c * 4096` is exact and the slot index is its floor.
+pub const SRGB8_TABLE_SLOTS: u32 = 4096;
+
+/// `step` of a slot without a step: above every clamped value.
+const NO_STEP: f32 = 2.0;
+
+/// [`linear_to_srgb8`] as a table lookup, equal to it for every `f32`.
+///
+/// The encoding is a staircase of 256 levels over `[0, 1]`. Cut `[0, 1)` into
+/// [`SRGB8_TABLE_SLOTS`] equal slots (plus one for `1.0` itself); each slot
+/// starts at some level and steps up by one at most once, so a slot is its
+/// start level and the smallest value at which it steps. A lookup is a clamp,
+/// a multiply, one 8-byte load and a compare, where the curve costs a `powf`;
+/// and because the table is built from [`linear_to_srgb8`] itself, a device
+/// that encodes through the same table writes exactly core's bytes, which no
+/// device `pow` promises.
+///
+/// ```
+/// use prism_core::image::{linear_to_srgb8, Srgb8Table};
+///
+/// let table = Srgb8Table::new();
+/// for c in [-1.0, 0.0, 0.0031308, 0.2, 0.5, 0.99, 1.0, 7.0, f32::NAN] {
+///     assert_eq!(table.encode(c), linear_to_srgb8(c));
+/// }
+/// // The device buffer: SRGB8_TABLE_SLOTS + 1 slots of 8 bytes.
+/// assert_eq!(bytemuck::cast_slice::<_, u8>(table.slots()).len(), 4097 * 8);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Srgb8Table {
+    slots: Vec<Srgb8Slot>,
+}
+
+impl Default for Srgb8Table {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Srgb8Table {
+    /// Build the table from [`linear_to_srgb8`]: two encodings per slot, and a
+    /// bisection over the `f32` bit patterns of the slots that hold a step
+    /// (positive floats order as their bits). About 20,000 encodings.
+    pub fn new() -> Srgb8Table {
+        let n = SRGB8_TABLE_SLOTS;
+        let mut slots = Vec::with_capacity(n as usize + 1);
+        for i in 0..n {
+            // Both ends are exact: i and i + 1 are below 2^24, the scale a power of two.
+            let first = i as f32 / n as f32;
+            let end = (i + 1) as f32 / n as f32;
+            let last = f32::from_bits(end.to_bits() - 1);
+            let base = linear_to_srgb8(first);
+            let top = linear_to_srgb8(last);
+            debug_assert!(top <= base.saturating_add(1), "slot {i} holds two steps");
+            let step = if top == base {
+                NO_STEP
+            } else {
+                // Invariant: encode(lo) == base < encode(hi).
+                let (mut lo, mut hi) = (first.to_bits(), last.to_bits());
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if linear_to_srgb8(f32::from_bits(mid)) > base {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                f32::from_bits(hi)
+            };
+            slots.push(Srgb8Slot {
+                step: step.to_bits(),
+                base: base as u32,
+            });
+        }
+        // The last slot holds 1.0 alone.
+        slots.push(Srgb8Slot {
+            step: NO_STEP.to_bits(),
+            base: linear_to_srgb8(1.0) as u32,
+        });
+        Srgb8Table { slots }
+    }
+
+    /// The slots, `SRGB8_TABLE_SLOTS + 1` of them, to upload to a device.
+    #[inline]
+    pub fn slots(&self) -> &[Srgb8Slot] {
+        &self.slots
+    }
+
+    /// One linear channel to 8-bit sRGB, the same value as [`linear_to_srgb8`].
+    /// The device kernels mirror this.
+    #[inline]
+    pub fn encode(&self, c: f32) -> u8 {
+        let c = if c > 0.0 { c.min(1.0) } else { 0.0 };
+        // c * 4096 is exact (a power of two), so the cast is its floor: 0..=4096.
+        match self.slots.get((c * SRGB8_TABLE_SLOTS as f32) as usize) {
+            Some(slot) => (slot.base + (c >= f32::from_bits(slot.step)) as u32) as u8,
+            None => linear_to_srgb8(c),
+        }
+    }
+
+    /// A linear colour to an sRGB 8-bit RGBA pixel with alpha 255, the same
+    /// bytes as [`encode_srgba8`].
+    #[inline]
+    pub fn encode_srgba8(&self, c: Vec3) -> [u8; 4] {
+        [self.encode(c.x), self.encode(c.y), self.encode(c.z), 255]
+    }
 }

@@ -5,7 +5,7 @@ mod common;
 use common::{config, unit_vec3, vec3};
 use glam::Vec3;
 use prism_core::camera::camera_ray;
-use prism_core::image::{encode_srgba8, linear_to_srgb8};
+use prism_core::image::{SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8};
 use prism_core::integrator::render_pixel;
 use prism_core::scene::Sky;
 use prism_core::{Accel, Camera, Integrator, Material, RenderSettings, Scene};
@@ -45,8 +45,67 @@ fn srgb_round_trip() {
     assert_eq!(encode_srgba8(Vec3::new(0.0, 0.5, 1.0)), [0, 188, 255, 255]);
 }
 
+/// The table encodes every `f32` from 2^-14 to 1 exactly as the curve does (all
+/// 117 M of them: every value where the curve's `powf` or a step lies), and the
+/// values outside that range.
+#[test]
+fn srgb_table_equals_the_curve_everywhere() {
+    let table = Srgb8Table::new();
+    assert_eq!(table.slots().len(), SRGB8_TABLE_SLOTS as usize + 1);
+    let first = 2.0f32.powi(-14);
+    // Below 2^-14 every value encodes to 0: 12.92 * 2^-14 * 255 + 0.5 < 1.
+    assert_eq!(linear_to_srgb8(f32::from_bits(first.to_bits() - 1)), 0);
+    let mut mismatches = 0u64;
+    let mut first_mismatch = None;
+    for bits in first.to_bits()..=1.0f32.to_bits() {
+        let c = f32::from_bits(bits);
+        if table.encode(c) != linear_to_srgb8(c) {
+            mismatches += 1;
+            first_mismatch.get_or_insert(c);
+        }
+    }
+    assert_eq!(mismatches, 0, "first at {first_mismatch:?}");
+    // Every level is reached, each from its own step.
+    let steps = table
+        .slots()
+        .iter()
+        .filter(|s| f32::from_bits(s.step) <= 1.0)
+        .count();
+    assert_eq!(steps, 255);
+    for c in [
+        f32::NAN,
+        -f32::NAN,
+        f32::NEG_INFINITY,
+        -1.0,
+        -0.0,
+        0.0,
+        f32::from_bits(1),
+        1e-30,
+        first / 2.0,
+        1.0 + f32::EPSILON,
+        2.0,
+        f32::MAX,
+        f32::INFINITY,
+    ] {
+        assert_eq!(table.encode(c), linear_to_srgb8(c), "{c}");
+    }
+    assert_eq!(
+        table.encode_srgba8(Vec3::new(0.0, 0.5, 1.0)),
+        encode_srgba8(Vec3::new(0.0, 0.5, 1.0))
+    );
+}
+
 proptest! {
     #![proptest_config(config(2000))]
+
+    /// The table agrees with the curve on any value, including the tiny ones
+    /// the exhaustive test leaves out.
+    #[test]
+    fn srgb_table_equals_the_curve(bits in any::<u32>()) {
+        let table = Srgb8Table::new();
+        let c = f32::from_bits(bits);
+        prop_assert_eq!(table.encode(c), linear_to_srgb8(c), "{}", c);
+    }
 
     /// The encoding is monotonic.
     #[test]
