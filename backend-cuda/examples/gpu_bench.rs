@@ -118,7 +118,6 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             }),
             c("rmin6", &|k| k.render_min_blocks = 6),
             c("regen", &|k| k.path_regen = true),
-            c("powf-srgb", &|k| k.fast_srgb = false),
             c("tile8x4", &|k| {
                 k.render_tile = [8, 4];
                 k.render_min_blocks = 32;

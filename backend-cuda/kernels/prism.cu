@@ -10,9 +10,6 @@
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
 //                       new rays once N lanes are done (see intersect_refill)
 //   PRISM_OCCLUDED_REFILL  the same for occluded
-//   PRISM_SRGB_TABLE    1 (default): 8-bit encoding through core's table (see image.cuh)
-//   PRISM_FAST_SRGB     1: with PRISM_SRGB_TABLE 0, the curve's power function from the
-//                       hardware log2/exp2 (see image.cuh)
 //   PRISM_LOBE_BRANCHES 1: scatter evaluates only the lobe it picks (see material.cuh)
 //   PRISM_TREE_CHECKS   0: the host checked the tree at upload, the kernels skip
 //                       core's per-leaf and per-node checks (see traverse.cuh)

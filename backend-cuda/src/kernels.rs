@@ -167,9 +167,6 @@ pub struct KernelConfig {
     /// The path kernel decouples BVH traversal from shading within a warp and
     /// shades once this many lanes (1..=32) are ready; 0 turns it off.
     pub path_defer: u32,
-    /// Encode 8-bit sRGB with the hardware log2/exp2 instead of `powf` (see
-    /// `image.cuh`: an 8-bit value moves by one on about 0.05% of channels).
-    pub fast_srgb: bool,
     /// `scatter` evaluates only the lobe it picks (branches) instead of every
     /// lobe (core's branchless form): the same directions and weights, with the
     /// sines, cube root and square roots of the other lobes left out.
@@ -198,7 +195,6 @@ impl Default for KernelConfig {
             occluded_refill: 16,
             path_regen: false,
             path_defer: 0,
-            fast_srgb: true,
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
@@ -378,7 +374,6 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
         "-DPRISM_OCCLUDED_REFILL={}",
         config.occluded_refill
     ));
-    o.push(format!("-DPRISM_FAST_SRGB={}", config.fast_srgb as u32));
     o.push(format!(
         "-DPRISM_LOBE_BRANCHES={}",
         config.lobe_branches as u32

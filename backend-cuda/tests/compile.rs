@@ -66,7 +66,6 @@ fn every_kernel_variant_compiles_for_sm_90() {
         path_defer: if d.path_defer == 0 { 16 } else { 0 },
         trace_refill: if d.trace_refill == 0 { 16 } else { 0 },
         occluded_refill: if d.occluded_refill == 0 { 16 } else { 0 },
-        fast_srgb: !d.fast_srgb,
         lobe_branches: !d.lobe_branches,
         tree_checked_on_upload: !d.tree_checked_on_upload,
         whitted_skips_camera_rng: !d.whitted_skips_camera_rng,

@@ -327,7 +327,6 @@ fn renders_match_core_with_path_regeneration() {
         path_regen: true,
         path_defer: 0,
         persistent: false,
-        fast_srgb: false,
         ..Default::default()
     };
     let mut gpu = gpu_with(config);
