@@ -203,6 +203,103 @@ __device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
     return closest_hit_end(c);
 }
 
+#ifndef PRISM_WIDE4
+#define PRISM_WIDE4 0
+#endif
+#if PRISM_WIDE4
+// Experiment (KernelConfig::wide4): a 4-wide tree collapsed from core's, stored
+// after the binary nodes; mirror of src/wide4.rs's WideNode4.
+struct WideNode4 {
+    float4 lo_x, lo_y, lo_z, hi_x, hi_y, hi_z;
+    uint4 child;
+    uint4 count;
+};
+
+#define PRISM_W4_SWAP(a, b)                                          \
+    {                                                                \
+        const bool sw = t##b < t##a;                                 \
+        const float tt = sw ? t##b : t##a;                           \
+        t##b = sw ? t##a : t##b;                                     \
+        t##a = tt;                                                   \
+        const u32 cc = sw ? c##b : c##a;                             \
+        c##b = sw ? c##a : c##b;                                     \
+        c##a = cc;                                                   \
+        const u32 nn = sw ? n##b : n##a;                             \
+        n##b = sw ? n##a : n##b;                                     \
+        n##a = nn;                                                   \
+    }
+
+// Closest hit over the 4-wide tree, rays with tmin >= 0: the four child boxes,
+// sorted near to far; leaves intersected near to far; inner children pushed far
+// to near, the nearest popped next.
+template <int K>
+__device__ __forceinline__ Hit closest_hit_wide4(const SceneView& s, const Ray& ray) {
+    const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
+    const WideNode4* wide = reinterpret_cast<const WideNode4*>(s.nodes + s.node_count);
+    Hit best;
+    best.t = ray.tmax;
+    best.u = 0.0f;
+    best.v = 0.0f;
+    best.prim = PRISM_NO_PRIM;
+    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
+    u32 sp = 0;
+    u32 node = 0;
+    for (;;) {
+        const float4* n = reinterpret_cast<const float4*>(wide + node);
+        const float4 lx = __ldg(n + 0), ly = __ldg(n + 1), lz = __ldg(n + 2);
+        const float4 hx = __ldg(n + 3), hy = __ldg(n + 4), hz = __ldg(n + 5);
+        const uint4 ch = __ldg(reinterpret_cast<const uint4*>(n + 6));
+        const uint4 ct = __ldg(reinterpret_cast<const uint4*>(n + 7));
+        float t0 = ray_aabb<true>(pre, V3{lx.x, ly.x, lz.x}, V3{hx.x, hy.x, hz.x}, ray.tmin, best.t);
+        float t1 = ray_aabb<true>(pre, V3{lx.y, ly.y, lz.y}, V3{hx.y, hy.y, hz.y}, ray.tmin, best.t);
+        float t2 = ray_aabb<true>(pre, V3{lx.z, ly.z, lz.z}, V3{hx.z, hy.z, hz.z}, ray.tmin, best.t);
+        float t3 = ray_aabb<true>(pre, V3{lx.w, ly.w, lz.w}, V3{hx.w, hy.w, hz.w}, ray.tmin, best.t);
+        u32 c0 = ch.x, c1 = ch.y, c2 = ch.z, c3 = ch.w;
+        u32 n0 = ct.x, n1 = ct.y, n2 = ct.z, n3 = ct.w;
+#if !defined(PRISM_WIDE4_SORT) || PRISM_WIDE4_SORT
+        PRISM_W4_SWAP(0, 1)
+        PRISM_W4_SWAP(2, 3)
+        PRISM_W4_SWAP(0, 2)
+        PRISM_W4_SWAP(1, 3)
+        PRISM_W4_SWAP(1, 2)
+#endif
+        const float ts[4] = {t0, t1, t2, t3};
+        const u32 cs[4] = {c0, c1, c2, c3};
+        const u32 ns[4] = {n0, n1, n2, n3};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (ns[j] > 0 && ts[j] < best.t) {
+                for (u32 p = cs[j]; p < cs[j] + ns[j]; ++p) {
+                    float t, u, v;
+                    if (ray_primitive<K>(pre, s.prims + p, ray.tmin, best.t, t, u, v)) {
+                        best.t = t;
+                        best.u = u;
+                        best.v = v;
+                        best.prim = p;
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 3; j >= 0; --j) {
+            if (ns[j] == 0 && ts[j] < best.t && sp < PRISM_TRAVERSAL_STACK_SIZE) {
+                stack[sp] = cs[j];
+                ++sp;
+            }
+        }
+        if (sp == 0) {
+            break;
+        }
+        --sp;
+        node = stack[sp];
+    }
+    if (best.prim == PRISM_NO_PRIM) {
+        best.t = PRISM_INF;
+    }
+    return best;
+}
+#endif
+
 // The state of any_hit between two iterations of its loop (see ClosestHit).
 struct AnyHit {
     RayPre pre;
