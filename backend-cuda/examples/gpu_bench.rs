@@ -118,15 +118,6 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             }),
             c("rmin6", &|k| k.render_min_blocks = 6),
             c("regen", &|k| k.path_regen = true),
-            c("wide4", &|k| k.wide4 = true),
-            c("wide4rmin6", &|k| {
-                k.wide4 = true;
-                k.render_min_blocks = 6;
-            }),
-            c("wide4nosort", &|k| {
-                k.wide4 = true;
-                k.extra_options = vec!["-DPRISM_WIDE4_SORT=0".into()];
-            }),
             c("tile8x4", &|k| {
                 k.render_tile = [8, 4];
                 k.render_min_blocks = 32;

@@ -64,11 +64,7 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
     for (u32 depth = 0; depth < params.max_depth; ++depth) {
-#if PRISM_WIDE4
-        const Hit hit = closest_hit_wide4<K>(s, ray);
-#else
         const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
-#endif
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             radiance += throughput * sky_color(params, ray.dir);

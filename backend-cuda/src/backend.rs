@@ -334,18 +334,10 @@ impl DeviceState {
         Ok(())
     }
 
-    fn upload_scene(&mut self, accel: &Accel, wide4: bool) -> Result<Duration, Error> {
+    fn upload_scene(&mut self, accel: &Accel) -> Result<Duration, Error> {
         self.scene = None;
         self.ensure_events(2)?;
-        let mut nodes_wide;
-        let mut nodes: &[u8] = bytemuck::cast_slice(accel.nodes());
-        if wide4 {
-            // The 4-wide tree follows the binary nodes (KernelConfig::wide4).
-            nodes_wide = nodes.to_vec();
-            nodes_wide
-                .extend_from_slice(bytemuck::cast_slice(&crate::wide4::collapse(accel.nodes())));
-            nodes = &nodes_wide;
-        }
+        let nodes: &[u8] = bytemuck::cast_slice(accel.nodes());
         let prims: &[u8] = bytemuck::cast_slice(accel.primitives());
         let slots: &[u8] = bytemuck::cast_slice(accel.slot_materials());
         let mats: &[u8] = bytemuck::cast_slice(accel.materials());
@@ -785,7 +777,7 @@ impl CudaBackend {
         };
         if let Some(accel) = &self.accel {
             let _g = st.ctx.enter()?;
-            st.upload_scene(accel, self.options.config.wide4)?;
+            st.upload_scene(accel)?;
         }
         self.state = Some(st);
         self.lost = None;
@@ -1002,10 +994,9 @@ impl CudaBackend {
             })?;
         }
         self.accel = None;
-        let wide4 = self.options.config.wide4;
         let (st, _g) = self.enter()?;
         st.scene = None;
-        let upload = st.upload_scene(&accel, wide4)?;
+        let upload = st.upload_scene(&accel)?;
         self.accel = Some(accel);
         Ok(RenderStats {
             build,

@@ -179,10 +179,6 @@ pub struct KernelConfig {
     /// matter (one sample per pixel, pinhole camera): it keeps no generator after
     /// the camera ray.
     pub whitted_skips_camera_rng: bool,
-    /// Experiment: the path kernel's closest-hit rays walk a 4-wide tree
-    /// collapsed from core's (uploaded after the binary nodes) instead of core's
-    /// binary tree. Same hits except exact ties.
-    pub wide4: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -202,7 +198,6 @@ impl Default for KernelConfig {
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
-            wide4: false,
             extra_options: Vec::new(),
         }
     }
@@ -379,7 +374,6 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
         "-DPRISM_OCCLUDED_REFILL={}",
         config.occluded_refill
     ));
-    o.push(format!("-DPRISM_WIDE4={}", config.wide4 as u32));
     o.push(format!(
         "-DPRISM_LOBE_BRANCHES={}",
         config.lobe_branches as u32

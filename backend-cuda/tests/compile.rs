@@ -69,7 +69,6 @@ fn every_kernel_variant_compiles_for_sm_90() {
         lobe_branches: !d.lobe_branches,
         tree_checked_on_upload: !d.tree_checked_on_upload,
         whitted_skips_camera_rng: !d.whitted_skips_camera_rng,
-        wide4: !d.wide4,
         ..d.clone()
     });
 }
