@@ -39,7 +39,9 @@ fn encode(c: &mut Criterion) {
     });
     group.finish();
     // Building the table, once per backend.
-    c.bench_function("srgb8 table build", |b| b.iter(|| black_box(Srgb8Table::new())));
+    c.bench_function("srgb8 table build", |b| {
+        b.iter(|| black_box(Srgb8Table::new()))
+    });
 }
 
 criterion_group!(benches, encode);
