@@ -128,10 +128,22 @@ impl Image {
         &mut self.rgba8
     }
 
-    /// The image as sRGB 8-bit RGBA bytes, converting linear pixels if needed.
+    /// The image as sRGB 8-bit RGBA bytes, converting linear pixels if needed
+    /// (the same bytes as [`encode_srgba8`] on each pixel).
+    ///
+    /// Large images encode through an [`Srgb8Table`] (17x faster a channel than
+    /// the curve once its 20,000 encodings are paid), small ones through the
+    /// curve itself; both give the same bytes.
     pub fn to_rgba8_bytes(&self) -> Vec<u8> {
         match self.format {
             PixelFormat::Srgba8 => self.rgba8.iter().flatten().copied().collect(),
+            PixelFormat::LinearF32 if self.linear.len() >= TABLE_ENCODE_MIN_PIXELS => {
+                let table = Srgb8Table::new();
+                self.linear
+                    .iter()
+                    .flat_map(|p| table.encode_srgba8(Vec3::new(p[0], p[1], p[2])))
+                    .collect()
+            }
             PixelFormat::LinearF32 => self
                 .linear
                 .iter()
@@ -172,6 +184,10 @@ pub fn encode_srgba8(c: Vec3) -> [u8; 4] {
 /// curve is steepest (its linear segment), so a slot holds at most one step.
 /// A power of two, so that `c * 4096` is exact and the slot index is its floor.
 pub const SRGB8_TABLE_SLOTS: u32 = 4096;
+
+/// Pixels from which [`Image::to_rgba8_bytes`] builds an [`Srgb8Table`]: the
+/// table costs about 20,000 curve encodings, a pixel three.
+const TABLE_ENCODE_MIN_PIXELS: usize = 16_384;
 
 /// `step` of a slot without a step: above every clamped value.
 const NO_STEP: f32 = 2.0;

@@ -5,7 +5,9 @@ mod common;
 use common::{config, unit_vec3, vec3};
 use glam::Vec3;
 use prism_core::camera::camera_ray;
-use prism_core::image::{SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8};
+use prism_core::image::{
+    Image, PixelFormat, SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8,
+};
 use prism_core::integrator::render_pixel;
 use prism_core::scene::Sky;
 use prism_core::{Accel, Camera, Integrator, Material, RenderSettings, Scene};
@@ -93,6 +95,38 @@ fn srgb_table_equals_the_curve_everywhere() {
         table.encode_srgba8(Vec3::new(0.0, 0.5, 1.0)),
         encode_srgba8(Vec3::new(0.0, 0.5, 1.0))
     );
+}
+
+/// `Image::to_rgba8_bytes` gives `encode_srgba8`'s bytes for every pixel, both
+/// for small images (encoded by the curve) and large ones (through the table).
+#[test]
+fn image_to_rgba8_bytes_equals_the_curve() {
+    for (width, height) in [(7, 5), (256, 128)] {
+        let mut image = Image::new(width, height, PixelFormat::LinearF32).unwrap();
+        let n = image.pixel_count();
+        for (i, p) in image.linear_mut().iter_mut().enumerate() {
+            // Ramps from below 0 to above 1 per channel, plus NaN and infinities.
+            let x = i as f32 / n as f32;
+            *p = [
+                x * 1.2 - 0.1,
+                (x * 7.0).fract(),
+                (x * 31.0).fract() * 1e-2,
+                1.0,
+            ];
+        }
+        image.linear_mut()[0] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0];
+        let want: Vec<u8> = image
+            .linear()
+            .iter()
+            .flat_map(|p| encode_srgba8(Vec3::new(p[0], p[1], p[2])))
+            .collect();
+        let got = image.to_rgba8_bytes();
+        assert_eq!(got.len(), n * 4);
+        let first = got.iter().zip(&want).position(|(a, b)| a != b);
+        assert_eq!(first, None, "{width}x{height}: first differing byte");
+        // The ramp covers the whole staircase.
+        assert_eq!(got.iter().step_by(4).max(), Some(&255));
+    }
 }
 
 proptest! {
