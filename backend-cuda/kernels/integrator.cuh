@@ -25,8 +25,9 @@ __device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
     return (1.0f - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith);
 }
 
-// mirrors prism_core::integrator::surface: hit point and unit geometric normal
-// (outward for spheres, by winding for triangles); `hit.prim` is a slot.
+// mirrors the point and normal of prism_core::integrator::shading_point: hit
+// point and unit geometric normal (outward for spheres, by winding for
+// triangles); `hit.prim` is a slot.
 template <int K>
 __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out) {
     p = ray_at(ray, hit.t);
@@ -44,7 +45,7 @@ __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, cons
     n_out = normalize_or(n, v3(0.0f, 1.0f, 0.0f));
 }
 
-// mirrors prism_core::integrator::material_of (slot -> material). Core validated
+// mirrors the material of prism_core::integrator::shading_point (slot -> material). Core validated
 // every material id; the clamp only keeps a corrupted buffer from reading out of bounds.
 __device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot) {
     const u32 id = min(__ldg(s.slot_materials + slot), s.material_count - 1u);

@@ -39,7 +39,7 @@ fn sky_color(dir: vec3<f32>) -> vec3<f32> {
     return (1.0 - t) * params.sky_horizon.xyz + t * params.sky_zenith.xyz;
 }
 
-// mirrors prism_core::integrator::surface
+// mirrors the point and normal of prism_core::integrator::shading_point
 fn surface(ray: Ray, hit: Hit) -> Surface {
     let p = ray_at(ray, hit.t);
     let prim = prims[hit.prim];
@@ -52,7 +52,7 @@ fn surface(ray: Ray, hit: Hit) -> Surface {
     return Surface(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)));
 }
 
-// mirrors prism_core::integrator::material_of
+// mirrors the material of prism_core::integrator::shading_point
 fn material_of(slot: u32) -> GpuMaterial {
     return materials[slot_materials[slot]];
 }

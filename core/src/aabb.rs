@@ -12,7 +12,11 @@ pub struct Aabb {
 }
 
 impl Aabb {
-    /// The empty box: the identity of [`Aabb::union`], hit by no ray.
+    /// The empty box: the identity of [`Aabb::union`], holding no point.
+    ///
+    /// Not a box for the slab test: its slabs give entry -inf and exit +inf on
+    /// every axis, so [`crate::intersect::ray_aabb`] reports a hit. A BVH gives
+    /// an absent child the box at +inf instead, which every ray misses.
     pub const EMPTY: Aabb = Aabb {
         min: Vec3::INFINITY,
         max: Vec3::NEG_INFINITY,

@@ -38,6 +38,25 @@ impl Camera {
     }
 
     /// The camera frame for an image of `width x height` pixels.
+    ///
+    /// Fails with [`Error::Camera`] (naming the field) for a degenerate camera and
+    /// [`Error::ImageSize`] for an empty image:
+    ///
+    /// ```
+    /// use prism_core::camera::camera_ray;
+    /// use prism_core::glam::Vec3;
+    /// use prism_core::{Camera, Error};
+    ///
+    /// let camera = Camera::look_at(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, Vec3::Y, 40.0);
+    /// let frame = camera.frame(640, 360)?;
+    /// // The ray through the image centre looks at `look_at`.
+    /// let ray = camera_ray(&frame, 0.5, 0.5, 0.0, 0.0);
+    /// assert!((ray.dir.normalize() - Vec3::NEG_Z).length() < 1e-6);
+    ///
+    /// let stuck = Camera::look_at(Vec3::ONE, Vec3::ONE, Vec3::Y, 40.0);
+    /// assert!(matches!(stuck.frame(640, 360), Err(Error::Camera { .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn frame(&self, width: u32, height: u32) -> Result<GpuCamera, Error> {
         let finite = self.look_from.is_finite() && self.look_at.is_finite() && self.up.is_finite();
         if !finite {
@@ -73,10 +92,15 @@ impl Camera {
         let w = (self.look_from - self.look_at)
             .try_normalize()
             .ok_or(Error::Camera {
-                reason: "look_from equals look_at",
+                reason: if self.look_from == self.look_at {
+                    "look_from equals look_at"
+                } else {
+                    // Finite and distinct, so the length overflowed f32.
+                    "look_from and look_at are too far apart (their distance overflows f32)"
+                },
             })?;
         let u = self.up.cross(w).try_normalize().ok_or(Error::Camera {
-            reason: "up is parallel to the view direction",
+            reason: "up is zero, parallel to the view direction, or too long to normalize",
         })?;
         let v = w.cross(u);
         let f = self.focus_distance;

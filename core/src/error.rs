@@ -29,11 +29,15 @@ pub enum Error {
         /// The radius given.
         radius: f32,
     },
-    /// A vertex position is NaN or infinite.
-    #[error("mesh {mesh}: vertex {vertex} at {position:?} is not finite")]
+    /// A vertex position used by a mesh triangle is NaN or infinite.
+    #[error(
+        "mesh {mesh}: triangle {triangle} uses vertex {vertex} at {position:?}, which is not finite"
+    )]
     VertexNotFinite {
         /// Mesh index (order of `add_mesh`).
         mesh: usize,
+        /// The first triangle (index inside the mesh) that uses the vertex.
+        triangle: usize,
         /// Vertex index inside the mesh.
         vertex: usize,
         /// The position given.

@@ -291,12 +291,16 @@ const _: () = {
     assert!(offset_of!(RenderParams, ao_distance) == 192);
     assert!(offset_of!(RenderParams, rr_depth) == 196);
     assert!(offset_of!(RenderParams, prim_count) == 200);
+    assert!(offset_of!(RenderParams, opaque_zero) == 204);
 };
 
 /// `(struct name, size, [(field, offset)])` of one buffer struct.
 pub type StructLayout = (&'static str, usize, &'static [(&'static str, usize)]);
 
-/// The layout of every buffer struct, for checks against the shader-side mirrors.
+/// The layout of every buffer struct that the shaders mirror as a named struct,
+/// for checks against those mirrors. ([`Srgb8Slot`] is read as a two-word
+/// vector, and `Ray`/`Hit` are checked by the backends' own layout tests; the
+/// compile-time assertions above pin all of them.)
 pub fn layouts() -> [StructLayout; 6] {
     [
         (

@@ -15,7 +15,8 @@ use glam::Vec3;
 
 /// Whitted: share of a point's light kept when the key light is blocked.
 pub const SHADOW_KEEP: f32 = 0.35;
-/// Whitted: Phong ambient, diffuse and specular weights and exponent.
+/// Whitted: Phong ambient weight (light a point gets with the key light blocked
+/// or behind it).
 pub const PHONG_AMBIENT: f32 = 0.1;
 /// Whitted: diffuse weight.
 pub const PHONG_DIFFUSE: f32 = 0.7;
@@ -33,7 +34,8 @@ pub const WHITTED_LOCAL: f32 = 0.55;
 pub trait Tracer {
     /// The scene whose slots, primitives and materials the hits refer to.
     fn accel(&self) -> &Accel;
-    /// Closest hit; `Hit::prim` is the leaf slot.
+    /// Closest hit; `Hit::prim` is the leaf slot (a slot of
+    /// `self.accel().primitives()`, or [`Hit::NO_PRIM`] for a miss).
     fn closest_slot(&self, ray: &Ray) -> Hit;
     /// Whether anything lies on the ray within `(tmin, tmax)`.
     fn occluded(&self, ray: &Ray) -> bool;
@@ -73,26 +75,33 @@ pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
     (1.0 - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith)
 }
 
-/// Hit point and unit geometric normal (outward for spheres, by winding for
-/// triangles) of a hit whose `prim` is a slot.
+/// What the integrators shade at a closest hit: hit point, unit geometric
+/// normal (outward for spheres, by winding for triangles) and material.
+///
+/// `None` for a miss, and for a slot outside `accel` (a [`Tracer`] that breaks
+/// its contract), which the integrators then shade as a miss instead of
+/// panicking.
 #[inline(always)]
-pub fn surface<T: Tracer + ?Sized>(accel: &T, ray: &Ray, hit: &Hit) -> (Vec3, Vec3) {
+fn shading_point<'a, T: Tracer + ?Sized>(
+    accel: &'a T,
+    ray: &Ray,
+    hit: &Hit,
+) -> Option<(Vec3, Vec3, &'a GpuMaterial)> {
+    let accel = accel.accel();
+    let slot = hit.prim as usize;
+    let prim = accel.primitives().get(slot)?;
+    // Every slot's material id was checked against the material table when
+    // building; `get` keeps a mismatched accel from panicking all the same.
+    let material = accel
+        .materials()
+        .get(*accel.slot_materials().get(slot)? as usize)?;
     let p = ray.at(hit.t);
-    // ok: `hit.prim` is a slot returned by traversal of this accel.
-    let prim = &accel.accel().primitives()[hit.prim as usize];
     let n = if prim.kind() == KIND_SPHERE {
         (p - xyz(prim.a)) * (1.0 / prim.b[0])
     } else {
         (xyz(prim.b) - xyz(prim.a)).cross(xyz(prim.c) - xyz(prim.a))
     };
-    (p, n.normalize_or(Vec3::Y))
-}
-
-#[inline(always)]
-fn material_of<T: Tracer + ?Sized>(accel: &T, slot: u32) -> &GpuMaterial {
-    // ok: slot materials were checked against the material table when building.
-    let accel = accel.accel();
-    &accel.materials()[accel.slot_materials()[slot as usize] as usize]
+    Some((p, n.normalize_or(Vec3::Y), material))
 }
 
 /// One path-traced sample; returns radiance and the number of rays traced.
@@ -108,12 +117,10 @@ pub fn trace_path<T: Tracer + ?Sized>(
     for depth in 0..params.max_depth {
         let hit = accel.closest_slot(&ray);
         rays += 1;
-        if !hit.is_hit() {
+        let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
             radiance += throughput * sky_color(params, ray.dir);
             break;
-        }
-        let (p, n) = surface(accel, &ray, &hit);
-        let m = material_of(accel, hit.prim);
+        };
         radiance += throughput * xyz(m.emission_ior);
         let s = scatter(m, ray.dir.normalize(), n, rng);
         throughput *= s.attenuation;
@@ -178,14 +185,13 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
     for bounce in 0..=params.max_depth {
         let hit = accel.closest_slot(&ray);
         rays += 1;
-        if !hit.is_hit() {
+        let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
             color += weight * sky_color(params, ray.dir);
             break;
-        }
-        let (p, n) = surface(accel, &ray, &hit);
+        };
         let d = ray.dir.normalize();
         let n = if n.dot(d) < 0.0 { n } else { -n };
-        let albedo = xyz(material_of(accel, hit.prim).albedo_fuzz);
+        let albedo = xyz(m.albedo_fuzz);
         let local = whitted_local(accel, params, p, n, -d, albedo);
         rays += 1;
         if bounce == params.max_depth {
@@ -209,12 +215,10 @@ pub fn trace_ao<T: Tracer + ?Sized>(
     rng: &mut Pcg,
 ) -> (Vec3, u32) {
     let hit = accel.closest_slot(&ray);
-    if !hit.is_hit() {
+    let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
         return (sky_color(params, ray.dir), 1);
-    }
-    let (p, n) = surface(accel, &ray, &hit);
+    };
     let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
-    let m = material_of(accel, hit.prim);
     let tmin = spawn_tmin(p);
     let mut open = 0u32;
     for _ in 0..params.ao_samples {
@@ -248,7 +252,9 @@ pub fn render_pixel<T: Tracer + ?Sized>(
     x: u32,
     y: u32,
 ) -> (Vec3, u32) {
-    let pixel = y * params.width + x;
+    // Wrapping, as the GPU kernels' u32 arithmetic: `RenderParams` from
+    // `RenderSettings::params` keeps it in range, hand-made ones cannot panic.
+    let pixel = y.wrapping_mul(params.width).wrapping_add(x);
     let mut sum = Vec3::ZERO;
     let mut rays = 0;
     let jitter = params.spp > 1;

@@ -74,13 +74,21 @@ pub struct AgreementCounts {
 
 impl AgreementCounts {
     /// Compare a batch: `hits[i]` (the answer for `rays[i]`) against `reference[i] = (t, prim)`.
+    ///
+    /// Every ray is counted (`total == rays.len()`); a ray without a hit or
+    /// without a reference entry (slices of different lengths) is a mismatch, so
+    /// a short or empty answer never passes.
     pub fn compare(rays: &[Ray], hits: &[Hit], reference: &[(f32, u32)]) -> Self {
         let mut c = AgreementCounts {
-            total: hits.len().min(reference.len()).min(rays.len()),
+            total: rays.len(),
             ..Default::default()
         };
-        for (i, ((h, &(t, p)), ray)) in hits.iter().zip(reference).zip(rays).enumerate() {
-            match classify(ray, h, t, p) {
+        for (i, ray) in rays.iter().enumerate() {
+            let agreement = match (hits.get(i), reference.get(i)) {
+                (Some(h), Some(&(t, p))) => classify(ray, h, t, p),
+                _ => Agreement::Mismatch,
+            };
+            match agreement {
                 Agreement::Match => c.matches += 1,
                 Agreement::Tie => c.ties += 1,
                 Agreement::Mismatch => {

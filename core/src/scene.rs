@@ -25,12 +25,14 @@ pub enum PrimRef {
 
 /// A sky that is a vertical gradient: `horizon` at `dir.y = -1`, `zenith` at `dir.y = +1`.
 ///
+/// The names follow *Ray Tracing in One Weekend*, whose sky this is: `horizon`
+/// is the colour straight down, and a level ray sees the average of the two.
 /// Constant skies set both to the same colour; a black sky lights nothing.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sky {
-    /// Colour looking down.
+    /// Colour looking straight down (`dir.y = -1`).
     pub horizon: Vec3,
-    /// Colour looking up.
+    /// Colour looking straight up (`dir.y = +1`).
     pub zenith: Vec3,
 }
 
@@ -72,9 +74,10 @@ pub struct PointLight {
 /// A scene: spheres and triangles in structure-of-arrays form, materials, sky and
 /// one key light. Spheres and triangles share one BVH ([`crate::Accel`]).
 ///
-/// Adding never fails except where an index is checked against data the scene
-/// already holds ([`Scene::add_mesh`]); everything else is validated, with the
-/// offending primitive named, when an [`crate::Accel`] is built.
+/// Adding never fails except in [`Scene::add_mesh`], which checks its indices
+/// against its vertices, its used vertices for being finite, and the primitive
+/// limit; everything else is validated, with the offending primitive named, when
+/// an [`crate::Accel`] is built.
 #[derive(Clone, Debug)]
 pub struct Scene {
     /// Sphere centre (`xyz`) and radius (`w`).
@@ -170,7 +173,8 @@ impl Scene {
     /// (the others follow in order).
     ///
     /// Fails, adding nothing, when an index is out of range or a used vertex is not
-    /// finite; the error names the mesh, the triangle and the vertex.
+    /// finite (the error names the mesh, the triangle and the vertex), or when the
+    /// scene would pass [`MAX_PRIMITIVES`] ([`Error::TooManyPrimitives`]).
     pub fn add_mesh(
         &mut self,
         positions: &[Vec3],
@@ -191,6 +195,7 @@ impl Scene {
                 if !p.is_finite() {
                     return Err(Error::VertexNotFinite {
                         mesh,
+                        triangle: t,
                         vertex: index as usize,
                         position: p.to_array(),
                     });

@@ -20,6 +20,21 @@ use glam::Vec3;
 /// [`Accel::slot_materials`] and [`Accel::materials`] are the device buffers.
 /// The fields are private so that the BVH invariants (depth bound, valid child
 /// indices) hold for every `Accel` that exists.
+///
+/// ```
+/// use prism_core::glam::Vec3;
+/// use prism_core::{Accel, Material, Ray, Scene};
+///
+/// let mut scene = Scene::new();
+/// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+/// let ball = scene.add_sphere(Vec3::new(0.0, 0.0, -5.0), 1.0, grey);
+/// let accel = Accel::build(&scene)?;
+/// let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z));
+/// assert_eq!(hit.prim, ball); // the scene's id, not the leaf slot
+/// assert!((hit.t - 4.0).abs() < 1e-5);
+/// assert!(!accel.occluded(&Ray::new(Vec3::ZERO, Vec3::Z)));
+/// # Ok::<(), prism_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Accel {
     nodes: Vec<BvhNode>,
@@ -205,9 +220,10 @@ macro_rules! dispatch_axes {
 
 /// Closest hit over a BVH; `Hit::prim` is the slot in `prims`.
 ///
-/// `nodes` and `prims` must come from one [`Accel`] (the builder's invariants
-/// keep every index in range and the stack within bounds).
-pub fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
+/// `nodes` and `prims` come from one [`Accel`], whose builder keeps every index
+/// in range, the tree acyclic and the stack within bounds; that is why this is
+/// not public (callers use [`Accel::intersect`]).
+pub(crate) fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let pre = RayPre::new(ray);
     dispatch_axes!(pre, closest_hit_axes, nodes, prims, ray, &pre)
 }
@@ -315,8 +331,9 @@ fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     }
 }
 
-/// Whether any primitive lies on the ray within `(tmin, tmax)`; stops at the first.
-pub fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
+/// Whether any primitive lies on the ray within `(tmin, tmax)`; stops at the
+/// first. Crate-private for the reason [`closest_hit`] is.
+pub(crate) fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
     let pre = RayPre::new(ray);
     dispatch_axes!(pre, any_hit_axes, nodes, prims, ray, &pre)
 }

@@ -110,6 +110,7 @@ fn mesh_errors_add_nothing() {
         s.add_mesh(&positions, &[[0, 1, 2], [0, 3, 1]], m),
         Err(Error::VertexNotFinite {
             mesh: 1,
+            triangle: 1,
             vertex: 3,
             ..
         })
@@ -306,10 +307,24 @@ proptest! {
         prop_assert_eq!(spoiled.is_valid(), !invalid);
         rays[i] = spoiled;
         if invalid {
+            let want = [
+                spoiled.origin.x, spoiled.origin.y, spoiled.origin.z, spoiled.tmin,
+                spoiled.dir.x, spoiled.dir.y, spoiled.dir.z, spoiled.tmax,
+            ];
             match check_batch("occluded", &rays, n) {
-                Err(Error::InvalidRay { index, .. }) => prop_assert_eq!(index, i),
+                Err(Error::InvalidRay { index, ray }) => {
+                    prop_assert_eq!(index, i);
+                    // Bits, so that the NaN it reports is compared too.
+                    prop_assert_eq!(ray.map(f32::to_bits), want.map(f32::to_bits));
+                }
                 other => return Err(TestCaseError::fail(format!("{other:?}"))),
             }
+            // A batch with a bad ray and the wrong length: the length is reported.
+            let first = matches!(
+                check_batch("occluded", &rays, n + 1),
+                Err(Error::LengthMismatch { inputs, outputs, .. }) if inputs == n && outputs == n + 1
+            );
+            prop_assert!(first, "length mismatch not reported first");
         }
     }
 }

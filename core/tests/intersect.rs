@@ -5,8 +5,11 @@ mod common;
 
 use common::{DVec3, config, d, rotation, unit_vec3, vec3};
 use glam::Vec3;
-use prism_core::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle};
-use prism_core::{Accel, Ray};
+use prism_core::gpu::Primitive;
+use prism_core::intersect::{RayPre, ray_aabb, ray_aabb_rows, ray_sphere, ray_triangle};
+use prism_core::reference::{AgreementCounts, t_floor};
+use prism_core::traverse::ray_primitive;
+use prism_core::{Accel, Hit, Ray};
 use proptest::prelude::*;
 
 const EPS: f64 = f32::EPSILON as f64;
@@ -768,8 +771,8 @@ proptest! {
         let ray = Ray::new(origin, dir);
         let pre = RayPre::new(&ray);
         prop_assert_eq!(ray_aabb(&pre, Vec3::INFINITY, Vec3::INFINITY, 0.0, f32::INFINITY), f32::INFINITY);
-        // f64 distance from the box to the ray: sample the segment densely enough to
-        // find a clear miss, then demand a miss.
+        // In f64: the slab interval of the box grown by `gap` on every side. Where
+        // it is empty the ray passes the box at least `gap` away; demand a miss.
         let (o, dd) = (d(origin), d(dir));
         let g = DVec3::new(gap as f64, gap as f64, gap as f64);
         let (l, h) = (d(lo) - g, d(hi) + g);
@@ -787,5 +790,94 @@ proptest! {
         // The grown box is missed, so the box itself is missed by at least `gap`.
         prop_assume!(enter > exit);
         prop_assert_eq!(ray_aabb(&pre, lo, hi, 0.0, f32::INFINITY), f32::INFINITY);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(4000))]
+
+    /// `ray_aabb_rows` (the form traversal runs, on a node's 16-byte rows) gives
+    /// `ray_aabb`'s result bit for bit, whatever the rows' fourth word holds:
+    /// on the conservative cases, on boxes anywhere, and on absent children.
+    #[test]
+    fn slab_rows_equal_slab(
+        c in box_case(),
+        lo in vec3(100.0),
+        size in vec3(50.0),
+        origin in vec3(200.0),
+        dir in unit_vec3(),
+        (w_lo, w_hi) in (any::<u32>(), any::<u32>()),
+        (tmin, tmax) in (0.0f32..0.999, prop_oneof![1.001f32..400.0, Just(f32::INFINITY)]),
+    ) {
+        let hi = lo + size.abs();
+        let row = |v: Vec3, w: u32| [v.x, v.y, v.z, f32::from_bits(w)];
+        for (lo, hi, origin, dir) in [
+            (c.lo, c.hi, c.origin, c.dir),
+            (lo, hi, origin, dir),
+            (Vec3::INFINITY, Vec3::INFINITY, origin, dir),
+        ] {
+            let pre = RayPre::new(&Ray::segment(origin, dir, tmin, tmax));
+            let want = ray_aabb(&pre, lo, hi, tmin, tmax);
+            let got = ray_aabb_rows(&pre, &row(lo, w_lo), &row(hi, w_hi), tmin, tmax);
+            prop_assert_eq!(got.to_bits(), want.to_bits(), "box {:?}..{:?}", lo, hi);
+        }
+    }
+
+    /// `ray_primitive` answers as the sphere or triangle test of the primitive's
+    /// kind: the same hit or miss, the same `t`, `u`, `v` bits.
+    #[test]
+    fn ray_primitive_is_the_kind_test(
+        origin in vec3(10.0),
+        dir in unit_vec3(),
+        (v0, v1, v2) in (vec3(5.0), vec3(5.0), vec3(5.0)),
+        radius in 0.01f32..5.0,
+        id in any::<u32>(),
+        (tmin, tmax) in (0.0f32..1.0, prop_oneof![1.0f32..50.0, Just(f32::INFINITY)]),
+    ) {
+        let ray = Ray::segment(origin, dir, tmin, tmax);
+        let pre = RayPre::new(&ray);
+        let bits = |h: Option<(f32, f32, f32)>| h.map(|(t, u, v)| [t.to_bits(), u.to_bits(), v.to_bits()]);
+        let sphere = Primitive::sphere(id, v0.into(), radius);
+        let want = ray_sphere(origin, dir, v0, radius, tmin, tmax).map(|t| (t, 0.0, 0.0));
+        prop_assert_eq!(bits(ray_primitive(&pre, &sphere, tmin, tmax)), bits(want));
+        let triangle = Primitive::triangle(id, v0.into(), v1.into(), v2.into());
+        let want = ray_triangle(&pre, v0, v1, v2, tmin, tmax);
+        prop_assert_eq!(bits(ray_primitive(&pre, &triangle, tmin, tmax)), bits(want));
+    }
+}
+
+/// `AgreementCounts::compare` counts every ray: an answer or a reference entry
+/// that is missing is a mismatch, so a short or empty answer cannot pass.
+#[test]
+fn agreement_counts_every_ray() {
+    let rays = [Ray::new(Vec3::ZERO, Vec3::Z), Ray::new(Vec3::ONE, Vec3::X)];
+    let hit = |t: f32, prim: u32| Hit {
+        t,
+        u: 0.0,
+        v: 0.0,
+        prim,
+    };
+    let reference = [(2.0, 7), (f32::INFINITY, Hit::NO_PRIM)];
+    let hits = [hit(2.0, 7), Hit::MISS];
+    let all = AgreementCounts::compare(&rays, &hits, &reference);
+    assert_eq!((all.total, all.matches, all.mismatches), (2, 2, 0));
+    assert!(all.passed());
+    // A wrong primitive at a clearly different distance is a mismatch.
+    let wrong = [hit(2.0, 7), hit(1.0 + t_floor(&rays[1]) * 100.0, 3)];
+    let c = AgreementCounts::compare(&rays, &wrong, &reference);
+    assert_eq!((c.mismatches, c.first_mismatch), (1, Some(1)));
+    for (hits, reference) in [
+        (&hits[..1], &reference[..]),
+        (&hits[..], &reference[..1]),
+        (&[][..], &[][..]),
+    ] {
+        let c = AgreementCounts::compare(&rays, hits, reference);
+        assert_eq!(c.total, 2);
+        assert!(
+            !c.passed(),
+            "{} hits, {} references: {c:?}",
+            hits.len(),
+            reference.len()
+        );
     }
 }

@@ -224,3 +224,35 @@ fn to_gpu_layout() {
     assert_eq!(g.emission_ior, [5.0, 6.0, 7.0, 1.7]);
     assert_eq!(g.lobe_weights, [0.25, 0.5, 0.125, 0.0]);
 }
+
+/// A dielectric refracts as often as Schlick's approximation says it should:
+/// over 20,000 random streams, the share of mirror bounces at normal and at
+/// 60 degree incidence is Schlick's reflectance to within five standard
+/// deviations (a dielectric that always mirrors, or never does, fails).
+#[test]
+fn dielectric_reflects_by_schlick() {
+    let ior = 1.5f32;
+    let r0 = ((1.0 - ior) / (1.0 + ior)).powi(2);
+    let n = Vec3::Y;
+    for cos_i in [1.0f32, 0.5] {
+        let dir = Vec3::new((1.0 - cos_i * cos_i).sqrt(), -cos_i, 0.0);
+        let want = r0 + (1.0 - r0) * (1.0 - cos_i).powi(5);
+        let gpu = Material::dielectric(ior).to_gpu();
+        let samples = 20_000u32;
+        let mut mirrored = 0u32;
+        for k in 0..samples {
+            let mut rng = Pcg::for_path(k, 0, 1);
+            let s = scatter(&gpu, dir, n, &mut rng);
+            if s.dir.dot(n) > 0.0 {
+                assert!((s.dir - reflect(dir, n)).length() < 1e-5, "{:?}", s.dir);
+                mirrored += 1;
+            }
+        }
+        let share = mirrored as f32 / samples as f32;
+        let sigma = (want * (1.0 - want) / samples as f32).sqrt();
+        assert!(
+            (share - want).abs() < 5.0 * sigma,
+            "cos {cos_i}: mirrored {share}, Schlick {want} (sigma {sigma})"
+        );
+    }
+}

@@ -327,11 +327,17 @@ fn ao_of_a_lone_sphere() {
         ao_distance: 10.0,
         ..RenderSettings::default()
     };
+    let mut hits = 0;
     render(&scene, &furnace_camera(), &settings, (16, 16), |x, y, c| {
-        let ok = (c - Vec3::splat(0.8)).abs().max_element() < 1e-5
-            || (c - Vec3::new(0.1, 0.2, 0.3)).abs().max_element() < 1e-5;
-        assert!(ok, "pixel ({x}, {y}): {c:?}");
+        let on_sphere = (c - Vec3::splat(0.8)).abs().max_element() < 1e-5;
+        let on_sky = (c - Vec3::new(0.1, 0.2, 0.3)).abs().max_element() < 1e-5;
+        assert!(on_sphere || on_sky, "pixel ({x}, {y}): {c:?}");
+        hits += on_sphere as u32;
     });
+    assert!(
+        hits > 16,
+        "the sphere should cover part of the image ({hits} pixels)"
+    );
 }
 
 /// A non-emissive material of any valid kind (lobe weights summing to at most 1).
