@@ -40,6 +40,7 @@ use prism_core::{
 };
 use rayon::prelude::*;
 use std::cell::RefCell;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -107,7 +108,8 @@ impl CpuBackend {
         self.threads
     }
 
-    /// Choose the BVH that `intersect` and `occluded` walk (answers are the same).
+    /// Choose the BVH that `render`, `intersect` and `occluded` walk (answers are
+    /// the same).
     pub fn set_traversal(&mut self, traversal: Traversal) {
         self.traversal = traversal;
         if let Some(accel) = &self.accel
@@ -166,6 +168,10 @@ impl Backend for CpuBackend {
         let srgb8 = &self.srgb8;
         let rays = AtomicU64::new(0);
         let bands_done = AtomicU64::new(0);
+        // The largest count reported so far. Workers finish bands in any order,
+        // so each reports under this lock and only a count above the last one:
+        // the values `progress` sees only grow, and the last is `bands`.
+        let reported = Mutex::new(0u64);
         let cancelled = AtomicBool::new(false);
         let bands = height.div_ceil(TILE) as u64;
         let band_len = (width * TILE) as usize;
@@ -195,7 +201,11 @@ impl Backend for CpuBackend {
             }
             rays.fetch_add(band_rays, Ordering::Relaxed);
             let done = bands_done.fetch_add(1, Ordering::Relaxed) + 1;
-            progress.advance(done, bands);
+            let mut last = reported.lock().unwrap_or_else(|p| p.into_inner());
+            if done > *last {
+                *last = done;
+                progress.advance(done, bands);
+            }
         };
 
         self.pool.install(|| match image.format() {
@@ -229,8 +239,8 @@ impl Backend for CpuBackend {
 
     fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
         let start = Instant::now();
-        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         check_batch("intersect", rays, hits.len())?;
+        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
         self.pool.install(|| {
             hits.par_chunks_mut(RAY_CHUNK)
@@ -258,8 +268,8 @@ impl Backend for CpuBackend {
 
     fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
         let start = Instant::now();
-        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         check_batch("occluded", rays, occluded.len())?;
+        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
         self.pool.install(|| {
             occluded
@@ -427,4 +437,45 @@ fn cpu_model() -> String {
                 .map(|m| m.trim().to_string())
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prism_core::Material;
+    use prism_core::glam::Vec3;
+
+    /// Records every `advance` call.
+    struct Record(Mutex<Vec<(u64, u64)>>);
+
+    impl Progress for Record {
+        fn advance(&self, done: u64, total: u64) {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((done, total));
+        }
+    }
+
+    #[test]
+    fn render_progress_only_grows_and_ends_at_the_total() {
+        let mut scene = Scene::new();
+        let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+        scene.add_sphere(Vec3::ZERO, 1.0, grey);
+        let mut cpu = CpuBackend::with_threads(4).unwrap(); // ok: unit test
+        cpu.set_scene(&scene).unwrap(); // ok: unit test, one valid sphere
+        let camera = Camera::look_at(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, Vec3::Y, 40.0);
+        let settings = RenderSettings {
+            spp: 1,
+            ..Default::default()
+        };
+        for _ in 0..20 {
+            let mut image = Image::new(16, 40 * TILE, PixelFormat::Srgba8).unwrap(); // ok: unit test
+            let record = Record(Mutex::new(Vec::new()));
+            cpu.render(&camera, &settings, &mut image, &record).unwrap(); // ok: unit test
+            let calls = record.0.into_inner().unwrap(); // ok: unit test
+            assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+            assert_eq!(calls.last(), Some(&(40, 40)));
+        }
+    }
 }

@@ -15,8 +15,12 @@ use prism_core::intersect::{
 };
 use prism_core::{Accel, Hit, Ray};
 
-/// Entries of the traversal stack. A wide node pushes at most three children,
-/// and core's BVH is less than 64 levels deep, so 3 * 64 entries always suffice.
+/// Entries of the traversal stack. A popped wide node pushes at most four inner
+/// children, a net growth of three entries, and a node whose children are all
+/// leaves pushes none; so a walk through a tree of `d` wide levels holds at most
+/// `3 * (d - 1) + 1` entries. Collapsing never deepens a tree, and core's BVH is
+/// shallower than 64 levels, so 3 * 64 entries always suffice (the pushes are
+/// bounds-checked besides).
 const STACK: usize = 192;
 
 /// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
@@ -104,29 +108,6 @@ pub(crate) fn children(n: &BvhNode) -> [Child; 2] {
             hi: n.right_hi,
         },
     ]
-}
-
-/// The integrators' view of a scene traced through its wide BVH.
-pub struct WideTracer<'a> {
-    /// The scene.
-    pub accel: &'a Accel,
-    /// Its wide BVH.
-    pub wide: &'a WideBvh,
-}
-
-impl prism_core::integrator::Tracer for WideTracer<'_> {
-    #[inline(always)]
-    fn accel(&self) -> &Accel {
-        self.accel
-    }
-    #[inline(always)]
-    fn closest_slot(&self, ray: &Ray) -> Hit {
-        self.wide.intersect_slot(self.accel.primitives(), ray)
-    }
-    #[inline(always)]
-    fn occluded(&self, ray: &Ray) -> bool {
-        self.wide.occluded(self.accel.primitives(), ray)
-    }
 }
 
 /// The 4-wide BVH of one [`Accel`].

@@ -70,7 +70,6 @@ impl std::fmt::Debug for CudaOptions {
             .field("source_patch", &self.source_patch.as_ref().map(|_| "<fn>"))
             .field("disk_cache", &self.disk_cache)
             .field("cache_dir", &self.cache_dir)
-            .field("cache_dir", &self.cache_dir)
             .finish()
     }
 }
@@ -263,7 +262,14 @@ impl DeviceState {
         let _g = ctx.enter()?;
         let module = Module::load(&kernels.cubin)?;
         let load = |kind: SceneKind| -> Result<KindKernels, Error> {
-            let f = |base: &str| module.function(kernel_name(base, kind));
+            let f = |base: &'static str| {
+                let name = kernel_name(base, kind).ok_or(Error::Device {
+                    backend: BACKEND,
+                    operation: "cuModuleGetFunction",
+                    message: format!("no kernel named {base} for {kind:?} scenes"),
+                })?;
+                module.function(name)
+            };
             Ok(KindKernels {
                 render: [
                     f(KERNEL_RENDER_PATH)?,
@@ -304,6 +310,7 @@ impl DeviceState {
         let table = Srgb8Table::new();
         let table_bytes: &[u8] = bytemuck::cast_slice(table.slots());
         let mut srgb8 = DeviceBuffer::alloc(table_bytes.len(), "sRGB encoding table")?;
+        // `upload` waits for the copy, so `table` may be dropped at the end.
         srgb8.upload(&stream, table_bytes)?;
         Ok(DeviceState {
             scene: None,
@@ -334,8 +341,16 @@ impl DeviceState {
         Ok(())
     }
 
+    /// Upload `accel` as the current scene, replacing the previous one.
     fn upload_scene(&mut self, accel: &Accel) -> Result<Duration, Error> {
-        self.scene = None;
+        let (buffers, upload) = self.scene_buffers(accel)?;
+        self.scene = Some(buffers);
+        Ok(upload)
+    }
+
+    /// Upload `accel` into new buffers and return them with the upload time;
+    /// the current scene is left in place (both exist at once for a moment).
+    fn scene_buffers(&mut self, accel: &Accel) -> Result<(SceneBuffers, Duration), Error> {
         self.ensure_events(2)?;
         let nodes: &[u8] = bytemuck::cast_slice(accel.nodes());
         let prims: &[u8] = bytemuck::cast_slice(accel.primitives());
@@ -371,15 +386,23 @@ impl DeviceState {
             material_count: count(accel.materials().len(), "materials")?,
             _pad: 0,
         };
-        self.scene = Some(SceneBuffers {
+        let buffers = SceneBuffers {
             _nodes: b_nodes,
             _prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
             args,
             kind: SceneKind::of(accel.primitives()),
-        });
-        Ok(ms_to_duration(ms as f64))
+        };
+        Ok((buffers, ms_to_duration(ms as f64)))
+    }
+
+    /// Release the cached batch and frame buffers (they grow back on demand).
+    fn release_scratch(&mut self) {
+        self.rays = None;
+        self.outputs = None;
+        self.frame = None;
+        self.pinned = None;
     }
 
     fn scene_args(&self) -> Result<(SceneArgs, SceneKind), Error> {
@@ -513,6 +536,23 @@ impl DeviceState {
     }
 }
 
+/// A vector with room for exactly `n` elements, filled by `fill`; an
+/// allocation failure is [`Error::OutOfMemory`] naming `what`.
+fn host_vec<T>(
+    n: usize,
+    what: &'static str,
+    fill: impl FnOnce(&mut Vec<T>),
+) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        backend: BACKEND,
+        what,
+        bytes: (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })?;
+    fill(&mut v);
+    Ok(v)
+}
+
 fn ms_to_duration(ms: f64) -> Duration {
     Duration::from_secs_f64((ms / 1000.0).max(0.0))
 }
@@ -559,6 +599,9 @@ struct BandPlan {
     window: u32,
 }
 
+/// Largest `gridDim.y` of a launch.
+const MAX_GRID_Y: u32 = 65535;
+
 fn plan_bands(
     width: u32,
     height: u32,
@@ -580,7 +623,9 @@ fn plan_bands(
         .div_ceil(wanted)
         .div_ceil(tile_h)
         .saturating_mul(tile_h)
-        .clamp(tile_h.min(height).max(1), height.max(1));
+        .clamp(tile_h.min(height).max(1), height.max(1))
+        // A band is one launch with gridDim.y = rows / tile_h, at most 65535.
+        .min(MAX_GRID_Y.saturating_mul(tile_h.max(1)));
     let bands = height.div_ceil(rows).max(1);
     let window = if by_work > by_bytes { 2 } else { bands };
     BandPlan {
@@ -901,16 +946,25 @@ impl CudaBackend {
         repeats: u32,
     ) -> Result<ResidentBench, Error> {
         check_batch("intersect_resident_bench", rays, rays.len())?;
-        if rays.is_empty()
-            || batch == 0
-            || batch > MAX_LAUNCH_RAYS * 64
-            || repeats == 0
-            || repeats > 10_000
-        {
+        if rays.is_empty() {
             return Err(Error::Setting {
-                field: "intersect_resident_bench",
+                field: "intersect_resident_bench.rays",
+                value: 0.0,
+                reason: "needs at least one ray",
+            });
+        }
+        if batch == 0 || batch > MAX_LAUNCH_RAYS * 64 {
+            return Err(Error::Setting {
+                field: "intersect_resident_bench.batch",
                 value: batch as f64,
-                reason: "needs rays, 1 <= batch <= 2^28 and 1 <= repeats <= 10000",
+                reason: "must be in 1..=2^28",
+            });
+        }
+        if repeats == 0 || repeats > 10_000 {
+            return Err(Error::Setting {
+                field: "intersect_resident_bench.repeats",
+                value: repeats as f64,
+                reason: "must be in 1..=10000",
             });
         }
         let n = u32::try_from(batch).map_err(|_| Error::DeviceLimit {
@@ -919,7 +973,9 @@ impl CudaBackend {
             needed: batch as u64,
             limit: u32::MAX as u64,
         })?;
-        let host: Vec<Ray> = rays.iter().copied().cycle().take(batch).collect();
+        let host = host_vec(batch, "resident ray batch (host)", |v: &mut Vec<Ray>| {
+            v.extend(rays.iter().copied().cycle().take(batch))
+        })?;
         let config = self.options.config.clone();
         let (st, _g) = self.enter()?;
         let scene = st.scene_args()?;
@@ -947,9 +1003,14 @@ impl CudaBackend {
         };
         let mut closest = time(true, st)?;
         let mut occluded = time(false, st)?;
-        let mut hits = vec![Hit::MISS; rays.len().min(batch)];
+        let n_hits = rays.len().min(batch);
+        let mut hits = host_vec(n_hits, "resident hits (host)", |v| {
+            v.resize(n_hits, Hit::MISS)
+        })?;
         hit_buf.download(&st.stream, bytemuck::cast_slice_mut(&mut hits))?;
-        let mut flags = vec![0u8; batch];
+        let mut flags = host_vec(batch, "resident occlusion flags (host)", |v| {
+            v.resize(batch, 0u8)
+        })?;
         flag_buf.download(&st.stream, &mut flags)?;
         let median = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
@@ -993,10 +1054,39 @@ impl CudaBackend {
                 }
             })?;
         }
-        self.accel = None;
+        // Upload next to the current scene, which therefore survives a failed
+        // upload; only if the device runs out of memory are the old scene and
+        // the cached work buffers released and the upload tried once more.
         let (st, _g) = self.enter()?;
-        st.scene = None;
-        let upload = st.upload_scene(&accel)?;
+        let mut released = false;
+        let uploaded = match st.scene_buffers(&accel) {
+            Err(Error::OutOfMemory { .. })
+                if st.scene.is_some()
+                    || st.rays.is_some()
+                    || st.outputs.is_some()
+                    || st.frame.is_some()
+                    || st.pinned.is_some() =>
+            {
+                st.scene = None;
+                st.release_scratch();
+                released = true;
+                st.scene_buffers(&accel)
+            }
+            other => other,
+        };
+        let upload = match uploaded {
+            Ok((buffers, upload)) => {
+                st.scene = Some(buffers);
+                upload
+            }
+            Err(e) => {
+                if released {
+                    // The old scene is gone from the device: forget it here too.
+                    self.accel = None;
+                }
+                return Err(e);
+            }
+        };
         self.accel = Some(accel);
         Ok(RenderStats {
             build,
@@ -1140,16 +1230,20 @@ impl CudaBackend {
 
         st.events[0].record(&st.stream)?;
         // SAFETY: params_ptr is the module's c_params (size checked at load,
-        // equal to RenderParams); the source is a live Pod value, staged by the
-        // driver before the call returns (pageable memory).
-        driver::check("cuMemcpyHtoDAsync", unsafe {
+        // equal to RenderParams); the source is a live Pod value in pageable
+        // memory, which the driver may read after the call returns, so the
+        // stream is synchronised right after, while `params` is still borrowed.
+        let copied = unsafe {
             sys::cuMemcpyHtoDAsync_v2(
                 st.kernels.params_ptr,
                 (&params as *const RenderParams).cast(),
                 std::mem::size_of::<RenderParams>(),
                 st.stream.raw(),
             )
-        })?;
+        };
+        let synced = st.stream.synchronize();
+        driver::check("cuMemcpyHtoDAsync", copied)?;
+        synced?;
         st.counters.fill_u32(&st.stream, 0, 4)?;
         st.events[1].record(&st.stream)?;
 
@@ -1409,6 +1503,17 @@ mod tests {
         for h in [1, 2, 7, 8, 9] {
             let p = plan_bands(3, h, 16, &params(0, 1, 1), 8);
             assert!(p.rows >= 1 && p.rows * p.bands >= h, "{h}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn tall_frames_keep_each_launch_within_the_grid_limit() {
+        for (width, height, tile_h) in [(64, 65536, 1), (64, 200_000, 1), (8, 1 << 20, 4)] {
+            let p = plan_bands(width, height, 4, &params(1, 1, 1), tile_h);
+            assert!(p.rows.div_ceil(tile_h) <= MAX_GRID_Y, "{height}: {p:?}");
+            assert_eq!(p.rows % tile_h, 0, "{height}: {p:?}");
+            assert!(p.rows * p.bands >= height, "{height}: {p:?}");
+            assert!(p.rows * (p.bands - 1) < height, "{height}: {p:?}");
         }
     }
 

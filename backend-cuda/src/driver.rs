@@ -324,8 +324,10 @@ impl DeviceBuffer {
         self.bytes
     }
 
-    /// Copy `data` to the start of the buffer (stream-ordered; `data` is
-    /// pageable host memory, which the driver stages before returning).
+    /// Copy `data` to the start of the buffer, in stream order, and wait for
+    /// the stream: `data` is pageable host memory, which the driver may still
+    /// read after an asynchronous copy returns, so the copy is complete before
+    /// the caller can free or change it.
     pub(crate) fn upload(&mut self, stream: &Stream, data: &[u8]) -> Result<(), Error> {
         if data.len() > self.bytes {
             return Err(Error::Device {
@@ -337,11 +339,15 @@ impl DeviceBuffer {
         if data.is_empty() {
             return Ok(());
         }
-        // SAFETY: the destination holds at least data.len() bytes (checked above)
-        // and the source slice is valid for reads of its length.
-        check("cuMemcpyHtoDAsync", unsafe {
+        // SAFETY: the destination holds at least data.len() bytes (checked above);
+        // the source slice is valid for reads of its length, and stays borrowed
+        // until the stream is synchronised below, after the copy has run.
+        let copied = unsafe {
             sys::cuMemcpyHtoDAsync_v2(self.ptr, data.as_ptr().cast(), data.len(), stream.0)
-        })
+        };
+        let synced = stream.synchronize();
+        check("cuMemcpyHtoDAsync", copied)?;
+        synced
     }
 
     /// Copy the first `out.len()` bytes to `out`, waiting for completion.

@@ -113,10 +113,13 @@ pub const KERNEL_NAMES: [&str; 15] = [
     "prism_occluded_mixed",
 ];
 
-/// The full name of kernel `base` for scenes of `kind` (an entry of [`KERNEL_NAMES`]).
-pub fn kernel_name(base: &str, kind: SceneKind) -> &'static str {
-    let b = KERNEL_BASES.iter().position(|&k| k == base).unwrap_or(0);
-    KERNEL_NAMES[kind as usize * KERNEL_BASES.len() + b]
+/// The full name of kernel `base` for scenes of `kind` (an entry of
+/// [`KERNEL_NAMES`]), or `None` if `base` is not one of [`KERNEL_BASES`].
+pub fn kernel_name(base: &str, kind: SceneKind) -> Option<&'static str> {
+    let b = KERNEL_BASES.iter().position(|&k| k == base)?;
+    KERNEL_NAMES
+        .get(kind as usize * KERNEL_BASES.len() + b)
+        .copied()
 }
 
 /// Name of the `__constant__` block holding the frame's [`prism_core::gpu::RenderParams`].
@@ -564,8 +567,12 @@ mod tests {
     fn kernel_names_are_base_and_kind() {
         for kind in SceneKind::ALL {
             for base in KERNEL_BASES {
-                assert_eq!(kernel_name(base, kind), format!("{base}{}", kind.suffix()));
+                assert_eq!(
+                    kernel_name(base, kind).map(str::to_owned),
+                    Some(format!("{base}{}", kind.suffix()))
+                );
             }
+            assert_eq!(kernel_name("prism_no_such_kernel", kind), None);
         }
         use prism_core::gpu::Primitive;
         let s = Primitive::sphere(0, [0.0; 3], 1.0);

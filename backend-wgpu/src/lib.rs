@@ -17,8 +17,12 @@
 //! - `intersect` / `occluded` trace ray batches; on hardware adapters with
 //!   subgroup operations, with lane refill ([`WgpuOptions::lane_refill`]).
 //! - Frames and batches are split into chunks that respect the adapter's
-//!   storage-binding, buffer and dispatch limits, so a large image or batch
-//!   never fails for size alone.
+//!   storage-binding, buffer and dispatch limits, so a large image or batch is
+//!   split rather than refused. The exceptions fail with
+//!   [`Error::DeviceLimit`]: an image one row of which does not fit one storage
+//!   binding (or [`WgpuOptions::max_chunk_bytes`]), an image wider than one
+//!   dispatch dimension of render tiles covers (65,535 tiles on most
+//!   adapters), and a batch when `max_chunk_bytes` is below one ray's bytes.
 //! - Stage times come from GPU timestamp queries when the adapter has them
 //!   ([`TimingSource::TimestampQueries`]), otherwise from the host clock around
 //!   waited submissions ([`TimingSource::HostClock`]).
@@ -507,7 +511,7 @@ impl WgpuBackend {
         };
         let patch = options.source_patch;
         let source = ShaderSource::assemble_for(patch.as_ref(), &config);
-        let module = compile_module(&device, &source, patch.is_none())?;
+        let module = compile_module(&device, &source, &config, patch.is_none())?;
 
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
@@ -598,7 +602,10 @@ impl WgpuBackend {
             table_bytes.len() as u64,
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         )?;
-        queue.write_buffer(&srgb8, 0, table_bytes);
+        scoped(&device, "upload the sRGB encoding table", || {
+            queue.write_buffer(&srgb8, 0, table_bytes);
+            Ok(())
+        })?;
         let timestamps = if use_timestamps {
             let set = scoped(&device, "create the timestamp queries", || {
                 Ok(device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -740,7 +747,7 @@ impl WgpuBackend {
             return Ok(m.clone());
         }
         let source = ShaderSource::assemble_for(self.patch.as_ref(), &config);
-        let module = compile_module(&self.device, &source, self.patch.is_none())?;
+        let module = compile_module(&self.device, &source, &config, self.patch.is_none())?;
         self.modules.insert(config, module.clone());
         Ok(module)
     }
@@ -764,7 +771,7 @@ impl WgpuBackend {
         ];
         let entry = kernel.entry_point();
         let device = &self.device;
-        let guard = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let scopes = Scopes::push(device);
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: Some(&self.pipeline_layout),
@@ -776,7 +783,17 @@ impl WgpuBackend {
             },
             cache: None,
         });
-        if let Some(e) = pollster::block_on(guard.pop()) {
+        // Cached only if no scope caught an error: an invalid pipeline would
+        // otherwise fail every later dispatch.
+        let errors = scopes.pop();
+        if errors.oom.is_some() {
+            return Err(Error::OutOfMemory {
+                backend: BACKEND_NAME,
+                what: "compute pipeline",
+                bytes: 0,
+            });
+        }
+        if let Some(e) = errors.validation.or(errors.internal) {
             return Err(Error::Compile {
                 backend: BACKEND_NAME,
                 source_name: format!("shaders/*.wgsl, entry point {entry}"),
@@ -1299,22 +1316,28 @@ impl WgpuBackend {
         Ok(stats)
     }
 
-    /// Run `f` inside error scopes: out-of-memory and validation errors of the
-    /// device become [`Error`]s, as do errors that escaped earlier scopes.
+    /// Run `f` inside error scopes: out-of-memory, validation and internal
+    /// errors of the device become [`Error`]s, as do errors that reach the
+    /// uncaptured-error handler during the call. Errors recorded there before
+    /// the call are discarded on entry, so that none is blamed on this call.
     fn guarded<T>(
         &mut self,
         operation: &'static str,
         f: impl FnOnce(&mut Self) -> Result<T, Error>,
     ) -> Result<T, Error> {
         self.check_usable(operation)?;
+        self.uncaptured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         let device = self.device.clone();
-        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let scopes = Scopes::push(&device);
         let result = f(self);
-        let internal = pollster::block_on(internal.pop());
-        let validation = pollster::block_on(validation.pop());
-        let oom = pollster::block_on(oom.pop());
+        let ScopeErrors {
+            oom,
+            validation,
+            internal,
+        } = scopes.pop();
         if result.is_err() || internal.is_some() || validation.is_some() || oom.is_some() {
             // Let a pending device-lost callback run, so that a lost device is
             // reported as such rather than as the validation error it causes.
@@ -1351,19 +1374,24 @@ fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<'_> {
     })
 }
 
-/// Compile the module; errors name the shader file and line.
+/// Compile the module for `config`; errors name the shader file and line.
 ///
-/// `trusted`: the module is this crate's own, unpatched source. Its loops all
-/// end (traversal visits each node of a core-built BVH at most once, child
-/// indices always grow; the other loops count to `spp`, `max_depth` and
-/// `ao_samples`), so wgpu's loop-bounding counters, which cost instructions
-/// in the traversal's inner loop, are left out. Buffer bounds checks stay.
+/// `unpatched`: `source` is this crate's own source. Without the refill
+/// kernels its loops all end (traversal visits each node of a core-built BVH
+/// at most once, child indices always grow; the other loops count to `spp`,
+/// `max_depth` and `ao_samples`), so wgpu's loop-bounding counters, which cost
+/// instructions in the traversal's inner loop, are left out. A module with the
+/// refill kernels ([`ModuleConfig::lane_refill`]) keeps them: refill.wgsl's
+/// loops end only when a shared atomic counter runs out and a subgroup vote
+/// agrees, which depends on the driver. Buffer bounds checks always stay.
 fn compile_module(
     device: &wgpu::Device,
     source: &ShaderSource,
-    trusted: bool,
+    config: &ModuleConfig,
+    unpatched: bool,
 ) -> Result<wgpu::ShaderModule, Error> {
-    let guard = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let trusted = unpatched && !config.lane_refill;
+    let scopes = Scopes::push(device);
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some("prism shaders"),
         source: wgpu::ShaderSource::Wgsl(source.text.as_str().into()),
@@ -1373,13 +1401,22 @@ fn compile_module(
             force_loop_bounding: false,
             ..wgpu::ShaderRuntimeChecks::checked()
         };
-        // SAFETY: the only check relaxed is loop bounding, and every loop of the
-        // unpatched module terminates (see above); bounds checks remain on.
+        // SAFETY: the only check relaxed is loop bounding, and every loop of an
+        // unpatched module without the refill kernels terminates (see above);
+        // bounds checks remain on.
         unsafe { device.create_shader_module_trusted(desc, checks) }
     } else {
         device.create_shader_module(desc)
     };
-    let error = pollster::block_on(guard.pop());
+    let errors = scopes.pop();
+    if errors.oom.is_some() {
+        return Err(Error::OutOfMemory {
+            backend: BACKEND_NAME,
+            what: "shader module",
+            bytes: 0,
+        });
+    }
+    let error = errors.validation.or(errors.internal);
     let info = pollster::block_on(module.get_compilation_info());
     let mut log = String::new();
     for m in info
@@ -1413,18 +1450,65 @@ fn compile_module(
     }
 }
 
-/// Run `f` in validation and internal error scopes; an error becomes [`Error::Device`].
+/// The three error scopes of a device (out of memory, validation, internal),
+/// pushed together so that no kind of error escapes to the uncaptured-error
+/// handler.
+struct Scopes {
+    oom: wgpu::ErrorScopeGuard,
+    validation: wgpu::ErrorScopeGuard,
+    internal: wgpu::ErrorScopeGuard,
+}
+
+/// What each of [`Scopes`] caught.
+struct ScopeErrors {
+    oom: Option<wgpu::Error>,
+    validation: Option<wgpu::Error>,
+    internal: Option<wgpu::Error>,
+}
+
+impl Scopes {
+    fn push(device: &wgpu::Device) -> Scopes {
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        Scopes {
+            oom,
+            validation,
+            internal,
+        }
+    }
+
+    /// Pop the scopes, innermost first.
+    fn pop(self) -> ScopeErrors {
+        let internal = pollster::block_on(self.internal.pop());
+        let validation = pollster::block_on(self.validation.pop());
+        let oom = pollster::block_on(self.oom.pop());
+        ScopeErrors {
+            oom,
+            validation,
+            internal,
+        }
+    }
+}
+
+/// Run `f` in error scopes: out of memory becomes [`Error::OutOfMemory`], a
+/// validation or internal error [`Error::Device`], each naming `operation`.
 fn scoped<T>(
     device: &wgpu::Device,
     operation: &'static str,
     f: impl FnOnce() -> Result<T, Error>,
 ) -> Result<T, Error> {
-    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let scopes = Scopes::push(device);
     let result = f();
-    let internal = pollster::block_on(internal.pop());
-    let validation = pollster::block_on(validation.pop());
-    if let Some(e) = validation.or(internal) {
+    let errors = scopes.pop();
+    if errors.oom.is_some() {
+        return Err(Error::OutOfMemory {
+            backend: BACKEND_NAME,
+            what: operation,
+            bytes: 0,
+        });
+    }
+    if let Some(e) = errors.validation.or(errors.internal) {
         return Err(device_error(operation, e.to_string()));
     }
     result
@@ -1525,11 +1609,22 @@ fn copy_parallel(dst: &mut [u8], src: &[u8]) {
         return;
     }
     let part = dst.len().div_ceil(threads);
+    let mut failed = Vec::new();
     std::thread::scope(|scope| {
-        for (d, s) in dst.chunks_mut(part).zip(src.chunks(part)) {
-            scope.spawn(move || d.copy_from_slice(s));
+        for (i, (d, s)) in dst.chunks_mut(part).zip(src.chunks(part)).enumerate() {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, move || d.copy_from_slice(s))
+                .is_err()
+            {
+                failed.push(i);
+            }
         }
     });
+    // A part whose thread could not be started is copied here.
+    for i in failed {
+        let r = i * part..((i + 1) * part).min(dst.len());
+        dst[r.clone()].copy_from_slice(&src[r]);
+    }
 }
 
 /// Map the first `size` bytes of `buffer` for reading, hand them to `read`, unmap.
