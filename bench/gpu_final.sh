@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the repository root, with .gpu/ staged by
-# bench/stage_gpu.sh and the Vulkan loader debs in .gl/: CUDA tests, CUDA and wgpu
-# benchmarks, the CLI stage tables, and the conformance suite on CPU, CUDA and
-# wgpu. Logs and the report (one tarball) go to $OUT; a summary is printed last.
+# On a machine with an NVIDIA GPU (no Rust needed), from the repository root,
+# with .gpu/ staged by bench/stage_gpu.sh and the Vulkan loader debs in .gl/:
+# CUDA tests, CUDA and wgpu benchmarks, the CLI stage tables, the conformance
+# suite on CPU, CUDA and wgpu, and the GPU out-of-memory test (PRISM_GPU_OOM=1).
+# Logs and the report (one tarball) go to $OUT; a summary is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
 mkdir -p "$OUT"
@@ -32,7 +33,7 @@ echo "conformance (cpu, cuda, wgpu): exit $?" | tee -a "$OUT/summary.txt"
 tar -C /tmp -czf "$OUT/conformance.tgz" conformance
 timeout 60 $B/conformance_tests --exact a_broken_cuda_triangle_test_is_caught --nocapture > "$OUT/broken_cuda.log" 2>&1
 echo "broken CUDA kernel test: exit $?" | tee -a "$OUT/summary.txt"; grep "test result" "$OUT/broken_cuda.log" | tee -a "$OUT/summary.txt"
-timeout 120 $B/gpu_out_of_memory --nocapture > "$OUT/oom.log" 2>&1
+PRISM_GPU_OOM=1 timeout 120 $B/gpu_out_of_memory --exact gpu_out_of_memory_is_a_typed_error --nocapture > "$OUT/oom.log" 2>&1
 echo "GPU out-of-memory test: exit $?" | tee -a "$OUT/summary.txt"; grep "test result" "$OUT/oom.log" | tee -a "$OUT/summary.txt"
 
 timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1; echo "cuda bench: exit $?" | tee -a "$OUT/summary.txt"

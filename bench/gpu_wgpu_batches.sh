@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the repository root, with .gpu/ staged (wgpu_bench,
-# CUDA gpu_bench, scenes) and the Vulkan loader debs in .gl/: the wgpu 4M-ray
-# batch figures next to CUDA's, one ray set per process (in one process the
-# host-side work between sets idles the GPU and its clock falls; see
-# bench/RESULTS.md): one dispatch per batch with and without lane refill, and
-# the default banded calls for the whole-call rate. Prints a table last.
+# On a machine with an NVIDIA GPU (no Rust needed), from the repository root,
+# with .gpu/ staged (wgpu_bench, CUDA gpu_bench, scenes) and the Vulkan loader
+# debs in .gl/: the wgpu 4M-ray batch figures next to CUDA's, one ray set per
+# process (in one process the host-side work between sets idles the GPU and its
+# clock falls; see bench/RESULTS.md): one dispatch per batch with and without
+# lane refill, and the default banded calls for the whole-call rate. Prints a
+# table last.
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
 mkdir -p "$OUT"

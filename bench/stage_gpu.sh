@@ -2,7 +2,7 @@
 # Here (Rust available): build and stage everything bench/gpu_final.sh runs on a GPU
 # machine that has no Rust: the prism CLI, the CUDA GPU tests and benchmark, the
 # wgpu benchmark, and the shared scenes (xz), in .gpu/ (ignored by git).
-# The Vulkan loader debs go in .gl/ (see the device notes). Carry [".gpu", ".gl"].
+# The Vulkan loader debs go in .gl/; copy .gpu/ and .gl/ there with the tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu

@@ -25,7 +25,8 @@ pub struct Options {
     /// The shorter configuration ([`Config::quick`]).
     pub quick: bool,
     /// Directory of the reference meshes, rays and hits; `None`: [`default_scenes_dir`]
-    /// (and a missing directory is reported as skipped rather than failed).
+    /// (and a missing directory is reported as skipped rather than failed, unless
+    /// [`scenes_required`]).
     pub scenes: Option<PathBuf>,
 }
 
@@ -65,11 +66,21 @@ pub fn candidates(requested: Option<&[BackendChoice]>) -> Vec<Candidate> {
         .collect()
 }
 
-/// `$PRISM_SCENES`, else `../shared/scenes` beside the workspace.
+/// `$PRISM_SCENES` when set and not empty, else `shared/scenes` beside the
+/// source checkout this crate was built from (`<checkout>/../shared/scenes`, an
+/// absolute path fixed at build time, whatever the current directory).
 pub fn default_scenes_dir() -> PathBuf {
     std::env::var_os("PRISM_SCENES")
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes"))
+}
+
+/// Whether `PRISM_REQUIRE_SCENES=1`: then a missing [`default_scenes_dir`] is a
+/// failure (of [`builtin_cases`], and of the shared-scene tests) instead of a
+/// skip.
+pub fn scenes_required() -> bool {
+    std::env::var("PRISM_REQUIRE_SCENES").is_ok_and(|v| v == "1")
 }
 
 /// Every built-in scene as an image case.
@@ -175,9 +186,10 @@ pub fn mesh_cases(dir: &Path) -> (Vec<MeshRays>, Vec<Note>) {
 
 /// The built-in cases: every preset scene, and the reference ray sets of
 /// `scenes` (or of [`default_scenes_dir`], where a missing directory is a
-/// non-failing note).
+/// non-failing note unless [`scenes_required`]).
 pub fn builtin_cases(scenes: Option<&Path>) -> Cases {
     let explicit = scenes.is_some();
+    let required = explicit || scenes_required();
     let dir = scenes.map_or_else(default_scenes_dir, Path::to_path_buf);
     let (meshes, mut notes) = if dir.is_dir() || explicit {
         mesh_cases(&dir)
@@ -187,10 +199,15 @@ pub fn builtin_cases(scenes: Option<&Path>) -> Cases {
             vec![Note {
                 what: "reference ray sets".into(),
                 reason: format!(
-                    "{} not found (set PRISM_SCENES or --scenes to check against Embree)",
-                    dir.display()
+                    "{} not found (set PRISM_SCENES or --scenes to check against Embree's hits){}",
+                    dir.display(),
+                    if required {
+                        "; PRISM_REQUIRE_SCENES=1 makes this a failure"
+                    } else {
+                        ""
+                    }
                 ),
-                fails: false,
+                fails: required,
             }],
         )
     };
@@ -198,7 +215,7 @@ pub fn builtin_cases(scenes: Option<&Path>) -> Cases {
         notes.push(Note {
             what: "reference ray sets".into(),
             reason: format!("no M.S.rays files in {}", dir.display()),
-            fails: explicit,
+            fails: required,
         });
     }
     Cases {

@@ -21,7 +21,10 @@ pub mod scenes;
 mod select;
 
 pub use prism_core::*;
-pub use select::{Attempt, BackendChoice, Opened, open, open_with_env};
+pub use select::{
+    Attempt, BackendChoice, OpenOptions, Opened, env_override, open, open_with, open_with_env,
+    open_with_env_and_options,
+};
 
 use glam::Vec3;
 

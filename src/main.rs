@@ -1,10 +1,10 @@
-//! The `prism` command line: render, bench, info.
+//! The `prism` command line: render, bench, info, conformance.
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use prism::{
-    Backend, BackendChoice, Camera, Error, Hit, Image, Integrator, Material, PixelFormat, Progress,
-    Ray, RenderSettings, RenderStats, Scene,
+    Backend, BackendChoice, Camera, Error, Hit, Image, Integrator, Material, OpenOptions,
+    PixelFormat, Progress, Ray, RenderSettings, RenderStats, Scene,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -42,7 +42,7 @@ struct SceneArgs {
     /// Render this mesh (.obj or .ply) instead of a built-in scene.
     #[arg(long)]
     mesh: Option<PathBuf>,
-    /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND overrides).
+    /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND, when set and not empty, overrides).
     #[arg(long, default_value = "auto")]
     backend: String,
     /// Image width (default: the scene's).
@@ -72,7 +72,8 @@ struct SceneArgs {
     /// AO also traces a shadow ray to the key light.
     #[arg(long)]
     ao_shadows: bool,
-    /// CPU worker threads (0 = all cores).
+    /// Worker threads of the CPU backend, whenever it is the backend that opens
+    /// (0 = all cores); ignored, with a warning, when a GPU backend opens.
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -81,7 +82,7 @@ struct SceneArgs {
 struct RenderArgs {
     #[command(flatten)]
     scene: SceneArgs,
-    /// Output file: .png (sRGB 8-bit) or .exr (linear float).
+    /// Output file: .png (sRGB 8-bit) or .exr (linear float); checked before rendering.
     #[arg(long, default_value = "prism.png")]
     out: PathBuf,
 }
@@ -90,15 +91,56 @@ struct RenderArgs {
 struct BenchArgs {
     #[command(flatten)]
     scene: SceneArgs,
-    /// Runs to take the median of.
-    #[arg(long, default_value_t = 5)]
-    runs: usize,
+    /// Runs to take the median of (at least 1).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// Trace this ray file (with --mesh) instead of rendering.
     #[arg(long, requires = "mesh")]
     rays: Option<PathBuf>,
-    /// Reference hits for --rays: report agreement (match, tie, mismatch).
+    /// Reference hits for --rays: report agreement (match, tie, mismatch); exits
+    /// non-zero when closest hits or occlusion disagree.
     #[arg(long, requires = "rays")]
     hits: Option<PathBuf>,
+}
+
+/// What the command line reports: Prism's errors, and its own.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// An error of the library.
+    #[error(transparent)]
+    Prism(#[from] Error),
+    /// `--out` names a format this build cannot write.
+    #[error("--out {path}: cannot write {found}: use .png (sRGB 8-bit) or .exr (linear float)")]
+    OutFormat { path: String, found: String },
+    /// `--out` is in a directory that does not exist.
+    #[error("--out {path}: the directory {dir} does not exist")]
+    OutDir { path: String, dir: String },
+    /// Arguments that do not go together.
+    #[error("{0}")]
+    Usage(&'static str),
+    /// `--hits` does not hold one reference hit per ray of `--rays`.
+    #[error(
+        "--hits {hits} holds {hit_count} reference hits, but --rays {rays} holds {ray_count} rays: \
+         they must be the same ray set"
+    )]
+    HitsLength {
+        hits: String,
+        hit_count: usize,
+        rays: String,
+        ray_count: usize,
+    },
+    /// The backend's answers disagree with `--hits`.
+    #[error(
+        "{backend} disagrees with {hits}: closest hit mismatches on {mismatches} of {total} rays, \
+         occlusion on {occluded}"
+    )]
+    Disagrees {
+        backend: String,
+        hits: String,
+        mismatches: usize,
+        total: usize,
+        occluded: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -116,6 +158,36 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `path` is a writable image name: a `.png` or `.exr` file (either case)
+/// in a directory that exists. Returns whether it is EXR. Checked before the
+/// render, so that a long render is never thrown away for want of a format.
+fn check_out(path: &Path) -> Result<bool, CliError> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let exr = match ext.as_deref() {
+        Some("png") => false,
+        Some("exr") => true,
+        other => {
+            return Err(CliError::OutFormat {
+                path: path.display().to_string(),
+                found: other.map_or_else(|| "a file without extension".into(), |e| format!(".{e}")),
+            });
+        }
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(CliError::OutDir {
+            path: path.display().to_string(),
+            dir: dir.display().to_string(),
+        });
+    }
+    Ok(exr)
 }
 
 /// The scene, camera, settings and size the arguments describe.
@@ -171,18 +243,25 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
     ))
 }
 
-/// Open the backend the arguments ask for, saying which was taken.
+/// Open the backend the arguments ask for (`PRISM_BACKEND` overriding, as in
+/// [`prism::open`]), saying which was taken. `--threads` applies whenever the
+/// CPU backend is the one that opens; a warning says so when a GPU backend did.
 fn open_backend(a: &SceneArgs) -> Result<Box<dyn Backend + Send>, Error> {
     let choice = BackendChoice::from_name(&a.backend)?;
-    if a.threads > 0
-        && matches!(choice, BackendChoice::Cpu)
-        && std::env::var("PRISM_BACKEND").is_err()
-    {
-        eprintln!("  cpu: using {} threads", a.threads);
-        return Ok(Box::new(prism_cpu::CpuBackend::with_threads(a.threads)?));
-    }
-    let opened = prism::open(choice)?;
+    let opened = prism::open_with(
+        choice,
+        &OpenOptions {
+            cpu_threads: a.threads,
+        },
+    )?;
     eprintln!("{}", opened.report());
+    let name = opened.backend.info().name;
+    if a.threads > 0 && name != "cpu" {
+        eprintln!(
+            "warning: --threads {} ignored: it sets the CPU backend's threads, and the {name} backend opened",
+            a.threads
+        );
+    }
     Ok(opened.backend)
 }
 
@@ -196,13 +275,22 @@ impl Progress for Bar {
     }
 }
 
-fn render(a: RenderArgs) -> Result<(), Error> {
+/// A progress bar on stderr saying `message` (hidden when stderr is not a terminal).
+fn progress_bar(message: String) -> ProgressBar {
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {percent}% {elapsed_precise} (eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(message);
+    bar
+}
+
+fn render(a: RenderArgs) -> Result<(), CliError> {
+    let exr = check_out(&a.out)?;
     let (name, scene, camera, settings, w, h) = setup(&a.scene)?;
     let mut backend = open_backend(&a.scene)?;
-    let exr = a
-        .out
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("exr"));
     let mut image = Image::new(
         w,
         h,
@@ -214,13 +302,7 @@ fn render(a: RenderArgs) -> Result<(), Error> {
     )?;
     let start = Instant::now();
     let scene_stats = backend.set_scene(&scene)?;
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:40}] {percent}% {elapsed_precise} (eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message(format!("rendering {name} {w}x{h}"));
+    let bar = progress_bar(format!("rendering {name} {w}x{h}"));
     let stats = backend.render(&camera, &settings, &mut image, &Bar(bar.clone()))?;
     bar.finish_and_clear();
     let elapsed = start.elapsed();
@@ -277,31 +359,29 @@ fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { 0.0 } else { v[v.len() / 2] }
 }
 
-fn bench(a: BenchArgs) -> Result<(), Error> {
-    if a.runs == 0 {
-        return Err(Error::Setting {
-            field: "runs",
-            value: 0.0,
-            reason: "must be at least 1",
-        });
-    }
-    match &a.rays {
-        Some(rays) => bench_rays(&a, rays),
-        None => bench_render(&a),
+fn bench(a: BenchArgs) -> Result<(), CliError> {
+    match (&a.rays, &a.scene.mesh) {
+        (Some(rays), Some(mesh)) => bench_rays(&a, mesh, rays),
+        (Some(_), None) => Err(CliError::Usage("--rays needs --mesh")),
+        (None, _) => bench_render(&a),
     }
 }
 
-fn bench_render(a: &BenchArgs) -> Result<(), Error> {
+fn bench_render(a: &BenchArgs) -> Result<(), CliError> {
     let (name, scene, camera, settings, w, h) = setup(&a.scene)?;
     let mut backend = open_backend(&a.scene)?;
     let mut image = Image::new(w, h, PixelFormat::Srgba8)?;
     // One untimed warm-up: kernel compilation, caches, page faults.
     backend.set_scene(&scene)?;
-    backend.render(&camera, &settings, &mut image, &prism::NoProgress)?;
+    let bar = progress_bar(format!("bench {name} {w}x{h}: warm-up"));
+    backend.render(&camera, &settings, &mut image, &Bar(bar.clone()))?;
+    bar.finish_and_clear();
     let mut runs: Vec<(RenderStats, RenderStats)> = Vec::new();
-    for _ in 0..a.runs {
+    for k in 1..=a.runs {
         let s = backend.set_scene(&scene)?;
-        let r = backend.render(&camera, &settings, &mut image, &prism::NoProgress)?;
+        let bar = progress_bar(format!("bench {name} {w}x{h}: run {k}/{}", a.runs));
+        let r = backend.render(&camera, &settings, &mut image, &Bar(bar.clone()))?;
+        bar.finish_and_clear();
         runs.push((s, r));
     }
     let col = |f: &dyn Fn(&(RenderStats, RenderStats)) -> f64| median(runs.iter().map(f).collect());
@@ -331,21 +411,46 @@ fn bench_render(a: &BenchArgs) -> Result<(), Error> {
     Ok(())
 }
 
-fn bench_rays(a: &BenchArgs, rays_path: &Path) -> Result<(), Error> {
-    let mesh_path = a.scene.mesh.as_ref().ok_or(Error::Setting {
-        field: "mesh",
-        value: 0.0,
-        reason: "--rays needs --mesh",
-    })?;
+fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), CliError> {
     let mesh = prism::mesh::load_mesh(mesh_path)?;
     let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(glam::Vec3::splat(0.7)))?;
     let rays: Vec<Ray> = prism::rays::read_rays(rays_path)?;
+    // The reference is read and checked before any timing, so that a wrong
+    // file fails at once.
+    let reference = match &a.hits {
+        Some(hits_path) => {
+            let reference = prism::rays::read_hits(hits_path)?;
+            if reference.len() != rays.len() {
+                return Err(CliError::HitsLength {
+                    hits: hits_path.display().to_string(),
+                    hit_count: reference.len(),
+                    rays: rays_path.display().to_string(),
+                    ray_count: rays.len(),
+                });
+            }
+            Some((hits_path, reference))
+        }
+        None => None,
+    };
     let mut backend = open_backend(&a.scene)?;
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut occ = vec![false; rays.len()];
+    let bar = ProgressBar::new(u64::from(a.runs) + 1).with_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {pos}/{len} runs {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!(
+        "tracing {} rays of {}",
+        rays.len(),
+        rays_path.display()
+    ));
+    // One untimed warm-up, as for a render.
     backend.set_scene(&scene)?;
     backend.intersect(&rays, &mut hits)?;
     backend.occluded(&rays, &mut occ)?;
+    bar.inc(1);
     let (mut build, mut closest, mut occluded) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..a.runs {
         build.push(ms(backend.set_scene(&scene)?.build));
@@ -353,7 +458,9 @@ fn bench_rays(a: &BenchArgs, rays_path: &Path) -> Result<(), Error> {
         closest.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
         let s = backend.occluded(&rays, &mut occ)?;
         occluded.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     let info = backend.info();
     println!(
         "bench {} {} ({} tris, {} rays) on {} [{}], median of {}: build {:.1} ms, closest {:.2} Mrays/s, occluded {:.2} Mrays/s",
@@ -368,12 +475,11 @@ fn bench_rays(a: &BenchArgs, rays_path: &Path) -> Result<(), Error> {
         median(closest),
         median(occluded)
     );
-    if let Some(hits_path) = &a.hits {
-        let reference = prism::rays::read_hits(hits_path)?;
-        let c = prism::reference::AgreementCounts::compare(&rays, &hits, &reference);
+    if let Some((hits_path, reference)) = &reference {
+        let c = prism::reference::AgreementCounts::compare(&rays, &hits, reference);
         let occ_bad = occ
             .iter()
-            .zip(&reference)
+            .zip(reference)
             .filter(|(o, r)| **o != (r.1 != Hit::NO_PRIM))
             .count();
         println!(
@@ -386,18 +492,20 @@ fn bench_rays(a: &BenchArgs, rays_path: &Path) -> Result<(), Error> {
             c.first_mismatch,
             occ_bad
         );
-        if !c.passed() || reference.len() != rays.len() {
-            return Err(Error::Setting {
-                field: "hits",
-                value: c.mismatches as f64,
-                reason: "intersect disagrees with the reference hits",
+        if !c.passed() || occ_bad > 0 {
+            return Err(CliError::Disagrees {
+                backend: info.name.to_string(),
+                hits: hits_path.display().to_string(),
+                mismatches: c.mismatches,
+                total: c.total,
+                occluded: occ_bad,
             });
         }
     }
     Ok(())
 }
 
-fn info() -> Result<(), Error> {
+fn info() -> Result<(), CliError> {
     for choice in [BackendChoice::Cuda, BackendChoice::Wgpu, BackendChoice::Cpu] {
         match prism::open_with_env(choice, None) {
             Ok(o) => {
@@ -420,8 +528,14 @@ fn info() -> Result<(), Error> {
             ),
         }
     }
-    if let Ok(v) = std::env::var("PRISM_BACKEND") {
-        println!("PRISM_BACKEND={v} overrides --backend");
+    // The override `render` and `bench` apply: set and not blank.
+    if let Some(v) = prism::env_override() {
+        match BackendChoice::from_name(&v) {
+            Ok(_) => println!("PRISM_BACKEND={v} overrides --backend"),
+            Err(e) => {
+                println!("PRISM_BACKEND={v} is invalid, so render and bench refuse to run: {e}")
+            }
+        }
     }
     Ok(())
 }
@@ -438,7 +552,10 @@ struct ConformanceArgs {
     /// A shorter run: fewer reference rays, smaller images, one seed.
     #[arg(long)]
     quick: bool,
-    /// Reference meshes, rays and hits (default: $PRISM_SCENES, else ../shared/scenes).
+    /// Reference meshes, rays and hits (default: $PRISM_SCENES, else the
+    /// shared/scenes directory beside the source checkout this binary was built
+    /// from; a missing default directory is reported, and fails only under
+    /// PRISM_REQUIRE_SCENES=1).
     #[arg(long)]
     scenes: Option<PathBuf>,
 }

@@ -182,8 +182,16 @@ pub fn parse_ply(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
                 idx.len()
             )));
         }
+        let n = mesh.positions.len();
         let to_u32 = |x: i64| {
-            u32::try_from(x).map_err(|_| bad(format!("face {f}: vertex index {x} out of range")))
+            u32::try_from(x)
+                .ok()
+                .filter(|&i| (i as usize) < n)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "face {f}: vertex index {x} out of range ({n} vertices)"
+                    ))
+                })
         };
         // ok: `idx` has at least 3 entries (checked above).
         let v0 = to_u32(idx[0])?;
@@ -195,7 +203,9 @@ pub fn parse_ply(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
     Ok(mesh)
 }
 
-/// Every index in range and at least one triangle.
+/// Every index in range and at least one triangle; a failure is
+/// [`Error::Parse`] naming the file. (The parsers refuse out-of-range indices
+/// themselves, naming the line or face; this is the backstop.)
 fn check_mesh(mesh: &Mesh, name: &str) -> Result<(), Error> {
     if mesh.triangles.is_empty() {
         return Err(Error::Parse {
@@ -207,11 +217,10 @@ fn check_mesh(mesh: &Mesh, name: &str) -> Result<(), Error> {
     let n = mesh.positions.len();
     for (t, tri) in mesh.triangles.iter().enumerate() {
         if let Some(&i) = tri.iter().find(|&&i| i as usize >= n) {
-            return Err(Error::IndexOutOfRange {
-                mesh: 0,
-                triangle: t,
-                index: i,
-                vertex_count: n,
+            return Err(Error::Parse {
+                path: name.into(),
+                line: None,
+                message: format!("triangle {t}: vertex index {i} out of range ({n} vertices)"),
             });
         }
     }

@@ -81,16 +81,47 @@ impl fmt::Debug for Opened {
     }
 }
 
-/// Open a backend; `PRISM_BACKEND` (auto, cpu, cuda, wgpu), when set, wins.
-pub fn open(choice: BackendChoice) -> Result<Opened, Error> {
-    let env = std::env::var("PRISM_BACKEND")
+/// How to open a backend, beyond which one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Worker threads of the CPU backend, whenever it is the backend that opens
+    /// (asked for by name, or reached by `Auto`); 0 means one per core. GPU
+    /// backends ignore it.
+    pub cpu_threads: usize,
+}
+
+/// The value of `PRISM_BACKEND` when it is set and not blank: the override
+/// [`open`] and [`open_with`] apply. An unset, empty or all-blank variable is
+/// no override.
+pub fn env_override() -> Option<String> {
+    std::env::var("PRISM_BACKEND")
         .ok()
-        .filter(|v| !v.trim().is_empty());
-    open_with_env(choice, env.as_deref())
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// Open a backend; `PRISM_BACKEND` (auto, cpu, cuda, wgpu), when set and not
+/// blank, wins (see [`env_override`]).
+pub fn open(choice: BackendChoice) -> Result<Opened, Error> {
+    open_with(choice, &OpenOptions::default())
+}
+
+/// [`open`] with [`OpenOptions`]; `PRISM_BACKEND` wins as in [`open`].
+pub fn open_with(choice: BackendChoice, options: &OpenOptions) -> Result<Opened, Error> {
+    open_with_env_and_options(choice, env_override().as_deref(), options)
 }
 
 /// [`open`] with the override given explicitly instead of read from the environment.
 pub fn open_with_env(choice: BackendChoice, env_override: Option<&str>) -> Result<Opened, Error> {
+    open_with_env_and_options(choice, env_override, &OpenOptions::default())
+}
+
+/// [`open_with`] with the override given explicitly instead of read from the
+/// environment.
+pub fn open_with_env_and_options(
+    choice: BackendChoice,
+    env_override: Option<&str>,
+    options: &OpenOptions,
+) -> Result<Opened, Error> {
     let (choice, overridden_by_env) = match env_override {
         Some(v) => (BackendChoice::from_name(v)?, Some(v.to_string())),
         None => (choice, None),
@@ -105,7 +136,7 @@ pub fn open_with_env(choice: BackendChoice, env_override: Option<&str>) -> Resul
     let by_name = choice != BackendChoice::Auto;
     let mut last_err = None;
     for &c in order {
-        let (name, result) = try_open(c, by_name);
+        let (name, result) = try_open(c, by_name, options);
         match result {
             Ok(backend) => {
                 attempts.push(Attempt {
@@ -140,11 +171,12 @@ fn reason(e: &Error) -> String {
 
 type Opening = (&'static str, Result<Box<dyn Backend + Send>, Error>);
 
-fn try_open(choice: BackendChoice, by_name: bool) -> Opening {
+fn try_open(choice: BackendChoice, by_name: bool, options: &OpenOptions) -> Opening {
     match choice {
         BackendChoice::Cpu | BackendChoice::Auto => (
             "cpu",
-            prism_cpu::CpuBackend::new().map(|b| Box::new(b) as Box<dyn Backend + Send>),
+            prism_cpu::CpuBackend::with_threads(options.cpu_threads)
+                .map(|b| Box::new(b) as Box<dyn Backend + Send>),
         ),
         BackendChoice::Cuda => ("cuda", open_cuda()),
         BackendChoice::Wgpu => ("wgpu", open_wgpu(by_name)),

@@ -179,6 +179,7 @@ fn nan_or_infinite_mesh_vertex_names_mesh_and_vertex() {
         match err {
             Error::VertexNotFinite {
                 mesh: 0,
+                triangle: 0,
                 vertex: 2,
                 position,
             } => assert_eq!(position[1].to_bits(), bad.to_bits()),
@@ -263,15 +264,15 @@ fn vertex_index_out_of_range_names_mesh_triangle_and_index() {
 
 #[test]
 fn vertex_index_out_of_range_in_a_mesh_file_is_refused() {
-    // PLY: the loader checks indices itself and names triangle and index.
-    let ply = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 7\n";
+    // PLY: the loader checks indices itself and names the file, the face, the
+    // index and the vertex count.
+    let ply = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n3 0 1 7\n";
     assert_eq!(
         parse_ply(ply, "bad.ply"),
-        Err(Error::IndexOutOfRange {
-            mesh: 0,
-            triangle: 0,
-            index: 7,
-            vertex_count: 3
+        Err(Error::Parse {
+            path: "bad.ply".into(),
+            line: None,
+            message: "face 1: vertex index 7 out of range (3 vertices)".into(),
         })
     );
     // OBJ: tobj refuses the face; the error names the file.
@@ -414,6 +415,11 @@ fn calls_before_set_scene_are_refused() {
         backend.intersect(&[good_ray()], &mut hits).unwrap_err(),
         Error::NoScene
     );
+    let mut occluded = [false];
+    assert_eq!(
+        backend.occluded(&[good_ray()], &mut occluded).unwrap_err(),
+        Error::NoScene
+    );
     let mut image = Image::new(2, 2, PixelFormat::Srgba8).expect("a 2x2 image");
     assert_eq!(
         backend
@@ -429,6 +435,9 @@ fn calls_before_set_scene_are_refused() {
 
 #[test]
 fn zero_sized_image_names_the_size() {
+    // A backend holding a scene while images are refused; it renders afterwards.
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
     for (w, h) in [(0, 1), (1, 0), (0, 0)] {
         for format in [PixelFormat::Srgba8, PixelFormat::LinearF32] {
             match Image::new(w, h, format) {
@@ -437,11 +446,14 @@ fn zero_sized_image_names_the_size() {
             }
         }
     }
-    assert_usable(cpu().as_mut(), "a zero-sized image");
+    assert_traces_good_scene(backend.as_mut(), "a zero-sized image");
+    assert_usable(backend.as_mut(), "a zero-sized image");
 }
 
 #[test]
 fn oversized_image_dimensions_name_the_size() {
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
     // Past the largest side (65536) or the largest pixel count (2^30).
     for (w, h) in [(65_537, 1), (1, u32::MAX), (65_536, 65_536)] {
         match Image::new(w, h, PixelFormat::Srgba8) {
@@ -449,7 +461,8 @@ fn oversized_image_dimensions_name_the_size() {
             other => panic!("{w}x{h}: {other:?}"),
         }
     }
-    assert_usable(cpu().as_mut(), "an oversized image");
+    assert_traces_good_scene(backend.as_mut(), "an oversized image");
+    assert_usable(backend.as_mut(), "an oversized image");
 }
 
 #[test]
@@ -633,6 +646,9 @@ fn gpu_backend_without_a_gpu_is_unavailable_and_cpu_still_opens() {
 
 #[test]
 fn unknown_backend_name_lists_the_known_ones() {
+    // A backend already open while the name is refused keeps working.
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
     match BackendChoice::from_name("vulkan") {
         Err(Error::UnknownName { what, name, known }) => {
             assert_eq!((what, name.as_str()), ("backend", "vulkan"));
@@ -640,5 +656,13 @@ fn unknown_backend_name_lists_the_known_ones() {
         }
         other => panic!("{other:?}"),
     }
-    assert_usable(cpu().as_mut(), "an unknown backend name");
+    // The same name through `open`, as `PRISM_BACKEND` would give it.
+    match prism::open_with_env(BackendChoice::Cpu, Some("vulkan")) {
+        Err(Error::UnknownName { what, name, .. }) => {
+            assert_eq!((what, name.as_str()), ("backend", "vulkan"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_traces_good_scene(backend.as_mut(), "an unknown backend name");
+    assert_usable(backend.as_mut(), "an unknown backend name");
 }

@@ -48,3 +48,20 @@ fn unknown_backend_name_is_a_typed_error() {
         other => panic!("expected UnknownName, got {other:?}"),
     }
 }
+
+#[test]
+fn cpu_threads_apply_whenever_the_cpu_backend_opens() {
+    let options = prism::OpenOptions { cpu_threads: 1 };
+    let one_thread = |o: &prism::Opened| o.backend.info().device.ends_with("(1 threads)");
+    let o = prism::open_with_env_and_options(BackendChoice::Cpu, None, &options).expect("cpu");
+    assert!(one_thread(&o), "{}", o.report());
+    // The override picks the CPU: the option still applies.
+    let o =
+        prism::open_with_env_and_options(BackendChoice::Wgpu, Some("cpu"), &options).expect("cpu");
+    assert!(one_thread(&o), "{}", o.report());
+    // Auto applies it when it ends on the CPU.
+    let o = prism::open_with_env_and_options(BackendChoice::Auto, None, &options).expect("auto");
+    if o.backend.info().name == "cpu" {
+        assert!(one_thread(&o), "{}", o.report());
+    }
+}

@@ -1,20 +1,31 @@
-//! `intersect` and `occluded` on every ray set of `../shared/scenes` agree with
+//! `intersect` and `occluded` on every ray set of the shared scenes agree with
 //! Embree's reference hits (prism_core::reference's rule), on the CPU backend.
+//!
+//! The scenes are read from `prism::conformance::default_scenes_dir()`
+//! (`$PRISM_SCENES`, else `../shared/scenes` beside this checkout). Where they
+//! are absent the Embree tests say so and pass, unless `PRISM_REQUIRE_SCENES=1`
+//! (CI sets it): then they fail, as does `builtin_cases` finding no ray sets.
 
+use prism::conformance::{builtin_cases, default_scenes_dir, scenes_required};
 use prism::{Backend, Hit, Material};
 use std::path::PathBuf;
 
 fn shared() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes");
+    let dir = default_scenes_dir();
     if dir.join("bunny.obj").exists() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: {} is absent (the reference meshes and hits live there)",
-            dir.display()
-        );
-        None
+        return Some(dir);
     }
+    assert!(
+        !scenes_required(),
+        "PRISM_REQUIRE_SCENES=1 but {} holds no bunny.obj",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED: {} is absent (the reference meshes and hits live there); \
+         set PRISM_SCENES to their directory, and PRISM_REQUIRE_SCENES=1 to fail instead",
+        dir.display()
+    );
+    None
 }
 
 fn check(mesh: &str) {
@@ -69,11 +80,49 @@ fn ogre_agrees_with_embree() {
     check("ogre");
 }
 
+/// `builtin_cases` finds the shared ray sets (and under `PRISM_REQUIRE_SCENES=1`
+/// a missing directory fails its notes rather than being skipped).
+#[test]
+fn builtin_cases_find_the_shared_ray_sets() {
+    let cases = builtin_cases(None);
+    if shared().is_none() {
+        assert!(cases.meshes.is_empty());
+        assert!(
+            cases.notes.iter().all(|n| !n.fails),
+            "without PRISM_REQUIRE_SCENES a missing directory is no failure: {:?}",
+            cases.notes
+        );
+        return;
+    }
+    assert!(cases.notes.is_empty(), "{:?}", cases.notes);
+    let mut names: Vec<String> = cases
+        .meshes
+        .iter()
+        .flat_map(|m| m.sets.iter().map(move |s| format!("{}.{}", m.name, s.name)))
+        .collect();
+    names.sort();
+    for want in [
+        "bunny.diffuse",
+        "bunny.primary",
+        "ogre.diffuse",
+        "ogre.primary",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    for m in &cases.meshes {
+        for s in &m.sets {
+            assert!(!s.rays.is_empty(), "{}.{}", m.name, s.name);
+            assert_eq!(s.rays.len(), s.reference.len(), "{}.{}", m.name, s.name);
+        }
+    }
+}
+
 #[test]
 fn obj_triangle_ids_follow_file_order() {
-    let obj = b"v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\nf -4 -2 -1\n";
+    let obj = b"v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\nf -4 -3 -1\n";
     let m = prism::mesh::parse_obj(obj, "fan.obj").expect("parse");
-    // The quad fans into (v0 v1 v2), (v0 v2 v3); the third face comes after it.
+    // The quad fans into (v0 v1 v2), (v0 v2 v3); the third face, (v0 v1 v3),
+    // differs from both, so a swap of any two would show.
     assert_eq!(m.triangles.len(), 3);
     let p = |t: usize, k: usize| m.positions[m.triangles[t][k] as usize];
     assert_eq!(
@@ -94,10 +143,6 @@ fn obj_triangle_ids_follow_file_order() {
     );
     assert_eq!(
         [p(2, 0), p(2, 1), p(2, 2)],
-        [
-            glam::Vec3::ZERO,
-            glam::Vec3::new(1.0, 1.0, 0.0),
-            glam::Vec3::Y
-        ]
+        [glam::Vec3::ZERO, glam::Vec3::X, glam::Vec3::Y]
     );
 }

@@ -288,7 +288,7 @@ mod tests {
     #[test]
     fn identical_images_have_zero_metrics() {
         let a = flat(8, 8, 0.3);
-        let m = pixel_metrics(&a, &a).unwrap_or_default();
+        let m = pixel_metrics(&a, &a).expect("same-sized images");
         assert_eq!(m, PixelMetrics::default());
         assert!(bit_identical(&a, &a).is_ok());
         assert!(pair_failures(&m, None).is_empty());
@@ -299,7 +299,7 @@ mod tests {
         let a = flat(10, 10, 0.0);
         let mut b = a.clone();
         b.linear_mut()[5] = [1.0, 1.0, 1.0, 1.0];
-        let m = pixel_metrics(&a, &b).unwrap_or_default();
+        let m = pixel_metrics(&a, &b).expect("same-sized images");
         assert!((m.pixels_off - 0.01).abs() < 1e-9);
         assert!((m.mae - 0.01).abs() < 1e-6);
         assert!((m.rmse - 0.1).abs() < 1e-6);
@@ -316,10 +316,10 @@ mod tests {
     fn a_bias_shows_in_the_tiles() {
         let a = flat(16, 16, 0.2);
         let b = flat(16, 16, 0.22);
-        let t = tile_metrics(&a, &b, 8).unwrap_or_default();
+        let t = tile_metrics(&a, &b, 8).expect("same-sized images");
         assert!(t.max_tile_diff > MAX_TILE_MEAN_DIFF);
         assert!(t.mean_diff < 0.0);
-        let px = pixel_metrics(&a, &b).unwrap_or_default();
+        let px = pixel_metrics(&a, &b).expect("same-sized images");
         assert!(!pair_failures(&px, Some(&t)).is_empty());
     }
 

@@ -433,7 +433,8 @@ impl Report {
             .collect()
     }
 
-    /// One line: `PASS` or `FAIL`, the backends, the counts.
+    /// One line: `PASS` or `FAIL`, the backends, the counts, and what was left
+    /// out (skipped backends, no reference ray sets, a quick run).
     pub fn summary(&self) -> String {
         let failures = self.failures();
         let verdict = if failures.is_empty() { "PASS" } else { "FAIL" };
@@ -454,6 +455,9 @@ impl Report {
         );
         if !skipped.is_empty() {
             s.push_str(&format!("; skipped: {}", skipped.join(", ")));
+        }
+        if self.ray_set_sizes.is_empty() {
+            s.push_str("; no reference ray sets");
         }
         if self.config.quick {
             s.push_str("; quick run");
@@ -503,7 +507,9 @@ fn take_backends(candidates: Vec<Candidate>, rows: &mut Vec<BackendRow>) -> Vec<
 /// Run every check of `cases` and the generated cases on every opened backend.
 ///
 /// Never panics on a backend's failure: an error from a call fails that check
-/// and the suite goes on. `log` hears one line per step (for a progress display).
+/// and the suite goes on. `log` hears one line per step (for a progress
+/// display), starting with every backend's status and every note of `cases`,
+/// failing or not.
 pub fn run(
     candidates: Vec<Candidate>,
     cases: &Cases,
@@ -527,6 +533,14 @@ pub fn run(
             BackendStatus::Skipped(w) => log(&format!("backend {}: skipped: {w}", b.name)),
             BackendStatus::Missing(w) => log(&format!("backend {}: MISSING: {w}", b.name)),
         }
+    }
+    for n in &report.notes {
+        log(&format!(
+            "{}{}: {}",
+            if n.fails { "FAILED: " } else { "note: " },
+            n.what,
+            n.reason
+        ));
     }
 
     let start = Instant::now();
@@ -944,4 +958,56 @@ fn run_images(
         }
     }
     report.images.extend(checks);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_logged_and_missing_ray_sets_show_in_the_summary() {
+        let cases = Cases {
+            notes: vec![Note {
+                what: "reference ray sets".into(),
+                reason: "scenes not found".into(),
+                fails: false,
+            }],
+            ..Default::default()
+        };
+        let mut lines = Vec::new();
+        let report = run(Vec::new(), &cases, &Config::quick(), &mut |l| {
+            lines.push(l.to_string())
+        });
+        assert!(report.passed(), "{:?}", report.failures());
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "note: reference ray sets: scenes not found"),
+            "{lines:?}"
+        );
+        let summary = report.summary();
+        assert!(summary.starts_with("PASS"), "{summary}");
+        assert!(summary.contains("; no reference ray sets"), "{summary}");
+    }
+
+    #[test]
+    fn a_failing_note_is_logged_as_failed() {
+        let cases = Cases {
+            notes: vec![Note {
+                what: "mesh bunny".into(),
+                reason: "truncated".into(),
+                fails: true,
+            }],
+            ..Default::default()
+        };
+        let mut lines = Vec::new();
+        let report = run(Vec::new(), &cases, &Config::quick(), &mut |l| {
+            lines.push(l.to_string())
+        });
+        assert!(
+            lines.iter().any(|l| l == "FAILED: mesh bunny: truncated"),
+            "{lines:?}"
+        );
+        assert_eq!(report.failures(), vec!["mesh bunny: truncated".to_string()]);
+    }
 }

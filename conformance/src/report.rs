@@ -67,7 +67,8 @@ fn esc(s: &str) -> String {
     out
 }
 
-/// A file name made of `[a-z0-9-]` from `parts`.
+/// A file name from `parts`: ASCII letters and digits kept (lowercased), any
+/// other character replaced by `_`, the parts joined by `-`, then `.{ext}`.
 fn file_name(parts: &[&str], ext: &str) -> String {
     let mut s = String::new();
     for (i, p) in parts.iter().enumerate() {

@@ -1,0 +1,215 @@
+//! The `prism` command line: bad arguments are refused with a clear error
+//! before any work, `--threads` reaches the CPU backend however it is chosen,
+//! and `bench --hits` fails on any disagreement.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Run `prism` with `args`, `PRISM_BACKEND` unset unless `env` sets it.
+fn prism(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_prism"));
+    cmd.args(args).env_remove("PRISM_BACKEND");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running prism")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh directory under the system's temp dir.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("prism-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+fn arg(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 temp path")
+}
+
+/// A tiny render's arguments, writing `out`.
+fn tiny<'a>(out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "render", "--scene", "cornell", "--width", "8", "--height", "8", "--spp", "1", "--out", out,
+    ];
+    v.extend_from_slice(more);
+    v
+}
+
+#[test]
+fn render_refuses_an_unwritable_out_before_rendering() {
+    let dir = temp_dir("out");
+    for (name, says) in [
+        ("x.jpg", "cannot write .jpg"),
+        ("x.PNG.txt", "cannot write .txt"),
+        ("noext", "without extension"),
+        ("missing/x.png", "does not exist"),
+    ] {
+        let out = dir.join(name);
+        // The full default render: were it started, this test would take minutes.
+        let o = prism(&["render", "--backend", "cpu", "--out", arg(&out)], &[]);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(err.contains("--out"), "{name}: {err}");
+        assert!(
+            !err.contains("using"),
+            "{name}: a backend was opened: {err}"
+        );
+        assert!(!out.exists(), "{name}");
+    }
+    // Either case of a known extension is accepted.
+    for name in ["x.PNG", "x.Exr"] {
+        let out = dir.join(name);
+        let o = prism(&tiny(arg(&out), &["--backend", "cpu"]), &[]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert!(out.is_file(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn threads_apply_whenever_the_cpu_backend_opens() {
+    let dir = temp_dir("threads");
+    let out = dir.join("t.png");
+    let out = arg(&out);
+    // By name; through PRISM_BACKEND (which overrides --backend); with an empty
+    // PRISM_BACKEND, which is no override.
+    for (args, env) in [
+        (vec!["--backend", "cpu", "--threads", "1"], vec![]),
+        (
+            vec!["--backend", "cuda", "--threads", "1"],
+            vec![("PRISM_BACKEND", "cpu")],
+        ),
+        (
+            vec!["--backend", "cpu", "--threads", "1"],
+            vec![("PRISM_BACKEND", "")],
+        ),
+    ] {
+        let o = prism(&tiny(out, &args), &env);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{args:?} {env:?}: {err}");
+        assert!(err.contains("cpu: using"), "{args:?} {env:?}: {err}");
+        assert!(err.contains("(1 threads)"), "{args:?} {env:?}: {err}");
+    }
+    // Auto: the CPU backend where no GPU opens, else a warning that --threads
+    // did not apply.
+    let o = prism(&tiny(out, &["--threads", "1"]), &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    if err.contains("cpu: using") {
+        assert!(err.contains("(1 threads)"), "{err}");
+        assert!(!err.contains("warning"), "{err}");
+    } else {
+        assert!(err.contains("warning: --threads 1 ignored"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn info_names_the_override_only_when_there_is_one() {
+    let says = |env: &[(&str, &str)]| {
+        let o = prism(&["info"], env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(!says(&[]).contains("PRISM_BACKEND"));
+    assert!(!says(&[("PRISM_BACKEND", "")]).contains("PRISM_BACKEND"));
+    assert!(says(&[("PRISM_BACKEND", "cpu")]).contains("PRISM_BACKEND=cpu overrides --backend"));
+    let bad = says(&[("PRISM_BACKEND", "vulkan")]);
+    assert!(bad.contains("PRISM_BACKEND=vulkan is invalid"), "{bad}");
+    assert!(!bad.contains("overrides"), "{bad}");
+}
+
+#[test]
+fn bench_runs_must_be_at_least_one() {
+    let o = prism(&["bench", "--backend", "cpu", "--runs", "0"], &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--runs"), "{err}");
+}
+
+fn write_rays(path: &Path, rays: &[[f32; 8]]) {
+    let bytes: Vec<u8> = rays
+        .iter()
+        .flatten()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+fn write_hits(path: &Path, hits: &[(f32, u32)]) {
+    let bytes: Vec<u8> = hits
+        .iter()
+        .flat_map(|(t, p)| t.to_le_bytes().into_iter().chain(p.to_le_bytes()))
+        .collect();
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+#[test]
+fn bench_hits_fails_on_any_disagreement() {
+    let dir = temp_dir("hits");
+    let mesh = dir.join("tri.obj");
+    std::fs::write(&mesh, "v -1 -1 0\nv 1 -1 0\nv 0 1 0\nf 1 2 3\n").expect("mesh");
+    // Origin, tmin, direction, tmax: one ray hits the triangle at t = 1, one misses.
+    let rays = dir.join("tri.rays");
+    write_rays(
+        &rays,
+        &[
+            [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30],
+            [5.0, 5.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30],
+        ],
+    );
+    let miss = (f32::INFINITY, u32::MAX);
+    let bench = |hits: &Path| {
+        let o = prism(
+            &[
+                "bench",
+                "--backend",
+                "cpu",
+                "--runs",
+                "1",
+                "--mesh",
+                arg(&mesh),
+                "--rays",
+                arg(&rays),
+                "--hits",
+                arg(hits),
+            ],
+            &[],
+        );
+        (o.status.success(), stderr(&o))
+    };
+
+    let good = dir.join("good.hits");
+    write_hits(&good, &[(1.0, 0), miss]);
+    let (ok, err) = bench(&good);
+    assert!(ok, "{err}");
+
+    let short = dir.join("short.hits");
+    write_hits(&short, &[(1.0, 0)]);
+    let (ok, err) = bench(&short);
+    assert!(!ok);
+    assert!(
+        err.contains("holds 1 reference hits") && err.contains("holds 2 rays"),
+        "{err}"
+    );
+    assert!(
+        err.contains("short.hits") && err.contains("tri.rays"),
+        "{err}"
+    );
+
+    // The reference says the first ray misses: closest hit and occlusion disagree.
+    let wrong = dir.join("wrong.hits");
+    write_hits(&wrong, &[miss, miss]);
+    let (ok, err) = bench(&wrong);
+    assert!(!ok);
+    assert!(err.contains("disagrees with"), "{err}");
+    assert!(err.contains("occlusion on 1"), "{err}");
+    assert!(!err.contains("render setting"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
