@@ -786,13 +786,7 @@ impl WgpuBackend {
         // Cached only if no scope caught an error: an invalid pipeline would
         // otherwise fail every later dispatch.
         let errors = scopes.pop();
-        if errors.oom.is_some() {
-            return Err(Error::OutOfMemory {
-                backend: BACKEND_NAME,
-                what: "compute pipeline",
-                bytes: 0,
-            });
-        }
+        errors.out_of_memory("compute pipeline")?;
         if let Some(e) = errors.validation.or(errors.internal) {
             return Err(Error::Compile {
                 backend: BACKEND_NAME,
@@ -1413,13 +1407,7 @@ fn compile_module(
         device.create_shader_module(desc)
     };
     let errors = scopes.pop();
-    if errors.oom.is_some() {
-        return Err(Error::OutOfMemory {
-            backend: BACKEND_NAME,
-            what: "shader module",
-            bytes: 0,
-        });
-    }
+    errors.out_of_memory("shader module")?;
     let error = errors.validation.or(errors.internal);
     let info = pollster::block_on(module.get_compilation_info());
     let mut log = String::new();
@@ -1470,6 +1458,21 @@ struct ScopeErrors {
     internal: Option<wgpu::Error>,
 }
 
+impl ScopeErrors {
+    /// [`Error::OutOfMemory`] naming `what` if the out-of-memory scope caught
+    /// an error (the allocation's size is not reported by wgpu).
+    fn out_of_memory(&self, what: &'static str) -> Result<(), Error> {
+        match self.oom {
+            Some(_) => Err(Error::OutOfMemory {
+                backend: BACKEND_NAME,
+                what,
+                bytes: 0,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Scopes {
     fn push(device: &wgpu::Device) -> Scopes {
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -1505,13 +1508,7 @@ fn scoped<T>(
     let scopes = Scopes::push(device);
     let result = f();
     let errors = scopes.pop();
-    if errors.oom.is_some() {
-        return Err(Error::OutOfMemory {
-            backend: BACKEND_NAME,
-            what: operation,
-            bytes: 0,
-        });
-    }
+    errors.out_of_memory(operation)?;
     if let Some(e) = errors.validation.or(errors.internal) {
         return Err(device_error(operation, e.to_string()));
     }
