@@ -233,6 +233,85 @@ fn bvh_structure_small_counts() {
     assert_eq!(empty.nodes[0].right_index(), EMPTY_CHILD);
 }
 
+/// Boxes with NaN or infinite coordinates, which `Bvh::build` accepts (an
+/// `Accel` never passes them: scenes are validated first): the build returns,
+/// every primitive is in exactly one leaf, and every node is reached once.
+/// (Containment is not checked: nothing contains a NaN box.)
+fn check_links(bounds: &[Aabb]) -> Result<(), TestCaseError> {
+    let bvh = Bvh::build(bounds);
+    let n = bounds.len();
+    let mut slot_seen = vec![false; n];
+    let mut node_seen = vec![false; bvh.nodes.len()];
+    let mut stack = vec![0usize];
+    node_seen[0] = true;
+    while let Some(node) = stack.pop() {
+        let nd = &bvh.nodes[node];
+        for (index, count) in [
+            (nd.left_index(), nd.left_count()),
+            (nd.right_index(), nd.right_count()),
+        ] {
+            if index == EMPTY_CHILD {
+                continue;
+            }
+            if count > 0 {
+                let range = index as usize..index as usize + count as usize;
+                prop_assert!(range.end <= n, "leaf {range:?} out of {n} slots");
+                for s in range {
+                    prop_assert!(!slot_seen[s], "slot {s} in two leaves");
+                    slot_seen[s] = true;
+                }
+            } else {
+                let child = index as usize;
+                prop_assert!(
+                    child < bvh.nodes.len() && !node_seen[child],
+                    "bad child {child}"
+                );
+                node_seen[child] = true;
+                stack.push(child);
+            }
+        }
+    }
+    prop_assert!(slot_seen.iter().all(|&s| s), "some slot is in no leaf");
+    prop_assert!(node_seen.iter().all(|&s| s), "some node is unreachable");
+    let mut order = bvh.order.clone();
+    order.sort_unstable();
+    prop_assert!(
+        order.iter().copied().eq(0..n as u32),
+        "order is not a permutation"
+    );
+    prop_assert!((bvh.depth as usize) < TRAVERSAL_STACK_SIZE);
+    Ok(())
+}
+
+fn unordered_coord() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        4 => -10.0f32..10.0,
+        1 => Just(f32::NAN),
+        1 => Just(f32::INFINITY),
+        1 => Just(f32::NEG_INFINITY),
+        1 => Just(-0.0f32),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// NaN and infinite boxes give a well-formed tree.
+    #[test]
+    fn bvh_links_with_nan_and_inf(
+        boxes in prop::collection::vec(
+            [unordered_coord(), unordered_coord(), unordered_coord(), unordered_coord(), unordered_coord(), unordered_coord()],
+            0..200,
+        ),
+    ) {
+        let bounds: Vec<Aabb> = boxes
+            .iter()
+            .map(|c| Aabb { min: Vec3::new(c[0], c[1], c[2]), max: Vec3::new(c[3], c[4], c[5]) })
+            .collect();
+        check_links(&bounds)?;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Traversal against brute force
 
