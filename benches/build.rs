@@ -1,0 +1,60 @@
+//! Scene build: core's binned SAH BVH (`Accel::build`, what every backend
+//! uploads) and the CPU backend's `set_scene` (that build plus the collapse to
+//! its wide BVH), on the built-in scenes and on `../shared/scenes` meshes when
+//! they are there. `cargo bench --bench build`.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use prism::glam::Vec3;
+use prism::{Accel, Backend, Material, Scene};
+use std::hint::black_box;
+use std::path::Path;
+
+/// The scenes to build: the built-in ones, then the shared meshes found.
+fn scenes() -> Vec<(String, Scene)> {
+    let mut out: Vec<(String, Scene)> = ["rtiow", "whitted19"]
+        .into_iter()
+        .filter_map(|name| prism::scenes::by_name(name).ok())
+        .map(|p| (p.name.to_string(), p.scene))
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes");
+    for mesh in ["bunny", "ogre"] {
+        let path = dir.join(format!("{mesh}.obj"));
+        match prism::mesh::load_mesh(&path)
+            .and_then(|m| prism::mesh_scene(&m, Material::lambertian(Vec3::splat(0.7))))
+        {
+            Ok((scene, _)) => out.push((mesh.to_string(), scene)),
+            Err(e) => eprintln!("skipping {}: {e}", path.display()),
+        }
+    }
+    out
+}
+
+fn build(c: &mut Criterion) {
+    let scenes = scenes();
+    let mut group = c.benchmark_group("accel_build");
+    group.sample_size(20);
+    for (name, scene) in &scenes {
+        group.throughput(Throughput::Elements(scene.primitive_count() as u64));
+        group.bench_function(name.as_str(), |b| {
+            b.iter(|| Accel::build(black_box(scene)).map(|a| a.nodes().len()))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("cpu_set_scene");
+    group.sample_size(20);
+    let Ok(mut cpu) = prism_cpu::CpuBackend::with_threads(1) else {
+        eprintln!("skipping cpu_set_scene: no CPU backend");
+        return;
+    };
+    for (name, scene) in &scenes {
+        group.throughput(Throughput::Elements(scene.primitive_count() as u64));
+        group.bench_function(name.as_str(), |b| {
+            b.iter(|| cpu.set_scene(black_box(scene)).map(|s| s.rays))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, build);
+criterion_main!(benches);
