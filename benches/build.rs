@@ -1,7 +1,8 @@
-//! Scene build: core's binned SAH BVH (`Accel::build`, what every backend
-//! uploads) and the CPU backend's `set_scene` (that build plus the collapse to
-//! its wide BVH), on the built-in scenes and on `../shared/scenes` meshes when
-//! they are there. `cargo bench --bench build`.
+//! Scene build: core's binned SAH BVH (`Accel::build`, one thread: what every
+//! backend uploads) and the CPU backend's `set_scene` (that build, its subtrees
+//! on the backend's threads, plus the collapse to its wide BVH) with one thread
+//! and with every core, on the built-in scenes and on `../shared/scenes` meshes
+//! when they are there. `cargo bench --bench build`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use prism::glam::Vec3;
@@ -41,19 +42,22 @@ fn build(c: &mut Criterion) {
     }
     group.finish();
 
-    let mut group = c.benchmark_group("cpu_set_scene");
-    group.sample_size(20);
-    let Ok(mut cpu) = prism_cpu::CpuBackend::with_threads(1) else {
-        eprintln!("skipping cpu_set_scene: no CPU backend");
-        return;
-    };
-    for (name, scene) in &scenes {
-        group.throughput(Throughput::Elements(scene.primitive_count() as u64));
-        group.bench_function(name.as_str(), |b| {
-            b.iter(|| cpu.set_scene(black_box(scene)).map(|s| s.rays))
-        });
+    // One thread, then every core (the subtrees of large ranges on the pool).
+    for threads in [1, 0] {
+        let Ok(mut cpu) = prism_cpu::CpuBackend::with_threads(threads) else {
+            eprintln!("skipping cpu_set_scene: no CPU backend");
+            return;
+        };
+        let mut group = c.benchmark_group(format!("cpu_set_scene_{}t", cpu.threads()));
+        group.sample_size(20);
+        for (name, scene) in &scenes {
+            group.throughput(Throughput::Elements(scene.primitive_count() as u64));
+            group.bench_function(name.as_str(), |b| {
+                b.iter(|| cpu.set_scene(black_box(scene)).map(|s| s.rays))
+            });
+        }
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group!(benches, build);

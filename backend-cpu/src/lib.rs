@@ -31,6 +31,7 @@ pub mod bvh8;
 pub mod wide;
 
 use prism_core::backend::check_batch;
+use prism_core::bvh::{FORK_MIN_PRIMITIVES, RayonFork};
 use prism_core::gpu::Primitive;
 use prism_core::image::Srgb8Table;
 use prism_core::integrator::render_pixel;
@@ -138,7 +139,14 @@ impl Backend for CpuBackend {
     fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
         let start = Instant::now();
         // Build before dropping the old scene: a bad scene leaves the backend as it was.
-        let accel = Accel::build(scene)?;
+        // A scene large enough to fork has its BVH's subtrees built on this backend's
+        // threads (the same tree as a one-thread build); a smaller one is built here,
+        // as handing work to the pool costs more than such a build.
+        let accel = if scene.primitive_count() >= FORK_MIN_PRIMITIVES {
+            self.pool.install(|| Accel::build_with(scene, &RayonFork))?
+        } else {
+            Accel::build(scene)?
+        };
         self.wide = Wide::build(&accel, self.traversal);
         let build = start.elapsed();
         self.accel = Some(accel);

@@ -13,6 +13,7 @@ use crate::kernels::{
 use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
+use prism_core::bvh::RayonFork;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, RenderParams};
 use prism_core::image::Srgb8Table;
 use prism_core::{
@@ -1041,7 +1042,9 @@ impl CudaBackend {
 
     fn set_scene_inner(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
         let t0 = Instant::now();
-        let accel = Accel::build(scene)?;
+        // The BVH's subtrees are built on rayon's global pool (the same tree as a
+        // one-thread build).
+        let accel = Accel::build_with(scene, &RayonFork)?;
         let build = t0.elapsed();
         if self.options.config.tree_checked_on_upload {
             // The kernels then skip core's per-leaf and per-node range checks

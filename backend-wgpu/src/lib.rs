@@ -54,6 +54,7 @@ pub mod shaders;
 pub use shaders::{DIVISION_F64, ModuleConfig, REFILL, SHADER_FILES, ShaderSource, SourcePatch};
 
 use prism_core::backend::check_batch;
+use prism_core::bvh::RayonFork;
 use prism_core::gpu::RenderParams;
 use prism_core::image::Srgb8Table;
 use prism_core::{
@@ -1694,7 +1695,9 @@ impl Backend for WgpuBackend {
         let start = Instant::now();
         self.check_usable("set_scene")?;
         // Build before touching the old scene: a bad scene leaves the backend as it was.
-        let accel = Accel::build(scene)?;
+        // The BVH's subtrees are built on rayon's global pool (the same tree as a
+        // one-thread build).
+        let accel = Accel::build_with(scene, &RayonFork)?;
         let build = start.elapsed();
         let upload_start = Instant::now();
         let state = self.guarded("set_scene", |this| this.upload_scene(accel))?;

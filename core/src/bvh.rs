@@ -18,6 +18,9 @@
 //!   kept in slot order, and the SAH sweeps visit only occupied bins, so that the
 //!   many small ranges near the leaves cost little. The plan of a range (leaf or
 //!   split) is made once.
+//! - **Threads**: [`Bvh::build_with`] hands the two subtrees of every range of at
+//!   least [`FORK_MIN_PRIMITIVES`] to a [`Fork`] (a thread pool's `join`), and the
+//!   tree is the same as a one-thread build's whatever runs them.
 
 use crate::aabb::Aabb;
 use crate::gpu::{BvhNode, EMPTY_CHILD};
@@ -34,6 +37,71 @@ pub const COST_TRAVERSAL: f32 = 1.0;
 pub const COST_INTERSECT: f32 = 1.0;
 /// Depth from which ranges are split at the median (see the module docs).
 pub const MEDIAN_SPLIT_DEPTH: u32 = 32;
+/// Smallest range whose two subtrees [`Bvh::build_with`] hands to [`Fork::join`]:
+/// below it a subtree is a few hundred microseconds of work or less, which a
+/// task switch would eat.
+pub const FORK_MIN_PRIMITIVES: usize = 4096;
+
+/// How [`Bvh::build_with`] runs the two subtrees of a large range: possibly at
+/// the same time. `prism-core` has no threads of its own; a caller with a
+/// thread pool passes one (the backends pass `rayon::join`).
+///
+/// Every `Fork` gives the same tree, bit for bit: subtrees are built into their
+/// own node lists and joined in the order a one-thread build would number them.
+///
+/// ```
+/// use prism_core::aabb::Aabb;
+/// use prism_core::bvh::{Bvh, Fork, Sequential};
+/// use prism_core::glam::Vec3;
+///
+/// /// Two scoped threads per fork: enough for an example (a pool is better).
+/// struct Threads;
+/// impl Fork for Threads {
+///     fn join<RA: Send, RB: Send>(
+///         &self,
+///         a: impl FnOnce() -> RA + Send,
+///         b: impl FnOnce() -> RB + Send,
+///     ) -> (RA, RB) {
+///         std::thread::scope(|s| {
+///             let a = s.spawn(a);
+///             let rb = b();
+///             (a.join().expect("subtree build"), rb)
+///         })
+///     }
+/// }
+///
+/// let boxes: Vec<Aabb> = (0..10_000)
+///     .map(|i| Aabb::from_point(Vec3::new((i % 100) as f32, (i / 100) as f32, 0.0)))
+///     .collect();
+/// let parallel = Bvh::build_with(&boxes, &Threads);
+/// let serial = Bvh::build_with(&boxes, &Sequential);
+/// assert_eq!(parallel.order, serial.order);
+/// assert_eq!(parallel.nodes, serial.nodes);
+/// ```
+pub trait Fork: Sync {
+    /// Run `a` and `b`, in parallel or not, and return both results.
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB);
+}
+
+/// The [`Fork`] that runs `a`, then `b`, on the calling thread: what
+/// [`Bvh::build`] uses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sequential;
+
+impl Fork for Sequential {
+    #[inline]
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        (a(), b())
+    }
+}
 
 /// A built BVH: flattened nodes (root at index 0) and the leaf order of primitives.
 #[derive(Clone, Debug, Default)]
@@ -154,6 +222,24 @@ enum Plan {
     Split(usize),
 }
 
+/// The [`Fork`] of rayon: both subtrees go to `rayon::join`, so they run on the
+/// current rayon pool (the global one, or the pool a caller `install`s).
+#[cfg(feature = "rayon")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RayonFork;
+
+#[cfg(feature = "rayon")]
+impl Fork for RayonFork {
+    #[inline]
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        rayon::join(a, b)
+    }
+}
+
 /// Per-axis bins of one range: each bin's box and primitive count, and which
 /// bins hold anything.
 ///
@@ -171,43 +257,74 @@ struct Bins {
     occupied: [u32; 3],
 }
 
-struct Builder<'a> {
+impl Bins {
+    fn new() -> Bins {
+        Bins {
+            bounds: [[Box3A::EMPTY; BINS]; 3],
+            count: [[0; BINS]; 3],
+            occupied: [0; 3],
+        }
+    }
+}
+
+/// Builds the subtree over one run of slots. The root builder owns every slot;
+/// a fork gives each side a builder of its own over its half.
+struct Builder<'a, F> {
     /// Centroids by input index (for median splits, which reorder `order`).
     centroids: &'a [Vec3],
     /// Boxes by input index (to refill `prims` after a median split).
     input: &'a [Aabb],
-    /// `prims[slot]` is the primitive `order[slot]`.
-    prims: Vec<BuildPrim>,
-    order: Vec<u32>,
+    /// The slots this builder owns: `order[i]` and `prims[i]` are slot
+    /// `first_slot + i`, and `prims[i]` is the primitive `order[i]`. Ranges
+    /// below are indices into these slices.
+    prims: &'a mut [BuildPrim],
+    order: &'a mut [u32],
+    first_slot: usize,
+    /// The nodes of this subtree, its root first. Child indices are into this
+    /// list until a parent builder appends it to its own (`append_subtree`).
     nodes: Vec<BvhNode>,
     depth: u32,
     /// The bins of the range being planned.
     bins: Bins,
+    /// Where the two halves of a large range go, if anywhere.
+    fork: Option<&'a F>,
 }
 
 impl Bvh {
-    /// Build over primitives given by their bounds (centroids are the box centres).
+    /// Build over primitives given by their bounds (centroids are the box centres),
+    /// on the calling thread.
     ///
     /// Every input index appears exactly once in `order`. An empty input gives a
     /// root with two absent children.
     pub fn build(bounds: &[Aabb]) -> Bvh {
+        Self::build_in(bounds, None::<&Sequential>)
+    }
+
+    /// [`Bvh::build`], with the subtrees of ranges of at least
+    /// [`FORK_MIN_PRIMITIVES`] primitives run through `fork`. The tree is the
+    /// same as [`Bvh::build`]'s, bit for bit.
+    pub fn build_with<F: Fork>(bounds: &[Aabb], fork: &F) -> Bvh {
+        Self::build_in(bounds, Some(fork))
+    }
+
+    fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>) -> Bvh {
         let centroids: Vec<Vec3> = bounds.iter().map(Aabb::center).collect();
+        let mut prims: Vec<BuildPrim> = bounds
+            .iter()
+            .zip(&centroids)
+            .map(|(&bounds, &centroid)| BuildPrim::new(bounds, centroid))
+            .collect();
+        let mut order: Vec<u32> = (0..bounds.len() as u32).collect();
         let mut b = Builder {
             centroids: &centroids,
             input: bounds,
-            prims: bounds
-                .iter()
-                .zip(&centroids)
-                .map(|(&bounds, &centroid)| BuildPrim::new(bounds, centroid))
-                .collect(),
-            order: (0..bounds.len() as u32).collect(),
+            prims: &mut prims,
+            order: &mut order,
+            first_slot: 0,
             nodes: Vec::with_capacity(bounds.len().max(1)),
             depth: 0,
-            bins: Bins {
-                bounds: [[Box3A::EMPTY; BINS]; 3],
-                count: [[0; BINS]; 3],
-                occupied: [0; 3],
-            },
+            bins: Bins::new(),
+            fork,
         };
         b.nodes.push(BvhNode::default());
         let n = bounds.len();
@@ -231,20 +348,22 @@ impl Bvh {
                 Plan::Split(mid) => b.build_inner(0, 0, mid, n, 0),
             }
         }
+        let (nodes, depth) = (b.nodes, b.depth);
         Bvh {
-            nodes: b.nodes,
-            order: b.order,
-            depth: b.depth,
+            nodes,
+            order,
+            depth,
         }
     }
 }
 
-// ok (indexing in the builder): every range `[start, end)` lies in `[0, n)`
-// (the root range, then halves split at a point strictly inside); `order` is a
-// permutation of `0..n`, so its entries index `input` and `centroids`; `prims`
-// has `n` entries; axes come from `0..3` or `max_position`; `bin_of` clamps bins
-// to `BINS - 1`; nodes are pushed before they are filled.
-impl Builder<'_> {
+// ok (indexing in the builder): every range `[start, end)` lies in
+// `[0, order.len())` (the builder's whole run, then halves split at a point
+// strictly inside); `order` holds input indices (a permutation of `0..n`
+// overall), so its entries index `input` and `centroids`; `prims` is as long as
+// `order`; axes come from `0..3` or `max_position`; `bin_of` clamps bins to
+// `BINS - 1`; nodes are pushed before they are filled.
+impl<F: Fork> Builder<'_, F> {
     fn range_bounds(&self, start: usize, end: usize) -> Aabb {
         self.prims[start..end]
             .iter()
@@ -273,9 +392,65 @@ impl Builder<'_> {
     /// Fill `node` with the two children of `[start, end)`, split at `mid`; the
     /// node is at `depth`.
     fn build_inner(&mut self, node: usize, start: usize, mid: usize, end: usize, depth: u32) {
+        if let Some(fork) = self.fork
+            && end - start >= FORK_MIN_PRIMITIVES
+        {
+            let (centroids, input) = (self.centroids, self.input);
+            let (order_left, order_right) = self.order[start..end].split_at_mut(mid - start);
+            let (prims_left, prims_right) = self.prims[start..end].split_at_mut(mid - start);
+            let half = |prims, order, first_slot| Builder {
+                centroids,
+                input,
+                prims,
+                order,
+                first_slot,
+                nodes: Vec::new(),
+                depth: 0,
+                bins: Bins::new(),
+                fork: Some(fork),
+            };
+            let mut left = half(prims_left, order_left, self.first_slot + start);
+            let mut right = half(prims_right, order_right, self.first_slot + mid);
+            let (left_ref, right_ref) = fork.join(
+                || left.build_child(0, mid - start, depth + 1),
+                || right.build_child(0, end - mid, depth + 1),
+            );
+            let (left, right) = ((left.nodes, left.depth), (right.nodes, right.depth));
+            let left_ref = self.append_subtree(left.0, left.1, left_ref);
+            let right_ref = self.append_subtree(right.0, right.1, right_ref);
+            self.fill(node, left_ref, right_ref);
+            return;
+        }
         let left = self.build_child(start, mid, depth + 1);
         let right = self.build_child(mid, end, depth + 1);
         self.fill(node, left, right);
+    }
+
+    /// Append a subtree built by another builder (its root is its first node)
+    /// and return `child` with its node index moved along with it. Appending
+    /// the left subtree, then the right, numbers the nodes as a one-builder
+    /// build does: a node, then its left subtree, then its right.
+    fn append_subtree(&mut self, nodes: Vec<BvhNode>, depth: u32, child: ChildRef) -> ChildRef {
+        let offset = self.nodes.len() as u32;
+        let moved = |index: u32, count: u32| {
+            if count == 0 && index != EMPTY_CHILD {
+                index + offset
+            } else {
+                index
+            }
+        };
+        self.nodes.extend(nodes.into_iter().map(|mut n| {
+            let left = moved(n.left_index(), n.left_count());
+            let right = moved(n.right_index(), n.right_count());
+            n.left_lo[3] = f32::from_bits(left);
+            n.right_lo[3] = f32::from_bits(right);
+            n
+        }));
+        self.depth = self.depth.max(depth);
+        ChildRef {
+            index: moved(child.index, child.count),
+            ..child
+        }
     }
 
     /// Build the subtree of `[start, end)` as a child at `depth`.
@@ -286,7 +461,7 @@ impl Builder<'_> {
                 self.depth = self.depth.max(depth);
                 ChildRef {
                     bounds,
-                    index: start as u32,
+                    index: (self.first_slot + start) as u32,
                     count: (end - start) as u32,
                 }
             }

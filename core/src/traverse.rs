@@ -5,7 +5,7 @@
 //! inner children the nearer is visited next while the farther is pushed.
 
 use crate::aabb::Aabb;
-use crate::bvh::{Bvh, sphere_bounds, triangle_bounds};
+use crate::bvh::{Bvh, Fork, Sequential, sphere_bounds, triangle_bounds};
 use crate::error::Error;
 use crate::gpu::{BvhNode, GpuMaterial, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
 use crate::intersect::{RayPre, ray_aabb_rows, ray_sphere, ray_triangle, ray_triangle_axes};
@@ -48,8 +48,20 @@ pub struct Accel {
 }
 
 impl Accel {
-    /// Validate `scene` and build its BVH. The error names the first bad item.
+    /// Validate `scene` and build its BVH on the calling thread. The error names
+    /// the first bad item.
     pub fn build(scene: &Scene) -> Result<Accel, Error> {
+        Self::build_in(scene, None::<&Sequential>)
+    }
+
+    /// [`Accel::build`], with the BVH's large subtrees built through `fork`
+    /// (see [`Fork`]; `rayon::join` uses every core of the current pool). The
+    /// result is the same as [`Accel::build`]'s, bit for bit.
+    pub fn build_with<F: Fork>(scene: &Scene, fork: &F) -> Result<Accel, Error> {
+        Self::build_in(scene, Some(fork))
+    }
+
+    fn build_in<F: Fork>(scene: &Scene, fork: Option<&F>) -> Result<Accel, Error> {
         scene.validate()?;
         // ok (indexing below): `add_sphere` and `add_triangle` push each `PrimRef`
         // with the entries it points at, `prim_material` has one entry per
@@ -68,7 +80,10 @@ impl Accel {
                 }
             });
         }
-        let bvh = Bvh::build(&bounds);
+        let bvh = match fork {
+            Some(fork) => Bvh::build_with(&bounds, fork),
+            None => Bvh::build(&bounds),
+        };
         let scene_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
         let mut prims = Vec::with_capacity(n);
         let mut slot_material = Vec::with_capacity(n);

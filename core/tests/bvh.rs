@@ -6,7 +6,7 @@ mod common;
 use common::{Prim, all_hits, config, prim, scene_of, scene_prim, unit_vec3, vec3};
 use glam::Vec3;
 use prism_core::aabb::Aabb;
-use prism_core::bvh::{Bvh, MEDIAN_SPLIT_DEPTH, sphere_bounds, triangle_bounds};
+use prism_core::bvh::{Bvh, Fork, MEDIAN_SPLIT_DEPTH, sphere_bounds, triangle_bounds};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, TRAVERSAL_STACK_SIZE};
 use prism_core::{Accel, Ray};
 use proptest::prelude::*;
@@ -309,6 +309,72 @@ proptest! {
             .map(|c| Aabb { min: Vec3::new(c[0], c[1], c[2]), max: Vec3::new(c[3], c[4], c[5]) })
             .collect();
         check_links(&bounds)?;
+    }
+}
+
+/// Runs `b` before `a`: a fork whose order differs from a one-thread build's.
+struct Reversed;
+
+impl Fork for Reversed {
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        let rb = b();
+        (a(), rb)
+    }
+}
+
+/// Runs `a` on a scoped thread while `b` runs on this one.
+struct Threads;
+
+impl Fork for Threads {
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        std::thread::scope(|s| {
+            let a = s.spawn(a);
+            let rb = b();
+            (a.join().expect("subtree build panicked"), rb)
+        })
+    }
+}
+
+proptest! {
+    #![proptest_config(config(8))]
+
+    /// Forked builds give the one-thread tree bit for bit, whatever order or
+    /// thread the subtrees are built in: ranges large enough to fork, clustered
+    /// so that some subtrees are much larger than others.
+    #[test]
+    fn forked_build_is_the_same_tree(
+        clusters in prop::collection::vec((vec3(100.0), 0.01f32..10.0, 1usize..6000), 1..8),
+        seed in any::<u32>(),
+    ) {
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32 - 0.5
+        };
+        let mut bounds = Vec::new();
+        for &(center, spread, n) in &clusters {
+            for _ in 0..n {
+                let c = center + Vec3::new(next(), next(), next()) * spread;
+                let h = Vec3::new(next(), next(), next()).abs() * spread * 0.05;
+                bounds.push(Aabb { min: c - h, max: c + h });
+            }
+        }
+        let serial = Bvh::build(&bounds);
+        for forked in [Bvh::build_with(&bounds, &Reversed), Bvh::build_with(&bounds, &Threads)] {
+            prop_assert_eq!(&forked.order, &serial.order);
+            prop_assert_eq!(forked.depth, serial.depth);
+            prop_assert!(forked.nodes == serial.nodes, "nodes differ");
+        }
     }
 }
 
