@@ -87,8 +87,8 @@ pub trait Fork: Sync {
     ) -> (RA, RB);
 }
 
-/// The [`Fork`] that runs `a`, then `b`, on the calling thread: what
-/// [`Bvh::build`] uses.
+/// The [`Fork`] that runs `a`, then `b`, on the calling thread: a one-thread
+/// build through the forking path (which [`Bvh::build`] skips altogether).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sequential;
 
