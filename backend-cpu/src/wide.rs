@@ -214,20 +214,20 @@ pub(crate) fn leaf(
         return (first, count);
     }
     let start = packets.len() as u32;
-    for (chunk, slots) in tris.chunks(4).zip(range.collect::<Vec<_>>().chunks(4)) {
+    for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
             v1: [Vec4::NAN; 3],
             v2: [Vec4::NAN; 3],
             slot: [u32::MAX; 4],
         };
-        for (lane, (t, &slot)) in chunk.iter().zip(slots).enumerate() {
+        for (lane, t) in chunk.iter().enumerate() {
             for axis in 0..3 {
                 p.v0[axis][lane] = t.a[axis];
                 p.v1[axis][lane] = t.b[axis];
                 p.v2[axis][lane] = t.c[axis];
             }
-            p.slot[lane] = slot as u32;
+            p.slot[lane] = (chunk_first + lane) as u32;
         }
         packets.push(p);
     }
