@@ -49,34 +49,34 @@ pub const FORK_MIN_PRIMITIVES: usize = 4096;
 /// Every `Fork` gives the same tree, bit for bit: subtrees are built into their
 /// own node lists and joined in the order a one-thread build would number them.
 ///
+/// A `Fork` may run the halves in any order, or at once (a thread pool's
+/// `join`, such as `rayon::join`, does):
+///
 /// ```
 /// use prism_core::aabb::Aabb;
-/// use prism_core::bvh::{Bvh, Fork, Sequential};
+/// use prism_core::bvh::{Bvh, Fork};
 /// use prism_core::glam::Vec3;
 ///
-/// /// Two scoped threads per fork: enough for an example (a pool is better).
-/// struct Threads;
-/// impl Fork for Threads {
+/// /// Builds the right half first.
+/// struct RightFirst;
+/// impl Fork for RightFirst {
 ///     fn join<RA: Send, RB: Send>(
 ///         &self,
 ///         a: impl FnOnce() -> RA + Send,
 ///         b: impl FnOnce() -> RB + Send,
 ///     ) -> (RA, RB) {
-///         std::thread::scope(|s| {
-///             let a = s.spawn(a);
-///             let rb = b();
-///             (a.join().expect("subtree build"), rb)
-///         })
+///         let rb = b();
+///         (a(), rb)
 ///     }
 /// }
 ///
 /// let boxes: Vec<Aabb> = (0..10_000)
 ///     .map(|i| Aabb::from_point(Vec3::new((i % 100) as f32, (i / 100) as f32, 0.0)))
 ///     .collect();
-/// let parallel = Bvh::build_with(&boxes, &Threads);
-/// let serial = Bvh::build_with(&boxes, &Sequential);
-/// assert_eq!(parallel.order, serial.order);
-/// assert_eq!(parallel.nodes, serial.nodes);
+/// let forked = Bvh::build_with(&boxes, &RightFirst);
+/// let serial = Bvh::build(&boxes);
+/// assert_eq!(forked.order, serial.order);
+/// assert_eq!(forked.nodes, serial.nodes);
 /// ```
 pub trait Fork: Sync {
     /// Run `a` and `b`, in parallel or not, and return both results.
