@@ -7,8 +7,9 @@
 //! same operation order, see [`shaders`]); the buffers are prism-core's
 //! [`prism_core::gpu`] structs, uploaded as raw bytes.
 //!
-//! - `set_scene` builds the BVH with [`prism_core::Accel::build`] (the same tree
-//!   on every backend) and uploads it once. The shaders are compiled per kind
+//! - `set_scene` builds the BVH with [`prism_core::Accel::build_with`], large
+//!   scenes' subtrees on rayon's pool (the same tree on every backend and for
+//!   any thread count), and uploads it once. The shaders are compiled per kind
 //!   of scene ([`ModuleConfig`]): a scene of spheres runs no triangle code, and
 //!   the traversal stack is as long as the tree is deep.
 //! - `render` runs one fused kernel per pixel for all three integrators and
