@@ -15,8 +15,8 @@
 //! tie at exactly the same `t`.
 
 use crate::wide::{
-    Child, Lanes, PACKET_LEAF, TriPacket, children, dispatch_axes, leaf, leaf_closest, packet_hit,
-    prim_hit,
+    Child, Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, children, dispatch_axes, leaf, leaf_closest,
+    packet_hit, packet_lane, prim_hit,
 };
 use core::arch::x86_64::*;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
@@ -76,7 +76,7 @@ impl Stack {
 #[derive(Clone, Debug)]
 pub struct Bvh8 {
     nodes: Vec<Node8>,
-    packets: Vec<TriPacket>,
+    packets: Packets,
 }
 
 /// Whether this CPU runs [`Bvh8`]'s traversal.
@@ -94,7 +94,7 @@ impl Bvh8 {
         let bin = accel.nodes();
         let mut out = Bvh8 {
             nodes: Vec::with_capacity(bin.len() / 4 + 1),
-            packets: Vec::new(),
+            packets: Packets::default(),
         };
         if let Some(root) = bin.first() {
             collapse(bin, accel.primitives(), root, &mut out);
@@ -114,15 +114,21 @@ impl Bvh8 {
 
     /// Closest hit; `Hit::prim` is the scene primitive id.
     pub fn intersect(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> Hit {
-        let mut hit = self.intersect_slot(prims, ray, stack);
-        if let Some(p) = prims.get(hit.prim as usize) {
-            hit.prim = p.id();
+        let (mut hit, at) = self.closest_at(prims, ray, stack);
+        if hit.is_hit() {
+            hit.prim = self.packets.id_of(&hit, at, prims);
         }
         hit
     }
 
     /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
     pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> Hit {
+        self.closest_at(prims, ray, stack).0
+    }
+
+    /// Closest hit with `Hit::prim` as the leaf slot, and where it came from
+    /// (see [`NOT_IN_PACKET`]).
+    fn closest_at(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> (Hit, usize) {
         let pre = RayPre::new(ray);
         // SAFETY: a `Bvh8` exists only where `available()` found AVX2 and BMI1
         // (`build` is its only constructor), the features `closest` is built for.
@@ -289,7 +295,7 @@ fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
     let p: *const i8 = if meta == 0 {
         bvh.nodes.as_ptr().wrapping_add(child as usize).cast()
     } else if meta & PACKET_LEAF != 0 {
-        bvh.packets.as_ptr().wrapping_add(child as usize).cast()
+        bvh.packets.tri.as_ptr().wrapping_add(child as usize).cast()
     } else {
         return;
     };
@@ -298,7 +304,8 @@ fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
     }
 }
 
-/// Closest hit (leaf slots) for one axis permutation.
+/// Closest hit (leaf slot) for one axis permutation, and where it came from
+/// (see [`NOT_IN_PACKET`]).
 #[target_feature(enable = "avx2,bmi1")]
 fn closest<const KX: usize, const KY: usize, const KZ: usize>(
     bvh: &Bvh8,
@@ -306,7 +313,7 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
     ray: &Ray,
     pre: &RayPre,
     stack: &mut Stack,
-) -> Hit {
+) -> (Hit, usize) {
     let r = Ray8::new(pre, ray.tmin);
     let lanes = Lanes::new(pre);
     let tmin = ray.tmin;
@@ -314,6 +321,7 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
         t: ray.tmax,
         ..Hit::MISS
     };
+    let mut best_at = NOT_IN_PACKET;
     let st = &mut stack.e;
     let mut sp = 0usize;
     let (mut child, mut meta) = (0u32, 0u32);
@@ -373,13 +381,8 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
                 }
             }
         } else if meta & PACKET_LEAF != 0 {
-            let first = child as usize;
-            let count = (meta & !PACKET_LEAF) as usize;
-            for p in bvh
-                .packets
-                .get(first..first + count.div_ceil(4))
-                .unwrap_or_default()
-            {
+            let leaf = bvh.packets.leaf(child, meta & !PACKET_LEAF);
+            for (i, p) in leaf.iter().enumerate() {
                 if let Some((lane, t, u, v)) = packet_hit::<KX, KY, KZ>(&lanes, p, tmin, best.t) {
                     best = Hit {
                         t,
@@ -387,15 +390,24 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
                         v,
                         prim: p.slot[lane],
                     };
+                    best_at = packet_lane(child + i as u32, lane);
                 }
             }
         } else {
+            let before = best.prim;
             leaf_closest::<KX, KY, KZ>(pre, prims, child, meta, tmin, &mut best);
+            if best.prim != before {
+                best_at = NOT_IN_PACKET;
+            }
         }
         // Pop the nearest entry still in front of the best hit.
         loop {
             if sp == 0 {
-                return if best.is_hit() { best } else { Hit::MISS };
+                return if best.is_hit() {
+                    (best, best_at)
+                } else {
+                    (Hit::MISS, NOT_IN_PACKET)
+                };
             }
             sp -= 1;
             let e = st[sp];
@@ -452,12 +464,9 @@ fn any<const KX: usize, const KY: usize, const KZ: usize>(
                 }
             }
         } else if meta & PACKET_LEAF != 0 {
-            let first = child as usize;
-            let count = (meta & !PACKET_LEAF) as usize;
             if bvh
                 .packets
-                .get(first..first + count.div_ceil(4))
-                .unwrap_or_default()
+                .leaf(child, meta & !PACKET_LEAF)
                 .iter()
                 .any(|p| packet_hit::<KX, KY, KZ>(&lanes, p, tmin, tmax).is_some())
             {

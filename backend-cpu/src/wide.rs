@@ -39,6 +39,56 @@ pub struct TriPacket {
     pub(crate) slot: [u32; 4],
 }
 
+/// A wide BVH's triangle packets, and the scene id of each packet lane kept apart:
+/// a closest hit reads one id per ray, at the end, from this small array (16 bytes
+/// a packet, usually in cache) instead of from the primitive array (a cache miss per
+/// ray on large meshes), and the packets stay 160 bytes for the tests that stream them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Packets {
+    pub(crate) tri: Vec<TriPacket>,
+    /// Scene primitive id of each lane, one entry per packet.
+    ids: Vec<[u32; 4]>,
+}
+
+impl Packets {
+    /// The packets of the leaf whose first packet is `first` and which holds
+    /// `count` primitives (empty if the range is not in the array).
+    #[inline(always)]
+    pub(crate) fn leaf(&self, first: u32, count: u32) -> &[TriPacket] {
+        let first = first as usize;
+        self.tri
+            .get(first..first + count.div_ceil(4) as usize)
+            .unwrap_or_default()
+    }
+
+    /// The scene id of closest hit `hit` (prim = its leaf slot): from packet lane
+    /// `lane_at` (a packet index times 4 plus the lane, see [`NOT_IN_PACKET`]), else
+    /// from the primitive array ([`Hit::MISS`]'s `prim` if neither holds it).
+    #[inline(always)]
+    pub(crate) fn id_of(&self, hit: &Hit, lane_at: usize, prims: &[Primitive]) -> u32 {
+        if lane_at == NOT_IN_PACKET {
+            return prims
+                .get(hit.prim as usize)
+                .map_or(Hit::MISS.prim, Primitive::id);
+        }
+        self.ids
+            .get(lane_at / 4)
+            .map_or(Hit::MISS.prim, |ids| ids[lane_at % 4])
+    }
+}
+
+/// A closest-hit walk's record of where its best hit came from: packet index
+/// times 4 plus the lane, or this when it came from a leaf of the primitive array
+/// (or there is none). A packet takes 160 bytes of memory, so its index times 4
+/// stays far below `usize::MAX`.
+pub(crate) const NOT_IN_PACKET: usize = usize::MAX;
+
+/// The packet lane record (see [`NOT_IN_PACKET`]) of lane `lane` of packet `packet`.
+#[inline(always)]
+pub(crate) fn packet_lane(packet: u32, lane: usize) -> usize {
+    packet as usize * 4 + (lane & 3)
+}
+
 /// Four children: boxes as structure-of-arrays (one register per bound), then
 /// references. 128 bytes, two cache lines, aligned so a node never straddles three.
 #[derive(Clone, Copy, Debug)]
@@ -114,7 +164,7 @@ pub(crate) fn children(n: &BvhNode) -> [Child; 2] {
 #[derive(Clone, Debug, Default)]
 pub struct WideBvh {
     nodes: Vec<WideNode>,
-    packets: Vec<TriPacket>,
+    packets: Packets,
 }
 
 impl WideBvh {
@@ -125,7 +175,7 @@ impl WideBvh {
         let bin = accel.nodes();
         let mut out = WideBvh {
             nodes: Vec::with_capacity(bin.len() / 2 + 1),
-            packets: Vec::new(),
+            packets: Packets::default(),
         };
         if let Some(root) = bin.first() {
             collapse(bin, accel.primitives(), root, &mut out);
@@ -204,7 +254,7 @@ pub(crate) fn leaf(
     prims: &[Primitive],
     first: u32,
     count: u32,
-    packets: &mut Vec<TriPacket>,
+    packets: &mut Packets,
 ) -> (u32, u32) {
     let range = first as usize..first as usize + count as usize;
     let Some(tris) = prims.get(range.clone()) else {
@@ -213,7 +263,7 @@ pub(crate) fn leaf(
     if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
         return (first, count);
     }
-    let start = packets.len() as u32;
+    let start = packets.tri.len() as u32;
     for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
@@ -221,6 +271,7 @@ pub(crate) fn leaf(
             v2: [Vec4::NAN; 3],
             slot: [u32::MAX; 4],
         };
+        let mut id = [u32::MAX; 4];
         for (lane, t) in chunk.iter().enumerate() {
             for axis in 0..3 {
                 p.v0[axis][lane] = t.a[axis];
@@ -228,8 +279,10 @@ pub(crate) fn leaf(
                 p.v2[axis][lane] = t.c[axis];
             }
             p.slot[lane] = (chunk_first + lane) as u32;
+            id[lane] = t.id();
         }
-        packets.push(p);
+        packets.tri.push(p);
+        packets.ids.push(id);
     }
     (start, count | PACKET_LEAF)
 }
@@ -411,9 +464,10 @@ pub(crate) use dispatch_axes;
 impl WideBvh {
     /// Closest hit; `Hit::prim` is the scene primitive id.
     pub fn intersect(&self, prims: &[Primitive], ray: &Ray) -> Hit {
-        let mut hit = self.intersect_slot(prims, ray);
-        if let Some(p) = prims.get(hit.prim as usize) {
-            hit.prim = p.id();
+        let pre = RayPre::new(ray);
+        let (mut hit, at) = dispatch_axes!(pre, closest_axes, self, prims, ray, &pre);
+        if hit.is_hit() {
+            hit.prim = self.packets.id_of(&hit, at, prims);
         }
         hit
     }
@@ -421,7 +475,7 @@ impl WideBvh {
     /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
     pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray) -> Hit {
         let pre = RayPre::new(ray);
-        dispatch_axes!(pre, closest_axes, self, prims, ray, &pre)
+        dispatch_axes!(pre, closest_axes, self, prims, ray, &pre).0
     }
 
     /// Whether anything lies on the ray within `(tmin, tmax)`.
@@ -437,6 +491,8 @@ struct ClosestWalk {
     lanes: Lanes,
     tmin: f32,
     best: Hit,
+    /// Where `best` came from (see [`NOT_IN_PACKET`]).
+    best_at: usize,
     stack: [(u32, f32); STACK],
     sp: usize,
 }
@@ -454,6 +510,7 @@ impl ClosestWalk {
                 t: ray.tmax,
                 ..Hit::MISS
             },
+            best_at: NOT_IN_PACKET,
             stack,
             sp: 1,
         }
@@ -483,13 +540,9 @@ impl ClosestWalk {
         let order = sort4(&t);
         for &k in &order {
             if t[k] < self.best.t && n.count[k] & PACKET_LEAF != 0 {
-                let first = n.child[k] as usize;
-                let count = (n.count[k] & !PACKET_LEAF) as usize;
-                for p in bvh
-                    .packets
-                    .get(first..first + count.div_ceil(4))
-                    .unwrap_or_default()
-                {
+                let first = n.child[k];
+                let leaf = bvh.packets.leaf(first, n.count[k] & !PACKET_LEAF);
+                for (i, p) in leaf.iter().enumerate() {
                     if let Some((lane, t, u, v)) =
                         packet_hit::<KX, KY, KZ>(&self.lanes, p, tmin, self.best.t)
                     {
@@ -499,9 +552,11 @@ impl ClosestWalk {
                             v,
                             prim: p.slot[lane],
                         };
+                        self.best_at = packet_lane(first + i as u32, lane);
                     }
                 }
             } else if t[k] < self.best.t && n.count[k] > 0 {
+                let before = self.best.prim;
                 leaf_closest::<KX, KY, KZ>(
                     &self.pre,
                     prims,
@@ -510,6 +565,9 @@ impl ClosestWalk {
                     tmin,
                     &mut self.best,
                 );
+                if self.best.prim != before {
+                    self.best_at = NOT_IN_PACKET;
+                }
             }
         }
         for &k in order.iter().rev() {
@@ -523,24 +581,25 @@ impl ClosestWalk {
     }
 
     #[inline(always)]
-    /// The closest hit with `prim` as a leaf slot, or a miss.
-    fn finish(self) -> Hit {
+    /// The closest hit with `prim` as a leaf slot (or a miss), and where it
+    /// came from (see [`NOT_IN_PACKET`]).
+    fn finish(self) -> (Hit, usize) {
         if self.best.is_hit() {
-            self.best
+            (self.best, self.best_at)
         } else {
-            Hit::MISS
+            (Hit::MISS, NOT_IN_PACKET)
         }
     }
 }
 
-/// Closest hit (scene ids) for one axis permutation.
+/// Closest hit (leaf slot, and where it came from) for one axis permutation.
 #[inline(never)]
 fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
     bvh: &WideBvh,
     prims: &[Primitive],
     ray: &Ray,
     pre: &RayPre,
-) -> Hit {
+) -> (Hit, usize) {
     let mut w = ClosestWalk::new(ray, *pre);
     while w.step::<KX, KY, KZ>(bvh, prims) {}
     w.finish()
@@ -594,13 +653,9 @@ fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
                 continue;
             }
             if n.count[k] & PACKET_LEAF != 0 {
-                let first = n.child[k] as usize;
-                let count = (n.count[k] & !PACKET_LEAF) as usize;
-                let packets = bvh
+                if bvh
                     .packets
-                    .get(first..first + count.div_ceil(4))
-                    .unwrap_or_default();
-                if packets
+                    .leaf(n.child[k], n.count[k] & !PACKET_LEAF)
                     .iter()
                     .any(|p| packet_hit::<KX, KY, KZ>(&lanes, p, tmin, tmax).is_some())
                 {
