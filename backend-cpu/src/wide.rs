@@ -248,6 +248,14 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Wide
     me as u32
 }
 
+/// Whether slots `[first, first + count)` exist and hold triangles only.
+pub(crate) fn all_triangles(prims: &[Primitive], first: u32, count: u32) -> bool {
+    let range = first as usize..first as usize + count as usize;
+    prims
+        .get(range)
+        .is_some_and(|r| r.iter().all(|p| p.kind() != KIND_SPHERE))
+}
+
 /// A leaf's `(child, count)`: packets when every primitive is a triangle, else
 /// the primitive range itself (spheres are tested one by one).
 pub(crate) fn leaf(
@@ -260,7 +268,7 @@ pub(crate) fn leaf(
     let Some(tris) = prims.get(range.clone()) else {
         return (first, count);
     };
-    if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
+    if !all_triangles(prims, first, count) || count >= PACKET_LEAF {
         return (first, count);
     }
     let start = packets.tri.len() as u32;
