@@ -227,18 +227,20 @@ fn run_config(
         gpu.kernels_from_cache()
     );
     for r in gpu.kernel_resources()? {
+        // Stack frame and spills only where NVRTC's log held ptxas' report.
+        let ptxas = r.ptxas.as_ref().map_or_else(
+            || "stack, spills: no ptxas report".to_owned(),
+            |p| {
+                format!(
+                    "{:>4} B stack {:>3}/{:>3} B spill st/ld",
+                    p.stack_frame, p.spill_stores, p.spill_loads
+                )
+            },
+        );
         let _ = writeln!(
             log,
-            "   {:<22} {:>3} regs {:>4} B local {:>4} B stack {:>3}/{:>3} B spill st/ld  {:>4} thr x {:>2} blk/SM  occ {:.2}",
-            r.name,
-            r.registers,
-            r.local_bytes,
-            r.stack_frame,
-            r.spill_stores,
-            r.spill_loads,
-            r.block_threads,
-            r.blocks_per_sm,
-            r.occupancy
+            "   {:<22} {:>3} regs {:>4} B local {ptxas}  {:>4} thr x {:>2} blk/SM  occ {:.2}",
+            r.name, r.registers, r.local_bytes, r.block_threads, r.blocks_per_sm, r.occupancy
         );
     }
 
@@ -249,6 +251,8 @@ fn run_config(
             out.join("prism_default.cubin"),
             &gpu.compiled_kernels().cubin,
         );
+        // NVRTC's log: ptxas' resource report of every kernel.
+        let _ = std::fs::write(out.join("prism_default.log"), &gpu.compiled_kernels().log);
     }
     let part = |p: &str| args.parts.iter().any(|x| x == p);
     if part("rtiow") {

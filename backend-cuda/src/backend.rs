@@ -8,7 +8,7 @@ use crate::driver::{
 use crate::kernels::{
     self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
     KERNEL_RENDER_AO, KERNEL_RENDER_PATH, KERNEL_RENDER_WHITTED, KernelConfig, PARAMS_SYMBOL,
-    SceneArgs, SceneKind, SourcePatch, kernel_name,
+    PtxasReport, SceneArgs, SceneKind, SourcePatch, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -133,12 +133,11 @@ pub struct KernelResources {
     pub local_bytes: u32,
     /// Static shared memory per block, bytes.
     pub shared_bytes: u32,
-    /// ptxas' stack frame, bytes.
-    pub stack_frame: u32,
-    /// ptxas' spill stores, bytes.
-    pub spill_stores: u32,
-    /// ptxas' spill loads, bytes.
-    pub spill_loads: u32,
+    /// ptxas' report for this kernel (stack frame and spills), when NVRTC's log
+    /// holds one. Some NVRTC builds leave ptxas' `-v` report out of the log (seen
+    /// with the CUDA 13.0 toolkit's NVRTC on an H100 host), and an unknown spill
+    /// count is not zero: `tests/compile.rs` prints the report from the pip NVRTC.
+    pub ptxas: Option<PtxasReport>,
     /// Threads per block the backend launches.
     pub block_threads: u32,
     /// Resident blocks per multiprocessor (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
@@ -906,19 +905,13 @@ impl CudaBackend {
         use sys::CUfunction_attribute::*;
         for (name, f, threads) in list {
             let blocks = f.blocks_per_sm(threads)?;
-            let rep = reports
-                .iter()
-                .find(|r| r.name == name)
-                .cloned()
-                .unwrap_or_default();
+            let ptxas = reports.iter().find(|r| r.name == name).cloned();
             out.push(KernelResources {
                 name,
                 registers: f.attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)?.max(0) as u32,
                 local_bytes: f.attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?.max(0) as u32,
                 shared_bytes: f.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?.max(0) as u32,
-                stack_frame: rep.stack_frame,
-                spill_stores: rep.spill_stores,
-                spill_loads: rep.spill_loads,
+                ptxas,
                 block_threads: threads,
                 blocks_per_sm: blocks,
                 occupancy: (blocks * threads) as f64 / max_threads as f64,
