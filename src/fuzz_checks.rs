@@ -13,7 +13,7 @@
 //! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`] returns a mesh whose indices are in range, or [`Error::Parse`] naming the file; the mesh traces like brute force |
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`]                                                                      |
 //! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; a 3x3 render of the scene succeeds and, for a tame scene, is finite |
-//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera the same with both traversals and finite; cancelling is an error |
+//! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera finite and the same with both traversals, or, where the images differ, with every ray of the frame tracing like brute force on every traversal (touching spheres tie); cancelling is an error |
 //!
 //! Traversal is compared with brute force under the slab test's documented
 //! face-plane convention ([`in_face_plane`]): a ray that does not move along an
@@ -42,6 +42,7 @@ use prism_core::{
     Progress, Ray, RenderSettings, Scene, Sky,
 };
 use prism_cpu::{CpuBackend, Traversal};
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
@@ -1018,7 +1019,12 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
             // the two traversals (different boxes) may differ; overflow is possible.
             return Ok(());
         }
-        same_with_binary_traversal(backend, &camera, &capped, &image)?;
+        if let Err(differ) = same_with_binary_traversal(backend, &camera, &capped, &image) {
+            // The traversals may part where the rule of `compare_traversal` lets
+            // them (a tie, a hit off its primitive's box); every ray says which.
+            every_ray_like_brute_force(backend, &scene, &camera, &capped, w, h)
+                .map_err(|v| Violation(format!("{differ}, and {v} ({capped:?}, {camera:?})")))?;
+        }
         finite_radiance(&image).map_err(|v| Violation(format!("{v} ({capped:?}, {camera:?})")))
     })
 }
@@ -1068,6 +1074,106 @@ fn same_with_binary_traversal(
             binary.get(i).copied().unwrap_or_default()
         ),
         None => Ok(()),
+    }
+}
+
+/// Render `camera`'s `width` x `height` frame again through core's integrators,
+/// ray by ray: every closest-hit and any-hit query is traced with each of the
+/// backend's traversals and checked against brute force under the rule of
+/// [`compare_traversal`] (ties, hits off their primitive's box), then answered
+/// as the backend's default traversal answers it. Where two traversals' images
+/// differ, this says whether every ray they traced stays within that rule.
+fn every_ray_like_brute_force(
+    backend: &mut CpuBackend,
+    scene: &Scene,
+    camera: &Camera,
+    settings: &RenderSettings,
+    width: u32,
+    height: u32,
+) -> Result<(), Violation> {
+    // Built as the backend built it: the same tree, so the same slots.
+    let accel = match Accel::build(scene) {
+        Ok(a) => a,
+        Err(e) => return violation!("the render scene did not build: {e:?}"),
+    };
+    let params = match settings.params(&accel, camera, width, height) {
+        Ok(p) => p,
+        Err(e) => return violation!("valid settings gave no render parameters: {e:?}"),
+    };
+    let mut slot_of = vec![Hit::NO_PRIM; scene.primitive_count()];
+    for (slot, p) in accel.primitives().iter().enumerate() {
+        if let Some(s) = slot_of.get_mut(p.id() as usize) {
+            *s = slot as u32;
+        }
+    }
+    let tracer = CheckedTracer {
+        accel: &accel,
+        scene,
+        slot_of,
+        backend: RefCell::new(backend),
+        first: RefCell::new(None),
+    };
+    for y in 0..height {
+        for x in 0..width {
+            prism_core::integrator::render_pixel(&tracer, &params, x, y);
+        }
+    }
+    tracer.first.into_inner().map_or(Ok(()), Err)
+}
+
+/// The integrators' tracer of [`every_ray_like_brute_force`].
+struct CheckedTracer<'a> {
+    accel: &'a Accel,
+    scene: &'a Scene,
+    /// Slot of each scene primitive id in `accel`.
+    slot_of: Vec<u32>,
+    backend: RefCell<&'a mut CpuBackend>,
+    /// The first query that broke the rule.
+    first: RefCell<Option<Violation>>,
+}
+
+impl CheckedTracer<'_> {
+    /// Check `ray` on every traversal, then answer it with the default one:
+    /// (closest hit with `prim` as a slot, occluded).
+    fn trace(&self, ray: &Ray) -> (Hit, bool) {
+        if !ray.is_valid() {
+            // Never made by the integrators from valid settings; answered by core.
+            return (self.accel.intersect_slot(ray), self.accel.occluded(ray));
+        }
+        let mut backend = self.backend.borrow_mut();
+        let rays = std::slice::from_ref(ray);
+        if self.first.borrow().is_none()
+            && let Err(v) = compare_with_brute_force(&mut backend, self.scene, rays)
+        {
+            *self.first.borrow_mut() = Some(v);
+        }
+        let (mut hit, mut occluded) = ([Hit::MISS], [false]);
+        let answered = backend.intersect(rays, &mut hit).is_ok()
+            && backend.occluded(rays, &mut occluded).is_ok();
+        if !answered && self.first.borrow().is_none() {
+            *self.first.borrow_mut() = Some(Violation(format!("valid ray {ray:?} refused")));
+        }
+        let [mut hit] = hit;
+        if hit.is_hit() {
+            hit.prim = self
+                .slot_of
+                .get(hit.prim as usize)
+                .copied()
+                .unwrap_or(Hit::NO_PRIM);
+        }
+        (hit, occluded[0])
+    }
+}
+
+impl prism_core::integrator::Tracer for CheckedTracer<'_> {
+    fn accel(&self) -> &Accel {
+        self.accel
+    }
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        self.trace(ray).0
+    }
+    fn occluded(&self, ray: &Ray) -> bool {
+        self.trace(ray).1
     }
 }
 
