@@ -268,7 +268,7 @@ pub(crate) fn leaf(
     let Some(tris) = prims.get(range.clone()) else {
         return (first, count);
     };
-    if !all_triangles(prims, first, count) || count >= PACKET_LEAF {
+    if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
         return (first, count);
     }
     let start = packets.tri.len() as u32;
