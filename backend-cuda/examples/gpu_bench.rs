@@ -117,6 +117,19 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
                 k.occluded_refill = 0;
             }),
             c("rmin6", &|k| k.render_min_blocks = 6),
+            c("threaded", &|k| k.threaded_render = true),
+            c("threaded-rmin10", &|k| {
+                k.threaded_render = true;
+                k.render_min_blocks = 10;
+            }),
+            c("threaded-rmin12", &|k| {
+                k.threaded_render = true;
+                k.render_min_blocks = 12;
+            }),
+            c("threaded-pf", &|k| {
+                k.threaded_render = true;
+                k.extra_options = vec!["-DPRISM_THREADED_PREFETCH=1".into()]
+            }),
             c("regen", &|k| k.path_regen = true),
             c("tile8x4", &|k| {
                 k.render_tile = [8, 4];

@@ -317,3 +317,125 @@ __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
         }
     }
 }
+
+// ---- the threaded tree (render kernels with PRISM_THREADED) ----
+//
+// Core's child boxes in depth-first order (src/threaded.rs): entry i is
+// (lo.xyz, lo.w, hi.xyz, hi.w); a leaf has hi.w = count > 0 and lo.w = first
+// primitive; an inner entry has hi.w = 0, its subtree right after it, and lo.w =
+// the index after that subtree. One box a step, no stack: a leaf or an entered
+// inner box goes on to i + 1, a missed inner box to lo.w. Every primitive whose
+// box is entered within the best hit is tested as core tests it, so the closest
+// hit is core's but for ties.
+#ifndef PRISM_THREADED
+#define PRISM_THREADED 0
+#endif
+#ifndef PRISM_THREADED_PREFETCH
+#define PRISM_THREADED_PREFETCH 0
+#endif
+
+template <int K, bool TMIN_NONNEG = false>
+__device__ __forceinline__ Hit closest_hit_threaded(const SceneView& s, const Ray& ray) {
+    const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
+    const float tmin = ray.tmin;
+    Hit best;
+    best.t = ray.tmax;
+    best.u = 0.0f;
+    best.v = 0.0f;
+    best.prim = PRISM_NO_PRIM;
+    const float4* e = s.threaded;
+    const u32 n = s.threaded_count;
+#if PRISM_THREADED_PREFETCH
+    float4 lo = __ldg(e);
+    float4 hi = __ldg(e + 1);
+#endif
+    for (u32 i = 0; i < n;) {
+#if PRISM_THREADED_PREFETCH
+        // The next entry is i + 1 in most steps: its load overlaps this test
+        // (the array ends with one spare entry).
+        const float4 next_lo = __ldg(e + 2 * i + 2);
+        const float4 next_hi = __ldg(e + 2 * i + 3);
+#else
+        const float4 lo = __ldg(e + 2 * i);
+        const float4 hi = __ldg(e + 2 * i + 1);
+#endif
+        const float t = ray_aabb<TMIN_NONNEG>(pre, xyz(lo), xyz(hi), tmin, best.t);
+        const u32 word = __float_as_uint(lo.w);
+        const u32 count = __float_as_uint(hi.w);
+        const bool enter = t < best.t;
+        if (enter && count > 0 && leaf_in_range(word, count, s.prim_count)) {
+            for (u32 k = word; k < word + count; ++k) {
+                float th, u, v;
+                if (ray_primitive<K>(pre, s.prims + k, tmin, best.t, th, u, v)) {
+                    best.t = th;
+                    best.u = u;
+                    best.v = v;
+                    best.prim = k;
+                }
+            }
+        }
+#if PRISM_THREADED_PREFETCH
+        if (enter || count > 0) {
+            i = i + 1;
+            lo = next_lo;
+            hi = next_hi;
+        } else {
+            i = word;
+            lo = __ldg(e + 2 * i);
+            hi = __ldg(e + 2 * i + 1);
+        }
+#else
+        i = (enter || count > 0) ? i + 1 : word;
+#endif
+    }
+    if (best.prim == PRISM_NO_PRIM) {
+        best.t = PRISM_INF;
+    }
+    return best;
+}
+
+template <int K, bool TMIN_NONNEG = false>
+__device__ __forceinline__ bool any_hit_threaded(const SceneView& s, const Ray& ray) {
+    const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
+    const float tmin = ray.tmin;
+    const float tmax = ray.tmax;
+    const float4* e = s.threaded;
+    const u32 n = s.threaded_count;
+    for (u32 i = 0; i < n;) {
+        const float4 lo = __ldg(e + 2 * i);
+        const float4 hi = __ldg(e + 2 * i + 1);
+        const float t = ray_aabb<TMIN_NONNEG>(pre, xyz(lo), xyz(hi), tmin, tmax);
+        const u32 word = __float_as_uint(lo.w);
+        const u32 count = __float_as_uint(hi.w);
+        const bool enter = t < PRISM_INF;
+        if (enter && count > 0 && leaf_in_range(word, count, s.prim_count)) {
+            for (u32 k = word; k < word + count; ++k) {
+                float th, u, v;
+                if (ray_primitive<K>(pre, s.prims + k, tmin, tmax, th, u, v)) {
+                    return true;
+                }
+            }
+        }
+        i = (enter || count > 0) ? i + 1 : word;
+    }
+    return false;
+}
+
+// The traversals the integrators use.
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray& ray) {
+#if PRISM_THREADED
+    return closest_hit_threaded<K, TMIN_NONNEG>(s, ray);
+#else
+    return closest_hit<K, TMIN_NONNEG>(s, ray);
+#endif
+}
+
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ bool render_any_hit(const SceneView& s, const Ray& ray) {
+#if PRISM_THREADED
+    return any_hit_threaded<K, TMIN_NONNEG>(s, ray);
+#else
+    return any_hit<K, TMIN_NONNEG>(s, ray);
+#endif
+}

@@ -141,6 +141,9 @@ pub(crate) struct SceneArgs {
     pub prim_count: u32,
     pub material_count: u32,
     pub _pad: u32,
+    pub threaded: u64,
+    pub threaded_count: u32,
+    pub _pad2: u32,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -182,6 +185,9 @@ pub struct KernelConfig {
     /// matter (one sample per pixel, pinhole camera): it keeps no generator after
     /// the camera ray.
     pub whitted_skips_camera_rng: bool,
+    /// The render kernels traverse the threaded tree (no stack, one box a step)
+    /// instead of core's binary one.
+    pub threaded_render: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -201,6 +207,7 @@ impl Default for KernelConfig {
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
+            threaded_render: false,
             extra_options: Vec::new(),
         }
     }
@@ -327,6 +334,8 @@ fn core_defines() -> Vec<String> {
                 ("node_count", offset_of!(SceneArgs, node_count)),
                 ("prim_count", offset_of!(SceneArgs, prim_count)),
                 ("material_count", offset_of!(SceneArgs, material_count)),
+                ("threaded", offset_of!(SceneArgs, threaded)),
+                ("threaded_count", offset_of!(SceneArgs, threaded_count)),
             ],
         ),
     ];
@@ -388,6 +397,10 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_WHITTED_SKIPS_CAMERA_RNG={}",
         config.whitted_skips_camera_rng as u32
+    ));
+    o.push(format!(
+        "-DPRISM_THREADED={}",
+        config.threaded_render as u32
     ));
     o.extend(config.extra_options.iter().cloned());
     o

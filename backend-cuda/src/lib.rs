@@ -43,6 +43,7 @@ mod cache;
 mod driver;
 mod kernels;
 mod nvrtc;
+mod threaded;
 
 pub use backend::{
     CudaBackend, CudaOptions, FrameTimes, KernelResources, MAX_LAUNCH_RAYS, ResidentBench,
