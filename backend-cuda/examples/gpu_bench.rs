@@ -15,7 +15,8 @@
 //! "hits agree" column says whether every checked hit agreed, and its "images"
 //! column whether the rtiow and whitted19 frames are the same bytes as the
 //! first row's (a kernel change that must not move a pixel is checked by it).
-//! A `--config` entry `-DNAME=VALUE` (several joined by `+`) is the default
+//! A `--config` entry that starts with `-` (`-DNAME=VALUE`, `-lineinfo` for
+//! Nsight Compute's source view; several joined by `+`) is the default
 //! configuration with those NVRTC options added.
 //!
 //! `--parts segments` (not in the default list) measures what a wavefront
@@ -117,19 +118,6 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
                 k.occluded_refill = 0;
             }),
             c("rmin6", &|k| k.render_min_blocks = 6),
-            c("threaded", &|k| k.threaded_render = true),
-            c("threaded-rmin10", &|k| {
-                k.threaded_render = true;
-                k.render_min_blocks = 10;
-            }),
-            c("threaded-rmin12", &|k| {
-                k.threaded_render = true;
-                k.render_min_blocks = 12;
-            }),
-            c("threaded-pf", &|k| {
-                k.threaded_render = true;
-                k.extra_options = vec!["-DPRISM_THREADED_PREFETCH=1".into()]
-            }),
             c("regen", &|k| k.path_regen = true),
             c("tile8x4", &|k| {
                 k.render_tile = [8, 4];
@@ -683,10 +671,10 @@ fn main() {
         .collect();
     let mut rows: Vec<Row> = Vec::new();
     let mut all = configs(args.sweep);
-    // `--config -DNAME=VALUE+-DOTHER=VALUE`: the default configuration with
-    // those NVRTC options added, to measure a kernel switch without a named entry.
+    // `--config -DNAME=VALUE+-lineinfo`: the default configuration with those
+    // NVRTC options added, to measure a kernel switch without a named entry.
     for name in args.config.iter().flat_map(|c| c.split(',')) {
-        if name.starts_with("-D") {
+        if name.starts_with('-') {
             let k = KernelConfig {
                 extra_options: name.split('+').map(str::to_owned).collect(),
                 ..Default::default()

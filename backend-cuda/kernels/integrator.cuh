@@ -65,7 +65,7 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
     for (u32 depth = 0; depth < params.max_depth; ++depth) {
-        const Hit hit = render_closest_hit<K, PRISM_RENDER_NN>(s, ray);
+        const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             radiance += throughput * sky_color(params, ray.dir);
@@ -145,7 +145,7 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
     const V3 to_light = xyz(params.light_position) - p;
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
-    const bool shadowed = render_any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, l, spawn_tmin(p), dist));
+    const bool shadowed = any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, l, spawn_tmin(p), dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
     const float spec = pow32(fmaxf(dot(r, view), 0.0f));
@@ -161,7 +161,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
     V3 color = v3s(0.0f);
     float weight = 1.0f;
     for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
-        const Hit hit = render_closest_hit<K, PRISM_RENDER_NN>(s, ray);
+        const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             color += weight * sky_color(params, ray.dir);
@@ -189,7 +189,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
 template <int K>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                        u32& rays) {
-    const Hit hit = render_closest_hit<K, PRISM_RENDER_NN>(s, ray);
+    const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
         return sky_color(params, ray.dir);
@@ -204,14 +204,14 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float u1 = next_f32(rng);
         const float u2 = next_f32(rng);
         const V3 d = cosine_hemisphere(n, u1, u2);
-        open += render_any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
+        open += any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
     u32 r = 1 + params.ao_samples;
     float keep = 1.0f;
     if (params.ao_shadows != 0) {
         const V3 to_light = xyz(params.light_position) - p;
         const float dist = length(to_light);
-        const bool blocked = render_any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
+        const bool blocked = any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
         keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
         r += 1;
     }

@@ -95,9 +95,6 @@ struct SceneView {
     u32 prim_count;
     u32 material_count;
     u32 _pad;
-    const float4* threaded;  // ThreadedEntry pairs: (lo, first/skip), (hi, count)
-    u32 threaded_count;
-    u32 _pad2;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -175,8 +172,6 @@ PRISM_CHECK_FIELD(SceneView, materials);
 PRISM_CHECK_FIELD(SceneView, node_count);
 PRISM_CHECK_FIELD(SceneView, prim_count);
 PRISM_CHECK_FIELD(SceneView, material_count);
-PRISM_CHECK_FIELD(SceneView, threaded);
-PRISM_CHECK_FIELD(SceneView, threaded_count);
 
 // ---- three-component vectors with glam's semantics ----
 // glam's Vec3 operations, written out so that each keeps glam's operation order.

@@ -169,7 +169,6 @@ struct SceneBuffers {
     _prims: DeviceBuffer,
     _slot_materials: DeviceBuffer,
     _materials: DeviceBuffer,
-    _threaded: DeviceBuffer,
     args: SceneArgs,
     kind: SceneKind,
 }
@@ -357,21 +356,6 @@ impl DeviceState {
         let prims: &[u8] = bytemuck::cast_slice(accel.primitives());
         let slots: &[u8] = bytemuck::cast_slice(accel.slot_materials());
         let mats: &[u8] = bytemuck::cast_slice(accel.materials());
-        let mut threaded_tree = crate::threaded::threaded_tree(accel.nodes());
-        let threaded_count = threaded_tree.len();
-        // One spare entry (an empty box) for the kernel's look-ahead load.
-        threaded_tree.push([
-            f32::INFINITY,
-            f32::INFINITY,
-            f32::INFINITY,
-            0.0,
-            f32::INFINITY,
-            f32::INFINITY,
-            f32::INFINITY,
-            0.0,
-        ]);
-        let threaded: &[u8] = bytemuck::cast_slice(&threaded_tree);
-        let mut b_threaded = DeviceBuffer::alloc(threaded.len(), "threaded BVH")?;
         let mut b_nodes = DeviceBuffer::alloc(nodes.len(), "BVH nodes")?;
         let mut b_prims = DeviceBuffer::alloc(prims.len(), "primitives")?;
         let mut b_slots = DeviceBuffer::alloc(slots.len(), "slot materials")?;
@@ -381,7 +365,6 @@ impl DeviceState {
         b_prims.upload(&self.stream, prims)?;
         b_slots.upload(&self.stream, slots)?;
         b_mats.upload(&self.stream, mats)?;
-        b_threaded.upload(&self.stream, threaded)?;
         self.events[1].record(&self.stream)?;
         self.events[1].synchronize()?;
         let ms = self.events[0].elapsed_ms(&self.events[1])?;
@@ -402,16 +385,12 @@ impl DeviceState {
             prim_count: count(accel.primitives().len(), "primitives")?,
             material_count: count(accel.materials().len(), "materials")?,
             _pad: 0,
-            threaded: b_threaded.ptr(),
-            threaded_count: count(threaded_count, "threaded BVH entries")?,
-            _pad2: 0,
         };
         let buffers = SceneBuffers {
             _nodes: b_nodes,
             _prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
-            _threaded: b_threaded,
             args,
             kind: SceneKind::of(accel.primitives()),
         };

@@ -141,9 +141,6 @@ pub(crate) struct SceneArgs {
     pub prim_count: u32,
     pub material_count: u32,
     pub _pad: u32,
-    pub threaded: u64,
-    pub threaded_count: u32,
-    pub _pad2: u32,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -185,9 +182,6 @@ pub struct KernelConfig {
     /// matter (one sample per pixel, pinhole camera): it keeps no generator after
     /// the camera ray.
     pub whitted_skips_camera_rng: bool,
-    /// The render kernels traverse the threaded tree (no stack, one box a step)
-    /// instead of core's binary one.
-    pub threaded_render: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -207,7 +201,6 @@ impl Default for KernelConfig {
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
-            threaded_render: false,
             extra_options: Vec::new(),
         }
     }
@@ -334,8 +327,6 @@ fn core_defines() -> Vec<String> {
                 ("node_count", offset_of!(SceneArgs, node_count)),
                 ("prim_count", offset_of!(SceneArgs, prim_count)),
                 ("material_count", offset_of!(SceneArgs, material_count)),
-                ("threaded", offset_of!(SceneArgs, threaded)),
-                ("threaded_count", offset_of!(SceneArgs, threaded_count)),
             ],
         ),
     ];
@@ -397,10 +388,6 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_WHITTED_SKIPS_CAMERA_RNG={}",
         config.whitted_skips_camera_rng as u32
-    ));
-    o.push(format!(
-        "-DPRISM_THREADED={}",
-        config.threaded_render as u32
     ));
     o.extend(config.extra_options.iter().cloned());
     o

@@ -43,7 +43,6 @@ mod cache;
 mod driver;
 mod kernels;
 mod nvrtc;
-mod threaded;
 
 pub use backend::{
     CudaBackend, CudaOptions, FrameTimes, KernelResources, MAX_LAUNCH_RAYS, ResidentBench,
