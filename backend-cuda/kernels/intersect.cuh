@@ -99,6 +99,15 @@ __device__ __forceinline__ float widen_exit(float t) {
 // t < 0 both t * SLAB_EXIT_SCALE_NEGATIVE and t * SLAB_EXIT_SCALE are < 0 (no
 // product of a negative t by a scale near 1 rounds to zero), so the box is
 // missed either way; for t >= 0 the scales agree. The sign test is left out.
+// The entry max(nx, ny, nz, tmin) is then also taken on the values' bits as
+// signed integers (one three-way VIMNMX3 and one IMNMX on sm_90, where floats
+// take three FMNMX): tmin is +0 or positive, every float >= +0 keeps its order
+// as an integer and every negative float (-0 included) sorts below them, so the
+// largest integer is the largest float, the same value (-DPRISM_SLAB_INT_ENTRY=0
+// takes the float form, to measure it).
+#ifndef PRISM_SLAB_INT_ENTRY
+#define PRISM_SLAB_INT_ENTRY 1
+#endif
 template <bool TMIN_NONNEG>
 __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
     const float t0x = (lo.x - pre.origin.x) * pre.inv_dir.x;
@@ -109,7 +118,14 @@ __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float
     const float t1z = (hi.z - pre.origin.z) * pre.inv_dir.z;
     const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
     const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
+#if PRISM_SLAB_INT_ENTRY
+    const float t_enter = TMIN_NONNEG ? __int_as_float(max(__vimax3_s32(__float_as_int(nx), __float_as_int(ny),
+                                                                        __float_as_int(nz)),
+                                                           __float_as_int(tmin)))
+                                      : fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
+#else
     const float t_enter = fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
+#endif
     const float exit = fminf(fminf(fminf(fx, fy), fz), tmax);
     const float t_exit = TMIN_NONNEG ? exit * PRISM_SLAB_EXIT_SCALE : widen_exit(exit);
     return t_enter <= t_exit ? t_enter : PRISM_INF;

@@ -34,6 +34,10 @@ __device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive
     return false;
 }
 
+#ifndef PRISM_LEAF_BRANCH
+#define PRISM_LEAF_BRANCH 1
+#endif
+
 // Unless the host says it checked the tree at upload, every leaf and node is
 // checked here.
 #ifndef PRISM_TREE_CHECKS
@@ -124,42 +128,50 @@ __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, cons
     const u32 far_index = swap ? l_index : r_index;
     const u32 far_count = swap ? l_count : r_count;
     // Leaves are intersected right away, nearest first: leaf A (near), then
-    // leaf B (far) if its box is still closer than the best hit.
-    u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
-    if (near_count > 0) {
-        if (t_near < c.best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
-            a_first = near_index;
-            a_count = near_count;
-        }
-        t_near = PRISM_INF;
-    }
-    // The far leaf's box is compared with the best hit after the near leaf.
-    const float t_far_leaf = t_far;
-    if (far_count > 0) {
-        if (leaf_in_range(far_index, far_count, s.prim_count)) {
-            b_first = far_index;
-            b_count = far_count;
-        }
-        t_far = PRISM_INF;
-    }
-    for (;;) {
-        if (a_count == 0) {
-            if (b_count == 0 || !(t_far_leaf < c.best.t)) {
-                break;
+    // leaf B (far) if its box is still closer than the best hit. Only a node
+    // with a leaf child enters this block, so a warp whose lanes all stand at
+    // inner nodes passes it with one branch (-DPRISM_LEAF_BRANCH=0 runs it at
+    // every node, to measure that).
+#if PRISM_LEAF_BRANCH
+    if (near_count > 0 || far_count > 0)
+#endif
+    {
+        u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+        if (near_count > 0) {
+            if (t_near < c.best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
+                a_first = near_index;
+                a_count = near_count;
             }
-            a_first = b_first;
-            a_count = b_count;
-            b_count = 0;
+            t_near = PRISM_INF;
         }
-        float t, u, v;
-        if (ray_primitive<K>(pre, s.prims + a_first, c.tmin, c.best.t, t, u, v)) {
-            c.best.t = t;
-            c.best.u = u;
-            c.best.v = v;
-            c.best.prim = a_first;
+        // The far leaf's box is compared with the best hit after the near leaf.
+        const float t_far_leaf = t_far;
+        if (far_count > 0) {
+            if (leaf_in_range(far_index, far_count, s.prim_count)) {
+                b_first = far_index;
+                b_count = far_count;
+            }
+            t_far = PRISM_INF;
         }
-        ++a_first;
-        --a_count;
+        for (;;) {
+            if (a_count == 0) {
+                if (b_count == 0 || !(t_far_leaf < c.best.t)) {
+                    break;
+                }
+                a_first = b_first;
+                a_count = b_count;
+                b_count = 0;
+            }
+            float t, u, v;
+            if (ray_primitive<K>(pre, s.prims + a_first, c.tmin, c.best.t, t, u, v)) {
+                c.best.t = t;
+                c.best.u = u;
+                c.best.v = v;
+                c.best.prim = a_first;
+            }
+            ++a_first;
+            --a_count;
+        }
     }
     const bool go_near = t_near < c.best.t;
     const bool go_far = t_far < c.best.t;

@@ -69,6 +69,10 @@ fn every_kernel_variant_compiles_for_sm_90() {
         lobe_branches: !d.lobe_branches,
         tree_checked_on_upload: !d.tree_checked_on_upload,
         whitted_skips_camera_rng: !d.whitted_skips_camera_rng,
+        extra_options: vec![
+            "-DPRISM_SLAB_INT_ENTRY=0".into(),
+            "-DPRISM_LEAF_BRANCH=0".into(),
+        ],
         ..d.clone()
     });
 }

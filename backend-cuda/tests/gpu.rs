@@ -380,8 +380,13 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         lobe_branches: false,
         tree_checked_on_upload: false,
         whitted_skips_camera_rng: false,
-        // The slab test's sign test of negative exits, which render rays never need.
-        extra_options: vec!["-DPRISM_RENDER_TMIN_NONNEG=0".into()],
+        // The slab test's sign test of negative exits, which render rays never
+        // need; its float entry; the leaf block run at every node.
+        extra_options: vec![
+            "-DPRISM_RENDER_TMIN_NONNEG=0".into(),
+            "-DPRISM_SLAB_INT_ENTRY=0".into(),
+            "-DPRISM_LEAF_BRANCH=0".into(),
+        ],
         ..Default::default()
     };
     let mut plain = gpu_with(plain);

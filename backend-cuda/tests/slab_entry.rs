@@ -1,0 +1,94 @@
+//! The render kernels take the slab test's entry distance as an integer
+//! maximum of the floats' bits (`PRISM_SLAB_INT_ENTRY` in
+//! `kernels/intersect.cuh`). These properties check on the host, with no GPU,
+//! that this gives core's values for every input those kernels can pass:
+//! `tmin` is +0 or positive and nothing is NaN.
+
+use glam::Vec3;
+use prism_core::Ray;
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, ray_aabb};
+use proptest::prelude::*;
+
+/// The kernels' entry: `max(max3(nx, ny, nz), tmin)` on the bits as `i32`
+/// (`__vimax3_s32` and `max`).
+fn int_entry(nx: f32, ny: f32, nz: f32, tmin: f32) -> f32 {
+    let bits = |x: f32| x.to_bits() as i32;
+    f32::from_bits(bits(nx).max(bits(ny)).max(bits(nz)).max(bits(tmin)) as u32)
+}
+
+/// The render kernels' `ray_aabb<TMIN_NONNEG = true>`, step for step.
+fn kernel_ray_aabb(pre: &RayPre, lo: Vec3, hi: Vec3, tmin: f32, tmax: f32) -> f32 {
+    let t0 = (lo - pre.origin) * pre.inv_dir;
+    let t1 = (hi - pre.origin) * pre.inv_dir;
+    let (n, f) = (t0.min(t1), t0.max(t1));
+    let t_enter = int_entry(n.x, n.y, n.z, tmin);
+    let t_exit = f.x.min(f.y).min(f.z).min(tmax) * SLAB_EXIT_SCALE;
+    if t_enter <= t_exit {
+        t_enter
+    } else {
+        f32::INFINITY
+    }
+}
+
+/// Any float but NaN: every class (zeros of both signs, subnormals, infinities).
+fn not_nan() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        any::<f32>().prop_filter("not NaN", |x| !x.is_nan()),
+        Just(0.0f32),
+        Just(-0.0f32),
+        Just(f32::INFINITY),
+        Just(f32::NEG_INFINITY),
+        -1e3f32..1e3f32,
+    ]
+}
+
+/// A `tmin` the integrators use: +0 (camera rays) or positive (spawn offsets).
+fn tmin_nonneg() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        Just(0.0f32),
+        0.0f32..1e3,
+        f32::MIN_POSITIVE..f32::MAX,
+        Just(f32::from_bits(1)),
+    ]
+}
+
+fn coordinate() -> impl Strategy<Value = f32> {
+    prop_oneof![-10.0f32..10.0, -1e4f32..1e4, Just(0.0f32), Just(1.0f32)]
+}
+
+fn vec3() -> impl Strategy<Value = Vec3> {
+    (coordinate(), coordinate(), coordinate()).prop_map(|(x, y, z)| Vec3::new(x, y, z))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+    #[test]
+    fn integer_entry_is_the_float_maximum(
+        nx in not_nan(), ny in not_nan(), nz in not_nan(), tmin in tmin_nonneg()
+    ) {
+        let float = nx.max(ny).max(nz).max(tmin);
+        let int = int_entry(nx, ny, nz, tmin);
+        // The same value; a zero may differ in sign only, which no comparison sees.
+        prop_assert!(int == float, "int {int:e}, float {float:e}");
+        prop_assert!(float == 0.0 || int.to_bits() == float.to_bits());
+    }
+
+    #[test]
+    fn render_slab_test_gives_cores_entry(
+        origin in vec3(), dir in vec3(), lo in vec3(), size in vec3(),
+        tmin in prop_oneof![Just(0.0f32), 1e-6f32..10.0],
+        span in prop_oneof![1e-3f32..100.0, Just(f32::INFINITY)]
+    ) {
+        // Coordinates of 0 and 1 are common, so rays often start on a face or
+        // an edge of the box, and direction components are often zero.
+        let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
+        let hi = lo + size.abs();
+        let tmax = tmin + span;
+        let ray = Ray { origin, tmin, dir, tmax };
+        let pre = RayPre::new(&ray);
+        let core = ray_aabb(&pre, lo, hi, tmin, tmax);
+        let kernel = kernel_ray_aabb(&pre, lo, hi, tmin, tmax);
+        prop_assert!(core == kernel, "core {core:e}, kernel {kernel:e}");
+    }
+}
