@@ -19,6 +19,11 @@ export PRISM_SCENES_DIR=$S PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cac
 export PRISM_REQUIRE_CUDA=1 PRISM_REQUIRE_NVRTC=1 PRISM_REQUIRE_WGPU=1
 echo "commit $(cat .gpu/commit) dirty: $(tr '\n' ' ' < .gpu/dirty) date $(date -u +%F)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+# The SM clock every 250 ms, to tell a slow figure from a GPU that had not left
+# its idle clock (the clocks are left as found).
+nvidia-smi --query-gpu=timestamp,clocks.sm --format=csv,noheader,nounits -lms 250 > "$OUT/clocks.csv" &
+CLOCKS=$!
+phase() { echo "$(date +%H:%M:%S.%N | cut -c1-12) $1" >> "$OUT/phases.txt"; }
 $B/prism info 2>&1 | tee "$OUT/info.txt"
 
 # (The CPU-only kernel compile test runs in CI; here the GPU tests.)
@@ -36,8 +41,11 @@ echo "broken CUDA kernel test: exit $?" | tee -a "$OUT/summary.txt"; grep "test 
 PRISM_GPU_OOM=1 timeout 120 $B/gpu_out_of_memory --exact gpu_out_of_memory_is_a_typed_error --nocapture > "$OUT/oom.log" 2>&1
 echo "GPU out-of-memory test: exit $?" | tee -a "$OUT/summary.txt"; grep "test result" "$OUT/oom.log" | tee -a "$OUT/summary.txt"
 
+phase "cuda-bench-start"
 timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1; echo "cuda bench: exit $?" | tee -a "$OUT/summary.txt"
+phase "wgpu-bench-start"
 timeout ${WGPU_BENCH_S:-150} $B/wgpu_bench --scenes $S --runs 5 ${WGPU_BENCH_ARGS:-} > "$OUT/wgpu_bench.log" 2>&1; echo "wgpu bench: exit $?" | tee -a "$OUT/summary.txt"
+phase "cli-bench-start"
 
 for be in cuda wgpu; do
   for sc in rtiow whitted19; do
@@ -45,8 +53,19 @@ for be in cuda wgpu; do
   done
 done
 
+phase "end"
+kill $CLOCKS 2>/dev/null
+
 echo "---- CLI stage tables ----"; cat "$OUT/cli_bench.txt"
+echo "---- SM clock samples (MHz: count) per phase ----"
+awk 'NR == FNR { split($1, t, ":"); start[++n] = t[1] * 3600 + t[2] * 60 + t[3]; name[n] = $2; next }
+     { split($2, t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3]; p = "before"
+       for (i = 1; i <= n; i++) if (s >= start[i]) p = name[i]
+       c[p " " $3 + 0]++ }
+     END { for (k in c) print k ": " c[k] }' "$OUT/phases.txt" FS='[ ,]+' "$OUT/clocks.csv" | sort
 echo "---- cuda bench ----"; grep -E "rtiow 1280|whitted19 8192|\.diffuse|\.primary" "$OUT/cuda_bench.log" | cut -c1-200 | head -20
 echo "---- wgpu bench ----"; grep -E "batch|frame|FAIL|PASS" "$OUT/wgpu_bench.log" | cut -c1-200 | tail -40
 echo "---- conformance ----"; tail -15 "$OUT/conformance.log"
 echo "---- summary ----"; cat "$OUT/summary.txt"
+# Few files come back: the logs travel as one tarball beside the report's.
+tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude=conformance.tgz --exclude=logs.tgz . && find "$OUT" -maxdepth 1 -type f ! -name '*.tgz' -delete

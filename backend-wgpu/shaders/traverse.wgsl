@@ -71,42 +71,46 @@ fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
     let far_index = select(r_index, l_index, swap);
     let far_count = select(r_count, l_count, swap);
     // Leaves are intersected right away, nearest first: leaf A (near), then
-    // leaf B (far) if its box is still closer than the best hit.
-    var a_first = 0u;
-    var a_count = 0u;
-    var b_first = 0u;
-    var b_count = 0u;
-    if near_count > 0u {
-        if t_near < (*c).best.t && leaf_in_range(near_index, near_count) {
-            a_first = near_index;
-            a_count = near_count;
-        }
-        t_near = f32_infinity();
-    }
-    // The far leaf's box is compared with the best hit after the near leaf.
-    let t_far_leaf = t_far;
-    if far_count > 0u {
-        if leaf_in_range(far_index, far_count) {
-            b_first = far_index;
-            b_count = far_count;
-        }
-        t_far = f32_infinity();
-    }
-    loop {
-        if a_count == 0u {
-            if b_count == 0u || !(t_far_leaf < (*c).best.t) {
-                break;
+    // leaf B (far) if its box is still closer than the best hit. Only a node
+    // with a leaf child enters this block, so a subgroup whose invocations all
+    // stand at inner nodes passes it with one branch.
+    if near_count > 0u || far_count > 0u {
+        var a_first = 0u;
+        var a_count = 0u;
+        var b_first = 0u;
+        var b_count = 0u;
+        if near_count > 0u {
+            if t_near < (*c).best.t && leaf_in_range(near_index, near_count) {
+                a_first = near_index;
+                a_count = near_count;
             }
-            a_first = b_first;
-            a_count = b_count;
-            b_count = 0u;
+            t_near = f32_infinity();
         }
-        let h = ray_primitive(pre, prims[a_first], tmin, (*c).best.t);
-        if h.hit {
-            (*c).best = Hit(h.t, h.u, h.v, a_first);
+        // The far leaf's box is compared with the best hit after the near leaf.
+        let t_far_leaf = t_far;
+        if far_count > 0u {
+            if leaf_in_range(far_index, far_count) {
+                b_first = far_index;
+                b_count = far_count;
+            }
+            t_far = f32_infinity();
         }
-        a_first += 1u;
-        a_count -= 1u;
+        loop {
+            if a_count == 0u {
+                if b_count == 0u || !(t_far_leaf < (*c).best.t) {
+                    break;
+                }
+                a_first = b_first;
+                a_count = b_count;
+                b_count = 0u;
+            }
+            let h = ray_primitive(pre, prims[a_first], tmin, (*c).best.t);
+            if h.hit {
+                (*c).best = Hit(h.t, h.u, h.v, a_first);
+            }
+            a_first += 1u;
+            a_count -= 1u;
+        }
     }
     let go_near = t_near < (*c).best.t;
     let go_far = t_far < (*c).best.t;
