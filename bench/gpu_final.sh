@@ -68,4 +68,5 @@ echo "---- wgpu bench ----"; grep -E "batch|frame|FAIL|PASS" "$OUT/wgpu_bench.lo
 echo "---- conformance ----"; tail -15 "$OUT/conformance.log"
 echo "---- summary ----"; cat "$OUT/summary.txt"
 # Few files come back: the logs travel as one tarball beside the report's.
-tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude=conformance.tgz --exclude=logs.tgz . && find "$OUT" -maxdepth 1 -type f ! -name '*.tgz' -delete
+tar -C "$OUT" -czf /tmp/prism-logs.tgz --exclude=conformance.tgz . && mv /tmp/prism-logs.tgz "$OUT/logs.tgz" &&
+  find "$OUT" -maxdepth 1 -type f ! -name '*.tgz' -delete
