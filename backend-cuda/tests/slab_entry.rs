@@ -92,3 +92,32 @@ proptest! {
         prop_assert!(core == kernel, "core {core:e}, kernel {kernel:e}");
     }
 }
+
+/// Cases an unsigned comparison of the bits gets wrong, kept as plain checks.
+#[test]
+fn negative_values_and_boxes_behind_the_ray() {
+    let entries = [
+        (0.0, f32::NEG_INFINITY, 0.0, 0.0),
+        (-0.0, -1.0, -0.0, 0.0),
+        (-3.0, 2.0, f32::NEG_INFINITY, 0.5),
+        (f32::INFINITY, -f32::MAX, -1e-45, 0.0),
+    ];
+    for (nx, ny, nz, tmin) in entries {
+        let float = nx.max(ny).max(nz).max(tmin);
+        assert_eq!(int_entry(nx, ny, nz, tmin), float, "{nx} {ny} {nz} {tmin}");
+    }
+    // A box wholly behind a ray that starts on the plane of its far face.
+    let ray = Ray {
+        origin: Vec3::ZERO,
+        tmin: 0.0,
+        dir: Vec3::Z,
+        tmax: 30.0,
+    };
+    let pre = RayPre::new(&ray);
+    let (lo, hi) = (Vec3::new(0.0, 0.0, -5.5), Vec3::new(0.0, 0.0, -1.1));
+    assert_eq!(
+        kernel_ray_aabb(&pre, lo, hi, 0.0, 30.0),
+        ray_aabb(&pre, lo, hi, 0.0, 30.0)
+    );
+    assert_eq!(ray_aabb(&pre, lo, hi, 0.0, 30.0), f32::INFINITY);
+}
