@@ -59,13 +59,13 @@ __device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot)
 
 // mirrors prism_core::integrator::trace_path: one path-traced sample; adds the
 // rays traced to `rays`.
-template <int K>
+template <int K, bool OCT>
 __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                          u32& rays) {
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
     for (u32 depth = 0; depth < params.max_depth; ++depth) {
-        const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
+        const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             radiance += throughput * sky_color(params, ray.dir);
@@ -139,13 +139,13 @@ __device__ __forceinline__ float pow32(float x) {
 
 // mirrors prism_core::integrator::whitted_local: Phong lighting by the key light
 // with a hard shadow.
-template <int K>
+template <int K, bool OCT>
 __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, V3 n, V3 view,
                                             V3 albedo) {
     const V3 to_light = xyz(params.light_position) - p;
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
-    const bool shadowed = any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, l, spawn_tmin(p), dist));
+    const bool shadowed = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, l, spawn_tmin(p), dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
     const float spec = pow32(fmaxf(dot(r, view), 0.0f));
@@ -156,12 +156,12 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
 }
 
 // mirrors prism_core::integrator::trace_whitted
-template <int K>
+template <int K, bool OCT>
 __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderParams& params, Ray ray, u32& rays) {
     V3 color = v3s(0.0f);
     float weight = 1.0f;
     for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
-        const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
+        const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             color += weight * sky_color(params, ray.dir);
@@ -172,7 +172,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         const V3 d = normalize(ray.dir);
         n = dot(n, d) < 0.0f ? n : -n;
         const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
-        const V3 local = whitted_local<K>(s, params, p, n, -d, albedo);
+        const V3 local = whitted_local<K, OCT>(s, params, p, n, -d, albedo);
         rays += 1;
         if (bounce == params.max_depth) {
             color += weight * local;
@@ -186,10 +186,10 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
 }
 
 // mirrors prism_core::integrator::trace_ao
-template <int K>
+template <int K, bool OCT>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                        u32& rays) {
-    const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
+    const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
         return sky_color(params, ray.dir);
@@ -204,14 +204,14 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float u1 = next_f32(rng);
         const float u2 = next_f32(rng);
         const V3 d = cosine_hemisphere(n, u1, u2);
-        open += any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
+        open += any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
     u32 r = 1 + params.ao_samples;
     float keep = 1.0f;
     if (params.ao_shadows != 0) {
         const V3 to_light = xyz(params.light_position) - p;
         const float dist = length(to_light);
-        const bool blocked = any_hit<K, PRISM_RENDER_NN>(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
+        const bool blocked = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
         keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
         r += 1;
     }
@@ -258,7 +258,7 @@ __device__ __forceinline__ bool camera_numbers_unused(const RenderParams& params
 // mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
 // averaged over spp samples; adds the rays traced to `rays`. Core's
 // `match params.integrator` is resolved at compile time: one kernel per integrator.
-template <u32 INTEGRATOR, int K>
+template <u32 INTEGRATOR, int K, bool OCT>
 __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32& rays) {
     V3 sum = v3s(0.0f);
     for (u32 sample = 0; sample < params.spp; ++sample) {
@@ -272,11 +272,11 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         }
         V3 c;
         if (INTEGRATOR == 1) {
-            c = trace_whitted<K>(s, params, ray, rays);
+            c = trace_whitted<K, OCT>(s, params, ray, rays);
         } else if (INTEGRATOR == 2) {
-            c = trace_ao<K>(s, params, ray, rng, rays);
+            c = trace_ao<K, OCT>(s, params, ray, rng, rays);
         } else {
-            c = trace_path<K>(s, params, ray, rng, rays);
+            c = trace_path<K, OCT>(s, params, ray, rng, rays);
         }
         sum += c;
     }

@@ -23,6 +23,9 @@ struct RayPre {
     // (core's neg_origin_inv_dir is not used by its slab test any more; not mirrored)
     // dot(dir, dir), rounded as core's sphere test computes it (spheres only).
     float dir_dot;
+    // Bit k is set when inv_dir[k] < 0: which of the tree's eight octant
+    // copies holds this ray's near planes first (see ray_aabb_octant).
+    u32 octant;
     int kz, kx, ky;
     V3 shear;
     // origin[kx], origin[ky], origin[kz]: `(v - origin)[k] == v[k] - origin[k]`
@@ -52,6 +55,7 @@ __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
     pre.origin = origin;
     pre.dir = d;
     pre.inv_dir = v3(1.0f / safe_dir(d.x), 1.0f / safe_dir(d.y), 1.0f / safe_dir(d.z));
+    pre.octant = (pre.inv_dir.x < 0.0f ? 1u : 0u) | (pre.inv_dir.y < 0.0f ? 2u : 0u) | (pre.inv_dir.z < 0.0f ? 4u : 0u);
     if (K & PRISM_SPHERES) {
         pre.dir_dot = dot_rn(d, d);
     }
@@ -108,6 +112,18 @@ __device__ __forceinline__ float widen_exit(float t) {
 #ifndef PRISM_SLAB_INT_ENTRY
 #define PRISM_SLAB_INT_ENTRY 1
 #endif
+// The entry distance max(nx, ny, nz, tmin) (see above for the integer form).
+template <bool TMIN_NONNEG>
+__device__ __forceinline__ float slab_entry(float nx, float ny, float nz, float tmin) {
+#if PRISM_SLAB_INT_ENTRY
+    if (TMIN_NONNEG) {
+        return __int_as_float(
+            max(__vimax3_s32(__float_as_int(nx), __float_as_int(ny), __float_as_int(nz)), __float_as_int(tmin)));
+    }
+#endif
+    return fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
+}
+
 template <bool TMIN_NONNEG>
 __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
     const float t0x = (lo.x - pre.origin.x) * pre.inv_dir.x;
@@ -118,14 +134,29 @@ __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float
     const float t1z = (hi.z - pre.origin.z) * pre.inv_dir.z;
     const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
     const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
-#if PRISM_SLAB_INT_ENTRY
-    const float t_enter = TMIN_NONNEG ? __int_as_float(max(__vimax3_s32(__float_as_int(nx), __float_as_int(ny),
-                                                                        __float_as_int(nz)),
-                                                           __float_as_int(tmin)))
-                                      : fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
-#else
-    const float t_enter = fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
-#endif
+    const float t_enter = slab_entry<TMIN_NONNEG>(nx, ny, nz, tmin);
+    const float exit = fminf(fminf(fminf(fx, fy), fz), tmax);
+    const float t_exit = TMIN_NONNEG ? exit * PRISM_SLAB_EXIT_SCALE : widen_exit(exit);
+    return t_enter <= t_exit ? t_enter : PRISM_INF;
+}
+
+// ray_aabb on a box from the octant copy of the tree for this ray (`pre.octant`),
+// whose bounds the host swapped on every axis where inv_dir < 0: `nb` holds each
+// axis's near plane and `fb` its far one, so the per-axis min/max of ray_aabb
+// are gone (six FMNMX a box, on the SM's half-rate ALU pipe). Core's values
+// exactly: rounding is monotonic, so with lo <= hi, (lo - o) <= (hi - o), and
+// multiplying by inv_dir keeps that order when inv_dir > 0 and reverses it when
+// inv_dir < 0; min(t_lo, t_hi) is therefore the near plane's t and max the far
+// one's (equal values when they tie). backend-cuda/tests/slab_entry.rs checks it.
+template <bool TMIN_NONNEG>
+__device__ __forceinline__ float ray_aabb_octant(const RayPre& pre, V3 nb, V3 fb, float tmin, float tmax) {
+    const float nx = (nb.x - pre.origin.x) * pre.inv_dir.x;
+    const float ny = (nb.y - pre.origin.y) * pre.inv_dir.y;
+    const float nz = (nb.z - pre.origin.z) * pre.inv_dir.z;
+    const float fx = (fb.x - pre.origin.x) * pre.inv_dir.x;
+    const float fy = (fb.y - pre.origin.y) * pre.inv_dir.y;
+    const float fz = (fb.z - pre.origin.z) * pre.inv_dir.z;
+    const float t_enter = slab_entry<TMIN_NONNEG>(nx, ny, nz, tmin);
     const float exit = fminf(fminf(fminf(fx, fy), fz), tmax);
     const float t_exit = TMIN_NONNEG ? exit * PRISM_SLAB_EXIT_SCALE : widen_exit(exit);
     return t_enter <= t_exit ? t_enter : PRISM_INF;

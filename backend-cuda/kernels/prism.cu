@@ -75,7 +75,7 @@ __device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
 // warp's longest path is done. The shading code is laid out differently, so
 // NVRTC may contract other a * b + c into FMAs: pixels can differ from
 // render_pixel's in their last bits (the rtiow frame's 8-bit bytes do).
-template <int K>
+template <int K, bool OCT>
 __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const RenderParams& params, u32 x, u32 y,
                                                       u32& rays) {
     V3 sum = v3s(0.0f);
@@ -86,7 +86,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     V3 throughput = v3s(1.0f);
     u32 depth = 0;
     for (;;) {
-        const Hit hit = closest_hit<K, PRISM_RENDER_NN>(s, ray);
+        const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
         if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
             // render_pixel's `sum += c`, then the next sample.
             sum += radiance;
@@ -111,7 +111,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
 // lane waiting for the warp's longest traversal and the shading running for the
 // few lanes that are ready. Must be called by every lane of the warp (`active`
 // false for lanes outside the image).
-template <int K>
+template <int K, bool OCT>
 __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, const RenderParams& params, u32 x, u32 y,
                                                          bool active, u32& rays) {
     const u32 TRAVERSE = 0, SHADE = 1, DONE = 2;
@@ -128,7 +128,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
     u32 phase = DONE;
     if (active) {
         ray = primary_ray(params, x, y, sample, rng);
-        closest_hit_begin<K>(trav, ray);
+        closest_hit_begin<K, OCT>(trav, ray, s);
         phase = TRAVERSE;
     }
     for (;;) {
@@ -155,12 +155,12 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
                     }
                 }
                 if (next) {
-                    closest_hit_begin<K>(trav, ray);
+                    closest_hit_begin<K, OCT>(trav, ray, s);
                     phase = TRAVERSE;
                 }
             }
         } else if (phase == TRAVERSE) {
-            if (!closest_hit_step<K, PRISM_RENDER_NN>(trav, stack, s)) {
+            if (!closest_hit_step<K, PRISM_RENDER_NN, OCT>(trav, stack, s)) {
                 phase = SHADE;
             }
         }
@@ -169,7 +169,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
 }
 
 // Pixels of rows [y0, y1): one thread per pixel, one block per tile.
-template <u32 INTEGRATOR, int K>
+template <u32 INTEGRATOR, int K, bool OCT>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                             const uint2* srgb8, u64* ray_counter) {
     const RenderParams& params = c_params;
@@ -180,7 +180,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 #if PRISM_PATH_DEFER > 0
     if (INTEGRATOR == 0) {
         // Every lane takes part (warp votes); only pixels of the image are stored.
-        const V3 c = render_pixel_path_deferred<K>(s, params, x, y, active, rays);
+        const V3 c = render_pixel_path_deferred<K, OCT>(s, params, x, y, active, rays);
         if (active) {
             store_pixel(out, format, srgb8, y * params.width + x, c);
         }
@@ -192,12 +192,12 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
         V3 c;
 #if PRISM_PATH_REGEN
         if (INTEGRATOR == 0) {
-            c = render_pixel_path_regen<K>(s, params, x, y, rays);
+            c = render_pixel_path_regen<K, OCT>(s, params, x, y, rays);
         } else {
-            c = render_pixel<INTEGRATOR, K>(s, params, x, y, rays);
+            c = render_pixel<INTEGRATOR, K, OCT>(s, params, x, y, rays);
         }
 #else
-        c = render_pixel<INTEGRATOR, K>(s, params, x, y, rays);
+        c = render_pixel<INTEGRATOR, K, OCT>(s, params, x, y, rays);
 #endif
         store_pixel(out, format, srgb8, y * params.width + x, c);
     }
@@ -261,7 +261,7 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
             if (!busy) {
                 const u32 i = base + (u32)__popc(idle & below);
                 if (i < n) {
-                    closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i));
+                    closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i), s);
                     ray_index = i;
                     busy = true;
                 }
@@ -305,7 +305,7 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
             if (!busy) {
                 const u32 i = base + (u32)__popc(idle & below);
                 if (i < n) {
-                    any_hit_begin<K>(a, load_ray(origins, dirs, stride, i));
+                    any_hit_begin<K>(a, load_ray(origins, dirs, stride, i), s);
                     ray_index = i;
                     busy = true;
                 }
@@ -365,6 +365,8 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 
 // The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
 //
+// prism_render_{path,whitted,ao}_octants: the same on the tree's octant copies
+//   (SceneView::octants is 1; see traverse.cuh), which the host uploads for small trees.
 // prism_render_{path,whitted,ao}: rows [y0, y1) of the frame described by c_params,
 //   written to `out` as float4 (format 0) or packed sRGBA8 (format 1, encoded through
 //   `srgb8`, core's Srgb8Table); rays traced are added to *ray_counter.
@@ -374,17 +376,32 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
         prism_render_path##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                              \
                                      const uint2* __restrict__ srgb8, u64* ray_counter) {                          \
-        render_rows<0, K>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
+        render_rows<0, K, false>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
         prism_render_whitted##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                           \
                                         const uint2* __restrict__ srgb8, u64* ray_counter) {                       \
-        render_rows<1, K>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
+        render_rows<1, K, false>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
         prism_render_ao##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                                \
                                    const uint2* __restrict__ srgb8, u64* ray_counter) {                            \
-        render_rows<2, K>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
+        render_rows<2, K, false>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        prism_render_path_octants##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                      \
+                                             const uint2* __restrict__ srgb8, u64* ray_counter) {                  \
+        render_rows<0, K, true>(s, y0, y1, out, format, srgb8, ray_counter);                                       \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        prism_render_whitted_octants##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                   \
+                                                const uint2* __restrict__ srgb8, u64* ray_counter) {               \
+        render_rows<1, K, true>(s, y0, y1, out, format, srgb8, ray_counter);                                       \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        prism_render_ao_octants##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                        \
+                                           const uint2* __restrict__ srgb8, u64* ray_counter) {                    \
+        render_rows<2, K, true>(s, y0, y1, out, format, srgb8, ray_counter);                                       \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \

@@ -94,7 +94,10 @@ struct SceneView {
     u32 node_count;
     u32 prim_count;
     u32 material_count;
-    u32 _pad;
+    // 1: `nodes` holds the tree's eight octant copies (node_count nodes each;
+    // see traverse.cuh), the first being the tree itself; the host then
+    // launches the render kernels named *_octants.
+    u32 octants;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end

@@ -10,6 +10,14 @@
 // K (PRISM_SPHERES, PRISM_TRIANGLES, PRISM_MIXED) says which primitive kinds the
 // scene holds; core's run-time kind check is resolved at compile time when only
 // one kind exists.
+//
+// OCTANTS: the node buffer holds eight copies of the tree (SceneView::octants,
+// uploaded for small trees by src/backend.rs): copy o has the child boxes'
+// bounds swapped on every axis whose bit is set in o, and its inner child
+// indices offset by o * node_count. A traversal starts at the root of its ray's
+// copy (RayPre::octant) and never leaves it, so each box test reads its near
+// and far planes directly (ray_aabb_octant) with no per-step offset. Every
+// value and decision is core's; only the memory read differs.
 #pragma once
 #include "intersect.cuh"
 
@@ -77,6 +85,20 @@ __device__ __forceinline__ bool node_in_range(u32 node, u32 node_count) {
 #endif
 }
 
+// The entry distance into a child box of a node (ray_aabb), read from the
+// octant copy's swapped bounds when OCTANTS.
+template <bool TMIN_NONNEG, bool OCTANTS>
+__device__ __forceinline__ float child_box(const RayPre& pre, float4 lo, float4 hi, float tmin, float tmax) {
+    return OCTANTS ? ray_aabb_octant<TMIN_NONNEG>(pre, xyz(lo), xyz(hi), tmin, tmax)
+                   : ray_aabb<TMIN_NONNEG>(pre, xyz(lo), xyz(hi), tmin, tmax);
+}
+
+// The root of the tree a traversal starts at: its octant's copy when OCTANTS.
+template <bool OCTANTS>
+__device__ __forceinline__ u32 root_node(const RayPre& pre, const SceneView& s) {
+    return OCTANTS ? pre.octant * s.node_count : 0u;
+}
+
 // The state of closest_hit between two iterations of its loop, so that a kernel
 // can interleave traversal steps with other work (see prism.cu). The stack is
 // kept apart (an array indexed at run time lives in local memory; the scalars
@@ -90,8 +112,8 @@ struct ClosestHit {
 };
 
 // The head of prism_core::traverse::closest_hit, before its loop.
-template <int K>
-__device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray) {
+template <int K, bool OCTANTS = false>
+__device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray, const SceneView& s) {
     c.pre = ray_pre<K>(ray.origin, ray.dir);
     c.tmin = ray.tmin;
     c.best.t = ray.tmax;
@@ -99,12 +121,12 @@ __device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray)
     c.best.v = 0.0f;
     c.best.prim = PRISM_NO_PRIM;
     c.sp = 0;
-    c.node = 0;
+    c.node = root_node<OCTANTS>(c.pre, s);
 }
 
 // One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
 // folded in); false when the loop is over.
-template <int K, bool TMIN_NONNEG = false>
+template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, const SceneView& s) {
     if (!node_in_range(c.node, s.node_count)) {
         return false;
@@ -115,8 +137,8 @@ __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, cons
     const float4 lh = __ldg(n + 1);
     const float4 rl = __ldg(n + 2);
     const float4 rh = __ldg(n + 3);
-    const float tl = ray_aabb<TMIN_NONNEG>(pre, xyz(ll), xyz(lh), c.tmin, c.best.t);
-    const float tr = ray_aabb<TMIN_NONNEG>(pre, xyz(rl), xyz(rh), c.tmin, c.best.t);
+    const float tl = child_box<TMIN_NONNEG, OCTANTS>(pre, ll, lh, c.tmin, c.best.t);
+    const float tr = child_box<TMIN_NONNEG, OCTANTS>(pre, rl, rh, c.tmin, c.best.t);
     const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
     const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
     // Order the children near to far.
@@ -205,12 +227,12 @@ __device__ __forceinline__ Hit closest_hit_end(ClosestHit& c) {
 // mirrors prism_core::traverse::closest_hit
 //
 // `prim` of the result is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
-template <int K, bool TMIN_NONNEG = false>
+template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ Hit closest_hit(const SceneView& s, const Ray& ray) {
     ClosestHit c;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
-    closest_hit_begin<K>(c, ray);
-    while (closest_hit_step<K, TMIN_NONNEG>(c, stack, s)) {
+    closest_hit_begin<K, OCTANTS>(c, ray, s);
+    while (closest_hit_step<K, TMIN_NONNEG, OCTANTS>(c, stack, s)) {
     }
     return closest_hit_end(c);
 }
@@ -230,19 +252,19 @@ struct AnyHit {
 #define PRISM_STEP_HIT 2
 
 // The head of prism_core::traverse::any_hit, before its loop.
-template <int K>
-__device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray) {
+template <int K, bool OCTANTS = false>
+__device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray, const SceneView& s) {
     a.pre = ray_pre<K>(ray.origin, ray.dir);
     a.tmin = ray.tmin;
     a.tmax = ray.tmax;
     a.sp = 0;
-    a.node = 0;
+    a.node = root_node<OCTANTS>(a.pre, s);
 }
 
 // One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
 // in): PRISM_STEP_HIT or PRISM_STEP_MISS when any_hit would return, else
 // PRISM_STEP_MORE.
-template <int K, bool TMIN_NONNEG = false>
+template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneView& s) {
     if (!node_in_range(a.node, s.node_count)) {
         return PRISM_STEP_MISS;
@@ -253,8 +275,8 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
     const float4 lh = __ldg(n + 1);
     const float4 rl = __ldg(n + 2);
     const float4 rh = __ldg(n + 3);
-    const float tl = ray_aabb<TMIN_NONNEG>(pre, xyz(ll), xyz(lh), a.tmin, a.tmax);
-    const float tr = ray_aabb<TMIN_NONNEG>(pre, xyz(rl), xyz(rh), a.tmin, a.tmax);
+    const float tl = child_box<TMIN_NONNEG, OCTANTS>(pre, ll, lh, a.tmin, a.tmax);
+    const float tr = child_box<TMIN_NONNEG, OCTANTS>(pre, rl, rh, a.tmin, a.tmax);
     const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
     const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
     bool go_left = tl < PRISM_INF;
@@ -317,13 +339,13 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
 }
 
 // mirrors prism_core::traverse::any_hit
-template <int K, bool TMIN_NONNEG = false>
+template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
     AnyHit a;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
-    any_hit_begin<K>(a, ray);
+    any_hit_begin<K, OCTANTS>(a, ray, s);
     for (;;) {
-        const int r = any_hit_step<K, TMIN_NONNEG>(a, stack, s);
+        const int r = any_hit_step<K, TMIN_NONNEG, OCTANTS>(a, stack, s);
         if (r != PRISM_STEP_MORE) {
             return r == PRISM_STEP_HIT;
         }

@@ -7,8 +7,9 @@ use crate::driver::{
 };
 use crate::kernels::{
     self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
-    KERNEL_RENDER_AO, KERNEL_RENDER_PATH, KERNEL_RENDER_WHITTED, KernelConfig, PARAMS_SYMBOL,
-    PtxasReport, SceneArgs, SceneKind, SourcePatch, kernel_name,
+    KERNEL_RENDER_AO, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_OCTANTS,
+    KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, PtxasReport,
+    SceneArgs, SceneKind, SourcePatch, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -150,6 +151,8 @@ pub struct KernelResources {
 #[derive(Clone, Copy)]
 struct KindKernels {
     render: [Function; 3],
+    /// The render kernels on the tree's octant copies (`SceneArgs::octants`).
+    render_octants: [Function; 3],
     intersect: Function,
     occluded: Function,
 }
@@ -276,6 +279,11 @@ impl DeviceState {
                     f(KERNEL_RENDER_WHITTED)?,
                     f(KERNEL_RENDER_AO)?,
                 ],
+                render_octants: [
+                    f(KERNEL_RENDER_PATH_OCTANTS)?,
+                    f(KERNEL_RENDER_WHITTED_OCTANTS)?,
+                    f(KERNEL_RENDER_AO_OCTANTS)?,
+                ],
                 intersect: f(KERNEL_INTERSECT)?,
                 occluded: f(KERNEL_OCCLUDED)?,
             })
@@ -342,17 +350,32 @@ impl DeviceState {
     }
 
     /// Upload `accel` as the current scene, replacing the previous one.
-    fn upload_scene(&mut self, accel: &Accel) -> Result<Duration, Error> {
-        let (buffers, upload) = self.scene_buffers(accel)?;
+    fn upload_scene(&mut self, accel: &Accel, octant_trees: bool) -> Result<Duration, Error> {
+        let (buffers, upload) = self.scene_buffers(accel, octant_trees)?;
         self.scene = Some(buffers);
         Ok(upload)
     }
 
     /// Upload `accel` into new buffers and return them with the upload time;
     /// the current scene is left in place (both exist at once for a moment).
-    fn scene_buffers(&mut self, accel: &Accel) -> Result<(SceneBuffers, Duration), Error> {
+    fn scene_buffers(
+        &mut self,
+        accel: &Accel,
+        octant_trees: bool,
+    ) -> Result<(SceneBuffers, Duration), Error> {
         self.ensure_events(2)?;
-        let nodes: &[u8] = bytemuck::cast_slice(accel.nodes());
+        // The render kernels' octant copies of a small tree (KernelConfig::octant_trees).
+        let octants = octant_trees && accel.nodes().len() <= kernels::OCTANT_TREES_MAX_NODES;
+        let copies = if octants {
+            kernels::octant_copies(accel.nodes())
+        } else {
+            Vec::new()
+        };
+        let nodes: &[u8] = if octants {
+            bytemuck::cast_slice(&copies)
+        } else {
+            bytemuck::cast_slice(accel.nodes())
+        };
         let prims: &[u8] = bytemuck::cast_slice(accel.primitives());
         let slots: &[u8] = bytemuck::cast_slice(accel.slot_materials());
         let mats: &[u8] = bytemuck::cast_slice(accel.materials());
@@ -384,7 +407,7 @@ impl DeviceState {
             node_count: count(accel.nodes().len(), "BVH nodes")?,
             prim_count: count(accel.primitives().len(), "primitives")?,
             material_count: count(accel.materials().len(), "materials")?,
-            _pad: 0,
+            octants: octants as u32,
         };
         let buffers = SceneBuffers {
             _nodes: b_nodes,
@@ -509,7 +532,12 @@ impl DeviceState {
         let [tw, th] = config.render_tile;
         let grid = (width.div_ceil(tw), (y1 - y0).div_ceil(th));
         let (mut scene, kind) = scene;
-        let f = self.kernels.kinds[kind as usize].render[integrator as usize];
+        let kernels = &self.kernels.kinds[kind as usize];
+        let f = if scene.octants != 0 {
+            kernels.render_octants[integrator as usize]
+        } else {
+            kernels.render[integrator as usize]
+        };
         let mut y0 = y0;
         let mut y1 = y1;
         let mut out = out_ptr;
@@ -822,7 +850,7 @@ impl CudaBackend {
         };
         if let Some(accel) = &self.accel {
             let _g = st.ctx.enter()?;
-            st.upload_scene(accel)?;
+            st.upload_scene(accel, self.options.config.octant_trees)?;
         }
         self.state = Some(st);
         self.lost = None;
@@ -881,18 +909,22 @@ impl CudaBackend {
         let mut list = Vec::new();
         for kind in SceneKind::ALL {
             let k = st.kernels.kinds[kind as usize];
+            // In the order of KERNEL_BASES.
             let fs = [
                 k.render[0],
                 k.render[1],
                 k.render[2],
                 k.intersect,
                 k.occluded,
+                k.render_octants[0],
+                k.render_octants[1],
+                k.render_octants[2],
             ];
             for (b, f) in fs.into_iter().enumerate() {
-                let threads = if b < 3 {
-                    config.render_threads()
-                } else {
+                let threads = if b == 3 || b == 4 {
                     config.trace_threads
+                } else {
+                    config.render_threads()
                 };
                 list.push((
                     KERNEL_NAMES[kind as usize * KERNEL_BASES.len() + b],
@@ -1053,9 +1085,10 @@ impl CudaBackend {
         // Upload next to the current scene, which therefore survives a failed
         // upload; only if the device runs out of memory are the old scene and
         // the cached work buffers released and the upload tried once more.
+        let octant_trees = self.options.config.octant_trees;
         let (st, _g) = self.enter()?;
         let mut released = false;
-        let uploaded = match st.scene_buffers(&accel) {
+        let uploaded = match st.scene_buffers(&accel, octant_trees) {
             Err(Error::OutOfMemory { .. })
                 if st.scene.is_some()
                     || st.rays.is_some()
@@ -1066,7 +1099,7 @@ impl CudaBackend {
                 st.scene = None;
                 st.release_scratch();
                 released = true;
-                st.scene_buffers(&accel)
+                st.scene_buffers(&accel, octant_trees)
             }
             other => other,
         };

@@ -380,6 +380,8 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         lobe_branches: false,
         tree_checked_on_upload: false,
         whitted_skips_camera_rng: false,
+        // The tree as it is, not its octant copies.
+        octant_trees: false,
         // The slab test's sign test of negative exits, which render rays never
         // need; its float entry; the leaf block run at every node.
         extra_options: vec![
@@ -394,6 +396,7 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         lobe_branches: true,
         tree_checked_on_upload: true,
         whitted_skips_camera_rng: true,
+        octant_trees: true,
         ..Default::default()
     };
     let mut lean = gpu_with(config);

@@ -3,10 +3,14 @@
 //! `kernels/intersect.cuh`). These properties check on the host, with no GPU,
 //! that this gives core's values for every input those kernels can pass:
 //! `tmin` is +0 or positive and nothing is NaN.
+//!
+//! They also check `ray_aabb_octant`, the slab test on the tree's octant copies
+//! (`KernelConfig::octant_trees`): bounds swapped on every axis where the ray's
+//! `inv_dir` is negative, near planes read without a per-axis min/max.
 
 use glam::Vec3;
 use prism_core::Ray;
-use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, ray_aabb};
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, ray_aabb, widen_exit};
 use proptest::prelude::*;
 
 /// The kernels' entry: `max(max3(nx, ny, nz), tmin)` on the bits as `i32`
@@ -23,6 +27,38 @@ fn kernel_ray_aabb(pre: &RayPre, lo: Vec3, hi: Vec3, tmin: f32, tmax: f32) -> f3
     let (n, f) = (t0.min(t1), t0.max(t1));
     let t_enter = int_entry(n.x, n.y, n.z, tmin);
     let t_exit = f.x.min(f.y).min(f.z).min(tmax) * SLAB_EXIT_SCALE;
+    if t_enter <= t_exit {
+        t_enter
+    } else {
+        f32::INFINITY
+    }
+}
+
+/// The kernels' `ray_aabb_octant`, step for step, on the box as the octant
+/// copy for this ray stores it (`octant_copies`: `lo` and `hi` swapped on each
+/// axis with a negative `inv_dir`). `nonneg` is its TMIN_NONNEG.
+fn kernel_ray_aabb_octant(
+    pre: &RayPre,
+    lo: Vec3,
+    hi: Vec3,
+    tmin: f32,
+    tmax: f32,
+    nonneg: bool,
+) -> f32 {
+    let (mut nb, mut fb) = (lo, hi);
+    for axis in 0..3 {
+        if pre.inv_dir[axis] < 0.0 {
+            (nb[axis], fb[axis]) = (hi[axis], lo[axis]);
+        }
+    }
+    let n = (nb - pre.origin) * pre.inv_dir;
+    let f = (fb - pre.origin) * pre.inv_dir;
+    let exit = f.x.min(f.y).min(f.z).min(tmax);
+    let (t_enter, t_exit) = if nonneg {
+        (int_entry(n.x, n.y, n.z, tmin), exit * SLAB_EXIT_SCALE)
+    } else {
+        (n.x.max(n.y).max(n.z).max(tmin), widen_exit(exit))
+    };
     if t_enter <= t_exit {
         t_enter
     } else {
@@ -90,6 +126,49 @@ proptest! {
         let core = ray_aabb(&pre, lo, hi, tmin, tmax);
         let kernel = kernel_ray_aabb(&pre, lo, hi, tmin, tmax);
         prop_assert!(core == kernel, "core {core:e}, kernel {kernel:e}");
+        let octant = kernel_ray_aabb_octant(&pre, lo, hi, tmin, tmax, true);
+        prop_assert!(core == octant, "core {core:e}, octant copy {octant:e}");
+    }
+
+    #[test]
+    fn octant_slab_test_gives_cores_entry_for_any_tmin(
+        origin in vec3(), dir in vec3(), lo in vec3(), size in vec3(),
+        tmin in prop_oneof![Just(0.0f32), Just(-0.0f32), -10.0f32..10.0, Just(f32::NEG_INFINITY)],
+        span in prop_oneof![Just(0.0f32), 1e-3f32..100.0, Just(f32::INFINITY)]
+    ) {
+        // The trace kernels' form (tmin of either sign), should they use the copies.
+        let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
+        let hi = lo + size.abs();
+        let tmax = tmin + span;
+        let ray = Ray { origin, tmin, dir, tmax };
+        let pre = RayPre::new(&ray);
+        let core = ray_aabb(&pre, lo, hi, tmin, tmax);
+        let octant = kernel_ray_aabb_octant(&pre, lo, hi, tmin, tmax, false);
+        prop_assert!(
+            core == octant || (core.is_nan() && octant.is_nan()),
+            "core {core:e}, octant copy {octant:e}"
+        );
+    }
+}
+
+/// The absent child of a node (both bounds at +inf) is missed in every octant copy.
+#[test]
+fn absent_child_is_missed_in_every_octant() {
+    let inf = Vec3::splat(f32::INFINITY);
+    for octant in 0..8 {
+        let axis = |k: usize| if octant & (1 << k) != 0 { -1.0 } else { 1.0 };
+        let ray = Ray {
+            origin: Vec3::new(0.5, -2.0, 3.0),
+            tmin: 0.0,
+            dir: Vec3::new(axis(0), axis(1), axis(2)),
+            tmax: f32::INFINITY,
+        };
+        let pre = RayPre::new(&ray);
+        assert_eq!(ray_aabb(&pre, inf, inf, 0.0, f32::INFINITY), f32::INFINITY);
+        for nonneg in [true, false] {
+            let t = kernel_ray_aabb_octant(&pre, inf, inf, 0.0, f32::INFINITY, nonneg);
+            assert_eq!(t, f32::INFINITY, "octant {octant}");
+        }
     }
 }
 
