@@ -365,16 +365,13 @@ impl DeviceState {
     ) -> Result<(SceneBuffers, Duration), Error> {
         self.ensure_events(2)?;
         // The render kernels' octant copies of a small tree (KernelConfig::octant_trees).
-        let octants = octant_trees && accel.nodes().len() <= kernels::OCTANT_TREES_MAX_NODES;
-        let copies = if octants {
-            kernels::octant_copies(accel.nodes())
-        } else {
-            Vec::new()
-        };
-        let nodes: &[u8] = if octants {
-            bytemuck::cast_slice(&copies)
-        } else {
-            bytemuck::cast_slice(accel.nodes())
+        let copies = octant_trees
+            .then(|| prism_core::gpu::octant_copies(accel.nodes()))
+            .flatten();
+        let octants = copies.is_some();
+        let nodes: &[u8] = match &copies {
+            Some(c) => bytemuck::cast_slice(c),
+            None => bytemuck::cast_slice(accel.nodes()),
         };
         let prims: &[u8] = bytemuck::cast_slice(accel.primitives());
         let slots: &[u8] = bytemuck::cast_slice(accel.slot_materials());

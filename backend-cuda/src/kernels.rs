@@ -9,7 +9,7 @@
 use crate::driver::BACKEND;
 use crate::nvrtc;
 use prism_core::Error;
-use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, KIND_TRIANGLE, TRAVERSAL_STACK_SIZE};
+use prism_core::gpu::{EMPTY_CHILD, KIND_SPHERE, KIND_TRIANGLE, TRAVERSAL_STACK_SIZE};
 use prism_core::integrator::{
     PHONG_AMBIENT, PHONG_DIFFUSE, PHONG_EXPONENT, PHONG_SPECULAR, SHADOW_KEEP, WHITTED_LOCAL,
 };
@@ -205,8 +205,9 @@ pub struct KernelConfig {
     /// The render kernels traverse eight copies of a small tree, one per ray
     /// direction octant, each with its boxes' bounds swapped so that every
     /// axis's near plane comes first: the slab test then needs no per-axis
-    /// min/max (the same values and decisions as core's). Trees of more than
-    /// [`OCTANT_TREES_MAX_NODES`] nodes are traversed as they are. Both sets of
+    /// min/max (the same values and decisions as core's; see
+    /// [`prism_core::gpu::octant_copies`]). Trees of more than
+    /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes are traversed as they are. Both sets of
     /// render kernels are always compiled; this decides what a scene upload
     /// holds and so which set runs.
     pub octant_trees: bool,
@@ -422,45 +423,6 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o
 }
 
-/// Largest tree (in nodes) whose eight octant copies the render kernels get
-/// ([`KernelConfig::octant_trees`]): 2,048 nodes are 1 MiB for all eight. On an
-/// H100 the copies of rtiow's 456 nodes made its frame 8% faster, while the
-/// trace kernels on the 4M-ray diffuse batches over the bunny's and ogre's
-/// larger trees ran 2-5% slower with them: spread over eight copies, a large
-/// tree's working set no longer stays in the caches (bench/RESULTS.md).
-pub const OCTANT_TREES_MAX_NODES: usize = 2048;
-
-/// The eight octant copies of `nodes`, one after the other: copy `o` has the
-/// bounds of both child boxes swapped on every axis `k` with bit `k` of `o` set
-/// (the axes where the ray direction is negative, so `lo` then holds the near
-/// plane), and its inner child indices offset by `o * nodes.len()` so that a
-/// traversal started at its copy's root stays in that copy. Copy 0 is `nodes`.
-/// Leaf ranges and absent children ([`EMPTY_CHILD`], boxes at +inf) are kept.
-/// `nodes` has at most [`OCTANT_TREES_MAX_NODES`] nodes, so no index overflows.
-pub(crate) fn octant_copies(nodes: &[BvhNode]) -> Vec<BvhNode> {
-    let mut out = Vec::with_capacity(8 * nodes.len());
-    for octant in 0..8usize {
-        let base = (octant * nodes.len()) as u32;
-        out.extend(nodes.iter().map(|n| {
-            let mut c = *n;
-            for axis in 0..3 {
-                if octant & (1 << axis) != 0 {
-                    std::mem::swap(&mut c.left_lo[axis], &mut c.left_hi[axis]);
-                    std::mem::swap(&mut c.right_lo[axis], &mut c.right_hi[axis]);
-                }
-            }
-            if c.left_count() == 0 && c.left_index() != EMPTY_CHILD {
-                c.left_lo[3] = f32::from_bits(c.left_index() + base);
-            }
-            if c.right_count() == 0 && c.right_index() != EMPTY_CHILD {
-                c.right_lo[3] = f32::from_bits(c.right_index() + base);
-            }
-            c
-        }));
-    }
-    out
-}
-
 /// The kernel files after `patch`.
 pub(crate) fn patched_sources(patch: Option<&SourcePatch>) -> Vec<(&'static str, String)> {
     SOURCES
@@ -608,73 +570,6 @@ fn contains_symbol(cubin: &[u8], name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn octant_copies_swap_bounds_and_stay_in_their_copy() {
-        let mut scene = prism_core::Scene::new();
-        let m = scene.add_material(prism_core::Material::lambertian(glam::Vec3::ONE));
-        for i in 0..40 {
-            let f = i as f32;
-            scene.add_sphere(glam::Vec3::new(f, (f * 0.7).sin(), -f * 0.5), 0.4, m);
-        }
-        let accel = prism_core::Accel::build(&scene).unwrap(); // ok: unit test, a valid scene
-        let nodes = accel.nodes();
-        let n = nodes.len();
-        assert!(n > 4);
-        let copies = octant_copies(nodes);
-        assert_eq!(copies.len(), 8 * n);
-        // Copy 0 is the tree itself, byte for byte.
-        assert_eq!(
-            bytemuck::cast_slice::<BvhNode, u8>(&copies[..n]),
-            bytemuck::cast_slice::<BvhNode, u8>(nodes)
-        );
-        for octant in 0..8 {
-            for (i, (c, t)) in copies[octant * n..(octant + 1) * n]
-                .iter()
-                .zip(nodes)
-                .enumerate()
-            {
-                for axis in 0..3 {
-                    let swapped = octant & (1 << axis) != 0;
-                    let (lo, hi) = if swapped {
-                        (t.left_hi, t.left_lo)
-                    } else {
-                        (t.left_lo, t.left_hi)
-                    };
-                    assert_eq!(
-                        (c.left_lo[axis], c.left_hi[axis]),
-                        (lo[axis], hi[axis]),
-                        "node {i}"
-                    );
-                    let (lo, hi) = if swapped {
-                        (t.right_hi, t.right_lo)
-                    } else {
-                        (t.right_lo, t.right_hi)
-                    };
-                    assert_eq!(
-                        (c.right_lo[axis], c.right_hi[axis]),
-                        (lo[axis], hi[axis]),
-                        "node {i}"
-                    );
-                }
-                assert_eq!(
-                    (c.left_count(), c.right_count()),
-                    (t.left_count(), t.right_count())
-                );
-                for (ci, ti, count) in [
-                    (c.left_index(), t.left_index(), t.left_count()),
-                    (c.right_index(), t.right_index(), t.right_count()),
-                ] {
-                    if count > 0 || ti == EMPTY_CHILD {
-                        assert_eq!(ci, ti, "node {i}: leaf ranges and absent children are kept");
-                    } else {
-                        // An inner child: the same node, in the same copy.
-                        assert_eq!(ci as usize, octant * n + ti as usize, "node {i}");
-                    }
-                }
-            }
-        }
-    }
 
     #[test]
     fn floats_print_as_c_literals_that_round_trip() {

@@ -33,6 +33,9 @@ struct RayPre {
     kx: u32,
     ky: u32,
     shear: vec3<f32>,
+    // The octant copy of the tree this ray reads when OCTANT_COPIES is 1:
+    // prism_core::gpu::octant_of(inv_dir).
+    octant: u32,
 }
 
 // The result of one primitive test: core's Option<(t, u, v)> (spheres: u = v = 0).
@@ -82,7 +85,8 @@ fn ray_pre_new(ray: Ray) -> RayPre {
     if SCENE_KINDS != SCENE_SPHERES {
         shear = vec3<f32>(div_rn(d[kx], d[kz]), div_rn(d[ky], d[kz]), div_rn(1.0, d[kz]));
     }
-    return RayPre(ray.origin, d, inv_dir, kz, kx, ky, shear);
+    let octant = select(0u, 1u, inv_dir.x < 0.0) | select(0u, 2u, inv_dir.y < 0.0) | select(0u, 4u, inv_dir.z < 0.0);
+    return RayPre(ray.origin, d, inv_dir, kz, kx, ky, shear, octant);
 }
 
 // The exit distance moved outwards by the rounding margin (towards +inf
@@ -106,6 +110,30 @@ fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> 
         return t_enter;
     }
     return f32_infinity();
+}
+
+// ray_aabb on a box of the ray's octant copy of the tree
+// (prism_core::gpu::octant_copies): `near` holds each axis's near plane and
+// `far` its far one, so the per-axis min/max are gone; every value is
+// ray_aabb's (rounding is monotonic; core's octant_copies explains it).
+fn ray_aabb_octant(pre: RayPre, near: vec3<f32>, far: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
+    let tn = (near - pre.origin) * pre.inv_dir;
+    let tf = (far - pre.origin) * pre.inv_dir;
+    let t_enter = max(max(max(tn.x, tn.y), tn.z), tmin);
+    let t_exit = widen_exit(min(min(min(tf.x, tf.y), tf.z), tmax));
+    if t_enter <= t_exit {
+        return t_enter;
+    }
+    return f32_infinity();
+}
+
+// The entry distance into a child box of a node: ray_aabb, or ray_aabb_octant
+// on a tree of octant copies.
+fn child_box(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
+    if OCTANT_COPIES == 1u {
+        return ray_aabb_octant(pre, lo, hi, tmin, tmax);
+    }
+    return ray_aabb(pre, lo, hi, tmin, tmax);
 }
 
 // mirrors prism_core::intersect::ray_triangle

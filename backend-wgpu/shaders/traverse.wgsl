@@ -14,6 +14,19 @@
 // holds at most k entries, and a push happens only above two inner children.
 var<private> stack: array<u32, STACK_ENTRIES>;
 
+// The node a traversal starts at: the root of the tree, or with OCTANT_COPIES
+// (types.wgsl) the root of the ray's octant copy. Copy o of
+// prism_core::gpu::octant_copies has its boxes' bounds swapped on the axes of o
+// (so a box's `lo` row holds the near planes: child_box) and its inner child
+// indices offset into the copy, so the traversal never leaves it; its values
+// and decisions are those of the tree itself.
+fn root_node(pre: RayPre) -> u32 {
+    if OCTANT_COPIES == 1u {
+        return pre.octant * (arrayLength(&nodes) / 8u);
+    }
+    return 0u;
+}
+
 // mirrors prism_core::traverse::ray_primitive
 //
 // A scene of one kind runs only that kind's test (SCENE_KINDS, types.wgsl).
@@ -43,7 +56,8 @@ struct ClosestHit {
 
 // The head of prism_core::traverse::closest_hit, before its loop.
 fn closest_hit_begin(ray: Ray) -> ClosestHit {
-    return ClosestHit(ray_pre_new(ray), ray.tmin, Hit(ray.tmax, 0.0, 0.0, NO_PRIM), 0u, 0u);
+    let pre = ray_pre_new(ray);
+    return ClosestHit(pre, ray.tmin, Hit(ray.tmax, 0.0, 0.0, NO_PRIM), root_node(pre), 0u);
 }
 
 // One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
@@ -56,8 +70,8 @@ fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
     let pre = (*c).pre;
     let tmin = (*c).tmin;
     let n = nodes[(*c).node];
-    let tl = ray_aabb(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, (*c).best.t);
-    let tr = ray_aabb(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, (*c).best.t);
+    let tl = child_box(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, (*c).best.t);
+    let tr = child_box(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, (*c).best.t);
     let l_index = bitcast<u32>(n.left_lo.w);
     let l_count = bitcast<u32>(n.left_hi.w);
     let r_index = bitcast<u32>(n.right_lo.w);
@@ -166,7 +180,8 @@ const STEP_HIT: u32 = 2u;
 
 // The head of prism_core::traverse::any_hit, before its loop.
 fn any_hit_begin(ray: Ray) -> AnyHit {
-    return AnyHit(ray_pre_new(ray), ray.tmin, ray.tmax, 0u, 0u);
+    let pre = ray_pre_new(ray);
+    return AnyHit(pre, ray.tmin, ray.tmax, root_node(pre), 0u);
 }
 
 // One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
@@ -179,8 +194,8 @@ fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
     let tmin = (*a).tmin;
     let tmax = (*a).tmax;
     let n = nodes[(*a).node];
-    let tl = ray_aabb(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, tmax);
-    let tr = ray_aabb(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, tmax);
+    let tl = child_box(pre, n.left_lo.xyz, n.left_hi.xyz, tmin, tmax);
+    let tr = child_box(pre, n.right_lo.xyz, n.right_hi.xyz, tmin, tmax);
     let l_index = bitcast<u32>(n.left_lo.w);
     let l_count = bitcast<u32>(n.left_hi.w);
     let r_index = bitcast<u32>(n.right_lo.w);

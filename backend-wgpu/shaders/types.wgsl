@@ -7,12 +7,14 @@
 
 // mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE
 const TRAVERSAL_STACK_SIZE: u32 = 64u;
-// The module is compiled per scene with the next two lines rewritten
+// The module is compiled per scene with the next three lines rewritten
 // (ShaderSource::specialize): the traversal stack as long as the scene's BVH
-// is deep, and the primitive kinds the scene holds. The values here are the
-// general ones, right for any scene.
+// is deep, the primitive kinds the scene holds, and whether `nodes` holds the
+// tree's eight octant copies (prism_core::gpu::octant_copies; see
+// traverse.wgsl). The values here are the general ones, right for any scene.
 const STACK_ENTRIES: u32 = 64u;
 const SCENE_KINDS: u32 = 3u;
+const OCTANT_COPIES: u32 = 0u;
 // SCENE_KINDS values: spheres only, triangles only, both (or an empty scene).
 const SCENE_SPHERES: u32 = 1u;
 const SCENE_TRIANGLES: u32 = 2u;

@@ -1776,6 +1776,18 @@ impl WgpuBackend {
         &self,
         accel: &Accel,
     ) -> Result<(wgpu::BindGroup, [wgpu::Buffer; 4]), Error> {
+        // The tree's octant copies when the module for this scene reads them
+        // (ModuleConfig::octant_copies), else the tree.
+        let copies = self
+            .config
+            .for_accel(accel)
+            .octant_copies
+            .then(|| prism_core::gpu::octant_copies(accel.nodes()))
+            .flatten();
+        let node_bytes: &[u8] = match &copies {
+            Some(c) => bytemuck::cast_slice(c),
+            None => bytemuck::cast_slice(accel.nodes()),
+        };
         let binding_limit = self.limits.max_storage_buffer_binding_size;
         let upload = |label: &'static str, bytes: &[u8]| -> Result<wgpu::Buffer, Error> {
             let size = (bytes.len() as u64).next_multiple_of(16);
@@ -1796,7 +1808,7 @@ impl WgpuBackend {
             self.queue.write_buffer(&buffer, 0, bytes);
             Ok(buffer)
         };
-        let nodes = upload("BVH nodes", bytemuck::cast_slice(accel.nodes()))?;
+        let nodes = upload("BVH nodes", node_bytes)?;
         let prims = upload("primitives", bytemuck::cast_slice(accel.primitives()))?;
         let slot_materials = upload(
             "slot materials",
@@ -1814,7 +1826,7 @@ impl WgpuBackend {
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: exact(&nodes, size_of_val(accel.nodes())),
+                    resource: exact(&nodes, node_bytes.len()),
                 },
                 wgpu::BindGroupEntry {
                     binding: 2,

@@ -55,6 +55,10 @@ pub struct ModuleConfig {
     pub stack_entries: u32,
     /// `SCENE_KINDS`: 1 spheres only, 2 triangles only, 3 both.
     pub scene_kinds: u32,
+    /// `OCTANT_COPIES`: the scene's `nodes` buffer holds the tree's eight
+    /// octant copies ([`prism_core::gpu::octant_copies`]), and traversals start
+    /// at their ray's copy and read each box's near planes without a min/max.
+    pub octant_copies: bool,
 }
 
 impl ModuleConfig {
@@ -64,11 +68,13 @@ impl ModuleConfig {
         lane_refill: false,
         stack_entries: prism_core::gpu::TRAVERSAL_STACK_SIZE as u32,
         scene_kinds: 3,
+        octant_copies: false,
     };
 
-    /// `self` narrowed to `accel`: its primitive kinds, and a stack of the
+    /// `self` narrowed to `accel`: its primitive kinds, a stack of the
     /// tree's depth rounded up to a power of two (8 to 64), so that few
-    /// distinct modules arise.
+    /// distinct modules arise, and octant copies for a tree of at most
+    /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes.
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
         for p in accel.primitives() {
@@ -85,6 +91,7 @@ impl ModuleConfig {
         ModuleConfig {
             stack_entries: accel.depth().max(1).next_power_of_two().clamp(8, full),
             scene_kinds: if kinds == 0 { 3 } else { kinds },
+            octant_copies: accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES,
             ..self
         }
     }
@@ -127,8 +134,8 @@ impl ShaderSource {
 
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
-    /// without an `enable` directive), then `STACK_ENTRIES` and `SCENE_KINDS`
-    /// (types.wgsl) rewritten in place (line numbers do not move).
+    /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS` and
+    /// `OCTANT_COPIES` (types.wgsl) rewritten in place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
         let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);
@@ -160,6 +167,11 @@ impl ShaderSource {
         for (name, general, value) in [
             ("STACK_ENTRIES", general.stack_entries, config.stack_entries),
             ("SCENE_KINDS", general.scene_kinds, config.scene_kinds),
+            (
+                "OCTANT_COPIES",
+                general.octant_copies as u32,
+                config.octant_copies as u32,
+            ),
         ] {
             text = text.replace(
                 &format!("const {name}: u32 = {general}u;"),

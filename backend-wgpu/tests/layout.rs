@@ -254,8 +254,8 @@ fn mirror_comments_name_their_declarations() {
 }
 
 /// The module with lane refill, specialised for a shallow scene of spheres,
-/// validates with subgroup operations, and the specialisation rewrote its two
-/// constants.
+/// and its octant copies, validates with subgroup operations, and the
+/// specialisation rewrote its three constants.
 #[test]
 fn wgsl_module_with_refill_and_specialisation_validates() {
     let config = prism_wgpu::ModuleConfig {
@@ -263,10 +263,12 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         lane_refill: true,
         stack_entries: 8,
         scene_kinds: 1,
+        octant_copies: true,
     };
     let source = ShaderSource::assemble_for(None, &config);
     assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
     assert!(source.text.contains("const SCENE_KINDS: u32 = 1u;"));
+    assert!(source.text.contains("const OCTANT_COPIES: u32 = 1u;"));
     let module = match naga::front::wgsl::parse_str(&source.text) {
         Ok(m) => m,
         Err(e) => panic!("WGSL does not parse:\n{}", e.emit_to_string(&source.text)),
@@ -315,5 +317,15 @@ fn module_config_follows_the_scene() {
         assert!(c.stack_entries >= accel.depth() && c.stack_entries.is_power_of_two());
         assert!((8..=64).contains(&c.stack_entries));
         assert_eq!((c.f64_division, c.lane_refill), (false, false));
+        assert!(c.octant_copies, "a small tree gets its octant copies");
     }
+    // A tree of more than OCTANT_COPIES_MAX_NODES nodes is read as it is.
+    let mut large = Scene::new();
+    let m = large.add_material(Material::lambertian(Vec3::ONE));
+    for i in 0..2 * prism_core::gpu::OCTANT_COPIES_MAX_NODES {
+        large.add_sphere(Vec3::new(i as f32, (i % 7) as f32, 0.0), 0.4, m);
+    }
+    let accel = Accel::build(&large).expect("scene");
+    assert!(accel.nodes().len() > prism_core::gpu::OCTANT_COPIES_MAX_NODES);
+    assert!(!general.for_accel(&accel).octant_copies);
 }

@@ -11,6 +11,7 @@
 //! (`backend-wgpu/shaders/types.wgsl`) mirror these; sizes and offsets are asserted
 //! at compile time below, and the wgpu backend checks its WGSL layouts against them.
 
+use alloc::vec::Vec;
 use bytemuck::{Pod, Zeroable};
 use core::mem::{offset_of, size_of};
 
@@ -71,6 +72,72 @@ impl BvhNode {
     pub fn right_count(&self) -> u32 {
         self.right_hi[3].to_bits()
     }
+}
+
+/// Largest tree (in nodes) whose [`octant_copies`] the GPU backends upload:
+/// 2,048 nodes are 1 MiB for all eight copies. On an H100 the copies of rtiow's
+/// 456 nodes made its CUDA frame 8% faster, while the trace kernels over the
+/// bunny's and ogre's much larger trees ran 2-5% slower on incoherent rays with
+/// them: spread over eight copies, a large tree no longer stays in the caches.
+pub const OCTANT_COPIES_MAX_NODES: usize = 2048;
+
+/// Eight copies of the tree `nodes`, one after the other, one per ray direction
+/// octant, for GPU traversals that want each axis's near plane without a min/max.
+///
+/// Copy `o` has the bounds of both child boxes swapped on every axis `k` whose
+/// bit `k` is set in `o`, and its inner child indices offset by `o * nodes.len()`,
+/// so a traversal started at the root of its copy never leaves it. Leaf ranges
+/// and absent children ([`EMPTY_CHILD`], boxes at +inf) are kept; copy 0 is
+/// `nodes`. A ray whose `inv_dir` is negative exactly on the axes of `o` reads
+/// copy `o`: its `lo` row then holds the near plane of every axis, and
+/// `(lo - origin) * inv_dir` is the value [`crate::intersect::ray_aabb`] takes
+/// as `min(t0, t1)` (rounding is monotonic: `lo <= hi` gives `lo - o <= hi - o`,
+/// and multiplying by a negative `inv_dir` reverses the order), so every value
+/// and decision of the slab test is the same.
+///
+/// `nodes` must have at most [`OCTANT_COPIES_MAX_NODES`] nodes (the indices of
+/// larger trees could overflow); `None` otherwise.
+///
+/// ```
+/// use prism_core::gpu::{BvhNode, octant_copies};
+///
+/// let copies = octant_copies(&[BvhNode::default()]).unwrap();
+/// assert_eq!(copies.len(), 8);
+/// ```
+pub fn octant_copies(nodes: &[BvhNode]) -> Option<Vec<BvhNode>> {
+    if nodes.len() > OCTANT_COPIES_MAX_NODES {
+        return None;
+    }
+    let mut out = Vec::with_capacity(8 * nodes.len());
+    for octant in 0..8usize {
+        let base = (octant * nodes.len()) as u32;
+        out.extend(nodes.iter().map(|n| {
+            let mut c = *n;
+            for axis in 0..3 {
+                if octant & (1 << axis) != 0 {
+                    core::mem::swap(&mut c.left_lo[axis], &mut c.left_hi[axis]);
+                    core::mem::swap(&mut c.right_lo[axis], &mut c.right_hi[axis]);
+                }
+            }
+            if c.left_count() == 0 && c.left_index() != EMPTY_CHILD {
+                c.left_lo[3] = f32::from_bits(c.left_index() + base);
+            }
+            if c.right_count() == 0 && c.right_index() != EMPTY_CHILD {
+                c.right_lo[3] = f32::from_bits(c.right_index() + base);
+            }
+            c
+        }));
+    }
+    Some(out)
+}
+
+/// The octant copy (index into [`octant_copies`]) a ray with inverse direction
+/// `inv_dir` reads: bit `k` set when `inv_dir[k] < 0`.
+#[inline]
+pub fn octant_of(inv_dir: [f32; 3]) -> usize {
+    (inv_dir[0] < 0.0) as usize
+        | ((inv_dir[1] < 0.0) as usize) << 1
+        | ((inv_dir[2] < 0.0) as usize) << 2
 }
 
 /// One primitive in BVH leaf order, triangle or sphere, in three 16-byte rows.
@@ -368,4 +435,142 @@ pub fn layouts() -> [StructLayout; 6] {
             ],
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intersect::{RayPre, ray_aabb};
+    use crate::{Accel, Material, Ray, Scene};
+    use glam::Vec3;
+
+    fn tree() -> Accel {
+        let mut scene = Scene::new();
+        let m = scene.add_material(Material::lambertian(Vec3::ONE));
+        for i in 0..40 {
+            let f = i as f32;
+            scene.add_sphere(Vec3::new(f, (f * 0.7).sin(), -f * 0.5), 0.4, m);
+        }
+        Accel::build(&scene).unwrap() // ok: test, a valid scene
+    }
+
+    #[test]
+    fn octant_copies_swap_bounds_and_stay_in_their_copy() {
+        let accel = tree();
+        let nodes = accel.nodes();
+        let n = nodes.len();
+        assert!(n > 4);
+        let copies = octant_copies(nodes).unwrap(); // ok: test, a small tree
+        assert_eq!(copies.len(), 8 * n);
+        assert_eq!(&copies[..n], nodes, "copy 0 is the tree");
+        for octant in 0..8 {
+            for (i, (c, t)) in copies[octant * n..(octant + 1) * n]
+                .iter()
+                .zip(nodes)
+                .enumerate()
+            {
+                for axis in 0..3 {
+                    let swapped = octant & (1 << axis) != 0;
+                    let pick = |lo: [f32; 4], hi: [f32; 4]| {
+                        if swapped {
+                            (hi[axis], lo[axis])
+                        } else {
+                            (lo[axis], hi[axis])
+                        }
+                    };
+                    assert_eq!(
+                        (c.left_lo[axis], c.left_hi[axis]),
+                        pick(t.left_lo, t.left_hi),
+                        "node {i}"
+                    );
+                    assert_eq!(
+                        (c.right_lo[axis], c.right_hi[axis]),
+                        pick(t.right_lo, t.right_hi),
+                        "node {i}"
+                    );
+                }
+                assert_eq!(
+                    (c.left_count(), c.right_count()),
+                    (t.left_count(), t.right_count())
+                );
+                for (ci, ti, count) in [
+                    (c.left_index(), t.left_index(), t.left_count()),
+                    (c.right_index(), t.right_index(), t.right_count()),
+                ] {
+                    if count > 0 || ti == EMPTY_CHILD {
+                        assert_eq!(ci, ti, "node {i}: leaf ranges and absent children are kept");
+                    } else {
+                        assert_eq!(
+                            ci as usize,
+                            octant * n + ti as usize,
+                            "node {i}: same node, same copy"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn octant_copies_refuse_large_trees() {
+        let nodes = alloc::vec![BvhNode::default(); OCTANT_COPIES_MAX_NODES + 1];
+        assert!(octant_copies(&nodes).is_none());
+        assert!(octant_copies(&nodes[..OCTANT_COPIES_MAX_NODES]).is_some());
+    }
+
+    #[test]
+    fn near_planes_of_the_octant_copy_give_the_slab_test() {
+        // Every child box of the tree, against rays in all eight octants (and
+        // with zero direction components): the near-plane form on the copy the
+        // ray reads gives ray_aabb's value.
+        let accel = tree();
+        let copies = octant_copies(accel.nodes()).unwrap(); // ok: test, a small tree
+        let n = accel.nodes().len();
+        let dirs = [-1.0f32, -0.0, 0.0, 0.5];
+        for &dx in &dirs {
+            for &dy in &dirs {
+                for &dz in &dirs {
+                    let dir = Vec3::new(dx, dy, dz);
+                    if dir == Vec3::ZERO {
+                        continue;
+                    }
+                    let ray = Ray {
+                        origin: Vec3::new(3.0, 0.0, -2.0),
+                        tmin: 0.0,
+                        dir,
+                        tmax: f32::INFINITY,
+                    };
+                    let pre = RayPre::new(&ray);
+                    let o = octant_of(pre.inv_dir.into());
+                    for (t, c) in accel.nodes().iter().zip(&copies[o * n..(o + 1) * n]) {
+                        for (lo, hi, near, far) in [
+                            (t.left_lo, t.left_hi, c.left_lo, c.left_hi),
+                            (t.right_lo, t.right_hi, c.right_lo, c.right_hi),
+                        ] {
+                            let v = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
+                            let core = ray_aabb(&pre, v(lo), v(hi), ray.tmin, ray.tmax);
+                            let tn = (v(near) - pre.origin) * pre.inv_dir;
+                            let tf = (v(far) - pre.origin) * pre.inv_dir;
+                            assert_eq!(
+                                tn,
+                                ((v(lo) - pre.origin) * pre.inv_dir)
+                                    .min((v(hi) - pre.origin) * pre.inv_dir)
+                            );
+                            assert_eq!(
+                                tf,
+                                ((v(lo) - pre.origin) * pre.inv_dir)
+                                    .max((v(hi) - pre.origin) * pre.inv_dir)
+                            );
+                            let enter = tn.x.max(tn.y).max(tn.z).max(ray.tmin);
+                            let exit = crate::intersect::widen_exit(
+                                tf.x.min(tf.y).min(tf.z).min(ray.tmax),
+                            );
+                            let octant = if enter <= exit { enter } else { f32::INFINITY };
+                            assert_eq!(core, octant);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
