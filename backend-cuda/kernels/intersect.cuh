@@ -124,20 +124,27 @@ __device__ __forceinline__ float slab_entry(float nx, float ny, float nz, float 
     return fmaxf(fmaxf(fmaxf(nx, ny), nz), tmin);
 }
 
+// The distances (b - origin) * inv_dir to the planes through b, per axis.
+__device__ __forceinline__ V3 plane_distances(const RayPre& pre, V3 b) { return (b - pre.origin) * pre.inv_dir; }
+
+// The end of ray_aabb from the near and far planes' distances: the entry
+// max(near, tmin) and the widened exit min(far, tmax); the entry, or +inf when
+// the box is missed.
 template <bool TMIN_NONNEG>
-__device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
-    const float t0x = (lo.x - pre.origin.x) * pre.inv_dir.x;
-    const float t0y = (lo.y - pre.origin.y) * pre.inv_dir.y;
-    const float t0z = (lo.z - pre.origin.z) * pre.inv_dir.z;
-    const float t1x = (hi.x - pre.origin.x) * pre.inv_dir.x;
-    const float t1y = (hi.y - pre.origin.y) * pre.inv_dir.y;
-    const float t1z = (hi.z - pre.origin.z) * pre.inv_dir.z;
-    const float nx = fminf(t0x, t1x), ny = fminf(t0y, t1y), nz = fminf(t0z, t1z);
-    const float fx = fmaxf(t0x, t1x), fy = fmaxf(t0y, t1y), fz = fmaxf(t0z, t1z);
-    const float t_enter = slab_entry<TMIN_NONNEG>(nx, ny, nz, tmin);
-    const float exit = fminf(fminf(fminf(fx, fy), fz), tmax);
+__device__ __forceinline__ float slab_interval(V3 near, V3 far, float tmin, float tmax) {
+    const float t_enter = slab_entry<TMIN_NONNEG>(near.x, near.y, near.z, tmin);
+    const float exit = fminf(fminf(fminf(far.x, far.y), far.z), tmax);
     const float t_exit = TMIN_NONNEG ? exit * PRISM_SLAB_EXIT_SCALE : widen_exit(exit);
     return t_enter <= t_exit ? t_enter : PRISM_INF;
+}
+
+template <bool TMIN_NONNEG>
+__device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float tmin, float tmax) {
+    const V3 t0 = plane_distances(pre, lo);
+    const V3 t1 = plane_distances(pre, hi);
+    const V3 near = v3(fminf(t0.x, t1.x), fminf(t0.y, t1.y), fminf(t0.z, t1.z));
+    const V3 far = v3(fmaxf(t0.x, t1.x), fmaxf(t0.y, t1.y), fmaxf(t0.z, t1.z));
+    return slab_interval<TMIN_NONNEG>(near, far, tmin, tmax);
 }
 
 // ray_aabb on a box from the octant copy of the tree for this ray (`pre.octant`),
@@ -150,16 +157,7 @@ __device__ __forceinline__ float ray_aabb(const RayPre& pre, V3 lo, V3 hi, float
 // one's (equal values when they tie). backend-cuda/tests/slab_entry.rs checks it.
 template <bool TMIN_NONNEG>
 __device__ __forceinline__ float ray_aabb_octant(const RayPre& pre, V3 nb, V3 fb, float tmin, float tmax) {
-    const float nx = (nb.x - pre.origin.x) * pre.inv_dir.x;
-    const float ny = (nb.y - pre.origin.y) * pre.inv_dir.y;
-    const float nz = (nb.z - pre.origin.z) * pre.inv_dir.z;
-    const float fx = (fb.x - pre.origin.x) * pre.inv_dir.x;
-    const float fy = (fb.y - pre.origin.y) * pre.inv_dir.y;
-    const float fz = (fb.z - pre.origin.z) * pre.inv_dir.z;
-    const float t_enter = slab_entry<TMIN_NONNEG>(nx, ny, nz, tmin);
-    const float exit = fminf(fminf(fminf(fx, fy), fz), tmax);
-    const float t_exit = TMIN_NONNEG ? exit * PRISM_SLAB_EXIT_SCALE : widen_exit(exit);
-    return t_enter <= t_exit ? t_enter : PRISM_INF;
+    return slab_interval<TMIN_NONNEG>(plane_distances(pre, nb), plane_distances(pre, fb), tmin, tmax);
 }
 
 // mirrors prism_core::intersect::ray_triangle

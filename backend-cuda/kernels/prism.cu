@@ -363,46 +363,31 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
     }
 #endif
 
+// One render kernel: rows [y0, y1) of the frame described by c_params with
+// integrator INTEGRATOR, written to `out` as float4 (format 0) or packed sRGBA8
+// (format 1, encoded through `srgb8`, core's Srgb8Table); rays traced are added to
+// *ray_counter. OCT: the tree's octant copies (SceneView::octants; traverse.cuh).
+#define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT)                                                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+        NAME(SceneView s, u32 y0, u32 y1, void* out, u32 format, const uint2* __restrict__ srgb8,                  \
+             u64* ray_counter) {                                                                                   \
+        render_rows<INTEGRATOR, K, OCT>(s, y0, y1, out, format, srgb8, ray_counter);                               \
+    }
+
 // The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
 //
-// prism_render_{path,whitted,ao}_octants: the same on the tree's octant copies
-//   (SceneView::octants is 1; see traverse.cuh), which the host uploads for small trees.
-// prism_render_{path,whitted,ao}: rows [y0, y1) of the frame described by c_params,
-//   written to `out` as float4 (format 0) or packed sRGBA8 (format 1, encoded through
-//   `srgb8`, core's Srgb8Table); rays traced are added to *ray_counter.
+// prism_render_{path,whitted,ao}: the render kernels (PRISM_RENDER_KERNEL).
+// prism_render_{path,whitted,ao}_octants: the same on the tree's octant copies,
+//   which the host uploads for small trees.
 // prism_intersect: hits[i] = (t, u, v, scene primitive id bits) for n rays.
 // prism_occluded: out[i] = 1 when something lies on ray i, else 0.
 #define PRISM_KERNELS(SUFFIX, K)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_path##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                              \
-                                     const uint2* __restrict__ srgb8, u64* ray_counter) {                          \
-        render_rows<0, K, false>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_whitted##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                           \
-                                        const uint2* __restrict__ srgb8, u64* ray_counter) {                       \
-        render_rows<1, K, false>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_ao##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                                \
-                                   const uint2* __restrict__ srgb8, u64* ray_counter) {                            \
-        render_rows<2, K, false>(s, y0, y1, out, format, srgb8, ray_counter);                                             \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_path_octants##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                      \
-                                             const uint2* __restrict__ srgb8, u64* ray_counter) {                  \
-        render_rows<0, K, true>(s, y0, y1, out, format, srgb8, ray_counter);                                       \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_whitted_octants##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                   \
-                                                const uint2* __restrict__ srgb8, u64* ray_counter) {               \
-        render_rows<1, K, true>(s, y0, y1, out, format, srgb8, ray_counter);                                       \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
-        prism_render_ao_octants##SUFFIX(SceneView s, u32 y0, u32 y1, void* out, u32 format,                        \
-                                           const uint2* __restrict__ srgb8, u64* ray_counter) {                    \
-        render_rows<2, K, true>(s, y0, y1, out, format, srgb8, ray_counter);                                       \
-    }                                                                                                              \
+    PRISM_RENDER_KERNEL(prism_render_path##SUFFIX, 0, K, false)                                                    \
+    PRISM_RENDER_KERNEL(prism_render_whitted##SUFFIX, 1, K, false)                                                 \
+    PRISM_RENDER_KERNEL(prism_render_ao##SUFFIX, 2, K, false)                                                      \
+    PRISM_RENDER_KERNEL(prism_render_path_octants##SUFFIX, 0, K, true)                                             \
+    PRISM_RENDER_KERNEL(prism_render_whitted_octants##SUFFIX, 1, K, true)                                          \
+    PRISM_RENDER_KERNEL(prism_render_ao_octants##SUFFIX, 2, K, true)                                               \
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \
                                 u32 stride, u32 n, float4* __restrict__ hits, u32* work) {                         \

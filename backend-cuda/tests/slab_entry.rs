@@ -66,6 +66,27 @@ fn kernel_ray_aabb_octant(
     }
 }
 
+/// A ray from `origin` along `dir` (+x if zero) over `(tmin, tmin + span)` and a
+/// box from `lo` of extent `|size|`: the ray's constants, the box's `hi`, `tmax`.
+fn slab_case(
+    origin: Vec3,
+    dir: Vec3,
+    lo: Vec3,
+    size: Vec3,
+    tmin: f32,
+    span: f32,
+) -> (RayPre, Vec3, f32) {
+    let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
+    let tmax = tmin + span;
+    let pre = RayPre::new(&Ray {
+        origin,
+        tmin,
+        dir,
+        tmax,
+    });
+    (pre, lo + size.abs(), tmax)
+}
+
 /// Any float but NaN: every class (zeros of both signs, subnormals, infinities).
 fn not_nan() -> impl Strategy<Value = f32> {
     prop_oneof![
@@ -118,11 +139,7 @@ proptest! {
     ) {
         // Coordinates of 0 and 1 are common, so rays often start on a face or
         // an edge of the box, and direction components are often zero.
-        let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
-        let hi = lo + size.abs();
-        let tmax = tmin + span;
-        let ray = Ray { origin, tmin, dir, tmax };
-        let pre = RayPre::new(&ray);
+        let (pre, hi, tmax) = slab_case(origin, dir, lo, size, tmin, span);
         let core = ray_aabb(&pre, lo, hi, tmin, tmax);
         let kernel = kernel_ray_aabb(&pre, lo, hi, tmin, tmax);
         prop_assert!(core == kernel, "core {core:e}, kernel {kernel:e}");
@@ -136,12 +153,9 @@ proptest! {
         tmin in prop_oneof![Just(0.0f32), Just(-0.0f32), -10.0f32..10.0, Just(f32::NEG_INFINITY)],
         span in prop_oneof![Just(0.0f32), 1e-3f32..100.0, Just(f32::INFINITY)]
     ) {
-        // The trace kernels' form (tmin of either sign), should they use the copies.
-        let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
-        let hi = lo + size.abs();
-        let tmax = tmin + span;
-        let ray = Ray { origin, tmin, dir, tmax };
-        let pre = RayPre::new(&ray);
+        // The form for rays of any tmin (wgpu's traversals of a small tree,
+        // batch rays included).
+        let (pre, hi, tmax) = slab_case(origin, dir, lo, size, tmin, span);
         let core = ray_aabb(&pre, lo, hi, tmin, tmax);
         let octant = kernel_ray_aabb_octant(&pre, lo, hi, tmin, tmax, false);
         prop_assert!(

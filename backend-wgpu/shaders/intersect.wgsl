@@ -96,14 +96,10 @@ fn widen_exit(t: f32) -> f32 {
     return t * select(SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, t < 0.0);
 }
 
-// mirrors prism_core::intersect::ray_aabb
-fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
-    // Ize's form (bound - origin) * inv_dir: its rounding error is relative to
-    // t itself, which SLAB_EXIT_SCALE covers (core explains why not the FMA form).
-    let t0 = (lo - pre.origin) * pre.inv_dir;
-    let t1 = (hi - pre.origin) * pre.inv_dir;
-    let near = min(t0, t1);
-    let far = max(t0, t1);
+// The end of ray_aabb from the near and far planes' distances: the entry
+// max(near, tmin) and the widened exit min(far, tmax); the entry, or +inf when
+// the box is missed.
+fn slab_interval(near: vec3<f32>, far: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
     let t_enter = max(max(max(near.x, near.y), near.z), tmin);
     let t_exit = widen_exit(min(min(min(far.x, far.y), far.z), tmax));
     if t_enter <= t_exit {
@@ -112,19 +108,21 @@ fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> 
     return f32_infinity();
 }
 
+// mirrors prism_core::intersect::ray_aabb
+fn ray_aabb(pre: RayPre, lo: vec3<f32>, hi: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
+    // Ize's form (bound - origin) * inv_dir: its rounding error is relative to
+    // t itself, which SLAB_EXIT_SCALE covers (core explains why not the FMA form).
+    let t0 = (lo - pre.origin) * pre.inv_dir;
+    let t1 = (hi - pre.origin) * pre.inv_dir;
+    return slab_interval(min(t0, t1), max(t0, t1), tmin, tmax);
+}
+
 // ray_aabb on a box of the ray's octant copy of the tree
 // (prism_core::gpu::octant_copies): `near` holds each axis's near plane and
 // `far` its far one, so the per-axis min/max are gone; every value is
 // ray_aabb's (rounding is monotonic; core's octant_copies explains it).
 fn ray_aabb_octant(pre: RayPre, near: vec3<f32>, far: vec3<f32>, tmin: f32, tmax: f32) -> f32 {
-    let tn = (near - pre.origin) * pre.inv_dir;
-    let tf = (far - pre.origin) * pre.inv_dir;
-    let t_enter = max(max(max(tn.x, tn.y), tn.z), tmin);
-    let t_exit = widen_exit(min(min(min(tf.x, tf.y), tf.z), tmax));
-    if t_enter <= t_exit {
-        return t_enter;
-    }
-    return f32_infinity();
+    return slab_interval((near - pre.origin) * pre.inv_dir, (far - pre.origin) * pre.inv_dir, tmin, tmax);
 }
 
 // The entry distance into a child box of a node: ray_aabb, or ray_aabb_octant
