@@ -34,7 +34,7 @@
 
 use crate::mesh::{Mesh, parse_obj, parse_ply};
 use glam::Vec3;
-use prism_core::intersect::{RayPre, ray_sphere, ray_triangle};
+use prism_core::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle, widen_exit};
 use prism_core::reference::{Agreement, classify};
 use prism_core::scene::PrimRef;
 use prism_core::{
@@ -352,6 +352,9 @@ fn compare_with_brute_force(
     scene: &Scene,
     rays: &[Ray],
 ) -> Result<(), Violation> {
+    if let Some(accel) = backend.accel() {
+        octant_copies_agree(accel.nodes(), rays)?;
+    }
     let reference: Vec<(f32, u32)> = rays.iter().map(|r| brute_force(scene, r)).collect();
     let result = [Traversal::Binary, Traversal::Wide4, Traversal::Wide]
         .into_iter()
@@ -362,6 +365,41 @@ fn compare_with_brute_force(
         });
     backend.set_traversal(Traversal::default());
     result
+}
+
+/// The GPU backends' slab test on the octant copies of a small tree
+/// ([`prism_core::gpu::octant_copies`]): for every ray and every child box, the
+/// near and far planes of the ray's copy give [`ray_aabb`]'s value.
+fn octant_copies_agree(nodes: &[prism_core::gpu::BvhNode], rays: &[Ray]) -> Result<(), Violation> {
+    use prism_core::gpu::{octant_copies, octant_of};
+    let Some(copies) = octant_copies(nodes) else {
+        return Ok(());
+    };
+    let v = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
+    for (i, ray) in rays.iter().enumerate() {
+        let pre = RayPre::new(ray);
+        let o = octant_of(pre.inv_dir.into());
+        let copy = &copies[o * nodes.len()..(o + 1) * nodes.len()];
+        for (k, (t, c)) in nodes.iter().zip(copy).enumerate() {
+            for (lo, hi, near, far) in [
+                (t.left_lo, t.left_hi, c.left_lo, c.left_hi),
+                (t.right_lo, t.right_hi, c.right_lo, c.right_hi),
+            ] {
+                let core = ray_aabb(&pre, v(lo), v(hi), ray.tmin, ray.tmax);
+                let tn = (v(near) - pre.origin) * pre.inv_dir;
+                let tf = (v(far) - pre.origin) * pre.inv_dir;
+                let enter = tn.x.max(tn.y).max(tn.z).max(ray.tmin);
+                let exit = widen_exit(tf.x.min(tf.y).min(tf.z).min(ray.tmax));
+                let octant = if enter <= exit { enter } else { f32::INFINITY };
+                if core != octant && !(core.is_nan() && octant.is_nan()) {
+                    return violation!(
+                        "ray {i} {ray:?}, node {k}: ray_aabb gives {core}, the octant copy {o} gives {octant}"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// [`compare_with_brute_force`] for the backend's current traversal.
