@@ -93,6 +93,12 @@ __device__ __forceinline__ float child_box(const RayPre& pre, float4 lo, float4 
                    : ray_aabb<TMIN_NONNEG>(pre, xyz(lo), xyz(hi), tmin, tmax);
 }
 
+// The nodes in the node buffer: all eight copies when OCTANTS.
+template <bool OCTANTS>
+__device__ __forceinline__ u32 node_total(const SceneView& s) {
+    return OCTANTS ? 8u * s.node_count : s.node_count;
+}
+
 // The root of the tree a traversal starts at: its octant's copy when OCTANTS.
 template <bool OCTANTS>
 __device__ __forceinline__ u32 root_node(const RayPre& pre, const SceneView& s) {
@@ -128,7 +134,7 @@ __device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray,
 // folded in); false when the loop is over.
 template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, const SceneView& s) {
-    if (!node_in_range(c.node, s.node_count)) {
+    if (!node_in_range(c.node, node_total<OCTANTS>(s))) {
         return false;
     }
     const RayPre& pre = c.pre;
@@ -266,7 +272,7 @@ __device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray, const S
 // PRISM_STEP_MORE.
 template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneView& s) {
-    if (!node_in_range(a.node, s.node_count)) {
+    if (!node_in_range(a.node, node_total<OCTANTS>(s))) {
         return PRISM_STEP_MISS;
     }
     const RayPre& pre = a.pre;

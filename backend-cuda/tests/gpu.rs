@@ -400,16 +400,24 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         ..Default::default()
     };
     let mut lean = gpu_with(config);
+    // The octant copies with the kernels' own per-node and per-leaf checks.
+    let mut checked_copies = gpu_with(KernelConfig {
+        tree_checked_on_upload: false,
+        octant_trees: true,
+        ..Default::default()
+    });
     for preset in [rtiow(), whitted19(), cornell_mix()] {
         let a = linear_renders(&mut plain, &preset, 96, 64);
-        let b = linear_renders(&mut lean, &preset, 96, 64);
-        for (i, (a, b)) in a.iter().zip(&b).enumerate() {
-            let differ = a.iter().zip(b).filter(|(p, q)| p != q).count();
-            assert_eq!(
-                differ, 0,
-                "{} render {i}: {differ} pixels differ",
-                preset.name
-            );
+        for (name, backend) in [("lean", &mut lean), ("checked copies", &mut checked_copies)] {
+            let b = linear_renders(backend, &preset, 96, 64);
+            for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+                let differ = a.iter().zip(b).filter(|(p, q)| p != q).count();
+                assert_eq!(
+                    differ, 0,
+                    "{} render {i} ({name}): {differ} pixels differ",
+                    preset.name
+                );
+            }
         }
     }
 }
