@@ -1752,7 +1752,8 @@ impl WgpuBackend {
     /// failed upload; only if the device runs out of memory are the old scene
     /// and the cached work buffers released and the upload tried once more.
     fn upload_scene(&mut self, accel: Accel) -> Result<SceneState, Error> {
-        match self.try_upload_scene(&accel) {
+        let config = self.config.for_accel(&accel);
+        match self.try_upload_scene(&accel, &config) {
             Err(Error::OutOfMemory { .. })
                 if self.scene.is_some() || self.out_buf.buffer.is_some() =>
             {
@@ -1760,27 +1761,28 @@ impl WgpuBackend {
                 self.rays_buf = Reusable::default();
                 self.out_buf = Reusable::default();
                 self.readback_buf = Default::default();
-                self.try_upload_scene(&accel)
+                self.try_upload_scene(&accel, &config)
             }
             other => other,
         }
         .map(|(bind_group, buffers)| SceneState {
-            config: self.config.for_accel(&accel),
+            config,
             accel,
             bind_group,
             _buffers: buffers,
         })
     }
 
+    /// Upload `accel` for the module `config` (the backend's configuration
+    /// narrowed to `accel`).
     fn try_upload_scene(
         &self,
         accel: &Accel,
+        config: &ModuleConfig,
     ) -> Result<(wgpu::BindGroup, [wgpu::Buffer; 4]), Error> {
         // The tree's octant copies when the module for this scene reads them
         // (ModuleConfig::octant_copies), else the tree.
-        let copies = self
-            .config
-            .for_accel(accel)
+        let copies = config
             .octant_copies
             .then(|| prism_core::gpu::octant_copies(accel.nodes()))
             .flatten();
