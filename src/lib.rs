@@ -12,6 +12,7 @@
 //! opened.backend.render(&preset.camera, &preset.settings, &mut image, &NoProgress)?;
 //! # Ok::<(), prism::Error>(())
 //! ```
+#![deny(missing_docs)]
 
 pub mod conformance;
 pub mod fuzz_checks;

@@ -25,6 +25,7 @@
 //! assert!(stats.rays >= 32 * 24);
 //! # Ok::<(), prism_core::Error>(())
 //! ```
+#![deny(missing_docs)]
 
 #[cfg(target_arch = "x86_64")]
 pub mod bvh8;
