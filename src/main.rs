@@ -39,7 +39,7 @@ struct SceneArgs {
     /// Built-in scene: rtiow, whitted19, cornell.
     #[arg(long, default_value = "rtiow")]
     scene: String,
-    /// Render this mesh (.obj or .ply) instead of a built-in scene.
+    /// This mesh (.obj or .ply) instead of a built-in scene (rendered; traced by `bench --rays`).
     #[arg(long)]
     mesh: Option<PathBuf>,
     /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND, when set and not empty, overrides).

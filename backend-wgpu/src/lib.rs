@@ -12,9 +12,10 @@
 //!   any thread count), and uploads it once. The shaders are compiled per kind
 //!   of scene ([`ModuleConfig`]): a scene of spheres runs no triangle code, and
 //!   the traversal stack is as long as the tree is deep.
-//! - `render` runs one fused kernel per pixel for all three integrators and
+//! - `render` runs one fused kernel per pixel, specialised per integrator, and
 //!   writes the image's own [`prism_core::PixelFormat`] on the device (sRGB
-//!   8-bit pixels are encoded in the shader with core's transfer curve).
+//!   8-bit pixels through core's `Srgb8Table`, uploaded once and looked up in
+//!   the shader).
 //! - `intersect` / `occluded` trace ray batches; on hardware adapters with
 //!   subgroup operations, with lane refill ([`WgpuOptions::lane_refill`]).
 //! - Frames and batches are split into chunks that respect the adapter's

@@ -105,7 +105,8 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
-    /// An image of zero width or height, or one too large to address.
+    /// An image of zero width or height, a side over 65,536 or more than 2^30
+    /// pixels, or one the host has not the memory for.
     #[error("image size {width}x{height} is invalid: {reason}")]
     ImageSize {
         /// Width asked for.
@@ -131,7 +132,8 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
-    /// A ray has NaN or infinite components, a zero direction, or `tmin > tmax`.
+    /// A ray has a NaN or infinite origin or direction, a zero direction, a NaN
+    /// `tmin` or `tmax`, or `tmin > tmax` (an infinite `tmax` is fine).
     #[error(
         "ray {index} is invalid: {ray:?} (needs finite origin/direction, non-zero direction, tmin <= tmax)"
     )]

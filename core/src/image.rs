@@ -31,8 +31,8 @@ pub struct Image {
 }
 
 impl Image {
-    /// A black image. Fails on a zero or oversized dimension, or when the host
-    /// cannot allocate it.
+    /// A black image. Fails with [`Error::ImageSize`] on a zero side, a side over
+    /// 65,536, more than 2^30 pixels, or when the host cannot allocate it.
     pub fn new(width: u32, height: u32, format: PixelFormat) -> Result<Image, Error> {
         let n = Self::checked_pixels(width, height)?;
         let oom = Error::ImageSize {
