@@ -95,8 +95,9 @@ pub const OCTANT_COPIES_MAX_NODES: usize = 2048;
 /// and multiplying by a negative `inv_dir` reverses the order), so every value
 /// and decision of the slab test is the same.
 ///
-/// `nodes` must have at most [`OCTANT_COPIES_MAX_NODES`] nodes (the indices of
-/// larger trees could overflow); `None` otherwise.
+/// `None` when `nodes` has more than [`OCTANT_COPIES_MAX_NODES`] nodes, or an
+/// inner child index outside `nodes` (not a tree; every tree core builds has
+/// all of them inside), so the offset indices never overflow.
 ///
 /// ```
 /// use prism_core::gpu::{BvhNode, octant_copies};
@@ -106,6 +107,15 @@ pub const OCTANT_COPIES_MAX_NODES: usize = 2048;
 /// ```
 pub fn octant_copies(nodes: &[BvhNode]) -> Option<Vec<BvhNode>> {
     if nodes.len() > OCTANT_COPIES_MAX_NODES {
+        return None;
+    }
+    let inside = |index: u32, count: u32| {
+        count > 0 || index == EMPTY_CHILD || (index as usize) < nodes.len()
+    };
+    if !nodes
+        .iter()
+        .all(|n| inside(n.left_index(), n.left_count()) && inside(n.right_index(), n.right_count()))
+    {
         return None;
     }
     let mut out = Vec::with_capacity(8 * nodes.len());
@@ -516,6 +526,27 @@ mod tests {
         let nodes = alloc::vec![BvhNode::default(); OCTANT_COPIES_MAX_NODES + 1];
         assert!(octant_copies(&nodes).is_none());
         assert!(octant_copies(&nodes[..OCTANT_COPIES_MAX_NODES]).is_some());
+    }
+
+    #[test]
+    fn octant_copies_refuse_child_indices_outside_the_nodes() {
+        // An inner child index near u32::MAX would overflow when offset into
+        // a copy; any index past the last node is not a tree.
+        for index in [2, 1000, u32::MAX - 1] {
+            let mut n = BvhNode::default();
+            n.left_lo[3] = f32::from_bits(index);
+            n.left_hi[3] = f32::from_bits(0);
+            assert!(octant_copies(&[n, n]).is_none(), "left index {index}");
+            let mut n = BvhNode::default();
+            n.right_lo[3] = f32::from_bits(index);
+            n.right_hi[3] = f32::from_bits(0);
+            assert!(octant_copies(&[n, n]).is_none(), "right index {index}");
+        }
+        // A leaf's first primitive is not a node index, whatever its value.
+        let mut leaf = BvhNode::default();
+        leaf.left_lo[3] = f32::from_bits(u32::MAX - 1);
+        leaf.left_hi[3] = f32::from_bits(1);
+        assert!(octant_copies(&[leaf]).is_some());
     }
 
     #[test]
