@@ -29,27 +29,40 @@ impl Mesh {
 }
 
 /// Load an `.obj` or `.ply` file (chosen by extension).
+///
+/// The extension and the kind of file are checked before anything is read, so
+/// an unknown format, a directory or a FIFO / device (`/dev/zero`, which would
+/// never end) is refused at once with an error naming the path.
 pub fn load_mesh(path: impl AsRef<Path>) -> Result<Mesh, Error> {
+    type Parse = fn(&[u8], &str) -> Result<Mesh, Error>;
     let path = path.as_ref();
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::Io {
-        path: name.clone(),
-        message: e.to_string(),
-    })?;
-    match path
+    let parse: Parse = match path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
-        Some("obj") => parse_obj(&bytes, &name),
-        Some("ply") => parse_ply(&bytes, &name),
-        _ => Err(Error::Parse {
-            path: name,
-            line: None,
-            message: "unknown mesh format: expected .obj or .ply".into(),
-        }),
+        Some("obj") => parse_obj,
+        Some("ply") => parse_ply,
+        _ => {
+            return Err(Error::Parse {
+                path: name,
+                line: None,
+                message: "unknown mesh format: expected .obj or .ply".into(),
+            });
+        }
+    };
+    let io = |message: String| Error::Io {
+        path: name.clone(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io("not a regular file".into()));
     }
+    let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+    parse(&bytes, &name)
 }
 
 /// Parse OBJ text. `name` is used in error messages.
@@ -108,62 +121,63 @@ pub fn parse_obj(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
 
 /// Parse a PLY file (ASCII or binary): `vertex` elements with `x y z`, `face`
 /// elements with a `vertex_indices` (or `vertex_index`) list.
+///
+/// Items are read straight into small typed records (a vertex is 16 bytes, a
+/// face its index list), and every other element into a record of no size, so
+/// the memory a file takes is a small multiple of its own size whatever its
+/// header declares.
 pub fn parse_ply(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
-    use ply_rs_bw::parser::Parser;
-    use ply_rs_bw::ply::{DefaultElement, Property};
+    use ply_rs_bw::parser::{Parser, Reader};
+    use ply_rs_bw::ply::Property;
     let bad = |message: String| Error::Parse {
         path: name.into(),
         line: None,
         message,
     };
     prescan_ply(bytes, name)?;
-    let ply = guarded(name, "PLY", || {
-        let parser = Parser::<DefaultElement>::new();
-        let mut reader = std::io::BufReader::new(bytes);
-        parser
-            .read_ply(&mut reader)
-            .map_err(|e| bad(format!("malformed PLY: {e}")))
+    let (vertices, faces) = guarded(name, "PLY", || {
+        let malformed = |e: ply_rs_bw::parser::ParseError| bad(format!("malformed PLY: {e}"));
+        let mut reader = Reader::new(std::io::BufReader::new(bytes));
+        let vertex_parser = Parser::<PlyVertex>::new();
+        let face_parser = Parser::<PlyFace>::new();
+        let skip_parser = Parser::<PlySkip>::new();
+        let header = vertex_parser.read_header(&mut reader).map_err(malformed)?;
+        let (mut vertices, mut faces) = (Vec::new(), Vec::new());
+        for element in header.elements.values() {
+            match element.name.as_str() {
+                "vertex" => {
+                    vertices = vertex_parser
+                        .read_payload_for_element(&mut reader, element, &header)
+                        .map_err(malformed)?;
+                }
+                "face" => {
+                    faces = face_parser
+                        .read_payload_for_element(&mut reader, element, &header)
+                        .map_err(malformed)?;
+                }
+                _ => {
+                    // Read past it; a record of no size takes no memory.
+                    skip_parser
+                        .read_payload_for_element(&mut reader, element, &header)
+                        .map_err(malformed)?;
+                }
+            }
+        }
+        Ok((vertices, faces))
     })?;
-    let scalar = |p: Option<&Property>| -> Option<f64> {
-        Some(match p? {
-            Property::Float(v) => *v as f64,
-            Property::Double(v) => *v,
-            Property::Char(v) => *v as f64,
-            Property::UChar(v) => *v as f64,
-            Property::Short(v) => *v as f64,
-            Property::UShort(v) => *v as f64,
-            Property::Int(v) => *v as f64,
-            Property::UInt(v) => *v as f64,
-            _ => return None,
-        })
-    };
     let mut mesh = Mesh::default();
-    for (i, v) in ply
-        .payload
-        .get("vertex")
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let c = |k: &str| {
-            scalar(v.get(k)).ok_or_else(|| bad(format!("vertex {i}: missing or non-numeric '{k}'")))
-        };
-        mesh.positions
-            .push(Vec3::new(c("x")? as f32, c("y")? as f32, c("z")? as f32));
+    mesh.positions.reserve_exact(vertices.len());
+    for (i, v) in vertices.iter().enumerate() {
+        if let Some(k) = (0..3).find(|&k| v.set & (1 << k) == 0) {
+            // ok: `k` < 3.
+            let axis = ["x", "y", "z"][k];
+            return Err(bad(format!("vertex {i}: missing or non-numeric '{axis}'")));
+        }
+        mesh.positions.push(Vec3::from(v.xyz));
     }
-    for (f, face) in ply
-        .payload
-        .get("face")
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let list = face
-            .get("vertex_indices")
-            .or_else(|| face.get("vertex_index"));
-        let idx: Vec<i64> = match list {
+    drop(vertices);
+    for (f, face) in faces.iter().enumerate() {
+        let idx: Vec<i64> = match &face.indices {
             Some(Property::ListChar(l)) => l.iter().map(|&x| x as i64).collect(),
             Some(Property::ListUChar(l)) => l.iter().map(|&x| x as i64).collect(),
             Some(Property::ListShort(l)) => l.iter().map(|&x| x as i64).collect(),
@@ -201,6 +215,96 @@ pub fn parse_ply(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
     }
     check_mesh(&mesh, name)?;
     Ok(mesh)
+}
+
+/// A PLY `vertex` item: its `x`, `y`, `z` (bit `k` of `set` says axis `k` was
+/// given as a number). Other properties (normals, colours) are not kept.
+struct PlyVertex {
+    xyz: [f32; 3],
+    set: u8,
+}
+
+impl ply_rs_bw::ply::PropertyAccess for PlyVertex {
+    fn new() -> Self {
+        PlyVertex {
+            xyz: [0.0; 3],
+            set: 0,
+        }
+    }
+
+    fn set_property(
+        &mut self,
+        name: &str,
+        property: ply_rs_bw::ply::Property,
+    ) -> ply_rs_bw::ply::PropertyAccessResult {
+        use ply_rs_bw::ply::{Property, PropertyAccessResult};
+        let Some(k) = ["x", "y", "z"].iter().position(|&a| a == name) else {
+            return PropertyAccessResult::Ignored;
+        };
+        // Through f64, exact for every PLY scalar, then rounded once to f32.
+        let value = match property {
+            Property::Float(v) => v as f64,
+            Property::Double(v) => v,
+            Property::Char(v) => v as f64,
+            Property::UChar(v) => v as f64,
+            Property::Short(v) => v as f64,
+            Property::UShort(v) => v as f64,
+            Property::Int(v) => v as f64,
+            Property::UInt(v) => v as f64,
+            // A list where a coordinate belongs: reported as non-numeric.
+            _ => return PropertyAccessResult::Ignored,
+        };
+        // ok: `k` < 3 (a position in a 3-array).
+        self.xyz[k] = value as f32;
+        self.set |= 1 << k;
+        PropertyAccessResult::Set
+    }
+}
+
+/// A PLY `face` item: its `vertex_indices` list (`vertex_index` when that is
+/// the only one given), as read.
+struct PlyFace {
+    indices: Option<ply_rs_bw::ply::Property>,
+    /// Whether `indices` came from `vertex_indices`, which wins over `vertex_index`.
+    preferred: bool,
+}
+
+impl ply_rs_bw::ply::PropertyAccess for PlyFace {
+    fn new() -> Self {
+        PlyFace {
+            indices: None,
+            preferred: false,
+        }
+    }
+
+    fn set_property(
+        &mut self,
+        name: &str,
+        property: ply_rs_bw::ply::Property,
+    ) -> ply_rs_bw::ply::PropertyAccessResult {
+        use ply_rs_bw::ply::PropertyAccessResult;
+        match name {
+            "vertex_indices" => {
+                self.indices = Some(property);
+                self.preferred = true;
+                PropertyAccessResult::Set
+            }
+            "vertex_index" if !self.preferred => {
+                self.indices = Some(property);
+                PropertyAccessResult::Set
+            }
+            _ => PropertyAccessResult::Ignored,
+        }
+    }
+}
+
+/// An item of any other element, read and dropped.
+struct PlySkip;
+
+impl ply_rs_bw::ply::PropertyAccess for PlySkip {
+    fn new() -> Self {
+        PlySkip
+    }
 }
 
 /// Every index in range and at least one triangle; a failure is
@@ -381,6 +485,80 @@ mod tests {
             match parse_obj(src.as_bytes(), "x.obj") {
                 Err(Error::Parse { line: Some(l), .. }) => assert_eq!(l, line, "{src}"),
                 other => panic!("{src}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn ply_items_read_into_vertices_and_fan_triangles() {
+        // ASCII: integer and float coordinates, extra vertex properties (a
+        // list among them), an element of another name before the faces,
+        // and both index list names (`vertex_indices` wins).
+        let ascii = b"ply\nformat ascii 1.0\nelement vertex 4\nproperty int x\nproperty float y\nproperty list uchar float extra\nproperty double z\nelement edge 2\nproperty int a\nproperty list uchar int b\nelement face 2\nproperty list uchar uint vertex_index\nproperty list uchar int vertex_indices\nend_header\n0 0 2 7 7 0\n1 0 0 0\n1 1.5 1 9 0\n0 1 0 -2.25\n5 2 0 1\n6 0\n3 3 2 1 3 0 1 2\n0 4 0 1 2 3\n";
+        let mesh = parse_ply(ascii, "a.ply").expect("valid ASCII PLY");
+        assert_eq!(
+            mesh.positions,
+            [
+                Vec3::new(0.0, 0.0, 0.0),
+                Vec3::new(1.0, 0.0, 0.0),
+                Vec3::new(1.0, 1.5, 0.0),
+                Vec3::new(0.0, 1.0, -2.25)
+            ]
+        );
+        assert_eq!(mesh.triangles, [[0, 1, 2], [0, 1, 2], [0, 2, 3]]);
+
+        // Binary big-endian: double coordinates rounded once to f32, a colour,
+        // ushort-counted uint lists under `vertex_index` alone.
+        let mut be = b"ply\nformat binary_big_endian 1.0\nelement vertex 3\nproperty double x\nproperty double y\nproperty double z\nproperty uchar red\nelement face 1\nproperty list ushort uint vertex_index\nend_header\n".to_vec();
+        for (p, red) in [
+            ([0.1f64, 0.0, 0.0], 1u8),
+            ([1.0, 2.0, 3.0], 2),
+            ([-1.0, 0.5, 1e-3], 3),
+        ] {
+            for c in p {
+                be.extend_from_slice(&c.to_be_bytes());
+            }
+            be.push(red);
+        }
+        be.extend_from_slice(&3u16.to_be_bytes());
+        for i in [2u32, 0, 1] {
+            be.extend_from_slice(&i.to_be_bytes());
+        }
+        let mesh = parse_ply(&be, "b.ply").expect("valid binary PLY");
+        assert_eq!(
+            mesh.positions,
+            [
+                Vec3::new(0.1f64 as f32, 0.0, 0.0),
+                Vec3::new(1.0, 2.0, 3.0),
+                Vec3::new(-1.0, 0.5, 1e-3f64 as f32)
+            ]
+        );
+        assert_eq!(mesh.triangles, [[2, 0, 1]]);
+    }
+
+    #[test]
+    fn ply_vertices_and_faces_without_their_properties_are_named() {
+        let no_z = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0\n1 0\n0 1\n3 0 1 2\n";
+        let list_y = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty list uchar float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 1 0 0\n1 1 0 0\n0 1 1 0\n3 0 1 2\n";
+        let float_list = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar float vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+        let two = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n2 0 1\n";
+        let far = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 -1\n";
+        for (ply, expected) in [
+            (&no_z[..], "vertex 0: missing or non-numeric 'z'"),
+            (&list_y[..], "vertex 0: missing or non-numeric 'y'"),
+            (
+                &float_list[..],
+                "face 0: missing integer 'vertex_indices' list",
+            ),
+            (&two[..], "face 0: 2 vertices, need at least 3"),
+            (
+                &far[..],
+                "face 0: vertex index -1 out of range (3 vertices)",
+            ),
+        ] {
+            match parse_ply(ply, "x.ply") {
+                Err(Error::Parse { message, .. }) => assert_eq!(message, expected),
+                other => panic!("{expected}: {other:?}"),
             }
         }
     }

@@ -584,6 +584,20 @@ fn unreadable_mesh_file_names_the_path() {
     let dir = temp_file("placeholder", b"").with_file_name("dir.obj");
     std::fs::create_dir_all(&dir).expect("dir.obj");
     assert!(matches!(load_mesh(&dir), Err(Error::Io { .. })));
+    // A device that never ends is refused before it is read.
+    #[cfg(unix)]
+    {
+        let zero = temp_file("placeholder", b"").with_file_name("zero.obj");
+        let _ = std::fs::remove_file(&zero);
+        std::os::unix::fs::symlink("/dev/zero", &zero).expect("zero.obj -> /dev/zero");
+        match load_mesh(&zero) {
+            Err(Error::Io { path, message }) => {
+                assert_eq!(path, zero.display().to_string());
+                assert!(message.contains("not a regular file"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
     // Neither OBJ nor PLY.
     let other = temp_file("mesh.stl", b"solid x\n");
     match load_mesh(&other) {
@@ -618,6 +632,40 @@ fn truncated_mesh_file_names_the_path() {
         }
     }
     assert_usable(cpu().as_mut(), "a truncated mesh file");
+}
+
+#[test]
+fn ply_items_take_memory_in_proportion_to_the_file() {
+    // 2^24 items of an element without properties, and 16 MiB of padding that
+    // the header's item count fits in: each item reads no bytes. Kept as
+    // generic records (some 72 bytes each), they would need a single 1.2 GB
+    // allocation, which this binary's host refuses by aborting; read as
+    // records of no size, the file is a plain "no triangles" error.
+    let count = 1usize << 24;
+    let mut ply = format!("ply\nformat binary_little_endian 1.0\nelement e {count}\nend_header\n")
+        .into_bytes();
+    ply.resize(ply.len() + count, 0);
+    match parse_ply(&ply, "padding.ply") {
+        Err(Error::Parse { path, message, .. }) => {
+            assert_eq!(path, "padding.ply");
+            assert!(message.contains("no triangles"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same count of vertices, 12 bytes each in the file: 16 bytes each once
+    // read, so the mesh is built without any allocation near the host's limit.
+    let mut ply = format!(
+        "ply\nformat binary_little_endian 1.0\nelement vertex {count}\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
+    )
+    .into_bytes();
+    ply.resize(ply.len() + 12 * count, 0);
+    ply.push(3);
+    for i in [0i32, 1, 2] {
+        ply.extend_from_slice(&i.to_le_bytes());
+    }
+    let mesh = parse_ply(&ply, "many-vertices.ply").expect("a valid PLY file");
+    assert_eq!((mesh.positions.len(), mesh.triangles.len()), (count, 1));
+    assert_usable(cpu().as_mut(), "a PLY file of many items");
 }
 
 // ---------------------------------------------------------------------------
