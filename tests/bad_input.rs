@@ -485,6 +485,30 @@ fn image_too_large_for_host_memory_is_refused_not_aborted() {
 }
 
 #[test]
+fn scene_too_large_for_host_memory_is_refused_not_aborted() {
+    // 2^24 + 2^20 spheres take about 500 MB as a scene; their BVH's node
+    // array alone is 64 bytes a primitive, 1.14 GB, more than this binary's
+    // host grants (HOST_LIMIT). The build reports it and keeps nothing.
+    let n = (1u32 << 24) + (1 << 20);
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+    for i in 0..n {
+        let (x, z) = ((i & 4095) as f32, (i >> 12) as f32);
+        scene.add_sphere(Vec3::new(x, 0.0, z), 0.25, m);
+    }
+    let mut backend = cpu();
+    match backend.set_scene(&scene) {
+        Err(Error::HostOutOfMemory { what, bytes }) => {
+            assert_eq!(what, "BVH nodes");
+            assert_eq!(bytes, 64 * u64::from(n));
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(scene);
+    assert_usable(backend.as_mut(), "a scene too large for host memory");
+}
+
+#[test]
 fn spp_zero_or_absurd_names_spp() {
     for spp in [0, RenderSettings::MAX_SPP + 1, u32::MAX] {
         assert_setting_refused(RenderSettings { spp, ..settings() }, "spp");

@@ -23,6 +23,7 @@
 //!   tree is the same as a one-thread build's whatever runs them.
 
 use crate::aabb::Aabb;
+use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD};
 use alloc::vec::Vec;
 use glam::{Vec3, Vec3A};
@@ -297,39 +298,64 @@ impl Bvh {
     /// on the calling thread.
     ///
     /// Every input index appears exactly once in `order`. An empty input gives a
-    /// root with two absent children.
+    /// root with two absent children. Like `Vec`, this aborts when the host
+    /// cannot allocate the build's memory; [`Bvh::try_build`] reports it.
     pub fn build(bounds: &[Aabb]) -> Bvh {
-        Self::build_in(bounds, None::<&Sequential>)
+        Self::try_build(bounds).unwrap_or_else(out_of_memory)
     }
 
     /// [`Bvh::build`], with the subtrees of ranges of at least
     /// [`FORK_MIN_PRIMITIVES`] primitives run through `fork`. The tree is the
     /// same as [`Bvh::build`]'s, bit for bit.
     pub fn build_with<F: Fork>(bounds: &[Aabb], fork: &F) -> Bvh {
+        Self::try_build_with(bounds, fork).unwrap_or_else(out_of_memory)
+    }
+
+    /// [`Bvh::build`], or [`Error::HostOutOfMemory`] naming the array the host
+    /// could not allocate (the build takes about 130 bytes a primitive, its
+    /// tree 64 of them).
+    pub fn try_build(bounds: &[Aabb]) -> Result<Bvh, Error> {
+        Self::build_in(bounds, None::<&Sequential>)
+    }
+
+    /// [`Bvh::build_with`], or [`Error::HostOutOfMemory`] as for
+    /// [`Bvh::try_build`]. Where the host has not the memory for a forked
+    /// subtree's own node list, that subtree is built in place on the calling
+    /// thread instead: the same tree, with no error.
+    pub fn try_build_with<F: Fork>(bounds: &[Aabb], fork: &F) -> Result<Bvh, Error> {
         Self::build_in(bounds, Some(fork))
     }
 
-    fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>) -> Bvh {
-        let centroids: Vec<Vec3> = bounds.iter().map(Aabb::center).collect();
-        let mut prims: Vec<BuildPrim> = bounds
-            .iter()
-            .zip(&centroids)
-            .map(|(&bounds, &centroid)| BuildPrim::new(bounds, centroid))
-            .collect();
-        let mut order: Vec<u32> = (0..bounds.len() as u32).collect();
+    fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>) -> Result<Bvh, Error> {
+        let n = bounds.len();
+        // Every array is reserved in full before the build starts, so the
+        // build itself never allocates: a binary tree over n >= 1 leaves of at
+        // least one primitive has at most n - 1 inner nodes, and core's layout
+        // keeps one node per inner node (the root alone for n <= 1).
+        let mut nodes = try_vec(n.max(1), "BVH nodes")?;
+        let mut centroids = try_vec(n, "BVH build: centroids")?;
+        centroids.extend(bounds.iter().map(Aabb::center));
+        let mut prims = try_vec(n, "BVH build: primitive boxes")?;
+        prims.extend(
+            bounds
+                .iter()
+                .zip(&centroids)
+                .map(|(&bounds, &centroid)| BuildPrim::new(bounds, centroid)),
+        );
+        let mut order = try_vec(n, "BVH primitive order")?;
+        order.extend(0..n as u32);
+        nodes.push(BvhNode::default());
         let mut b = Builder {
             centroids: &centroids,
             input: bounds,
             prims: &mut prims,
             order: &mut order,
             first_slot: 0,
-            nodes: Vec::with_capacity(bounds.len().max(1)),
+            nodes,
             depth: 0,
             bins: Bins::new(),
             fork,
         };
-        b.nodes.push(BvhNode::default());
-        let n = bounds.len();
         let root = b.range_bounds(0, n);
         if n == 0 {
             b.fill(0, ChildRef::EMPTY, ChildRef::EMPTY);
@@ -351,12 +377,24 @@ impl Bvh {
             }
         }
         let (nodes, depth) = (b.nodes, b.depth);
-        Bvh {
+        Ok(Bvh {
             nodes,
             order,
             depth,
-        }
+        })
     }
+}
+
+/// What [`Bvh::build`] does when [`Bvh::try_build`] fails: what `Vec` does,
+/// reporting the size of the array it could not allocate.
+fn out_of_memory(e: Error) -> Bvh {
+    let bytes = match e {
+        Error::HostOutOfMemory { bytes, .. } => usize::try_from(bytes).unwrap_or(usize::MAX),
+        _ => 0,
+    };
+    let layout = core::alloc::Layout::from_size_align(bytes, 16)
+        .unwrap_or(core::alloc::Layout::new::<BvhNode>());
+    alloc::alloc::handle_alloc_error(layout)
 }
 
 // ok (indexing in the builder): every range `[start, end)` lies in
@@ -394,25 +432,34 @@ impl<F: Fork> Builder<'_, F> {
     /// Fill `node` with the two children of `[start, end)`, split at `mid`; the
     /// node is at `depth`.
     fn build_inner(&mut self, node: usize, start: usize, mid: usize, end: usize, depth: u32) {
-        if let Some(fork) = self.fork
-            && end - start >= FORK_MIN_PRIMITIVES
-        {
+        // A forked half builds its own node list, reserved in full here (at most
+        // one node per primitive); where the host has not the memory, the range
+        // is built in place below, which only pushes into reserved room.
+        let halves = match self.fork {
+            Some(_) if end - start >= FORK_MIN_PRIMITIVES => {
+                try_vec::<BvhNode>(mid - start, "BVH nodes")
+                    .and_then(|l| Ok((l, try_vec::<BvhNode>(end - mid, "BVH nodes")?)))
+                    .ok()
+            }
+            _ => None,
+        };
+        if let (Some(fork), Some((nodes_left, nodes_right))) = (self.fork, halves) {
             let (centroids, input) = (self.centroids, self.input);
             let (order_left, order_right) = self.order[start..end].split_at_mut(mid - start);
             let (prims_left, prims_right) = self.prims[start..end].split_at_mut(mid - start);
-            let half = |prims, order, first_slot| Builder {
+            let half = |prims, order, first_slot, nodes| Builder {
                 centroids,
                 input,
                 prims,
                 order,
                 first_slot,
-                nodes: Vec::new(),
+                nodes,
                 depth: 0,
                 bins: Bins::new(),
                 fork: Some(fork),
             };
-            let mut left = half(prims_left, order_left, self.first_slot + start);
-            let mut right = half(prims_right, order_right, self.first_slot + mid);
+            let mut left = half(prims_left, order_left, self.first_slot + start, nodes_left);
+            let mut right = half(prims_right, order_right, self.first_slot + mid, nodes_right);
             let (left_ref, right_ref) = fork.join(
                 || left.build_child(0, mid - start, depth + 1),
                 || right.build_child(0, end - mid, depth + 1),

@@ -164,6 +164,15 @@ pub enum Error {
         /// Why (missing driver, no adapter, ...).
         reason: String,
     },
+    /// The host has not the memory for an array a scene needs (its BVH, the
+    /// backend's copy of it); nothing of the call is kept.
+    #[error("not enough host memory: {bytes} bytes for {what}")]
+    HostOutOfMemory {
+        /// What was being allocated.
+        what: &'static str,
+        /// How many bytes.
+        bytes: u64,
+    },
     /// The device ran out of memory.
     #[error("backend {backend}: out of device memory allocating {bytes} bytes for {what}")]
     OutOfMemory {
@@ -237,4 +246,16 @@ pub enum Error {
     /// The caller's progress sink asked to stop.
     #[error("cancelled")]
     Cancelled,
+}
+
+/// An empty vector with room for `n` items, or [`Error::HostOutOfMemory`]
+/// naming `what` where the host cannot allocate it (where `Vec::with_capacity`
+/// would abort).
+pub(crate) fn try_vec<T>(n: usize, what: &'static str) -> Result<alloc::vec::Vec<T>, Error> {
+    let mut v = alloc::vec::Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::HostOutOfMemory {
+        what,
+        bytes: (n as u64).saturating_mul(core::mem::size_of::<T>() as u64),
+    })?;
+    Ok(v)
 }

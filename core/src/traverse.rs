@@ -6,7 +6,7 @@
 
 use crate::aabb::Aabb;
 use crate::bvh::{Bvh, Fork, Sequential, sphere_bounds, triangle_bounds};
-use crate::error::Error;
+use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, GpuMaterial, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
 use crate::intersect::{RayPre, ray_aabb_rows, ray_sphere, ray_triangle, ray_triangle_axes};
 use crate::ray::{Hit, Ray};
@@ -67,7 +67,9 @@ impl Accel {
         // with the entries it points at, `prim_material` has one entry per
         // primitive, and `bvh.order` is a permutation of `0..n`.
         let n = scene.primitive_count();
-        let mut bounds = Vec::with_capacity(n);
+        // Every per-primitive array is reserved fallibly: a scene the host has
+        // not the memory to build is Error::HostOutOfMemory, not an abort.
+        let mut bounds = try_vec(n, "primitive bounds")?;
         for r in &scene.prim_ref {
             bounds.push(match *r {
                 PrimRef::Triangle(t) => {
@@ -81,12 +83,13 @@ impl Accel {
             });
         }
         let bvh = match fork {
-            Some(fork) => Bvh::build_with(&bounds, fork),
-            None => Bvh::build(&bounds),
+            Some(fork) => Bvh::try_build_with(&bounds, fork)?,
+            None => Bvh::try_build(&bounds)?,
         };
         let scene_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
-        let mut prims = Vec::with_capacity(n);
-        let mut slot_material = Vec::with_capacity(n);
+        drop(bounds);
+        let mut prims = try_vec(n, "primitives")?;
+        let mut slot_material = try_vec(n, "primitive materials")?;
         for &id in &bvh.order {
             prims.push(match scene.prim_ref[id as usize] {
                 PrimRef::Triangle(t) => {
@@ -111,11 +114,13 @@ impl Accel {
             });
             slot_material.push(scene.prim_material[id as usize]);
         }
+        let mut materials = try_vec(scene.materials.len(), "materials")?;
+        materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
         Ok(Accel {
             nodes: bvh.nodes,
             prims,
             slot_material,
-            materials: scene.materials.iter().map(|m| m.to_gpu()).collect(),
+            materials,
             bounds: scene_bounds,
             depth: bvh.depth,
             sky: scene.sky,
