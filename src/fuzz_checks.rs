@@ -982,7 +982,7 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
         0..=239 => None,
         k => Some(u64::from(k - 240)),
     };
-    let scene = render_scene(&mut b);
+    let mut scene = render_scene(&mut b);
 
     // The raw size: refused by Image::new exactly when checked_pixels refuses it.
     // Valid sizes are not allocated here (up to 2^30 pixels), only validated.
@@ -1015,6 +1015,31 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
     }
 
     with_backend(|backend| {
+        // A non-finite light position is refused naming it; the frame is then
+        // rendered with its non-finite coordinates at 0.
+        let position = scene.light.position;
+        if !position.is_finite() {
+            match backend.set_scene(&scene) {
+                Err(Error::SceneLightInvalid {
+                    field: "light.position",
+                    value,
+                    ..
+                }) if value
+                    .iter()
+                    .zip(position.to_array())
+                    .all(|(a, b)| a.to_bits() == b.to_bits()) => {}
+                got => {
+                    return violation!(
+                        "light at {position:?}: expected SceneLightInvalid, got {got:?}"
+                    );
+                }
+            }
+            scene.light.position = Vec3::from(
+                position
+                    .to_array()
+                    .map(|v| if v.is_finite() { v } else { 0.0 }),
+            );
+        }
         if let Err(e) = backend.set_scene(&scene) {
             return violation!("the render scene was refused: {e:?}");
         }

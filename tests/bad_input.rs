@@ -334,6 +334,31 @@ fn invalid_material_names_material_and_field() {
 }
 
 #[test]
+fn invalid_sky_or_light_names_the_field() {
+    type Spoil = fn(&mut Scene);
+    let cases: [(&str, Spoil); 5] = [
+        ("sky.horizon", |s| s.sky.horizon.y = f32::NAN),
+        ("sky.zenith", |s| s.sky.zenith.x = -1.0),
+        ("light.color", |s| s.light.color.z = f32::INFINITY),
+        ("light.position", |s| s.light.position.x = f32::NAN),
+        ("light.position", |s| s.light.position.y = f32::NEG_INFINITY),
+    ];
+    let mut backend = cpu();
+    for (name, spoil) in cases {
+        let mut scene = good_scene();
+        spoil(&mut scene);
+        match backend.set_scene(&scene) {
+            Err(Error::SceneLightInvalid { field, reason, .. }) => {
+                assert_eq!(field, name);
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    assert_usable(backend.as_mut(), "an invalid sky or light");
+}
+
+#[test]
 fn degenerate_triangle_is_refused_when_asked() {
     let mut scene = good_scene();
     scene.add_triangle(Vec3::ZERO, Vec3::X, Vec3::X * 2.0, 0);

@@ -116,6 +116,16 @@ pub enum Error {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// The scene's sky or key light has an unusable value.
+    #[error("scene {field} = {value:?} is invalid: {reason}")]
+    SceneLightInvalid {
+        /// `sky.horizon`, `sky.zenith`, `light.color` or `light.position`.
+        field: &'static str,
+        /// The value given.
+        value: [f32; 3],
+        /// The valid range.
+        reason: &'static str,
+    },
     /// A render setting is out of range.
     #[error("render setting {field} = {value} is invalid: {reason}")]
     Setting {

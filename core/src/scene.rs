@@ -274,8 +274,8 @@ impl Scene {
         ])
     }
 
-    /// Check every primitive and material; the first problem found is returned,
-    /// naming the item.
+    /// Check the sky, the key light, every material and every primitive; the
+    /// first problem found is returned, naming the item.
     pub fn validate(&self) -> Result<(), Error> {
         if self.prim_ref.is_empty() {
             return Err(Error::EmptyScene);
@@ -284,6 +284,28 @@ impl Scene {
             return Err(Error::TooManyPrimitives {
                 count: self.prim_ref.len(),
                 limit: MAX_PRIMITIVES,
+            });
+        }
+        // The sky and the key light: colours finite and >= 0 (a NaN there
+        // would turn every pixel that sees it NaN), the position finite.
+        for (field, c) in [
+            ("sky.horizon", self.sky.horizon),
+            ("sky.zenith", self.sky.zenith),
+            ("light.color", self.light.color),
+        ] {
+            if !c.to_array().iter().all(|v| *v >= 0.0 && v.is_finite()) {
+                return Err(Error::SceneLightInvalid {
+                    field,
+                    value: c.to_array(),
+                    reason: "every channel must be finite and >= 0",
+                });
+            }
+        }
+        if !self.light.position.is_finite() {
+            return Err(Error::SceneLightInvalid {
+                field: "light.position",
+                value: self.light.position.to_array(),
+                reason: "must be finite",
             });
         }
         for (i, m) in self.materials.iter().enumerate() {
