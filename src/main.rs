@@ -341,7 +341,7 @@ fn save(image: &Image, path: &Path) -> Result<(), Error> {
         }
         PixelFormat::Srgba8 => image::save_buffer(
             path,
-            &image.to_rgba8_bytes(),
+            &image.to_rgba8_bytes()?,
             image.width(),
             image.height(),
             image::ExtendedColorType::Rgba8,

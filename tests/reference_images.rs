@@ -29,7 +29,7 @@ fn check(name: &str, scene: &str, integrator: Option<Integrator>, spp: u32) {
     let mut image = Image::new(w, h, PixelFormat::Srgba8).expect("image");
     cpu.render(&preset.camera, &settings, &mut image, &NoProgress)
         .expect("render");
-    let got = image.to_rgba8_bytes();
+    let got = image.to_rgba8_bytes().expect("8-bit bytes");
 
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/reference")

@@ -192,7 +192,7 @@ fn write_ppm(path: &Path, img: &Image, step: u32) -> std::io::Result<()> {
     let (w, h) = (img.width() / step, img.height() / step);
     let mut out = Vec::with_capacity((w * h * 3) as usize + 32);
     write!(out, "P6\n{w} {h}\n255\n")?;
-    let px = img.to_rgba8_bytes();
+    let px = img.to_rgba8_bytes().map_err(std::io::Error::other)?;
     for y in 0..h {
         for x in 0..w {
             let i = (((y * step) * img.width() + x * step) * 4) as usize;

@@ -107,7 +107,10 @@ fn save_image(dir: &Path, name: &str, image: &Image) -> Result<String, ReportErr
         name,
         image.width(),
         image.height(),
-        image.to_rgba8_bytes(),
+        image.to_rgba8_bytes().map_err(|e| ReportError::Png {
+            path: dir.join("img").join(name).display().to_string(),
+            message: e.to_string(),
+        })?,
     )
 }
 

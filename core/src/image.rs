@@ -133,23 +133,34 @@ impl Image {
     ///
     /// Large images encode through an [`Srgb8Table`] (17x faster a channel than
     /// the curve once its 20,000 encodings are paid), small ones through the
-    /// curve itself; both give the same bytes.
-    pub fn to_rgba8_bytes(&self) -> Vec<u8> {
+    /// curve itself; both give the same bytes. Fails with [`Error::ImageSize`]
+    /// when the host cannot allocate the 4 bytes a pixel, as [`Image::new`] does.
+    pub fn to_rgba8_bytes(&self) -> Result<Vec<u8>, Error> {
+        let n = self.linear.len().max(self.rgba8.len());
+        let mut out = Vec::new();
+        out.try_reserve_exact(n.saturating_mul(4))
+            .map_err(|_| Error::ImageSize {
+                width: self.width,
+                height: self.height,
+                reason: "not enough host memory for the 8-bit copy of the image",
+            })?;
         match self.format {
-            PixelFormat::Srgba8 => self.rgba8.iter().flatten().copied().collect(),
+            PixelFormat::Srgba8 => out.extend(self.rgba8.iter().flatten()),
             PixelFormat::LinearF32 if self.linear.len() >= TABLE_ENCODE_MIN_PIXELS => {
                 let table = Srgb8Table::new();
+                out.extend(
+                    self.linear
+                        .iter()
+                        .flat_map(|p| table.encode_srgba8(Vec3::new(p[0], p[1], p[2]))),
+                );
+            }
+            PixelFormat::LinearF32 => out.extend(
                 self.linear
                     .iter()
-                    .flat_map(|p| table.encode_srgba8(Vec3::new(p[0], p[1], p[2])))
-                    .collect()
-            }
-            PixelFormat::LinearF32 => self
-                .linear
-                .iter()
-                .flat_map(|p| encode_srgba8(Vec3::new(p[0], p[1], p[2])))
-                .collect(),
+                    .flat_map(|p| encode_srgba8(Vec3::new(p[0], p[1], p[2]))),
+            ),
         }
+        Ok(out)
     }
 }
 

@@ -120,7 +120,7 @@ fn image_to_rgba8_bytes_equals_the_curve() {
             .iter()
             .flat_map(|p| encode_srgba8(Vec3::new(p[0], p[1], p[2])))
             .collect();
-        let got = image.to_rgba8_bytes();
+        let got = image.to_rgba8_bytes().expect("8-bit bytes");
         assert_eq!(got.len(), n * 4);
         let first = got.iter().zip(&want).position(|(a, b)| a != b);
         assert_eq!(first, None, "{width}x{height}: first differing byte");
