@@ -31,7 +31,10 @@ use glam::Vec3;
 
 /// A scene holding one mesh, and the camera `shared/scenes` uses for its primary
 /// rays: 1.2 bounding-box diagonals from the centre along `normalize(0.4, 0.3, 1)`,
-/// vertical field of view 45 degrees.
+/// vertical field of view 45 degrees. The key light sits one diagonal above the
+/// eye, held to finite coordinates so that the scene is valid for any mesh of
+/// finite vertices (for one spanning most of the `f32` range the camera itself
+/// is then unusable, and `render` says so).
 pub fn mesh_scene(mesh: &mesh::Mesh, material: Material) -> Result<(Scene, Camera), Error> {
     let mut scene = Scene::new();
     let m = scene.add_material(material);
@@ -40,7 +43,8 @@ pub fn mesh_scene(mesh: &mesh::Mesh, material: Material) -> Result<(Scene, Camer
     let center = b.center();
     let eye = center + 1.2 * b.diagonal() * Vec3::new(0.4, 0.3, 1.0).normalize();
     scene.light = PointLight {
-        position: eye + Vec3::new(0.0, b.diagonal(), 0.0),
+        position: (eye + Vec3::new(0.0, b.diagonal(), 0.0))
+            .clamp(Vec3::splat(-f32::MAX), Vec3::splat(f32::MAX)),
         color: Vec3::ONE,
     };
     Ok((scene, Camera::look_at(eye, center, Vec3::Y, 45.0)))
