@@ -66,6 +66,10 @@ pub fn load_mesh(path: impl AsRef<Path>) -> Result<Mesh, Error> {
 }
 
 /// Parse OBJ text. `name` is used in error messages.
+///
+/// While parsing, tobj keeps about 100 bytes for every face line (some 13 times
+/// the size of a file of triangles, at most 26 times for one-vertex faces); the
+/// mesh it returns takes 12 bytes a vertex and 12 a triangle.
 pub fn parse_obj(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
     let options = tobj::LoadOptions {
         triangulate: true,
