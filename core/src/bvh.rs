@@ -319,19 +319,19 @@ impl Bvh {
     }
 
     /// [`Bvh::build_with`], or [`Error::HostOutOfMemory`] as for
-    /// [`Bvh::try_build`]. Where the host has not the memory for a forked
-    /// subtree's own node list, that subtree is built in place on the calling
-    /// thread instead: the same tree, with no error.
+    /// [`Bvh::try_build`] (also when a forked subtree's own node list cannot
+    /// grow).
     pub fn try_build_with<F: Fork>(bounds: &[Aabb], fork: &F) -> Result<Bvh, Error> {
         Self::build_in(bounds, Some(fork))
     }
 
     fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>) -> Result<Bvh, Error> {
         let n = bounds.len();
-        // Every array is reserved in full before the build starts, so the
-        // build itself never allocates: a binary tree over n >= 1 leaves of at
-        // least one primitive has at most n - 1 inner nodes, and core's layout
-        // keeps one node per inner node (the root alone for n <= 1).
+        // Every array is reserved in full before the build starts: a binary
+        // tree over n >= 1 leaves of at least one primitive has at most n - 1
+        // inner nodes, and core's layout keeps one node per inner node (the
+        // root alone for n <= 1), so the top builder's pushes never allocate.
+        // Forked halves grow their own lists, fallibly (`reserve_nodes`).
         let mut nodes = try_vec(n.max(1), "BVH nodes")?;
         let mut centroids = try_vec(n, "BVH build: centroids")?;
         centroids.extend(bounds.iter().map(Aabb::center));
@@ -373,7 +373,7 @@ impl Bvh {
                         ChildRef::EMPTY,
                     );
                 }
-                Plan::Split(mid) => b.build_inner(0, 0, mid, n, 0),
+                Plan::Split(mid) => b.build_inner(0, 0, mid, n, 0)?,
             }
         }
         let (nodes, depth) = (b.nodes, b.depth);
@@ -431,55 +431,61 @@ impl<F: Fork> Builder<'_, F> {
 
     /// Fill `node` with the two children of `[start, end)`, split at `mid`; the
     /// node is at `depth`.
-    fn build_inner(&mut self, node: usize, start: usize, mid: usize, end: usize, depth: u32) {
-        // A forked half builds its own node list, reserved in full here (at most
-        // one node per primitive); where the host has not the memory, the range
-        // is built in place below, which only pushes into reserved room.
-        let halves = match self.fork {
-            Some(_) if end - start >= FORK_MIN_PRIMITIVES => {
-                try_vec::<BvhNode>(mid - start, "BVH nodes")
-                    .and_then(|l| Ok((l, try_vec::<BvhNode>(end - mid, "BVH nodes")?)))
-                    .ok()
-            }
-            _ => None,
-        };
-        if let (Some(fork), Some((nodes_left, nodes_right))) = (self.fork, halves) {
+    fn build_inner(
+        &mut self,
+        node: usize,
+        start: usize,
+        mid: usize,
+        end: usize,
+        depth: u32,
+    ) -> Result<(), Error> {
+        if let Some(fork) = self.fork
+            && end - start >= FORK_MIN_PRIMITIVES
+        {
             let (centroids, input) = (self.centroids, self.input);
             let (order_left, order_right) = self.order[start..end].split_at_mut(mid - start);
             let (prims_left, prims_right) = self.prims[start..end].split_at_mut(mid - start);
-            let half = |prims, order, first_slot, nodes| Builder {
+            let half = |prims, order, first_slot| Builder {
                 centroids,
                 input,
                 prims,
                 order,
                 first_slot,
-                nodes,
+                nodes: Vec::new(),
                 depth: 0,
                 bins: Bins::new(),
                 fork: Some(fork),
             };
-            let mut left = half(prims_left, order_left, self.first_slot + start, nodes_left);
-            let mut right = half(prims_right, order_right, self.first_slot + mid, nodes_right);
+            let mut left = half(prims_left, order_left, self.first_slot + start);
+            let mut right = half(prims_right, order_right, self.first_slot + mid);
             let (left_ref, right_ref) = fork.join(
                 || left.build_child(0, mid - start, depth + 1),
                 || right.build_child(0, end - mid, depth + 1),
             );
+            let (left_ref, right_ref) = (left_ref?, right_ref?);
             let (left, right) = ((left.nodes, left.depth), (right.nodes, right.depth));
-            let left_ref = self.append_subtree(left.0, left.1, left_ref);
-            let right_ref = self.append_subtree(right.0, right.1, right_ref);
+            let left_ref = self.append_subtree(left.0, left.1, left_ref)?;
+            let right_ref = self.append_subtree(right.0, right.1, right_ref)?;
             self.fill(node, left_ref, right_ref);
-            return;
+            return Ok(());
         }
-        let left = self.build_child(start, mid, depth + 1);
-        let right = self.build_child(mid, end, depth + 1);
+        let left = self.build_child(start, mid, depth + 1)?;
+        let right = self.build_child(mid, end, depth + 1)?;
         self.fill(node, left, right);
+        Ok(())
     }
 
     /// Append a subtree built by another builder (its root is its first node)
     /// and return `child` with its node index moved along with it. Appending
     /// the left subtree, then the right, numbers the nodes as a one-builder
     /// build does: a node, then its left subtree, then its right.
-    fn append_subtree(&mut self, nodes: Vec<BvhNode>, depth: u32, child: ChildRef) -> ChildRef {
+    fn append_subtree(
+        &mut self,
+        nodes: Vec<BvhNode>,
+        depth: u32,
+        child: ChildRef,
+    ) -> Result<ChildRef, Error> {
+        self.reserve_nodes(nodes.len())?;
         let offset = self.nodes.len() as u32;
         let moved = |index: u32, count: u32| {
             if count == 0 && index != EMPTY_CHILD {
@@ -496,16 +502,28 @@ impl<F: Fork> Builder<'_, F> {
             n
         }));
         self.depth = self.depth.max(depth);
-        ChildRef {
+        Ok(ChildRef {
             index: moved(child.index, child.count),
             ..child
-        }
+        })
+    }
+
+    /// Room for `more` nodes. The top builder's list is reserved in full up
+    /// front (so this never allocates there); a forked half's list grows here,
+    /// fallibly.
+    fn reserve_nodes(&mut self, more: usize) -> Result<(), Error> {
+        self.nodes
+            .try_reserve(more)
+            .map_err(|_| Error::HostOutOfMemory {
+                what: "BVH nodes",
+                bytes: ((self.nodes.len() + more) * core::mem::size_of::<BvhNode>()) as u64,
+            })
     }
 
     /// Build the subtree of `[start, end)` as a child at `depth`.
-    fn build_child(&mut self, start: usize, end: usize, depth: u32) -> ChildRef {
+    fn build_child(&mut self, start: usize, end: usize, depth: u32) -> Result<ChildRef, Error> {
         let bounds = self.range_bounds(start, end);
-        match self.plan(start, end, &bounds, depth) {
+        Ok(match self.plan(start, end, &bounds, depth) {
             Plan::Leaf => {
                 self.depth = self.depth.max(depth);
                 ChildRef {
@@ -515,16 +533,17 @@ impl<F: Fork> Builder<'_, F> {
                 }
             }
             Plan::Split(mid) => {
+                self.reserve_nodes(1)?;
                 let node = self.nodes.len();
                 self.nodes.push(BvhNode::default());
-                self.build_inner(node, start, mid, end, depth);
+                self.build_inner(node, start, mid, end, depth)?;
                 ChildRef {
                     bounds,
                     index: node as u32,
                     count: 0,
                 }
             }
-        }
+        })
     }
 
     /// The leaf policy, and the split when there is one. Single primitives are
