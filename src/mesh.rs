@@ -499,7 +499,7 @@ mod tests {
         // list among them), an element of another name before the faces,
         // and both index list names (`vertex_indices` wins).
         let ascii = b"ply\nformat ascii 1.0\nelement vertex 4\nproperty int x\nproperty float y\nproperty list uchar float extra\nproperty double z\nelement edge 2\nproperty int a\nproperty list uchar int b\nelement face 2\nproperty list uchar uint vertex_index\nproperty list uchar int vertex_indices\nend_header\n0 0 2 7 7 0\n1 0 0 0\n1 1.5 1 9 0\n0 1 0 -2.25\n5 2 0 1\n6 0\n3 3 2 1 3 0 1 2\n0 4 0 1 2 3\n";
-        let mesh = parse_ply(ascii, "a.ply").expect("valid ASCII PLY");
+        let mesh = parse_ply(ascii, "a.ply").expect("valid ASCII PLY"); // ok: test, a valid file
         assert_eq!(
             mesh.positions,
             [
@@ -528,7 +528,7 @@ mod tests {
         for i in [2u32, 0, 1] {
             be.extend_from_slice(&i.to_be_bytes());
         }
-        let mesh = parse_ply(&be, "b.ply").expect("valid binary PLY");
+        let mesh = parse_ply(&be, "b.ply").expect("valid binary PLY"); // ok: test, a valid file
         assert_eq!(
             mesh.positions,
             [
