@@ -174,8 +174,8 @@ pub enum Error {
         /// Why (missing driver, no adapter, ...).
         reason: String,
     },
-    /// The host has not the memory for an array a scene needs (its BVH, the
-    /// backend's copy of it); nothing of the call is kept.
+    /// The host has not the memory for an array core builds for a scene (its
+    /// primitives, its BVH); nothing of the call is kept.
     #[error("not enough host memory: {bytes} bytes for {what}")]
     HostOutOfMemory {
         /// What was being allocated.
