@@ -59,7 +59,7 @@ __device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive
 // Whether the leaf `[first, first + count)` lies inside the primitive buffer
 // (core: `prims.get(first..first + count)` is `None` otherwise and the leaf is skipped).
 // With PRISM_TREE_CHECKS 0 the host has checked every leaf of the uploaded tree
-// (`tree_in_range` in src/backend.rs), so the answer is known to be true.
+// (`prism_core::gpu::check_tree`, run before upload), so the answer is known to be true.
 __device__ __forceinline__ bool leaf_in_range(u32 first, u32 count, u32 prim_count) {
 #if PRISM_TREE_CHECKS
     return count <= prim_count && first <= prim_count - count;
@@ -74,7 +74,7 @@ __device__ __forceinline__ bool leaf_in_range(u32 first, u32 count, u32 prim_cou
 // Whether `node` is a node of the tree (core: `nodes.get(node)` is `None`
 // otherwise and the traversal ends). With PRISM_NODE_CHECKS 0 the host has
 // checked that the tree has a root and that every child a traversal can enter
-// is a node (`tree_in_range`), so the answer is known to be true.
+// is a node (`prism_core::gpu::check_tree`), so the answer is known to be true.
 __device__ __forceinline__ bool node_in_range(u32 node, u32 node_count) {
 #if PRISM_NODE_CHECKS
     return node < node_count;

@@ -15,7 +15,7 @@ use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
-use prism_core::gpu::{BvhNode, EMPTY_CHILD, RenderParams};
+use prism_core::gpu::{RenderParams, check_tree};
 use prism_core::image::Srgb8Table;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Integrator, PixelFormat, Progress, Ray,
@@ -210,48 +210,6 @@ impl Drop for DeviceState {
         // context's own drop then destroys it, which also pops it.
         self.ctx.push_for_teardown();
     }
-}
-
-/// Whether the tree is one the kernels may traverse without core's bounds
-/// checks: a root exists, every leaf lies inside `prim_count` primitives, and
-/// every inner child is a node or the absent child with its box at +inf (which
-/// the slab test never enters). Then every node a traversal visits is in range,
-/// so the kernels skip core's per-leaf and per-node checks. Core's builder
-/// guarantees all of it; this makes the kernels' reads in bounds whatever
-/// `Accel` hands over.
-fn tree_in_range(nodes: &[BvhNode], prim_count: usize) -> Result<(), String> {
-    if nodes.is_empty() {
-        return Err("the tree has no root node".to_owned());
-    }
-    for (i, n) in nodes.iter().enumerate() {
-        for (side, index, count, lo, hi) in [
-            ("left", n.left_index(), n.left_count(), n.left_lo, n.left_hi),
-            (
-                "right",
-                n.right_index(),
-                n.right_count(),
-                n.right_lo,
-                n.right_hi,
-            ),
-        ] {
-            let ok = if count > 0 {
-                (index as usize)
-                    .checked_add(count as usize)
-                    .is_some_and(|end| end <= prim_count)
-            } else if index == EMPTY_CHILD {
-                lo[..3].iter().chain(&hi[..3]).all(|&c| c == f32::INFINITY)
-            } else {
-                (index as usize) < nodes.len()
-            };
-            if !ok {
-                return Err(format!(
-                    "node {i}: {side} child (index {index}, count {count}) is outside the tree's {} nodes and {prim_count} primitives, or absent with a finite box",
-                    nodes.len()
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 impl DeviceState {
@@ -1070,12 +1028,12 @@ impl CudaBackend {
         let build = t0.elapsed();
         if self.options.config.tree_checked_on_upload {
             // The kernels then skip core's per-leaf and per-node range checks
-            // (PRISM_TREE_CHECKS 0).
-            tree_in_range(accel.nodes(), accel.primitives().len()).map_err(|message| {
+            // (PRISM_TREE_CHECKS 0): every node a traversal reaches is in range.
+            check_tree(accel.nodes(), accel.primitives().len()).map_err(|defect| {
                 Error::Device {
                     backend: BACKEND,
                     operation: "checking the BVH before upload",
-                    message,
+                    message: defect.to_string(),
                 }
             })?;
         }
@@ -1453,39 +1411,6 @@ mod tests {
             ao_samples: 8,
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn tree_in_range_accepts_built_trees_and_names_a_bad_leaf() {
-        let mut scene = Scene::new();
-        let m = scene.add_material(prism_core::Material::lambertian(glam::Vec3::ONE));
-        for i in 0..40 {
-            scene.add_sphere(glam::Vec3::new(i as f32, 0.0, 0.0), 0.4, m);
-        }
-        let accel = Accel::build(&scene).unwrap(); // ok: unit test, 40 valid spheres
-        let prims = accel.primitives().len();
-        assert_eq!(tree_in_range(accel.nodes(), prims), Ok(()));
-        // One primitive fewer: some leaf now reaches past the end.
-        let err = tree_in_range(accel.nodes(), prims - 1).unwrap_err();
-        assert!(err.contains("outside the tree's"), "{err}");
-        // An inner child that points past the last node.
-        let mut nodes = accel.nodes().to_vec();
-        let inner = nodes.iter().position(|n| n.left_count() == 0).unwrap(); // ok: unit test, a 40-leaf tree has inner nodes
-        nodes[inner].left_lo[3] = f32::from_bits(nodes.len() as u32);
-        let err = tree_in_range(&nodes, prims).unwrap_err();
-        assert!(
-            err.starts_with(&format!("node {inner}: left child")),
-            "{err}"
-        );
-        // An absent child whose box a ray could enter.
-        let mut nodes = accel.nodes().to_vec();
-        nodes[inner].left_lo = [0.0, 0.0, 0.0, f32::from_bits(EMPTY_CHILD)];
-        let err = tree_in_range(&nodes, prims).unwrap_err();
-        assert!(err.contains("absent with a finite box"), "{err}");
-        // The tree over nothing (a root with two absent children) passes; no root fails.
-        let empty = prism_core::bvh::Bvh::build(&[]);
-        assert_eq!(tree_in_range(&empty.nodes, 0), Ok(()));
-        assert!(tree_in_range(&[], 0).is_err());
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub use shaders::{DIVISION_F64, ModuleConfig, REFILL, SHADER_FILES, ShaderSource
 
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
-use prism_core::gpu::RenderParams;
+use prism_core::gpu::{BvhNode, RenderParams, check_tree};
 use prism_core::image::Srgb8Table;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
@@ -1376,8 +1376,9 @@ fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<'_> {
 /// `unpatched`: `source` is this crate's own source. Its loops all end, so
 /// wgpu's loop-bounding counters, which cost instructions in the traversal's
 /// inner loop (13% of the rtiow frame on an H100), are left out:
-/// - traversal visits each node of a core-built BVH at most once (child
-///   indices always grow), and the upload checks every index;
+/// - a traversal only moves to children after their parent, so it visits
+///   finitely many nodes: every tree is checked before upload
+///   ([`prism_core::gpu::check_tree`]), and one that breaks the rule is refused;
 /// - the integrators' loops count to `spp`, `max_depth` and `ao_samples`;
 /// - the refill kernels (refill.wgsl, [`ModuleConfig::lane_refill`]) loop
 ///   while a lane holds a ray or the chunk has rays left: a held ray ends after
@@ -1753,8 +1754,23 @@ impl WgpuBackend {
     /// failed upload; only if the device runs out of memory are the old scene
     /// and the cached work buffers released and the upload tried once more.
     fn upload_scene(&mut self, accel: Accel) -> Result<SceneState, Error> {
-        let config = self.config.for_accel(&accel);
-        match self.try_upload_scene(&accel, &config) {
+        // The module runs without loop-bounding counters (compile_module): its
+        // traversals end because every child comes after its parent.
+        check_tree(accel.nodes(), accel.primitives().len()).map_err(|defect| Error::Device {
+            backend: BACKEND_NAME,
+            operation: "checking the BVH before upload",
+            message: defect.to_string(),
+        })?;
+        let mut config = self.config.for_accel(&accel);
+        // The tree's octant copies when the module for this scene reads them;
+        // the module reads them only when they exist.
+        let copies = config
+            .octant_copies
+            .then(|| prism_core::gpu::octant_copies(accel.nodes()))
+            .flatten();
+        config.octant_copies = copies.is_some();
+        let nodes: &[BvhNode] = copies.as_deref().unwrap_or(accel.nodes());
+        match self.try_upload_scene(&accel, nodes) {
             Err(Error::OutOfMemory { .. })
                 if self.scene.is_some() || self.out_buf.buffer.is_some() =>
             {
@@ -1762,7 +1778,7 @@ impl WgpuBackend {
                 self.rays_buf = Reusable::default();
                 self.out_buf = Reusable::default();
                 self.readback_buf = Default::default();
-                self.try_upload_scene(&accel, &config)
+                self.try_upload_scene(&accel, nodes)
             }
             other => other,
         }
@@ -1774,23 +1790,14 @@ impl WgpuBackend {
         })
     }
 
-    /// Upload `accel` for the module `config` (the backend's configuration
-    /// narrowed to `accel`).
+    /// Upload `accel` with its tree as `nodes`: the tree, or its octant copies
+    /// for a module that reads them.
     fn try_upload_scene(
         &self,
         accel: &Accel,
-        config: &ModuleConfig,
+        nodes: &[BvhNode],
     ) -> Result<(wgpu::BindGroup, [wgpu::Buffer; 4]), Error> {
-        // The tree's octant copies when the module for this scene reads them
-        // (ModuleConfig::octant_copies), else the tree.
-        let copies = config
-            .octant_copies
-            .then(|| prism_core::gpu::octant_copies(accel.nodes()))
-            .flatten();
-        let node_bytes: &[u8] = match &copies {
-            Some(c) => bytemuck::cast_slice(c),
-            None => bytemuck::cast_slice(accel.nodes()),
-        };
+        let node_bytes: &[u8] = bytemuck::cast_slice(nodes);
         let binding_limit = self.limits.max_storage_buffer_binding_size;
         let upload = |label: &'static str, bytes: &[u8]| -> Result<wgpu::Buffer, Error> {
             let size = (bytes.len() as u64).next_multiple_of(16);

@@ -74,6 +74,88 @@ impl BvhNode {
     }
 }
 
+/// Why [`check_tree`] refused a tree: the node and child at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TreeDefect {
+    /// The node array is empty: a traversal has no root to start from.
+    #[error("the tree has no root node")]
+    NoRoot,
+    /// A child of `node` breaks the rule `reason` states.
+    #[error("node {node}: {side} child (index {index}, count {count}) {reason}")]
+    Child {
+        /// Index of the node holding the child.
+        node: usize,
+        /// `"left"` or `"right"`.
+        side: &'static str,
+        /// The child's index (node or first primitive).
+        index: u32,
+        /// The child's primitive count (0 for an inner node).
+        count: u32,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+}
+
+/// Whether a GPU traversal may walk `nodes` over `prim_count` primitives
+/// without core's per-node and per-leaf bounds checks, and is sure to end.
+///
+/// Requires a root; every leaf inside the primitives; every inner child a node
+/// *after* its parent (so a traversal only moves forward and visits finitely
+/// many nodes, which lets a WGSL module run without loop-bounding counters);
+/// and every absent child ([`EMPTY_CHILD`]) with its box at +inf, which no slab
+/// test enters. Every tree [`crate::bvh::Bvh`] builds passes (its nodes are in
+/// depth-first order); the GPU backends check before upload, so that their
+/// kernels' reads stay in bounds whatever an [`crate::Accel`] holds.
+///
+/// ```
+/// use prism_core::gpu::{BvhNode, TreeDefect, check_tree};
+///
+/// assert_eq!(check_tree(&[], 0), Err(TreeDefect::NoRoot));
+/// ```
+pub fn check_tree(nodes: &[BvhNode], prim_count: usize) -> Result<(), TreeDefect> {
+    if nodes.is_empty() {
+        return Err(TreeDefect::NoRoot);
+    }
+    for (node, n) in nodes.iter().enumerate() {
+        let children = [
+            ("left", n.left_index(), n.left_count(), n.left_lo, n.left_hi),
+            (
+                "right",
+                n.right_index(),
+                n.right_count(),
+                n.right_lo,
+                n.right_hi,
+            ),
+        ];
+        for (side, index, count, lo, hi) in children {
+            let broken = if count > 0 {
+                let end = (index as usize).checked_add(count as usize);
+                end.is_none_or(|end| end > prim_count)
+                    .then_some("reaches past the last primitive")
+            } else if index == EMPTY_CHILD {
+                (!lo[..3].iter().chain(&hi[..3]).all(|&c| c == f32::INFINITY))
+                    .then_some("is absent but has a finite box")
+            } else if index as usize >= nodes.len() {
+                Some("is past the last node")
+            } else if index as usize <= node {
+                Some("does not come after its parent")
+            } else {
+                None
+            };
+            if let Some(reason) = broken {
+                return Err(TreeDefect::Child {
+                    node,
+                    side,
+                    index,
+                    count,
+                    reason,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Largest tree (in nodes) whose [`octant_copies`] the GPU backends upload:
 /// 2,048 nodes are 1 MiB for all eight copies. On an H100 the copies of rtiow's
 /// 456 nodes made its CUDA frame 8% faster, while the trace kernels over the
@@ -462,6 +544,72 @@ mod tests {
             scene.add_sphere(Vec3::new(f, (f * 0.7).sin(), -f * 0.5), 0.4, m);
         }
         Accel::build(&scene).unwrap() // ok: test, a valid scene
+    }
+
+    #[test]
+    fn check_tree_accepts_built_trees_and_names_each_defect() {
+        let accel = tree();
+        let prims = accel.primitives().len();
+        assert_eq!(check_tree(accel.nodes(), prims), Ok(()));
+        // The copies keep every child after its parent, inside their copy.
+        let copies = octant_copies(accel.nodes()).unwrap(); // ok: test, 39 nodes
+        assert_eq!(check_tree(&copies, prims), Ok(()));
+        let reason = |nodes: &[BvhNode], prims: usize| match check_tree(nodes, prims) {
+            Err(TreeDefect::Child { reason, .. }) => reason,
+            other => panic!("expected a child defect, got {other:?}"),
+        };
+        // One primitive fewer: some leaf now reaches past the end.
+        assert_eq!(
+            reason(accel.nodes(), prims - 1),
+            "reaches past the last primitive"
+        );
+        let inner = accel
+            .nodes()
+            .iter()
+            .position(|n| n.left_count() == 0)
+            .unwrap(); // ok: test, a 40-leaf tree has inner children
+        let with_left = |index: u32| {
+            let mut nodes = accel.nodes().to_vec();
+            nodes[inner].left_lo[3] = f32::from_bits(index);
+            nodes
+        };
+        let len = accel.nodes().len() as u32;
+        assert_eq!(reason(&with_left(len), prims), "is past the last node");
+        assert_eq!(
+            reason(&with_left(inner as u32), prims),
+            "does not come after its parent"
+        );
+        assert_eq!(
+            reason(&with_left(0), prims),
+            "does not come after its parent"
+        );
+        assert_eq!(
+            check_tree(&with_left(len), prims),
+            Err(TreeDefect::Child {
+                node: inner,
+                side: "left",
+                index: len,
+                count: 0,
+                reason: "is past the last node"
+            })
+        );
+        // An absent child whose box a ray could enter.
+        let mut nodes = accel.nodes().to_vec();
+        nodes[inner].right_lo = [0.0, 0.0, 0.0, f32::from_bits(EMPTY_CHILD)];
+        nodes[inner].right_hi[3] = f32::from_bits(0);
+        assert_eq!(reason(&nodes, prims), "is absent but has a finite box");
+        // A leaf whose end passes u32::MAX is out of range, not wrapped to 1.
+        let mut nodes = accel.nodes().to_vec();
+        nodes[0].right_lo[3] = f32::from_bits(u32::MAX);
+        nodes[0].right_hi[3] = f32::from_bits(2);
+        assert_eq!(
+            reason(&nodes, u32::MAX as usize),
+            "reaches past the last primitive"
+        );
+        // The tree over nothing (a root with two absent children) passes; no root fails.
+        let empty = crate::bvh::Bvh::build(&[]);
+        assert_eq!(check_tree(&empty.nodes, 0), Ok(()));
+        assert_eq!(check_tree(&[], 0), Err(TreeDefect::NoRoot));
     }
 
     #[test]

@@ -122,6 +122,8 @@ fn check_bvh(bounds: &[Aabb]) -> Result<Bvh, TestCaseError> {
     }
     let slot_bounds: Vec<Aabb> = bvh.order.iter().map(|&i| bounds[i as usize]).collect();
     check_tree(&bvh.nodes, &slot_bounds, bvh.depth)?;
+    // What the GPU backends check before upload.
+    prop_assert_eq!(prism_core::gpu::check_tree(&bvh.nodes, n), Ok(()));
     let log2 = (n.max(1) as f64).log2().ceil() as u32;
     prop_assert!(
         bvh.depth <= MEDIAN_SPLIT_DEPTH + log2 + 1,
@@ -280,6 +282,7 @@ fn check_links(bounds: &[Aabb]) -> Result<(), TestCaseError> {
         "order is not a permutation"
     );
     prop_assert!((bvh.depth as usize) < TRAVERSAL_STACK_SIZE);
+    prop_assert_eq!(prism_core::gpu::check_tree(&bvh.nodes, n), Ok(()));
     Ok(())
 }
 
