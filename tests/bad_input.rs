@@ -383,6 +383,7 @@ fn invalid_ray_names_its_index() {
         Ray::new(Vec3::ZERO, Vec3::new(0.0, f32::INFINITY, 0.0)),
         Ray::segment(Vec3::ZERO, Vec3::X, 2.0, 1.0),
         Ray::segment(Vec3::ZERO, Vec3::X, f32::NAN, 1.0),
+        Ray::segment(Vec3::ZERO, Vec3::NEG_ONE, f32::NEG_INFINITY, 1.0),
     ];
     let mut backend = cpu();
     backend.set_scene(&good_scene()).expect("the good scene");

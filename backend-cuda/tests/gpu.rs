@@ -517,6 +517,66 @@ fn bad_input_is_refused_and_the_backend_stays_usable() {
     assert!(gpu.info().device.contains("sm_"));
 }
 
+/// A tree of one leaf has an absent child, whose box lies at +inf. Rays open far
+/// behind their origin (`tmin = -f32::MAX`) with every direction component
+/// negative (or -0) must miss that box as core's traversal does; at `tmin =
+/// -inf` the slab test would enter it (the kernels read no node checks after
+/// upload), so such rays are refused before launch.
+#[test]
+fn rays_open_behind_them_never_enter_the_absent_child() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let mut scene = prism_core::Scene::new();
+    let m = scene.add_material(prism_core::Material::lambertian(Vec3::ONE));
+    scene.add_sphere(Vec3::ZERO, 1.0, m);
+    let accel = Accel::build(&scene).unwrap();
+    assert!(
+        accel
+            .nodes()
+            .iter()
+            .any(|n| [n.left_index(), n.right_index()].contains(&prism_core::gpu::EMPTY_CHILD)),
+        "the one-sphere tree has an absent child"
+    );
+    gpu.set_scene(&scene).unwrap();
+    let mut rays = Vec::new();
+    for origin in [
+        Vec3::splat(5.0),
+        Vec3::splat(-5.0),
+        Vec3::new(3.0, -7.0, 0.5),
+    ] {
+        for dir in [
+            Vec3::NEG_ONE,
+            Vec3::new(-0.0, -1.0, -0.0),
+            Vec3::new(-1.0, -2.0, -0.0),
+        ] {
+            for tmin in [-f32::MAX, -1e30, -1.0, 0.0] {
+                rays.push(Ray::segment(origin, dir, tmin, f32::INFINITY));
+            }
+        }
+    }
+    assert_same_hits(
+        "rays open behind",
+        &rays,
+        &gpu_hits(&mut gpu, &rays),
+        &core_hits(&accel, &rays),
+    );
+    let want: Vec<bool> = rays.iter().map(|r| accel.occluded(r)).collect();
+    assert_eq!(gpu_occluded(&mut gpu, &rays), want);
+    let open = Ray::segment(
+        Vec3::splat(5.0),
+        Vec3::NEG_ONE,
+        f32::NEG_INFINITY,
+        f32::INFINITY,
+    );
+    let mut hits = [Hit::MISS];
+    assert!(matches!(
+        gpu.intersect(&[open], &mut hits),
+        Err(Error::InvalidRay { index: 0, .. })
+    ));
+    // Still usable: the sphere is hit from (5, 5, 5).
+    gpu.intersect(&rays[..1], &mut hits).unwrap();
+    assert_eq!(hits[0].prim, 0);
+}
+
 struct CancelAfter(std::sync::atomic::AtomicU64, u64);
 
 impl Progress for CancelAfter {

@@ -142,10 +142,11 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
-    /// A ray has a NaN or infinite origin or direction, a zero direction, a NaN
-    /// `tmin` or `tmax`, or `tmin > tmax` (an infinite `tmax` is fine).
+    /// A ray has a NaN or infinite origin or direction, a zero direction, a
+    /// `tmin` that is not finite, a NaN `tmax`, or `tmin > tmax` (an infinite
+    /// `tmax` is fine).
     #[error(
-        "ray {index} is invalid: {ray:?} (needs finite origin/direction, non-zero direction, tmin <= tmax)"
+        "ray {index} is invalid: {ray:?} (needs finite origin/direction, non-zero direction, finite tmin <= tmax)"
     )]
     InvalidRay {
         /// Index in the batch.

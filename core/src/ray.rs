@@ -14,7 +14,9 @@ use glam::Vec3;
 pub struct Ray {
     /// Start point.
     pub origin: Vec3,
-    /// Smallest accepted hit distance (exclusive).
+    /// Smallest accepted hit distance (exclusive); finite. (A ray open to
+    /// `-inf` would enter the BVH's absent-child boxes, which lie at `+inf`, when
+    /// its direction is negative on every axis; `-f32::MAX` gives the same hits.)
     pub tmin: f32,
     /// Direction (any non-zero length).
     pub dir: Vec3,
@@ -52,13 +54,13 @@ impl Ray {
     }
 
     /// Whether every component is usable: finite origin and direction, a non-zero
-    /// direction, `tmin` not NaN and `tmin <= tmax` (`tmax` may be `+inf`).
+    /// direction, a finite `tmin` and `tmin <= tmax` (`tmax` may be `+inf`).
     #[inline]
     pub fn is_valid(&self) -> bool {
         self.origin.is_finite()
             && self.dir.is_finite()
             && self.dir != Vec3::ZERO
-            && !self.tmin.is_nan()
+            && self.tmin.is_finite()
             && !self.tmax.is_nan()
             && self.tmin <= self.tmax
     }

@@ -302,30 +302,28 @@ proptest! {
         prop_assert!(mismatch, "length mismatch not reported");
         let i = at.index(n);
         let spoiled = spoil(good, which, bad);
-        // tmin = -inf is a valid (open) start; everything else here is not.
-        let invalid = !(which == 3 && bad == f32::NEG_INFINITY);
-        prop_assert_eq!(spoiled.is_valid(), !invalid);
+        // Every component spoiled so is invalid (tmin too: at -inf it would
+        // enter the tree's absent-child boxes, which lie at +inf).
+        prop_assert!(!spoiled.is_valid());
         rays[i] = spoiled;
-        if invalid {
-            let want = [
-                spoiled.origin.x, spoiled.origin.y, spoiled.origin.z, spoiled.tmin,
-                spoiled.dir.x, spoiled.dir.y, spoiled.dir.z, spoiled.tmax,
-            ];
-            match check_batch("occluded", &rays, n) {
-                Err(Error::InvalidRay { index, ray }) => {
-                    prop_assert_eq!(index, i);
-                    // Bits, so that the NaN it reports is compared too.
-                    prop_assert_eq!(ray.map(f32::to_bits), want.map(f32::to_bits));
-                }
-                other => return Err(TestCaseError::fail(format!("{other:?}"))),
+        let want = [
+            spoiled.origin.x, spoiled.origin.y, spoiled.origin.z, spoiled.tmin,
+            spoiled.dir.x, spoiled.dir.y, spoiled.dir.z, spoiled.tmax,
+        ];
+        match check_batch("occluded", &rays, n) {
+            Err(Error::InvalidRay { index, ray }) => {
+                prop_assert_eq!(index, i);
+                // Bits, so that the NaN it reports is compared too.
+                prop_assert_eq!(ray.map(f32::to_bits), want.map(f32::to_bits));
             }
-            // A batch with a bad ray and the wrong length: the length is reported.
-            let first = matches!(
-                check_batch("occluded", &rays, n + 1),
-                Err(Error::LengthMismatch { inputs, outputs, .. }) if inputs == n && outputs == n + 1
-            );
-            prop_assert!(first, "length mismatch not reported first");
+            other => return Err(TestCaseError::fail(format!("{other:?}"))),
         }
+        // A batch with a bad ray and the wrong length: the length is reported.
+        let first = matches!(
+            check_batch("occluded", &rays, n + 1),
+            Err(Error::LengthMismatch { inputs, outputs, .. }) if inputs == n && outputs == n + 1
+        );
+        prop_assert!(first, "length mismatch not reported first");
     }
 }
 
@@ -359,6 +357,21 @@ fn ray_validity() {
         Ray {
             tmin: 1.0,
             tmax: 1.0,
+            ..r
+        }
+        .is_valid()
+    );
+    // A negative tmin is fine down to -f32::MAX; -inf is not.
+    assert!(
+        Ray {
+            tmin: -f32::MAX,
+            ..r
+        }
+        .is_valid()
+    );
+    assert!(
+        !Ray {
+            tmin: f32::NEG_INFINITY,
             ..r
         }
         .is_valid()
