@@ -19,5 +19,6 @@ __device__ __forceinline__ void camera_ray(const GpuCamera& cam, float s, float 
     }
     const V3 target = xyz(cam.lower_left) + s * xyz(cam.horizontal) + t * xyz(cam.vertical);
     origin_out = from;
-    dir_out = normalize_or(target - from, cross(xyz(cam.u), xyz(cam.v)));
+    // The fallback is the view direction, -w = v x u.
+    dir_out = normalize_or(target - from, cross(xyz(cam.v), xyz(cam.u)));
 }

@@ -7,5 +7,5 @@ fn camera_ray(cam: GpuCamera, s: f32, t: f32, l1: f32, l2: f32) -> Ray {
     let offset = cam.u.xyz * lens.x + cam.v.xyz * lens.y;
     let target_point = cam.lower_left.xyz + s * cam.horizontal.xyz + t * cam.vertical.xyz;
     let from_point = origin + offset;
-    return ray_new(from_point, vec3_normalize_or(target_point - from_point, cross(cam.u.xyz, cam.v.xyz)));
+    return ray_new(from_point, vec3_normalize_or(target_point - from_point, cross(cam.v.xyz, cam.u.xyz)));
 }

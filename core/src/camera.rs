@@ -6,6 +6,12 @@ use crate::ray::Ray;
 use crate::sampling::unit_disk;
 use glam::Vec3;
 
+/// Largest distance from the lens to a corner of the focus rectangle (plus the
+/// lens radius) that [`Camera::frame`] accepts: the squared length of every
+/// camera ray's direction then stays finite (1e36, against `f32::MAX` of 3.4e38),
+/// so every ray normalises.
+pub const MAX_CAMERA_REACH: f32 = 1e18;
+
 /// A thin-lens camera. `aperture = 0` gives a pinhole.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Camera {
@@ -19,7 +25,8 @@ pub struct Camera {
     pub vfov_degrees: f32,
     /// Lens diameter (0 = pinhole).
     pub aperture: f32,
-    /// Distance to the plane in focus, `> 0`.
+    /// Distance to the plane in focus, `> 0` (with the field of view and the
+    /// aperture, within [`MAX_CAMERA_REACH`]).
     pub focus_distance: f32,
 }
 
@@ -89,6 +96,15 @@ impl Camera {
         let aspect = width as f32 / height as f32;
         let half_h = libm::tanf(self.vfov_degrees.to_radians() * 0.5);
         let half_w = aspect * half_h;
+        // A camera ray's unnormalised direction (focus-plane point minus lens
+        // point) is at most this long; its squared length must stay finite for
+        // `camera_ray` to normalise it.
+        let reach = self.focus_distance * (1.0 + half_w + half_h) + 0.5 * self.aperture;
+        if reach.is_nan() || reach > MAX_CAMERA_REACH {
+            return Err(Error::Camera {
+                reason: "focus_distance, aperture and vfov_degrees reach too far: camera ray lengths would overflow f32",
+            });
+        }
         let w = (self.look_from - self.look_at)
             .try_normalize()
             .ok_or(Error::Camera {
@@ -126,8 +142,11 @@ pub fn camera_ray(cam: &GpuCamera, s: f32, t: f32, l1: f32, l2: f32) -> Ray {
     let offset = v3(cam.u) * lens.x + v3(cam.v) * lens.y;
     let target = v3(cam.lower_left) + s * v3(cam.horizontal) + t * v3(cam.vertical);
     let from = origin + offset;
+    // The fallback (a direction too short or too long to normalize, which
+    // `frame`'s bounds leave to focus distances near zero) is the view
+    // direction, -w = v x u.
     Ray::new(
         from,
-        (target - from).normalize_or(v3(cam.u).cross(v3(cam.v))),
+        (target - from).normalize_or(v3(cam.v).cross(v3(cam.u))),
     )
 }

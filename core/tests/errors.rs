@@ -199,6 +199,20 @@ fn camera_errors() {
             focus_distance: f32::NAN,
             ..ok
         },
+        // Finite, but camera rays' squared lengths would overflow.
+        Camera {
+            focus_distance: 1e20,
+            ..ok
+        },
+        Camera {
+            aperture: 1e30,
+            ..ok
+        },
+        Camera {
+            vfov_degrees: 179.999_99,
+            focus_distance: 1e13,
+            ..ok
+        },
         Camera {
             look_from: Vec3::new(f32::NAN, 0.0, 0.0),
             ..ok

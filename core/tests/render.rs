@@ -220,6 +220,47 @@ proptest! {
     }
 }
 
+/// At the far end of what `frame` accepts every camera ray still normalises
+/// (unit length, pointing into the view), and at a focus distance so small that
+/// the direction underflows the ray falls back to the view direction itself.
+#[test]
+fn camera_rays_at_the_ends_of_the_focus_range() {
+    let base = Camera::look_at(
+        Vec3::new(1.0, 2.0, 3.0),
+        Vec3::new(1.0, 2.0, -7.0),
+        Vec3::Y,
+        90.0,
+    );
+    let fwd = Vec3::NEG_Z;
+    // Reach f * (1 + half_w + half_h) = f * 3 at 90 degrees on a square image.
+    let far = Camera {
+        focus_distance: prism_core::camera::MAX_CAMERA_REACH / 3.0 * 0.999,
+        aperture: 1e6,
+        ..base
+    };
+    let frame = far.frame(8, 8).expect("within MAX_CAMERA_REACH");
+    for (s, t) in [(0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (0.0, 1.0)] {
+        for l in [(0.0, 0.0), (0.99, 0.99), (0.25, 0.75)] {
+            let r = camera_ray(&frame, s, t, l.0, l.1);
+            assert!((r.dir.length() - 1.0).abs() < 1e-5, "{r:?}");
+            assert!(r.dir.dot(fwd) > 0.5, "{r:?}");
+        }
+    }
+    let over = Camera {
+        focus_distance: prism_core::camera::MAX_CAMERA_REACH / 3.0 * 1.01,
+        ..base
+    };
+    assert!(over.frame(8, 8).is_err());
+    let tiny = Camera {
+        focus_distance: 1e-30,
+        ..base
+    };
+    let frame = tiny.frame(8, 8).expect("a tiny focus distance is allowed");
+    for (s, t) in [(0.0, 0.0), (0.5, 0.5), (1.0, 0.25)] {
+        assert_eq!(camera_ray(&frame, s, t, 0.5, 0.5).dir, fwd);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Integrators
 
