@@ -148,7 +148,8 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
     const bool shadowed = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, l, spawn_tmin(p), dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
-    const float spec = pow32(fmaxf(dot(r, view), 0.0f));
+    // No highlight from a light behind the surface.
+    const float spec = n_dot_l > 0.0f ? pow32(fmaxf(dot(r, view), 0.0f)) : 0.0f;
     const V3 lit = PRISM_PHONG_AMBIENT * albedo + PRISM_PHONG_DIFFUSE * n_dot_l * albedo +
                    v3s(PRISM_PHONG_SPECULAR * spec);
     const float keep = shadowed ? PRISM_SHADOW_KEEP : 1.0f;

@@ -164,7 +164,13 @@ fn whitted_local<T: Tracer + ?Sized>(
     let shadowed = accel.occluded(&Ray::segment(p, l, spawn_tmin(p), dist));
     let n_dot_l = n.dot(l).max(0.0);
     let r = reflect(-l, n);
-    let spec = pow32(r.dot(view).max(0.0));
+    // No highlight from a light behind the surface (at a grazing view its
+    // mirrored direction can still face the eye).
+    let spec = if n_dot_l > 0.0 {
+        pow32(r.dot(view).max(0.0))
+    } else {
+        0.0
+    };
     let lit = PHONG_AMBIENT * albedo
         + PHONG_DIFFUSE * n_dot_l * albedo
         + Vec3::splat(PHONG_SPECULAR * spec);
