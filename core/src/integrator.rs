@@ -113,10 +113,10 @@ pub fn trace_path<T: Tracer + ?Sized>(
 ) -> (Vec3, u32) {
     let mut radiance = Vec3::ZERO;
     let mut throughput = Vec3::ONE;
-    let mut rays = 0;
+    let mut rays = 0u32;
     for depth in 0..params.max_depth {
         let hit = accel.closest_slot(&ray);
-        rays += 1;
+        rays = rays.wrapping_add(1);
         let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
             radiance += throughput * sky_color(params, ray.dir);
             break;
@@ -187,10 +187,10 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
 ) -> (Vec3, u32) {
     let mut color = Vec3::ZERO;
     let mut weight = 1.0;
-    let mut rays = 0;
+    let mut rays = 0u32;
     for bounce in 0..=params.max_depth {
         let hit = accel.closest_slot(&ray);
-        rays += 1;
+        rays = rays.wrapping_add(1);
         let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
             color += weight * sky_color(params, ray.dir);
             break;
@@ -199,7 +199,7 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
         let n = if n.dot(d) < 0.0 { n } else { -n };
         let albedo = xyz(m.albedo_fuzz);
         let local = whitted_local(accel, params, p, n, -d, albedo);
-        rays += 1;
+        rays = rays.wrapping_add(1);
         if bounce == params.max_depth {
             color += weight * local;
             break;
@@ -232,14 +232,14 @@ pub fn trace_ao<T: Tracer + ?Sized>(
         let d = cosine_hemisphere(n, u1, u2);
         open += !accel.occluded(&Ray::segment(p, d, tmin, params.ao_distance)) as u32;
     }
-    let mut rays = 1 + params.ao_samples;
+    let mut rays = params.ao_samples.wrapping_add(1);
     let mut keep = 1.0;
     if params.ao_shadows != 0 {
         let to_light = xyz(params.light_position) - p;
         let dist = to_light.length();
         let blocked = accel.occluded(&Ray::segment(p, to_light * (1.0 / dist), tmin, dist));
         keep = if blocked { SHADOW_KEEP } else { 1.0 };
-        rays += 1;
+        rays = rays.wrapping_add(1);
     }
     let ao = open as f32 / params.ao_samples as f32;
     (xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior), rays)
@@ -258,11 +258,12 @@ pub fn render_pixel<T: Tracer + ?Sized>(
     x: u32,
     y: u32,
 ) -> (Vec3, u32) {
-    // Wrapping, as the GPU kernels' u32 arithmetic: `RenderParams` from
-    // `RenderSettings::params` keeps it in range, hand-made ones cannot panic.
+    // Wrapping, as the GPU kernels' u32 arithmetic (here and in the ray counts):
+    // `RenderParams` from `RenderSettings::params` keeps it in range, and
+    // hand-made ones cannot make it panic.
     let pixel = y.wrapping_mul(params.width).wrapping_add(x);
     let mut sum = Vec3::ZERO;
-    let mut rays = 0;
+    let mut rays = 0u32;
     let jitter = params.spp > 1;
     for sample in 0..params.spp {
         let mut rng = Pcg::for_path(pixel, sample, params.seed);
@@ -278,7 +279,7 @@ pub fn render_pixel<T: Tracer + ?Sized>(
             _ => trace_path(accel, params, ray, &mut rng),
         };
         sum += c;
-        rays += r;
+        rays = rays.wrapping_add(r);
     }
     (sum * (1.0 / params.spp as f32), rays)
 }

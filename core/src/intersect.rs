@@ -245,6 +245,12 @@ pub fn ray_triangle_axes<const KX: usize, const KY: usize, const KZ: usize>(
 /// from the distance between the centre and the ray's closest point (no
 /// cancellation for small spheres far away) and the roots from `q` (no
 /// cancellation between `-b` and `sqrt(disc)`).
+///
+/// Domain: the squares `dir . dir`, `radius^2` and `|origin - center|^2` must
+/// be finite and `dir . dir` non-zero, i.e. lengths within about `1.8e19` and
+/// a direction longer than about `1e-19`. Outside it the squares overflow or
+/// underflow and a hit may be missed (or its `t` be imprecise), where a
+/// triangle at the same place would still be hit.
 #[inline(always)]
 pub fn ray_sphere(
     origin: Vec3,

@@ -862,10 +862,16 @@ fn agreement_counts_every_ray() {
     let all = AgreementCounts::compare(&rays, &hits, &reference);
     assert_eq!((all.total, all.matches, all.mismatches), (2, 2, 0));
     assert!(all.passed());
-    // A wrong primitive at a clearly different distance is a mismatch.
+    // A hit where the reference misses is a mismatch.
     let wrong = [hit(2.0, 7), hit(1.0 + t_floor(&rays[1]) * 100.0, 3)];
     let c = AgreementCounts::compare(&rays, &wrong, &reference);
     assert_eq!((c.mismatches, c.first_mismatch), (1, Some(1)));
+    // Against the reference hit (2.0, prim 7): another primitive at a clearly
+    // different distance is a mismatch, at the same distance a tie.
+    let c = AgreementCounts::compare(&rays, &[hit(3.0, 3), Hit::MISS], &reference);
+    assert_eq!((c.mismatches, c.ties, c.first_mismatch), (1, 0, Some(0)));
+    let c = AgreementCounts::compare(&rays, &[hit(2.0, 3), Hit::MISS], &reference);
+    assert_eq!((c.matches, c.ties, c.mismatches), (1, 1, 0));
     for (hits, reference) in [
         (&hits[..1], &reference[..]),
         (&hits[..], &reference[..1]),
