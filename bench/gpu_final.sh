@@ -15,7 +15,7 @@ done
 B=.gpu/bin
 mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf .gpu/scenes.tar.xz
 S=$(dirname "$(find /tmp/prism-scenes-x -name bunny.obj | head -1)")
-export PRISM_SCENES_DIR=$S PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
+export PRISM_SCENES=$S PRISM_REQUIRE_SCENES=1 PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 export PRISM_REQUIRE_CUDA=1 PRISM_REQUIRE_NVRTC=1 PRISM_REQUIRE_WGPU=1
 echo "commit $(cat .gpu/commit) dirty: $(tr '\n' ' ' < .gpu/dirty) date $(date -u +%F)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader

@@ -14,7 +14,7 @@ ldconfig
 B=.gpu/bin
 mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf .gpu/scenes.tar.xz
 S=$(dirname "$(find /tmp/prism-scenes-x -name bunny.obj | head -1)")
-export PRISM_SCENES_DIR=$S PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
+export PRISM_SCENES=$S PRISM_REQUIRE_SCENES=1 PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1
 echo "cuda bench: exit $?"
 for mesh in bunny ogre; do

@@ -18,7 +18,7 @@ G=.gpu/cuda
 S=/tmp/prism-scenes
 mkdir -p $S
 tar -C $S -xJf $G/scenes.tar.xz 2>/dev/null || python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" $G/scenes.tar.xz $S
-export PRISM_SCENES_DIR=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
+export PRISM_SCENES=$S PRISM_REQUIRE_SCENES=1 PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 echo "commit $(cat $G/commit 2>/dev/null) $(cat $G/dirty 2>/dev/null | tr '\n' ' ') date $(date -u +%F)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
 if [ "${SKIP_TESTS:-0}" != 1 ]; then

@@ -13,7 +13,7 @@ cp "$(newest gpu)" $G/bin/gpu
 cp "$(newest compile)" $G/bin/compile
 cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" $G/bin/gpu_bench
 strip --strip-debug $G/bin/*
-scenes=${PRISM_SCENES_DIR:-../shared/scenes}
+scenes=${PRISM_SCENES:-../shared/scenes}
 if [ ! -f $G/scenes.tar.xz ]; then
   tar -C "$scenes" -cJf $G/scenes.tar.xz $(cd "$scenes" && ls *.obj *.rays *.hits)
 fi

@@ -291,9 +291,10 @@ impl KernelConfig {
         Ok(())
     }
 
-    /// Threads per render block.
+    /// Threads per render block (saturating: [`KernelConfig::validate`]
+    /// refuses tiles of more than 1,024 threads).
     pub fn render_threads(&self) -> u32 {
-        self.render_tile[0] * self.render_tile[1]
+        self.render_tile[0].saturating_mul(self.render_tile[1])
     }
 }
 

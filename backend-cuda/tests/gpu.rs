@@ -124,7 +124,7 @@ fn mixed_scenes_agree_with_core() {
 fn shared_scenes_agree_with_embree_and_core() {
     let Some(mut gpu) = gpu_or_skip() else { return };
     let Some(dir) = scenes_dir() else {
-        eprintln!("SKIPPED: ../shared/scenes not found (set PRISM_SCENES_DIR)");
+        eprintln!("SKIPPED: ../shared/scenes not found (set PRISM_SCENES to its path)");
         return;
     };
     for (mesh, set) in RAY_SETS {

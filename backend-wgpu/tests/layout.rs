@@ -157,6 +157,10 @@ fn wgsl_constants_match_core() {
         ("NO_PRIM", prism_core::Hit::NO_PRIM as f64),
         ("MIN_DIR_COMPONENT", intersect::MIN_DIR_COMPONENT as f64),
         ("SLAB_EXIT_SCALE", intersect::SLAB_EXIT_SCALE as f64),
+        (
+            "SLAB_EXIT_SCALE_NEGATIVE",
+            intersect::SLAB_EXIT_SCALE_NEGATIVE as f64,
+        ),
         ("SHADOW_KEEP", integrator::SHADOW_KEEP as f64),
         ("PHONG_AMBIENT", integrator::PHONG_AMBIENT as f64),
         ("PHONG_DIFFUSE", integrator::PHONG_DIFFUSE as f64),

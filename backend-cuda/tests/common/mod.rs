@@ -29,16 +29,25 @@ pub fn gpu_or_skip() -> Option<prism_cuda::CudaBackend> {
     }
 }
 
-/// The shared scene directory: `$PRISM_SCENES_DIR`, else `../shared/scenes`
-/// beside the workspace, else `.gpu/scenes` in it.
+/// The shared scene directory: `$PRISM_SCENES` (as the CLI and the other
+/// backends' tests read it), else `../shared/scenes` beside the workspace, else
+/// `.gpu/scenes` in it. `None` when there is none; then the Embree tests skip,
+/// unless `PRISM_REQUIRE_SCENES=1`, which fails them here.
 pub fn scenes_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("PRISM_SCENES_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    [root.join("../shared/scenes"), root.join(".gpu/scenes")]
-        .into_iter()
-        .find(|d| d.join("bunny.obj").is_file())
+    let found = match std::env::var_os("PRISM_SCENES").filter(|d| !d.is_empty()) {
+        Some(d) => Some(PathBuf::from(d)).filter(|d| d.join("bunny.obj").is_file()),
+        None => {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            [root.join("../shared/scenes"), root.join(".gpu/scenes")]
+                .into_iter()
+                .find(|d| d.join("bunny.obj").is_file())
+        }
+    };
+    assert!(
+        found.is_some() || !std::env::var("PRISM_REQUIRE_SCENES").is_ok_and(|v| v == "1"),
+        "PRISM_REQUIRE_SCENES=1 but no scene directory holds bunny.obj ($PRISM_SCENES, ../shared/scenes, .gpu/scenes)"
+    );
+    found
 }
 
 /// An OBJ mesh as the reference hits number it: `v` lines are vertices (1-based,
