@@ -268,8 +268,9 @@ fn cpu_and_wgpu_agree_and_the_report_opens_in_a_browser() {
     cleanup(&dir);
 }
 
-/// A backend that delegates to the CPU but shades every pixel a little brighter
-/// and reports one hit of every batch on the wrong primitive.
+/// A backend that delegates to the CPU but shades every pixel a little brighter,
+/// puts a NaN in the last pixel, and reports one hit of every batch on the
+/// wrong primitive.
 struct Liar(Box<dyn Backend>);
 
 impl Backend for Liar {
@@ -294,6 +295,9 @@ impl Backend for Liar {
             for c in &mut p[..3] {
                 *c *= 1.04;
             }
+        }
+        if let Some(last) = image.linear_mut().last_mut() {
+            last[1] = f32::NAN;
         }
         Ok(stats)
     }
@@ -338,6 +342,13 @@ fn a_lying_backend_fails_every_kind_of_check() {
     };
     assert!(has("hits soup/1 on liar vs brute force"), "{failures:#?}");
     assert!(has("image cornell/path: cpu vs liar"), "{failures:#?}");
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.starts_with("image cornell/path on liar")
+                && f.contains("NaN, infinite or negative")),
+        "{failures:#?}"
+    );
     // The CPU's own renders pass: every image failure involves the liar.
     assert!(
         failures
@@ -573,4 +584,45 @@ fn a_broken_cuda_triangle_test_is_caught() {
             .all(|f| f.contains("cuda")),
         "{failures:#?}"
     );
+}
+
+/// `mesh_cases` on a directory with an unloadable mesh of two sets, an empty
+/// set and a good one: the mesh is one failing note, the empty set another,
+/// and only the good set is kept to be checked.
+#[test]
+fn reference_sets_that_check_nothing_fail_once_each() {
+    let dir = temp_dir("sets");
+    let write = |name: &str, bytes: &[u8]| {
+        std::fs::write(dir.join(name), bytes).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    // One ray (origin, tmin, direction, tmax) hitting the triangle at t = 1, and its hit.
+    let ray: Vec<u8> = [0.0f32, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30]
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    let hit: Vec<u8> = 1.0f32
+        .to_le_bytes()
+        .into_iter()
+        .chain(0u32.to_le_bytes())
+        .collect();
+    write("broken.obj", b"v 0 0 0\nf 1 2 3\n");
+    for set in ["a", "b"] {
+        write(&format!("broken.{set}.rays"), &ray);
+        write(&format!("broken.{set}.hits"), &hit);
+    }
+    write("tri.obj", b"v -1 -1 0\nv 1 -1 0\nv 0 1 0\nf 1 2 3\n");
+    write("tri.empty.rays", b"");
+    write("tri.empty.hits", b"");
+    write("tri.one.rays", &ray);
+    write("tri.one.hits", &hit);
+    let (meshes, notes) = prism::conformance::mesh_cases(&dir);
+    let whats: Vec<&str> = notes.iter().map(|n| n.what.as_str()).collect();
+    assert_eq!(whats, ["mesh broken", "ray set tri/empty"], "{notes:#?}");
+    assert!(notes.iter().all(|n| n.fails));
+    assert!(notes[1].reason.contains("no rays"), "{notes:#?}");
+    assert_eq!(meshes.len(), 1);
+    assert_eq!(meshes[0].name, "tri");
+    let sets: Vec<&str> = meshes[0].sets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(sets, ["one"]);
+    cleanup(&dir);
 }

@@ -162,6 +162,37 @@ pub fn tile_metrics(a: &Image, b: &Image, tile: u32) -> Result<TileMetrics, Stri
     Ok(m)
 }
 
+/// Pixels of a linear frame that no integrator produces: a channel that is NaN,
+/// infinite or negative. The display metrics clamp such a channel to 0 (and
+/// core's 8-bit encoder does too), so without this check a NaN where the
+/// reference is dark would pass as a match.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BadRadiance {
+    /// Pixels with such a channel.
+    pub count: usize,
+    /// The first of them `(x, y)`, row-major.
+    pub first: (u32, u32),
+    /// Its value.
+    pub value: [f32; 4],
+}
+
+/// The pixels of `image` with a NaN, infinite or negative channel, if any
+/// (`None` for an 8-bit frame, which has no such values).
+pub fn bad_radiance(image: &Image) -> Option<BadRadiance> {
+    if image.format() != PixelFormat::LinearF32 {
+        return None;
+    }
+    let w = image.width().max(1) as usize;
+    let bad = |p: &[f32; 4]| p.iter().any(|&c| !(c.is_finite() && c >= 0.0));
+    let mut pixels = image.linear().iter().enumerate().filter(|(_, p)| bad(p));
+    let (i, &value) = pixels.next()?;
+    Some(BadRadiance {
+        count: 1 + pixels.count(),
+        first: ((i % w) as u32, (i / w) as u32),
+        value,
+    })
+}
+
 /// Where two images that should be identical differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PixelDifference {
@@ -283,6 +314,23 @@ mod tests {
             *p = [v, v, v, 1.0];
         }
         img
+    }
+
+    #[test]
+    fn bad_radiance_finds_nan_infinite_and_negative_channels() {
+        let mut img = flat(4, 3, 0.25);
+        assert_eq!(bad_radiance(&img), None);
+        // -0 and 0 are fine; so is radiance above 1 (it is clamped for display only).
+        img.linear_mut()[0] = [-0.0, 0.0, 7.5, 1.0];
+        assert_eq!(bad_radiance(&img), None);
+        img.linear_mut()[6] = [0.1, f32::NAN, 0.1, 1.0];
+        img.linear_mut()[9] = [0.1, 0.1, -1e-9, 1.0];
+        img.linear_mut()[11] = [0.1, 0.1, 0.1, f32::INFINITY];
+        let found = bad_radiance(&img).unwrap_or_else(|| panic!("three bad pixels"));
+        assert_eq!((found.count, found.first), (3, (2, 1)));
+        assert!(found.value[1].is_nan());
+        let srgb = Image::new(2, 2, PixelFormat::Srgba8).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(bad_radiance(&srgb), None);
     }
 
     #[test]

@@ -262,6 +262,9 @@ pub struct BackendRender {
     pub determinism: Option<Result<(), images::PixelDifference>>,
     /// Largest 8-bit difference between the `Srgba8` frame and the encoded linear one.
     pub srgb8_levels: Option<u8>,
+    /// The first linear frame (`"frame"` or `"converged frame"`) holding a NaN,
+    /// infinite or negative channel, and where.
+    pub bad_radiance: Option<(&'static str, images::BadRadiance)>,
     /// A call failed.
     pub error: Option<String>,
     /// Milliseconds of the first render.
@@ -284,6 +287,12 @@ impl BackendRender {
         if let Some(l) = self.srgb8_levels.filter(|&l| !images::srgb8_ok(l)) {
             why.push(format!(
                 "Srgba8 frame is {l} levels from its own linear frame encoded"
+            ));
+        }
+        if let Some((which, b)) = &self.bad_radiance {
+            why.push(format!(
+                "{} pixels of the {which} are NaN, infinite or negative (first at {:?}: {:?})",
+                b.count, b.first, b.value
             ));
         }
         why
@@ -873,6 +882,7 @@ fn run_images(
                 converged: None,
                 determinism: None,
                 srgb8_levels: None,
+                bad_radiance: None,
                 error: None,
                 render_ms: 0.0,
             };
@@ -885,10 +895,14 @@ fn run_images(
                 r.determinism = Some(images::bit_identical(&first, &second));
                 let (srgb, _) = render(be, &case.camera, &s, size, PixelFormat::Srgba8)?;
                 r.srgb8_levels = images::srgb8_levels(&srgb, &first).ok();
+                r.bad_radiance = images::bad_radiance(&first).map(|b| ("frame", b));
                 r.image = Some(first);
                 if config.converged_spp > 0 {
                     let cs = image_settings(case, check.integrator, config.converged_spp, config);
                     let (conv, _) = render(be, &case.camera, &cs, csize, PixelFormat::LinearF32)?;
+                    r.bad_radiance = r
+                        .bad_radiance
+                        .or_else(|| images::bad_radiance(&conv).map(|b| ("converged frame", b)));
                     r.converged = Some(conv);
                 }
                 Ok(())

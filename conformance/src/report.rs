@@ -186,7 +186,7 @@ fn tile_map(a: &Image, b: &Image, tile: u32) -> Vec<u8> {
     let (_, _, mb) = tile_means(b, tile);
     let tile = tile.max(1);
     let (w, h) = (a.width(), a.height());
-    let mut out = Vec::with_capacity((w * h * 4) as usize);
+    let mut out = Vec::with_capacity(w as usize * h as usize * 4);
     for y in 0..h {
         for x in 0..w {
             let i = ((y / tile) * tx + x / tile) as usize;
@@ -441,6 +441,13 @@ fn image_card(
                 );
             }
             None => {}
+        }
+        if let Some((which, b)) = &r.bad_radiance {
+            let _ = write!(
+                c,
+                " &middot; <span class=badtext>{} px of the {which} NaN, infinite or negative</span>",
+                b.count
+            );
         }
         if let Some(l) = r.srgb8_levels {
             let _ = write!(
