@@ -118,6 +118,9 @@ enum CliError {
     /// Arguments that do not go together.
     #[error("{0}")]
     Usage(&'static str),
+    /// `--rays` names a file with no rays: there is nothing to time.
+    #[error("--rays {path} holds no rays")]
+    NoRays { path: String },
     /// `--hits` does not hold one reference hit per ray of `--rays`.
     #[error(
         "--hits {hits} holds {hit_count} reference hits, but --rays {rays} holds {ray_count} rays: \
@@ -354,9 +357,15 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// The median: the middle value, or the mean of the two middle ones.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
 }
 
 fn bench(a: BenchArgs) -> Result<(), CliError> {
@@ -412,9 +421,30 @@ fn bench_render(a: &BenchArgs) -> Result<(), CliError> {
 }
 
 fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), CliError> {
+    let s = &a.scene;
+    let render_only = s.width.is_some()
+        || s.height.is_some()
+        || s.spp.is_some()
+        || s.depth.is_some()
+        || s.seed != 0
+        || s.integrator.is_some()
+        || s.ao_samples.is_some()
+        || s.ao_distance.is_some()
+        || s.ao_shadows;
+    if render_only {
+        return Err(CliError::Usage(
+            "--rays traces the ray file as it is: --width, --height, --spp, --depth, --seed, \
+             --integrator and --ao-* apply to renders only",
+        ));
+    }
     let mesh = prism::mesh::load_mesh(mesh_path)?;
     let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(glam::Vec3::splat(0.7)))?;
     let rays: Vec<Ray> = prism::rays::read_rays(rays_path)?;
+    if rays.is_empty() {
+        return Err(CliError::NoRays {
+            path: rays_path.display().to_string(),
+        });
+    }
     // The reference is read and checked before any timing, so that a wrong
     // file fails at once.
     let reference = match &a.hits {

@@ -211,5 +211,46 @@ fn bench_hits_fails_on_any_disagreement() {
     assert!(err.contains("disagrees with"), "{err}");
     assert!(err.contains("occlusion on 1"), "{err}");
     assert!(!err.contains("render setting"), "{err}");
+
+    // Render settings do not apply to a ray file: refused, not ignored.
+    for extra in [["--spp", "4"], ["--width", "64"], ["--integrator", "ao"]] {
+        let mut args = vec![
+            "bench",
+            "--backend",
+            "cpu",
+            "--runs",
+            "1",
+            "--mesh",
+            arg(&mesh),
+        ];
+        args.extend(["--rays", arg(&rays)]);
+        args.extend(extra);
+        let o = prism(&args, &[]);
+        assert!(!o.status.success(), "{extra:?}");
+        assert!(
+            stderr(&o).contains("apply to renders only"),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
+    // An empty ray file has nothing to time.
+    let empty = dir.join("empty.rays");
+    write_rays(&empty, &[]);
+    let o = prism(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--runs",
+            "1",
+            "--mesh",
+            arg(&mesh),
+            "--rays",
+            arg(&empty),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("holds no rays"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
