@@ -67,7 +67,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The name this backend reports.
@@ -336,6 +336,49 @@ pub struct WgpuBackend {
     f64_division: bool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// Taken when the backend is dropped and released after every other field
+    /// (fields drop in declaration order): the device's teardown runs under
+    /// [`Lifecycle`].
+    teardown: Option<Lifecycle>,
+}
+
+impl Drop for WgpuBackend {
+    fn drop(&mut self) {
+        self.teardown = Some(Lifecycle::acquire());
+    }
+}
+
+/// One backend's construction or teardown at a time in this process.
+///
+/// On an H100 with NVIDIA's driver 580, test processes that created and
+/// dropped Vulkan instances and devices on several threads at once hung in
+/// about one run in four: the GPU idle, every thread waiting on the driver's
+/// own locks. Creating or dropping a backend takes this lock; work on existing
+/// backends does not. A held `Lifecycle` releases the lock when dropped (it is
+/// `Send`, unlike a `MutexGuard`, so the backend stays `Send`).
+struct Lifecycle;
+
+/// Whether some thread holds the [`Lifecycle`], and the signal that it let go.
+static LIFECYCLE_BUSY: Mutex<bool> = Mutex::new(false);
+static LIFECYCLE_FREE: Condvar = Condvar::new();
+
+impl Lifecycle {
+    /// Wait until no other construction or teardown runs, then hold the lock.
+    fn acquire() -> Lifecycle {
+        let mut busy = LIFECYCLE_BUSY.lock().unwrap_or_else(|p| p.into_inner());
+        while *busy {
+            busy = LIFECYCLE_FREE.wait(busy).unwrap_or_else(|p| p.into_inner());
+        }
+        *busy = true;
+        Lifecycle
+    }
+}
+
+impl Drop for Lifecycle {
+    fn drop(&mut self) {
+        *LIFECYCLE_BUSY.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        LIFECYCLE_FREE.notify_one();
+    }
 }
 
 fn device_error(operation: &'static str, message: impl Into<String>) -> Error {
@@ -353,6 +396,8 @@ impl WgpuBackend {
     /// no acceptable adapter exists, and with [`Error::Compile`] when the WGSL
     /// does not compile (only possible with a [`WgpuOptions::source_patch`]).
     pub fn new(options: WgpuOptions) -> Result<WgpuBackend, Error> {
+        // Held until the backend is built (or everything made on the way is dropped).
+        let _lifecycle = Lifecycle::acquire();
         let instance = new_instance();
         let all = pollster::block_on(instance.enumerate_adapters(searched_backends()));
         let seen: Vec<String> = all
@@ -673,6 +718,7 @@ impl WgpuBackend {
             f64_division,
             lost,
             uncaptured,
+            teardown: None,
         })
     }
 
@@ -1873,6 +1919,7 @@ impl WgpuBackend {
     /// device-loss handling.
     #[doc(hidden)]
     pub fn lose_device_for_testing(&self) {
+        let _lifecycle = Lifecycle::acquire();
         self.device.destroy();
     }
 }
