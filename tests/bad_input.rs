@@ -604,6 +604,10 @@ fn unusable_camera_says_why() {
             focus_distance: 0.0,
             ..good
         },
+        Camera {
+            focus_distance: 1e20,
+            ..good
+        },
     ];
     let mut backend = cpu();
     backend.set_scene(&good_scene()).expect("the good scene");
