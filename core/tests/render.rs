@@ -8,7 +8,7 @@ use prism_core::camera::camera_ray;
 use prism_core::image::{
     Image, PixelFormat, SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8,
 };
-use prism_core::integrator::render_pixel;
+use prism_core::integrator::{PHONG_AMBIENT, render_pixel, trace_whitted};
 use prism_core::scene::Sky;
 use prism_core::{Accel, Camera, Integrator, Material, RenderSettings, Scene};
 use proptest::prelude::*;
@@ -432,4 +432,38 @@ proptest! {
         });
         prop_assert!(worst <= 1.0 + 1e-5, "a pixel reached {worst} times the sky");
     }
+}
+
+/// A light behind the surface gives no highlight: a ray grazing an open plane
+/// whose mirrored light direction faces the eye ((r . v)^32 = 0.82 here) gets
+/// ambient light only, as the Phong constants' docs say.
+#[test]
+fn whitted_light_behind_the_surface_lights_no_highlight() {
+    let mut scene = Scene::new();
+    let albedo = Vec3::new(0.5, 0.4, 0.3);
+    let m = scene.add_material(Material::lambertian(albedo));
+    let r = 100.0;
+    scene.add_triangle(
+        Vec3::new(-r, 0.0, -r),
+        Vec3::new(r, 0.0, -r),
+        Vec3::new(0.0, 0.0, r),
+        m,
+    );
+    scene.light.position = Vec3::new(10.0, -0.1, 0.0);
+    scene.light.color = Vec3::ONE;
+    let accel = Accel::build(&scene).expect("valid scene");
+    let eye = Vec3::new(-10.0, 1.0, 0.0);
+    let settings = RenderSettings {
+        integrator: Integrator::Whitted,
+        ..Default::default()
+    };
+    let camera = Camera::look_at(eye, Vec3::ZERO, Vec3::Y, 40.0);
+    let mut params = settings.params(&accel, &camera, 4, 4).expect("params");
+    params.max_depth = 0; // the local colour of the first hit alone
+    let (c, _) = trace_whitted(&accel, &params, prism_core::Ray::new(eye, -eye));
+    let ambient = PHONG_AMBIENT * albedo;
+    assert!(
+        (c - ambient).abs().max_element() < 1e-6,
+        "{c} against ambient {ambient}"
+    );
 }
