@@ -150,6 +150,14 @@ fn write_hits(path: &Path, hits: &[(f32, u32)]) {
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
+/// `prism bench` on the CPU, one run, tracing `rays` against `mesh`, with `extra` arguments.
+fn bench_rays(mesh: &Path, rays: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["bench", "--backend", "cpu", "--runs", "1"];
+    args.extend(["--mesh", arg(mesh), "--rays", arg(rays)]);
+    args.extend(extra);
+    prism(&args, &[])
+}
+
 #[test]
 fn bench_hits_fails_on_any_disagreement() {
     let dir = temp_dir("hits");
@@ -166,22 +174,7 @@ fn bench_hits_fails_on_any_disagreement() {
     );
     let miss = (f32::INFINITY, u32::MAX);
     let bench = |hits: &Path| {
-        let o = prism(
-            &[
-                "bench",
-                "--backend",
-                "cpu",
-                "--runs",
-                "1",
-                "--mesh",
-                arg(&mesh),
-                "--rays",
-                arg(&rays),
-                "--hits",
-                arg(hits),
-            ],
-            &[],
-        );
+        let o = bench_rays(&mesh, &rays, &["--hits", arg(hits)]);
         (o.status.success(), stderr(&o))
     };
 
@@ -214,18 +207,7 @@ fn bench_hits_fails_on_any_disagreement() {
 
     // Render settings do not apply to a ray file: refused, not ignored.
     for extra in [["--spp", "4"], ["--width", "64"], ["--integrator", "ao"]] {
-        let mut args = vec![
-            "bench",
-            "--backend",
-            "cpu",
-            "--runs",
-            "1",
-            "--mesh",
-            arg(&mesh),
-        ];
-        args.extend(["--rays", arg(&rays)]);
-        args.extend(extra);
-        let o = prism(&args, &[]);
+        let o = bench_rays(&mesh, &rays, &extra);
         assert!(!o.status.success(), "{extra:?}");
         assert!(
             stderr(&o).contains("apply to renders only"),
@@ -236,20 +218,7 @@ fn bench_hits_fails_on_any_disagreement() {
     // An empty ray file has nothing to time.
     let empty = dir.join("empty.rays");
     write_rays(&empty, &[]);
-    let o = prism(
-        &[
-            "bench",
-            "--backend",
-            "cpu",
-            "--runs",
-            "1",
-            "--mesh",
-            arg(&mesh),
-            "--rays",
-            arg(&empty),
-        ],
-        &[],
-    );
+    let o = bench_rays(&mesh, &empty, &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("holds no rays"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);

@@ -53,6 +53,14 @@ fn with_backend(f: impl FnOnce(&mut WgpuBackend)) {
     }
 }
 
+/// Core's closest hits of `rays` as `(t, prim)`, the form `AgreementCounts` compares.
+fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<(f32, u32)> {
+    rays.iter()
+        .map(|r| accel.intersect(r))
+        .map(|h| (h.t, h.prim))
+        .collect()
+}
+
 /// A uniform float in [lo, hi).
 fn uniform(rng: &mut Pcg, lo: f32, hi: f32) -> f32 {
     lo + (hi - lo) * rng.next_f32()
@@ -168,11 +176,7 @@ fn intersect_and_occluded_match_core_on_random_scenes() {
             let mut hits = vec![Hit::MISS; rays.len()];
             let stats = gpu.intersect(&rays, &mut hits).expect("intersect");
             assert_eq!(stats.rays, rays.len() as u64);
-            let reference: Vec<(f32, u32)> = rays
-                .iter()
-                .map(|r| accel.intersect(r))
-                .map(|h| (h.t, h.prim))
-                .collect();
+            let reference = core_hits(&accel, &rays);
             let counts = AgreementCounts::compare(&rays, &hits, &reference);
             eprintln!("random scene {seed}: intersect vs core: {counts:?}");
             assert!(
@@ -833,11 +837,7 @@ fn rays_open_behind_them_agree_with_core() {
     gpu.intersect(&rays, &mut hits).expect("intersect");
     // The same primitives (the sphere's t may differ in its last bits: WGSL's
     // division and square root are not correctly rounded).
-    let reference: Vec<(f32, u32)> = rays
-        .iter()
-        .map(|r| accel.intersect(r))
-        .map(|h| (h.t, h.prim))
-        .collect();
+    let reference = core_hits(&accel, &rays);
     let counts = AgreementCounts::compare(&rays, &hits, &reference);
     assert!(counts.passed(), "{counts:?}");
     assert!(hits.iter().any(Hit::is_hit) && hits.iter().any(|h| !h.is_hit()));
