@@ -896,18 +896,22 @@ impl WgpuBackend {
 
     /// Wait for a submission recorded with timestamp slot `slot` and return
     /// its trace time: from the timestamps when available, else the host time
-    /// from submission to completion.
+    /// from submission to completion ([`host_span`]: with several submissions
+    /// in flight, not counting the time the previous one still ran). Also
+    /// returns when the wait ended, to pass as the next call's `previous_done`.
     fn finish_trace(
         &self,
         index: wgpu::SubmissionIndex,
         submitted: Instant,
+        previous_done: Option<Instant>,
         slot: usize,
         operation: &'static str,
-    ) -> Result<Duration, Error> {
+    ) -> Result<(Duration, Instant), Error> {
         wait(&self.device, Some(index.clone()), operation)?;
-        let host = submitted.elapsed();
+        let done = Instant::now();
+        let host = host_span(submitted, previous_done, done);
         let Some(ts) = &self.timestamps else {
-            return Ok(host);
+            return Ok((host, done));
         };
         let mut ticks = [0u64; 2];
         map_and_read(
@@ -923,9 +927,9 @@ impl WgpuBackend {
         let elapsed = ticks[1].saturating_sub(ticks[0]) as f64 * ts.period;
         // A zero or absurd reading (some drivers) falls back to the host time.
         if elapsed > 0.0 && elapsed < host.as_secs_f64() * 1e9 * 1.5 + 1e6 {
-            Ok(Duration::from_nanos(elapsed as u64))
+            Ok((Duration::from_nanos(elapsed as u64), done))
         } else {
-            Ok(host)
+            Ok((host, done))
         }
     }
 
@@ -1105,6 +1109,8 @@ impl WgpuBackend {
         let mut row = 0u32;
         let mut band = 0usize;
         let mut cancelled = false;
+        // When the previous band's wait ended (finish_trace's host time).
+        let mut previous_done = None;
         while row < height || !in_flight.is_empty() {
             let can_submit = row < height && !cancelled && in_flight.len() < slots;
             if can_submit && progress.cancelled() {
@@ -1156,7 +1162,10 @@ impl WgpuBackend {
             let Some((first_row, rows, slot, index, at)) = in_flight.pop_front() else {
                 break;
             };
-            stats.trace += self.finish_trace(index.clone(), at, slot, "render")?;
+            let (trace, done) =
+                self.finish_trace(index.clone(), at, previous_done, slot, "render")?;
+            stats.trace += trace;
+            previous_done = Some(done);
             let download_start = Instant::now();
             let bytes = rows as u64 * row_bytes;
             let first = first_row as usize * width as usize;
@@ -1293,6 +1302,8 @@ impl WgpuBackend {
             Instant,
         )> = std::collections::VecDeque::new();
         let mut chunks = rays.chunks(per_chunk).enumerate().peekable();
+        // When the previous chunk's wait ended (finish_trace's host time).
+        let mut previous_done = None;
         while chunks.peek().is_some() || !in_flight.is_empty() {
             if in_flight.len() < slots
                 && let Some((k, chunk)) = chunks.next()
@@ -1343,7 +1354,10 @@ impl WgpuBackend {
             let Some((first, n, slot, index, at)) = in_flight.pop_front() else {
                 break;
             };
-            stats.trace += self.finish_trace(index.clone(), at, slot, kernel.entry_point())?;
+            let (trace, done) =
+                self.finish_trace(index.clone(), at, previous_done, slot, kernel.entry_point())?;
+            stats.trace += trace;
+            previous_done = Some(done);
             let download_start = Instant::now();
             map_and_read(
                 &self.device,
@@ -1605,6 +1619,16 @@ fn create_buffer(
         ));
     }
     Ok(buffer)
+}
+
+/// Host-measured trace time of a submission that finished at `done`: from its
+/// submission, or from the end of the previous submission's wait when that came
+/// later. The queue runs submissions in order, so with two in flight the later
+/// one cannot start before the earlier one ends; counting from its submission
+/// would count the earlier one's remaining time twice.
+fn host_span(submitted: Instant, previous_done: Option<Instant>, done: Instant) -> Duration {
+    let from = previous_done.map_or(submitted, |p| p.max(submitted));
+    done.saturating_duration_since(from)
 }
 
 /// Block until `index` (or all work) finished. wgpu panics on a device error
@@ -1921,5 +1945,32 @@ impl WgpuBackend {
     pub fn lose_device_for_testing(&self) {
         let _lifecycle = Lifecycle::acquire();
         self.device.destroy();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_span;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn host_span_does_not_count_overlapping_submissions_twice() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Two bands submitted together at t0; the first is waited for until
+        // 10 ms, the second until 20 ms. The two spans add up to the 20 ms
+        // the queue was busy, not 10 + 20.
+        let first = host_span(t0, None, t0 + ms(10));
+        let second = host_span(t0, Some(t0 + ms(10)), t0 + ms(20));
+        assert_eq!(first, ms(10));
+        assert_eq!(second, ms(10));
+        assert_eq!(first + second, ms(20));
+        // Submitted after the previous wait ended: counted from submission.
+        assert_eq!(
+            host_span(t0 + ms(25), Some(t0 + ms(20)), t0 + ms(30)),
+            ms(5)
+        );
+        // A wait that ended before `from` (clock order) is zero, not a panic.
+        assert_eq!(host_span(t0 + ms(5), None, t0), Duration::ZERO);
     }
 }
