@@ -266,7 +266,8 @@ pub fn brute_force(scene: &Scene, ray: &Ray) -> (f32, u32) {
     best
 }
 
-/// Whether the slab test's face-plane convention may hide the hit at `t`.
+/// Whether the slab test's face-plane convention may hide the hit at `t` on
+/// scene primitive `prim`.
 ///
 /// The core's slab test clamps a direction component below
 /// [`prism_core::intersect::MIN_DIR_COMPONENT`] to that value with its sign
@@ -277,17 +278,79 @@ pub fn brute_force(scene: &Scene, ray: &Ray) -> (f32, u32) {
 /// so traversal can miss a primitive hit on that face, such as a triangle edge
 /// lying in the plane. The same holds within `2e-30 * t` of the plane, where
 /// the clamped and the true ray are on different sides of it at the hit.
-pub fn in_face_plane(nodes: &[prism_core::gpu::BvhNode], ray: &Ray, t: f32) -> bool {
+///
+/// Only the boxes a traversal must enter to reach `prim` count: the child
+/// boxes on the path from the root to its leaf ([`boxes_to_primitive`]). The
+/// CPU backend's 4- and 8-wide trees take their boxes from that binary tree,
+/// so their paths hold a subset of those boxes.
+pub fn in_face_plane(
+    nodes: &[prism_core::gpu::BvhNode],
+    prims: &[prism_core::gpu::Primitive],
+    ray: &Ray,
+    t: f32,
+    prim: u32,
+) -> bool {
     let reach = 2.0 * prism_core::intersect::MIN_DIR_COMPONENT * t.abs();
+    let path = boxes_to_primitive(nodes, prims, prim);
     // ok: `k` < 3 indexes a `Vec3` and the first three of four row entries.
     (0..3).any(|k| {
         ray.dir[k].abs() < prism_core::intersect::MIN_DIR_COMPONENT
-            && nodes.iter().any(|n| {
-                [n.left_lo, n.left_hi, n.right_lo, n.right_hi]
+            && path.iter().any(|(lo, hi)| {
+                [lo, hi]
                     .iter()
                     .any(|row| (ray.origin[k] - row[k]).abs() <= reach)
             })
     })
+}
+
+/// The child boxes (`lo`, `hi` rows) on the path from the root of `nodes` to
+/// the leaf that holds scene primitive `prim`, root first; empty when no leaf
+/// holds it.
+pub fn boxes_to_primitive(
+    nodes: &[prism_core::gpu::BvhNode],
+    prims: &[prism_core::gpu::Primitive],
+    prim: u32,
+) -> Vec<([f32; 4], [f32; 4])> {
+    use prism_core::gpu::EMPTY_CHILD;
+    let Some(slot) = prims.iter().position(|p| p.id() == prim) else {
+        return Vec::new();
+    };
+    let slot = slot as u32;
+    let children = |n: &prism_core::gpu::BvhNode| {
+        [
+            (n.left_lo, n.left_hi, n.left_index(), n.left_count()),
+            (n.right_lo, n.right_hi, n.right_index(), n.right_count()),
+        ]
+    };
+    // parent[c] = (node, side) of inner node c's entry in its parent.
+    let mut parent = vec![None; nodes.len()];
+    let mut leaf = None;
+    for (i, n) in nodes.iter().enumerate() {
+        for (side, (_, _, index, count)) in children(n).into_iter().enumerate() {
+            if index == EMPTY_CHILD {
+                continue;
+            }
+            if count == 0 {
+                if let Some(p) = parent.get_mut(index as usize) {
+                    *p = Some((i, side));
+                }
+            } else if (index..index.saturating_add(count)).contains(&slot) {
+                leaf = Some((i, side));
+            }
+        }
+    }
+    let mut path = Vec::new();
+    let mut at = leaf;
+    // Each step moves to a parent, which core places before its children, so
+    // the walk ends within `nodes.len()` steps; the bound guards a bad tree.
+    for _ in 0..=nodes.len() {
+        let Some((i, side)) = at else { break };
+        let (lo, hi, _, _) = children(&nodes[i])[side]; // ok: `i` indexes `nodes`, `side` < 2
+        path.push((lo, hi));
+        at = parent[i]; // ok: `parent` has one entry per node
+    }
+    path.reverse();
+    path
 }
 
 /// Whether the hit `(t, prim)` of `ray` lies outside its primitive's bounding box
@@ -417,7 +480,10 @@ fn compare_traversal(
     if let Err(e) = backend.occluded(rays, &mut occluded) {
         return violation!("occluded of {} valid rays failed: {e}", rays.len());
     }
-    let nodes = backend.accel().map(|a| a.nodes()).unwrap_or_default();
+    let (nodes, prims) = backend
+        .accel()
+        .map(|a| (a.nodes(), a.primitives()))
+        .unwrap_or_default();
     let all = rays.iter().zip(&hits).zip(&occluded).zip(reference);
     for (i, (((ray, hit), &occ), &(t, prim))) in all.enumerate() {
         if hit.is_hit()
@@ -431,8 +497,9 @@ fn compare_traversal(
         // under the face-plane convention, or where the reference hit is not on
         // its primitive at all ...
         let hit_ref = prim != Hit::NO_PRIM;
-        let culled =
-            hit_ref && (in_face_plane(nodes, ray, t) || off_primitive_box(scene, ray, t, prim));
+        let culled = hit_ref
+            && (in_face_plane(nodes, prims, ray, t, prim)
+                || off_primitive_box(scene, ray, t, prim));
         // ... and the closest-hit walk, which prunes boxes entered at or past the
         // best distance so far (at first `tmax`), may also miss a reference hit
         // within the rounding of `tmax`: the exact hit can lie at `tmax`, outside

@@ -78,3 +78,54 @@ fn every_target_is_replayed() {
         );
     }
 }
+
+/// The face-plane excuse counts only the boxes on the path to the hit
+/// primitive: each box holds the next, the last holds the primitive, and a
+/// ray lying in a face plane of a box off that path is not excused.
+#[test]
+fn face_plane_excuse_uses_the_path_to_the_primitive() {
+    use glam::Vec3;
+    use prism::fuzz_checks::{boxes_to_primitive, in_face_plane};
+    use prism_core::{Accel, Material, Ray, Scene};
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+    // Two well separated rows of spheres, so the root splits them.
+    for i in 0..8 {
+        scene.add_sphere(Vec3::new(i as f32 * 3.0, 0.0, 0.0), 1.0, m);
+        scene.add_sphere(Vec3::new(i as f32 * 3.0, 100.0, 0.0), 1.0, m);
+    }
+    let accel = Accel::build(&scene).expect("spheres build");
+    let (nodes, prims) = (accel.nodes(), accel.primitives());
+    let contains = |outer: &([f32; 4], [f32; 4]), inner: &([f32; 4], [f32; 4])| {
+        (0..3).all(|k| outer.0[k] <= inner.0[k] && inner.1[k] <= outer.1[k])
+    };
+    for prim in 0..16u32 {
+        let path = boxes_to_primitive(nodes, prims, prim);
+        assert!(path.len() >= 2, "prim {prim}: path {path:?}");
+        assert!(
+            path.windows(2).all(|w| contains(&w[0], &w[1])),
+            "prim {prim}"
+        );
+        let c = scene.spheres()[prim as usize];
+        let last = path.last().expect("non-empty");
+        assert!(
+            (0..3).all(|k| last.0[k] <= c[k] - 1.0 && c[k] + 1.0 <= last.1[k]),
+            "prim {prim}: leaf box {last:?} does not hold its sphere"
+        );
+    }
+    assert!(boxes_to_primitive(nodes, prims, 99).is_empty());
+    // A ray along x (not moving along y) in the top face plane of sphere 0's
+    // leaf box lies in a face plane on sphere 0's path; sphere 1 (y = 100) has
+    // no box face at that height on its path, though the tree holds one.
+    let top = boxes_to_primitive(nodes, prims, 0)
+        .last()
+        .expect("non-empty")
+        .1[1];
+    let ray = Ray::new(Vec3::new(-10.0, top, 0.0), Vec3::X);
+    assert!(in_face_plane(nodes, prims, &ray, 10.0, 0));
+    assert!(!in_face_plane(nodes, prims, &ray, 10.0, 1));
+    let any_box = nodes
+        .iter()
+        .any(|n| n.left_hi[1] == top || n.right_hi[1] == top);
+    assert!(any_box, "the tree holds the face plane");
+}
