@@ -67,6 +67,12 @@ pub fn load_mesh(path: impl AsRef<Path>) -> Result<Mesh, Error> {
 
 /// Parse OBJ text. `name` is used in error messages.
 ///
+/// Only positions and faces count: texture coordinates, normals and
+/// parameter-space vertices (`vt`, `vn`, `vp`) and the texture and normal
+/// indices of faces (`f 1/2/3`) are ignored, as the numbering rule of the
+/// reference hits says, so a file whose texture or normal data is broken or
+/// missing still loads by its positions ([`positions_only`]).
+///
 /// While parsing, tobj keeps about 100 bytes for every face line (some 13 times
 /// the size of a file of triangles, at most 26 times for one-vertex faces); the
 /// mesh it returns takes 12 bytes a vertex and 12 a triangle.
@@ -77,6 +83,8 @@ pub fn parse_obj(bytes: &[u8], name: &str) -> Result<Mesh, Error> {
         ignore_points: true,
         ignore_lines: true,
     };
+    let text = positions_only(bytes);
+    let bytes = text.as_slice();
     prescan_obj(bytes, name)?;
     let (models, _materials) = guarded(name, "OBJ", || {
         let mut reader = std::io::BufReader::new(bytes);
@@ -368,39 +376,69 @@ fn guarded<T>(
 /// bound keeps far from overflow.
 const OBJ_MAX_INDEX: i64 = u32::MAX as i64;
 
+/// The OBJ text as tobj should see it: `vt`, `vn` and `vp` lines emptied and
+/// each index of an `f` or `l` line cut to its vertex part (`7/3/2` to `7`),
+/// every line kept in place so that line numbers stay the file's. A line that
+/// is not UTF-8 is kept as it is, for tobj to refuse; so is an index with no
+/// vertex part (`/3`), which stays malformed.
+fn positions_only(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let Ok(text) = std::str::from_utf8(line) else {
+            out.extend_from_slice(line);
+            continue;
+        };
+        let mut words = text.split_whitespace();
+        match words.next() {
+            Some("vt" | "vn" | "vp") => {}
+            Some(keyword @ ("f" | "l")) => {
+                out.extend_from_slice(keyword.as_bytes());
+                for word in words {
+                    let vertex = word.split('/').next().unwrap_or_default();
+                    out.push(b' ');
+                    let kept = if vertex.is_empty() { word } else { vertex };
+                    out.extend_from_slice(kept.as_bytes());
+                }
+            }
+            _ => {
+                out.extend_from_slice(line);
+                continue;
+            }
+        }
+        if line.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
 /// Refuse OBJ face indices that tobj would mishandle, naming the line: absolute
 /// indices beyond [`OBJ_MAX_INDEX`], and relative (negative) indices that reach
-/// before the first `v`, `vt` or `vn` line (tobj turns those into huge
-/// `usize` values and overflows on them). Anything else is left to tobj.
+/// before the first `v` line (tobj turns those into huge `usize` values and
+/// overflows on them). Runs on [`positions_only`]'s text, where faces hold
+/// vertex indices alone. Anything else is left to tobj.
 fn prescan_obj(bytes: &[u8], name: &str) -> Result<(), Error> {
     use std::io::BufRead;
-    // Elements defined so far: positions, texture coordinates, normals.
-    let mut counts = [0i64; 3];
+    // `v` lines so far.
+    let mut defined = 0i64;
     for (n, line) in std::io::BufReader::new(bytes).lines().enumerate() {
         // tobj stops with an error at the same unreadable line.
         let Ok(line) = line else { break };
         let mut words = line.split_whitespace();
         match words.next() {
-            Some("v") => counts[0] += 1,
-            Some("vt") => counts[1] += 1,
-            Some("vn") => counts[2] += 1,
+            Some("v") => defined += 1,
             Some("f") | Some("l") => {
                 for word in words {
-                    for (kind, part) in word.split('/').enumerate().take(3) {
-                        // Unparsable indices are tobj's to report.
-                        let Ok(x) = part.parse::<i64>() else { continue };
-                        // ok: `take(3)` keeps `kind` below 3.
-                        let defined = counts[kind];
-                        if x > OBJ_MAX_INDEX || (x < 0 && x.unsigned_abs() > defined as u64) {
-                            let what = ["vertex", "texture coordinate", "normal"][kind];
-                            return Err(Error::Parse {
-                                path: name.into(),
-                                line: Some(n + 1),
-                                message: format!(
-                                    "{what} index {x} out of range ({defined} defined so far)"
-                                ),
-                            });
-                        }
+                    // Unparsable indices are tobj's to report.
+                    let Ok(x) = word.parse::<i64>() else { continue };
+                    if x > OBJ_MAX_INDEX || (x < 0 && x.unsigned_abs() > defined as u64) {
+                        return Err(Error::Parse {
+                            path: name.into(),
+                            line: Some(n + 1),
+                            message: format!(
+                                "vertex index {x} out of range ({defined} defined so far)"
+                            ),
+                        });
                     }
                 }
             }
@@ -474,15 +512,12 @@ mod tests {
     fn obj_indices_tobj_would_overflow_on_are_refused_by_line() {
         // Each of these makes tobj 4.0.5 panic on arithmetic overflow (debug
         // builds) when it multiplies the index: relative indices before the
-        // first element, and absolute ones near `isize::MAX`.
+        // first vertex, and absolute ones near `isize::MAX`.
         for (src, line) in [
+            ("v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\nf 1 -99 3\n", 5),
+            ("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/1 -5/1 3/1\n", 5),
             (
-                "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\nf 1//-99 2//1 3//1\n",
-                5,
-            ),
-            ("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/-5 2/1 3/1\n", 5),
-            (
-                "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\n# c\nf 1//9223372036854775807 2//1 3//1\n",
+                "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\n# c\nf 1//1 9223372036854775807//1 3//1\n",
                 6,
             ),
         ] {
@@ -491,6 +526,37 @@ mod tests {
                 other => panic!("{src}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn obj_texture_and_normal_data_is_ignored() {
+        // Broken or missing texture and normal data: out-of-range and
+        // relative indices, a one-value `vt` (valid OBJ, which tobj 4.0.5
+        // refuses), normal indices with no `vn` line. The reference numbering
+        // ignores them all, so each loads as the plain file does.
+        let plain = parse_obj(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3 4\n", "p.obj")
+            .expect("plain quad"); // ok: test, a valid file
+        assert_eq!(plain.triangles, [[0, 1, 2], [0, 2, 3]]);
+        for src in [
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0 0\nf 1/9 2/9 3/9 4/9\n",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0.5\nf 1 2 3 4\n",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvn 0 0 1\nf 1//7 2//7 3//7 4//7\n",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1//-99 2//1 3/-5/2 4/1/1\r\n",
+            "v 0 0 0\nvt 0 0 0\nv 1 0 0\nvp 0.5\nv 0 1 0\nvn 0 0 1\nv 1 1 0\nf 1/1/1 2/1/1 3/1/1 4/1/1",
+        ] {
+            assert_eq!(
+                parse_obj(src.as_bytes(), "t.obj").as_ref(),
+                Ok(&plain),
+                "{src:?}"
+            );
+        }
+        // Line numbers stay the file's: the bad vertex index is on line 4.
+        match parse_obj(b"vt 0 0\nv 0 0 0\nvn 0 0 1\nf 1/1 -2/1 1/1\n", "t.obj") {
+            Err(Error::Parse { line: Some(4), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        // An index with no vertex part is still malformed.
+        assert!(parse_obj(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf /1 2 3\n", "t.obj").is_err());
     }
 
     #[test]
