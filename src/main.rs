@@ -37,7 +37,7 @@ enum Command {
 #[derive(Args, Clone)]
 struct SceneArgs {
     /// Built-in scene: rtiow, whitted19, cornell.
-    #[arg(long, default_value = "rtiow")]
+    #[arg(long, default_value = "rtiow", conflicts_with = "mesh")]
     scene: String,
     /// This mesh (.obj or .ply) instead of a built-in scene (rendered; traced by `bench --rays`).
     #[arg(long)]
@@ -54,7 +54,8 @@ struct SceneArgs {
     /// Samples per pixel (default: the scene's).
     #[arg(long)]
     spp: Option<u32>,
-    /// Maximum path depth, or mirror bounces for whitted (default: the scene's).
+    /// Maximum path depth, or mirror bounces for whitted (default: the scene's;
+    /// refused with ao, which traces no bounces).
     #[arg(long)]
     depth: Option<u32>,
     /// Frame seed.
@@ -63,13 +64,14 @@ struct SceneArgs {
     /// Integrator: path, whitted, ao (default: the scene's).
     #[arg(long)]
     integrator: Option<String>,
-    /// AO rays per sample.
+    /// AO rays per sample (ao integrator only).
     #[arg(long)]
     ao_samples: Option<u32>,
-    /// AO ray length.
+    /// AO ray length (ao integrator only; for a mesh, default a tenth of its
+    /// bounding box's diagonal).
     #[arg(long)]
     ao_distance: Option<f32>,
-    /// AO also traces a shadow ray to the key light.
+    /// AO also traces a shadow ray to the key light (ao integrator only).
     #[arg(long)]
     ao_shadows: bool,
     /// Worker threads of the CPU backend, whenever it is the backend that opens
@@ -115,6 +117,32 @@ enum CliError {
     /// `--out` is in a directory that does not exist.
     #[error("--out {path}: the directory {dir} does not exist")]
     OutDir { path: String, dir: String },
+    /// `--out` cannot be written: it is a directory, or creating it fails.
+    #[error("--out {path}: cannot write it: {reason}")]
+    OutUnwritable { path: String, reason: String },
+    /// Settings given for an integrator that the render does not use.
+    #[error("{flags} {verb} not apply to the {integrator} integrator, which this render uses")]
+    NotForIntegrator {
+        flags: String,
+        /// "does" or "do", as `flags` names one or more.
+        verb: &'static str,
+        integrator: &'static str,
+    },
+    /// A mesh too small or too large to frame: its render's camera and AO
+    /// distance come from its size.
+    #[error(
+        "--mesh {path}: its bounding box's diagonal is {diagonal}: a mesh render places the \
+         camera and sets the AO distance by the mesh's size, so it needs a finite size above \
+         zero (bench --rays traces any mesh)"
+    )]
+    MeshExtent { path: String, diagonal: f32 },
+    /// Opening the backend that `PRISM_BACKEND` chose, in place of `--backend`, failed.
+    #[error("PRISM_BACKEND={value} (overriding --backend {flag}): {source}")]
+    Overridden {
+        value: String,
+        flag: String,
+        source: Error,
+    },
     /// Arguments that do not go together.
     #[error("{0}")]
     Usage(&'static str),
@@ -164,8 +192,11 @@ fn main() -> ExitCode {
 }
 
 /// Whether `path` is a writable image name: a `.png` or `.exr` file (either case)
-/// in a directory that exists. Returns whether it is EXR. Checked before the
-/// render, so that a long render is never thrown away for want of a format.
+/// in a directory that exists, that can be opened for writing (probed without
+/// changing it: an existing file is opened and left as it is, a new one is
+/// created and removed again). Returns whether it is EXR. Checked before the
+/// render, so that a long render is never thrown away for want of a place to
+/// write it.
 fn check_out(path: &Path) -> Result<bool, CliError> {
     let ext = path
         .extension()
@@ -190,20 +221,45 @@ fn check_out(path: &Path) -> Result<bool, CliError> {
             dir: dir.display().to_string(),
         });
     }
+    let unwritable = |reason: String| CliError::OutUnwritable {
+        path: path.display().to_string(),
+        reason,
+    };
+    if path.is_dir() {
+        return Err(unwritable("it is a directory".into()));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| unwritable(e.to_string()))?;
+    if !existed {
+        std::fs::remove_file(path).map_err(|e| unwritable(e.to_string()))?;
+    }
     Ok(exr)
 }
 
-/// The scene, camera, settings and size the arguments describe.
-fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u32), Error> {
+/// The scene, camera, settings and size the arguments describe. Settings for an
+/// integrator the render does not use are refused, not ignored.
+fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u32), CliError> {
     let (name, scene, camera, mut settings, w, h) = match &a.mesh {
         Some(path) => {
             let mesh = prism::mesh::load_mesh(path)?;
             let (scene, camera) =
                 prism::mesh_scene(&mesh, Material::lambertian(glam::Vec3::splat(0.7)))?;
+            let diagonal = mesh.bounds().diagonal();
+            if !(diagonal.is_finite() && diagonal > 0.0) {
+                return Err(CliError::MeshExtent {
+                    path: path.display().to_string(),
+                    diagonal,
+                });
+            }
             let settings = RenderSettings {
                 integrator: Integrator::Ao,
                 spp: 4,
-                ao_distance: 0.1 * mesh.bounds().diagonal(),
+                ao_distance: 0.1 * diagonal,
                 ..Default::default()
             };
             (
@@ -236,6 +292,23 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
     settings.ao_samples = a.ao_samples.unwrap_or(settings.ao_samples);
     settings.ao_distance = a.ao_distance.unwrap_or(settings.ao_distance);
     settings.ao_shadows |= a.ao_shadows;
+    let refused: &[(&str, bool)] = if settings.integrator == Integrator::Ao {
+        &[("--depth", a.depth.is_some())]
+    } else {
+        &[
+            ("--ao-samples", a.ao_samples.is_some()),
+            ("--ao-distance", a.ao_distance.is_some()),
+            ("--ao-shadows", a.ao_shadows),
+        ]
+    };
+    let given: Vec<&str> = refused.iter().filter(|f| f.1).map(|f| f.0).collect();
+    if !given.is_empty() {
+        return Err(CliError::NotForIntegrator {
+            flags: given.join(", "),
+            verb: if given.len() == 1 { "does" } else { "do" },
+            integrator: settings.integrator.name(),
+        });
+    }
     Ok((
         name,
         scene,
@@ -249,14 +322,25 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
 /// Open the backend the arguments ask for (`PRISM_BACKEND` overriding, as in
 /// [`prism::open`]), saying which was taken. `--threads` applies whenever the
 /// CPU backend is the one that opens; a warning says so when a GPU backend did.
-fn open_backend(a: &SceneArgs) -> Result<Box<dyn Backend + Send>, Error> {
+fn open_backend(a: &SceneArgs) -> Result<Box<dyn Backend + Send>, CliError> {
+    // An error of the backend `PRISM_BACKEND` chose says so, since the user
+    // may have asked for another with --backend.
+    let overridden = |source: Error| match prism::env_override() {
+        Some(value) => CliError::Overridden {
+            value,
+            flag: a.backend.clone(),
+            source,
+        },
+        None => CliError::Prism(source),
+    };
     let choice = BackendChoice::from_name(&a.backend)?;
     let opened = prism::open_with(
         choice,
         &OpenOptions {
             cpu_threads: a.threads,
         },
-    )?;
+    )
+    .map_err(overridden)?;
     eprintln!("{}", opened.report());
     let name = opened.backend.info().name;
     if a.threads > 0 && name != "cpu" {
@@ -540,13 +624,19 @@ fn info() -> Result<(), CliError> {
         match prism::open_with_env(choice, None) {
             Ok(o) => {
                 let i = o.backend.info();
-                println!(
-                    "{:>5}: {}{} (max buffer {} MiB)",
-                    i.name,
-                    i.device,
-                    if i.software { " [software]" } else { "" },
-                    i.max_buffer_bytes >> 20
-                );
+                // The CPU backend's limit is the address space's (isize::MAX).
+                let max_buffer = if i.max_buffer_bytes >= isize::MAX as u64 {
+                    "no buffer limit".to_string()
+                } else {
+                    format!("max buffer {} MiB", i.max_buffer_bytes >> 20)
+                };
+                // Auto selection skips software GPU adapters (prism::open).
+                let software = if i.software && choice != BackendChoice::Cpu {
+                    " [software: auto skips it; use --backend wgpu]"
+                } else {
+                    ""
+                };
+                println!("{:>5}: {}{software} ({max_buffer})", i.name, i.device);
             }
             Err(e) => println!(
                 "{:>5}: not available: {}",
@@ -608,7 +698,19 @@ fn conformance(a: ConformanceArgs) -> ExitCode {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
-        Some(Ok(list)) => Some(list),
+        Some(Ok(list)) => {
+            // Each backend once: the report names its images by backend.
+            if let Some((k, _)) = list
+                .iter()
+                .enumerate()
+                .find(|(k, c)| list[..*k].contains(c))
+            {
+                let name = a.backends.as_ref().map_or("", |n| n[k].as_str());
+                eprintln!("error: --backends lists {name} more than once");
+                return ExitCode::FAILURE;
+            }
+            Some(list)
+        }
         None => None,
     };
     let options = prism::conformance::Options {
@@ -616,8 +718,23 @@ fn conformance(a: ConformanceArgs) -> ExitCode {
         quick: a.quick,
         scenes: a.scenes,
     };
+    // The report's directory is made before the run, so that a place it cannot
+    // be written fails at once, not after the whole suite.
+    let img = a.out.join("img");
+    if let Err(e) = std::fs::create_dir_all(&img) {
+        eprintln!(
+            "error: --out {}: cannot write the report there: {e}",
+            a.out.display()
+        );
+        return ExitCode::FAILURE;
+    }
     let start = Instant::now();
     let report = prism::conformance::run_suite(&options, &mut |line| eprintln!("  {line}"));
+    println!(
+        "{} in {:.1} s",
+        report.summary(),
+        start.elapsed().as_secs_f64()
+    );
     match prism::conformance::write_html(&report, &a.out) {
         Ok(index) => eprintln!("report: {}", index.display()),
         Err(e) => {
@@ -625,11 +742,6 @@ fn conformance(a: ConformanceArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    println!(
-        "{} in {:.1} s",
-        report.summary(),
-        start.elapsed().as_secs_f64()
-    );
     match report.failures().first() {
         None => ExitCode::SUCCESS,
         Some(first) => {

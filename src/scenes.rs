@@ -31,9 +31,10 @@ pub struct Preset {
     pub height: u32,
 }
 
-/// A built-in scene by name.
+/// A built-in scene by name (ASCII case and surrounding spaces ignored, as for
+/// backend names).
 pub fn by_name(name: &str) -> Result<Preset, Error> {
-    match name {
+    match name.trim().to_ascii_lowercase().as_str() {
         "rtiow" => Ok(rtiow()),
         "whitted19" => Ok(whitted19()),
         "cornell" => Ok(cornell()),

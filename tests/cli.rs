@@ -43,11 +43,13 @@ fn tiny<'a>(out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
 #[test]
 fn render_refuses_an_unwritable_out_before_rendering() {
     let dir = temp_dir("out");
+    std::fs::create_dir(dir.join("a_dir.png")).expect("a directory named like an image");
     for (name, says) in [
         ("x.jpg", "cannot write .jpg"),
         ("x.PNG.txt", "cannot write .txt"),
         ("noext", "without extension"),
         ("missing/x.png", "does not exist"),
+        ("a_dir.png", "is a directory"),
     ] {
         let out = dir.join(name);
         // The full default render: were it started, this test would take minutes.
@@ -60,8 +62,32 @@ fn render_refuses_an_unwritable_out_before_rendering() {
             !err.contains("using"),
             "{name}: a backend was opened: {err}"
         );
-        assert!(!out.exists(), "{name}");
+        assert!(!out.exists() || out.is_dir(), "{name}");
     }
+    // A place that cannot be created (Linux: /proc takes no new files).
+    if cfg!(target_os = "linux") {
+        let o = prism(
+            &["render", "--backend", "cpu", "--out", "/proc/prism-x.png"],
+            &[],
+        );
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{err}");
+        assert!(
+            err.contains("--out /proc/prism-x.png: cannot write it"),
+            "{err}"
+        );
+        assert!(!err.contains("using"), "a backend was opened: {err}");
+    }
+    // The writability probe leaves no new file behind and an existing one as
+    // it was, when the render is refused after it (--spp 0).
+    let kept = dir.join("kept.png");
+    std::fs::write(&kept, b"not yet an image").expect("a file to keep");
+    for out in [dir.join("new.png"), kept.clone()] {
+        let o = prism(&tiny(arg(&out), &["--backend", "cpu", "--spp", "0"]), &[]);
+        assert!(!o.status.success(), "{}", stderr(&o));
+    }
+    assert!(!dir.join("new.png").exists());
+    assert_eq!(std::fs::read(&kept).expect("kept"), b"not yet an image");
     // Either case of a known extension is accepted.
     for name in ["x.PNG", "x.Exr"] {
         let out = dir.join(name);
@@ -120,6 +146,13 @@ fn info_names_the_override_only_when_there_is_one() {
     assert!(!says(&[]).contains("PRISM_BACKEND"));
     assert!(!says(&[("PRISM_BACKEND", "")]).contains("PRISM_BACKEND"));
     assert!(says(&[("PRISM_BACKEND", "cpu")]).contains("PRISM_BACKEND=cpu overrides --backend"));
+    // The CPU backend's buffers are bounded by the address space alone.
+    let cpu = says(&[]);
+    let cpu = cpu.lines().find(|l| l.trim_start().starts_with("cpu:"));
+    assert!(
+        cpu.is_some_and(|l| l.ends_with("(no buffer limit)")),
+        "{cpu:?}"
+    );
     let bad = says(&[("PRISM_BACKEND", "vulkan")]);
     assert!(bad.contains("PRISM_BACKEND=vulkan is invalid"), "{bad}");
     assert!(!bad.contains("overrides"), "{bad}");
@@ -221,5 +254,165 @@ fn bench_hits_fails_on_any_disagreement() {
     let o = bench_rays(&mesh, &empty, &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("holds no rays"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn settings_for_another_integrator_are_refused() {
+    let dir = temp_dir("integrator");
+    let out = dir.join("i.png");
+    let out = arg(&out);
+    // cornell renders with the path integrator unless told otherwise.
+    for (more, says) in [
+        (
+            vec!["--ao-samples", "4"],
+            "--ao-samples does not apply to the path integrator",
+        ),
+        (
+            vec![
+                "--integrator",
+                "whitted",
+                "--ao-distance",
+                "1",
+                "--ao-shadows",
+            ],
+            "--ao-distance, --ao-shadows do not apply to the whitted integrator",
+        ),
+        (
+            vec!["--integrator", "ao", "--depth", "3"],
+            "--depth does not apply to the ao integrator",
+        ),
+    ] {
+        let mut args = vec!["--backend", "cpu"];
+        args.extend(more);
+        let o = prism(&tiny(out, &args), &[]);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            !err.contains("using"),
+            "{args:?}: a backend was opened: {err}"
+        );
+    }
+    // Names of scenes and integrators ignore ASCII case, as backend names do.
+    let o = prism(
+        &[
+            "render",
+            "--backend",
+            "CPU",
+            "--scene",
+            "Cornell",
+            "--integrator",
+            "AO",
+            "--ao-samples",
+            "2",
+            "--width",
+            "8",
+            "--height",
+            "8",
+            "--spp",
+            "1",
+            "--out",
+            out,
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mesh_renders_refuse_a_scene_name_and_a_mesh_without_size() {
+    let dir = temp_dir("mesh");
+    let mesh = dir.join("point.obj");
+    std::fs::write(&mesh, "v 1 1 1\nv 1 1 1\nv 1 1 1\nf 1 2 3\n").expect("mesh file");
+    let out = dir.join("m.png");
+    // --scene names a built-in scene, which a mesh replaces: refused by clap.
+    let o = prism(
+        &[
+            "render",
+            "--mesh",
+            arg(&mesh),
+            "--scene",
+            "whitted19",
+            "--out",
+            arg(&out),
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--scene"), "{err}");
+    // A mesh of one point: its camera and AO distance cannot follow from its size.
+    let o = prism(
+        &[
+            "render",
+            "--backend",
+            "cpu",
+            "--mesh",
+            arg(&mesh),
+            "--out",
+            arg(&out),
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("bounding box's diagonal is 0"), "{err}");
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_overriding_prism_backend_is_named_in_errors() {
+    let dir = temp_dir("override");
+    let out = dir.join("o.png");
+    let o = prism(
+        &tiny(arg(&out), &["--backend", "cpu"]),
+        &[("PRISM_BACKEND", "gpu")],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("PRISM_BACKEND=gpu (overriding --backend cpu): unknown backend 'gpu'"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn conformance_refuses_an_unwritable_report_and_a_backend_twice_before_running() {
+    let dir = temp_dir("conformance");
+    let file = dir.join("a_file");
+    std::fs::write(&file, b"x").expect("a file");
+    let o = prism(
+        &[
+            "conformance",
+            "--quick",
+            "--backends",
+            "cpu",
+            "--out",
+            arg(&file),
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("cannot write the report there"), "{err}");
+    assert!(!err.contains("  "), "the suite ran: {err}");
+    let o = prism(
+        &[
+            "conformance",
+            "--quick",
+            "--backends",
+            "cpu,CPU",
+            "--out",
+            arg(&dir.join("r")),
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("--backends lists CPU more than once"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

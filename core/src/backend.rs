@@ -36,11 +36,12 @@ impl Integrator {
         }
     }
 
-    /// Look an integrator up by [`Integrator::name`].
+    /// Look an integrator up by [`Integrator::name`] (ASCII case and
+    /// surrounding spaces ignored).
     pub fn from_name(name: &str) -> Result<Integrator, Error> {
         Self::ALL
             .into_iter()
-            .find(|i| i.name() == name)
+            .find(|i| i.name().eq_ignore_ascii_case(name.trim()))
             .ok_or_else(|| Error::UnknownName {
                 what: "integrator",
                 name: name.into(),
