@@ -398,6 +398,76 @@ fn a_backend_asked_for_but_missing_fails_and_one_not_asked_for_is_skipped() {
     );
 }
 
+/// Ray sets a caller of `run` builds itself get the checks `mesh_cases` gives
+/// files: a set with no rays, or with another number of reference hits than
+/// rays, fails as a note and is not traced; a good set beside them is checked.
+#[test]
+fn run_refuses_ray_sets_that_check_nothing() {
+    use prism::conformance::{MeshRays, RaySet};
+    let mut scene = Scene::new();
+    let m = scene.add_material(prism::Material::lambertian(prism::glam::Vec3::splat(0.5)));
+    let v = prism::glam::Vec3::new;
+    scene
+        .add_mesh(
+            &[v(-1.0, -1.0, 0.0), v(1.0, -1.0, 0.0), v(0.0, 1.0, 0.0)],
+            &[[0, 1, 2]],
+            m,
+        )
+        .expect("one triangle");
+    let ray = Ray::new(v(0.0, 0.0, 1.0), v(0.0, 0.0, -1.0));
+    let set = |name: &str, rays: Vec<Ray>, reference: Vec<(f32, u32)>| RaySet {
+        name: name.into(),
+        rays,
+        reference,
+    };
+    let cases = Cases {
+        meshes: vec![MeshRays {
+            name: "tri".into(),
+            scene,
+            sets: vec![
+                set("empty", vec![], vec![]),
+                set("short", vec![ray, ray], vec![(1.0, 0)]),
+                set("good", vec![ray], vec![(1.0, 0)]),
+            ],
+        }],
+        ..Default::default()
+    };
+    let config = Config {
+        generated: prism::conformance::generated::GenSize {
+            seeds: 1,
+            rays: 16,
+            triangles: 8,
+            spheres: 4,
+        },
+        ..Config::quick()
+    };
+    let report = run(
+        vec![Candidate::opened("cpu", cpu())],
+        &cases,
+        &config,
+        &mut |_| {},
+    );
+    let failures = report.failures();
+    assert_eq!(failures.len(), 2, "{failures:#?}");
+    assert!(
+        failures[0].contains("tri/empty") && failures[0].contains("no rays"),
+        "{failures:#?}"
+    );
+    assert!(
+        failures[1].contains("tri/short") && failures[1].contains("2 rays but 1 reference hits"),
+        "{failures:#?}"
+    );
+    let sizes: Vec<&str> = report.ray_set_sizes.iter().map(|s| s.1.as_str()).collect();
+    assert_eq!(sizes, ["good"]);
+    assert!(
+        report
+            .ray_sets
+            .iter()
+            .all(|c| c.group == "tri/good" && c.passed())
+    );
+    assert!(!report.ray_sets.is_empty());
+}
+
 /// Replace `from` by `to` in `file` of a shader or kernel set, checking it is there once.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn patch_once(files: &[(&str, &str)], file: &str, from: &str, to: &str) -> String {

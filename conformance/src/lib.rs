@@ -454,7 +454,7 @@ impl Report {
             .map(|b| b.name.as_str())
             .collect();
         let mut s = format!(
-            "{verdict}: {} checks on {} ({} failed)",
+            "{verdict}: {} checks on {} ({} failures)",
             self.check_count(),
             match self.used_backends().join(", ") {
                 b if b.is_empty() => "no backend".to_string(),
@@ -516,7 +516,9 @@ fn take_backends(candidates: Vec<Candidate>, rows: &mut Vec<BackendRow>) -> Vec<
 /// Run every check of `cases` and the generated cases on every opened backend.
 ///
 /// Never panics on a backend's failure: an error from a call fails that check
-/// and the suite goes on. `log` hears one line per step (for a progress
+/// and the suite goes on. A ray set with no rays, or with another number of
+/// reference hits than rays, fails as a note and is not traced. `log` hears
+/// one line per step (for a progress
 /// display), starting with every backend's status and every note of `cases`,
 /// failing or not.
 pub fn run(
@@ -699,8 +701,35 @@ fn run_mesh(
     log: &mut dyn FnMut(&str),
 ) {
     let stride = config.ray_stride.max(1);
-    let sets: Vec<Subset> = mesh
-        .sets
+    // A set with no rays checks nothing, and one whose reference holds another
+    // number of hits is not that set's reference: each fails the suite as a
+    // note, and is not traced.
+    let mut usable = Vec::new();
+    for s in &mesh.sets {
+        let problem = if s.rays.is_empty() {
+            Some("no rays: the set checks nothing".to_string())
+        } else if s.rays.len() != s.reference.len() {
+            Some(format!(
+                "{} rays but {} reference hits",
+                s.rays.len(),
+                s.reference.len()
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some(reason) => {
+                log(&format!("ray set {}/{}: {reason}", mesh.name, s.name));
+                report.notes.push(Note {
+                    what: format!("ray set {}/{}", mesh.name, s.name),
+                    reason,
+                    fails: true,
+                });
+            }
+            None => usable.push(s),
+        }
+    }
+    let sets: Vec<Subset> = usable
         .iter()
         .map(|s| Subset {
             group: format!("{}/{}", mesh.name, s.name),
@@ -708,7 +737,7 @@ fn run_mesh(
             reference: s.reference.iter().step_by(stride).copied().collect(),
         })
         .collect();
-    for (s, sub) in mesh.sets.iter().zip(&sets) {
+    for (s, sub) in usable.iter().zip(&sets) {
         report.ray_set_sizes.push((
             mesh.name.clone(),
             s.name.clone(),
