@@ -50,7 +50,7 @@ fn run(mesh: &str, rays: &str, threads: usize) -> Result<(), prism::Error> {
         Traversal::Wide4,
         Traversal::Wide,
     ] {
-        cpu.set_traversal(t);
+        cpu.set_traversal(t)?;
         let (mut c, mut o) = (Vec::new(), Vec::new());
         for _ in 0..5 {
             c.push(rays.len() as f64 / cpu.intersect(&rays, &mut hits)?.trace.as_secs_f64() / 1e6);

@@ -422,11 +422,15 @@ fn compare_with_brute_force(
     let result = [Traversal::Binary, Traversal::Wide4, Traversal::Wide]
         .into_iter()
         .try_for_each(|traversal| {
-            backend.set_traversal(traversal);
+            if let Err(e) = backend.set_traversal(traversal) {
+                return violation!("set_traversal({traversal:?}) failed: {e}");
+            }
             compare_traversal(backend, scene, rays, &reference)
                 .map_err(|v| Violation(format!("{traversal:?} traversal: {v}")))
         });
-    backend.set_traversal(Traversal::default());
+    if let Err(e) = backend.set_traversal(Traversal::default()) {
+        return violation!("set_traversal back to the default failed: {e}");
+    }
     result
 }
 
@@ -1184,9 +1188,13 @@ fn same_with_binary_traversal(
     image: &Image,
 ) -> Result<(), Violation> {
     let mut binary = image.clone();
-    backend.set_traversal(Traversal::Binary);
+    if let Err(e) = backend.set_traversal(Traversal::Binary) {
+        return violation!("set_traversal(Binary) failed: {e}");
+    }
     let result = backend.render(camera, settings, &mut binary, &NoProgress);
-    backend.set_traversal(Traversal::default());
+    if let Err(e) = backend.set_traversal(Traversal::default()) {
+        return violation!("set_traversal back to the default failed: {e}");
+    }
     if let Err(e) = result {
         return violation!("the binary-traversal render failed: {e:?}");
     }

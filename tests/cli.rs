@@ -122,6 +122,15 @@ fn threads_apply_whenever_the_cpu_backend_opens() {
         assert!(err.contains("cpu: using"), "{args:?} {env:?}: {err}");
         assert!(err.contains("(1 threads)"), "{args:?} {env:?}: {err}");
     }
+    // 0 is every core the process may use, whatever RAYON_NUM_THREADS says.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let o = prism(
+        &tiny(out, &["--backend", "cpu", "--threads", "0"]),
+        &[("RAYON_NUM_THREADS", "1")],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("({cores} threads)")), "{err}");
     // Auto: the CPU backend where no GPU opens, else a warning that --threads
     // did not apply.
     let o = prism(&tiny(out, &["--threads", "1"]), &[]);

@@ -16,12 +16,12 @@
 
 use crate::wide::{
     Child, Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, all_triangles, children, dispatch_axes,
-    leaf, leaf_closest, packet_hit, packet_lane, prim_hit,
+    leaf, leaf_closest, packet_hit, packet_lane, prim_hit, reserve,
 };
 use core::arch::x86_64::*;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
-use prism_core::{Accel, Hit, Ray};
+use prism_core::{Accel, Error, Hit, Ray};
 
 /// Entries of the traversal stack. Core's BVH is less than 64 levels deep and a
 /// node adds at most seven entries (it pops one, pushes up to eight).
@@ -86,20 +86,23 @@ pub fn available() -> bool {
 
 impl Bvh8 {
     /// Collapse `accel`'s binary BVH (each node opens its inner child of largest
-    /// surface area until it holds eight), or `None` where the CPU lacks AVX2.
-    pub fn build(accel: &Accel) -> Option<Self> {
+    /// surface area until it holds eight), or `None` where the CPU lacks AVX2
+    /// or BMI1 ([`available`]). Its arrays grow fallibly: where the host has
+    /// not the memory, the error is [`Error::HostOutOfMemory`].
+    pub fn build(accel: &Accel) -> Result<Option<Self>, Error> {
         if !available() {
-            return None;
+            return Ok(None);
         }
         let bin = accel.nodes();
         let mut out = Bvh8 {
-            nodes: Vec::with_capacity(bin.len() / 4 + 1),
+            nodes: Vec::new(),
             packets: Packets::default(),
         };
+        reserve(&mut out.nodes, bin.len() / 4 + 1, "8-wide BVH nodes")?;
         if let Some(root) = bin.first() {
-            collapse(bin, accel.primitives(), root, &mut out);
+            collapse(bin, accel.primitives(), root, &mut out)?;
         }
-        Some(out)
+        Ok(Some(out))
     }
 
     /// Number of nodes.
@@ -173,7 +176,12 @@ fn small_subtree(bin: &[BvhNode], c: &Child, depth: u32) -> Option<(u32, u32)> {
 }
 
 /// Append the node for binary node `node` (and its subtree); returns its index.
-fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Bvh8) -> u32 {
+fn collapse(
+    bin: &[BvhNode],
+    prims: &[Primitive],
+    node: &BvhNode,
+    out: &mut Bvh8,
+) -> Result<u32, Error> {
     // Each child with the slot range it becomes a leaf of, if it is a small subtree.
     let small = |c: &Child| {
         small_subtree(bin, c, 0)
@@ -204,6 +212,7 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Bvh8
         );
     }
     let me = out.nodes.len();
+    reserve(&mut out.nodes, 1, "8-wide BVH nodes")?;
     out.nodes.push(Node8::EMPTY);
     let mut w = Node8::EMPTY;
     for (k, (c, merged)) in kids.iter().enumerate().take(8) {
@@ -212,21 +221,21 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Bvh8
             w.rows[2 * axis + 1][k] = c.hi[axis];
         }
         if let Some((first, count)) = *merged {
-            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets);
+            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets)?;
         } else if c.is_inner() {
             w.child[k] = match bin.get(c.index() as usize) {
-                Some(n) => collapse(bin, prims, n, out),
+                Some(n) => collapse(bin, prims, n, out)?,
                 None => EMPTY_CHILD,
             };
             w.meta[k] = 0;
         } else {
-            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets);
+            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
         }
     }
     if let Some(slot) = out.nodes.get_mut(me) {
         *slot = w;
     }
-    me as u32
+    Ok(me as u32)
 }
 
 /// The ray's slab-test constants in 256-bit registers, and which row of a node

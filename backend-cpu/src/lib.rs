@@ -79,13 +79,19 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
-    /// A backend using every core.
+    /// A backend using every core ([`CpuBackend::with_threads`]`(0)`).
     pub fn new() -> Result<Self, Error> {
         Self::with_threads(0)
     }
 
-    /// A backend using `threads` worker threads (0 = one per core).
+    /// A backend using `threads` worker threads (0 = one per core the process
+    /// may use, by `std::thread::available_parallelism`, whatever
+    /// `RAYON_NUM_THREADS` says).
     pub fn with_threads(threads: usize) -> Result<Self, Error> {
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("prism-cpu-{i}"))
@@ -111,14 +117,17 @@ impl CpuBackend {
     }
 
     /// Choose the BVH that `render`, `intersect` and `occluded` walk (answers are
-    /// the same).
-    pub fn set_traversal(&mut self, traversal: Traversal) {
-        self.traversal = traversal;
+    /// the same). With a scene set, its wide BVH is built here; where the host
+    /// has not the memory for it the error is [`Error::HostOutOfMemory`] and
+    /// the traversal stays as it was.
+    pub fn set_traversal(&mut self, traversal: Traversal) -> Result<(), Error> {
         if let Some(accel) = &self.accel
             && self.wide.kind() != Wide::kind_for(traversal)
         {
-            self.wide = Wide::build(accel, traversal);
+            self.wide = Wide::build(accel, traversal)?;
         }
+        self.traversal = traversal;
+        Ok(())
     }
 
     /// The scene as traced, once `set_scene` succeeded.
@@ -148,7 +157,8 @@ impl Backend for CpuBackend {
         } else {
             Accel::build(scene)?
         };
-        self.wide = Wide::build(&accel, self.traversal);
+        // The wide BVH too is built before anything is replaced.
+        self.wide = Wide::build(&accel, self.traversal)?;
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -318,18 +328,18 @@ enum Wide {
 
 impl Wide {
     /// The BVH `traversal` walks on this CPU, built from `accel`.
-    fn build(accel: &Accel, traversal: Traversal) -> Self {
+    fn build(accel: &Accel, traversal: Traversal) -> Result<Self, Error> {
         #[cfg(target_arch = "x86_64")]
         if traversal == Traversal::Wide
-            && let Some(b) = bvh8::Bvh8::build(accel)
+            && let Some(b) = bvh8::Bvh8::build(accel)?
         {
-            return Wide::Eight(b);
+            return Ok(Wide::Eight(b));
         }
         // The binary traversal needs no wide BVH; an empty one costs nothing.
-        match traversal {
+        Ok(match traversal {
             Traversal::Binary => Wide::Four(wide::WideBvh::default()),
-            _ => Wide::Four(wide::WideBvh::build(accel)),
-        }
+            _ => Wide::Four(wide::WideBvh::build(accel)?),
+        })
     }
 
     /// Which BVH this is: 8, 4, or 0 for the empty placeholder.

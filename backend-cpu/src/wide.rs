@@ -13,7 +13,7 @@ use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, Primitive};
 use prism_core::intersect::{
     RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, ray_sphere, ray_triangle_axes,
 };
-use prism_core::{Accel, Hit, Ray};
+use prism_core::{Accel, Error, Hit, Ray};
 
 /// Entries of the traversal stack. A popped wide node pushes at most four inner
 /// children, a net growth of three entries, and a node whose children are all
@@ -171,16 +171,20 @@ impl WideBvh {
     /// Collapse `accel`'s binary BVH: each wide node takes its binary node's two
     /// children and repeatedly opens the inner child of largest surface area
     /// until it holds four (the usual greedy SAH-guided collapse).
-    pub fn build(accel: &Accel) -> Self {
+    ///
+    /// Its arrays grow fallibly: where the host has not the memory, the error
+    /// is [`Error::HostOutOfMemory`] and nothing is kept.
+    pub fn build(accel: &Accel) -> Result<Self, Error> {
         let bin = accel.nodes();
         let mut out = WideBvh {
-            nodes: Vec::with_capacity(bin.len() / 2 + 1),
+            nodes: Vec::new(),
             packets: Packets::default(),
         };
+        reserve(&mut out.nodes, bin.len() / 2 + 1, "4-wide BVH nodes")?;
         if let Some(root) = bin.first() {
-            collapse(bin, accel.primitives(), root, &mut out);
+            collapse(bin, accel.primitives(), root, &mut out)?;
         }
-        out
+        Ok(out)
     }
 
     /// Number of wide nodes.
@@ -194,8 +198,22 @@ impl WideBvh {
     }
 }
 
+/// Room for `more` items in `v` (amortised growth, as `push` would take), or
+/// [`Error::HostOutOfMemory`] naming `what` where the host cannot give it.
+pub(crate) fn reserve<T>(v: &mut Vec<T>, more: usize, what: &'static str) -> Result<(), Error> {
+    v.try_reserve(more).map_err(|_| Error::HostOutOfMemory {
+        what,
+        bytes: (v.len().saturating_add(more) as u64).saturating_mul(size_of::<T>() as u64),
+    })
+}
+
 /// Append the wide node for binary node `node` (and its subtree); returns its index.
-fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut WideBvh) -> u32 {
+fn collapse(
+    bin: &[BvhNode],
+    prims: &[Primitive],
+    node: &BvhNode,
+    out: &mut WideBvh,
+) -> Result<u32, Error> {
     let mut kids: Vec<Child> = children(node)
         .into_iter()
         .filter(|c| c.index() != EMPTY_CHILD)
@@ -219,6 +237,7 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Wide
         );
     }
     let me = out.nodes.len();
+    reserve(&mut out.nodes, 1, "4-wide BVH nodes")?;
     out.nodes.push(WideNode::EMPTY);
     let mut w = WideNode::EMPTY;
     let (mut mnx, mut mny, mut mnz) = ([f32::INFINITY; 4], [f32::INFINITY; 4], [f32::INFINITY; 4]);
@@ -230,12 +249,12 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Wide
             // ok: is_inner() checked the index is a node of `bin` only by value;
             // a missing node leaves the slot empty instead of panicking.
             w.child[k] = match bin.get(c.index() as usize) {
-                Some(n) => collapse(bin, prims, n, out),
+                Some(n) => collapse(bin, prims, n, out)?,
                 None => EMPTY_CHILD,
             };
             w.count[k] = 0;
         } else {
-            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets);
+            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
         }
     }
     w.min_x = Vec4::from_array(mnx);
@@ -245,7 +264,7 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: &BvhNode, out: &mut Wide
     w.max_y = Vec4::from_array(mxy);
     w.max_z = Vec4::from_array(mxz);
     out.nodes[me] = w;
-    me as u32
+    Ok(me as u32)
 }
 
 /// Whether slots `[first, first + count)` exist and hold triangles only.
@@ -263,15 +282,18 @@ pub(crate) fn leaf(
     first: u32,
     count: u32,
     packets: &mut Packets,
-) -> (u32, u32) {
+) -> Result<(u32, u32), Error> {
     let range = first as usize..first as usize + count as usize;
     let Some(tris) = prims.get(range.clone()) else {
-        return (first, count);
+        return Ok((first, count));
     };
     if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
-        return (first, count);
+        return Ok((first, count));
     }
     let start = packets.tri.len() as u32;
+    let more = tris.len().div_ceil(4);
+    reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
+    reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
     for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
@@ -292,7 +314,7 @@ pub(crate) fn leaf(
         packets.tri.push(p);
         packets.ids.push(id);
     }
-    (start, count | PACKET_LEAF)
+    Ok((start, count | PACKET_LEAF))
 }
 
 /// The ray's constants splatted across the four lanes.
@@ -685,4 +707,25 @@ fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reserve;
+    use prism_core::Error;
+
+    #[test]
+    fn a_reservation_the_host_cannot_give_is_an_error_naming_the_array() {
+        let mut v: Vec<u64> = vec![1];
+        match reserve(&mut v, usize::MAX, "test array") {
+            Err(Error::HostOutOfMemory { what, bytes }) => {
+                assert_eq!(what, "test array");
+                assert_eq!(bytes, u64::MAX, "the size saturates");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(v, [1], "the vector is as it was");
+        assert!(reserve(&mut v, 10, "test array").is_ok());
+        assert!(v.capacity() >= 11);
+    }
 }

@@ -50,7 +50,7 @@ fn compare(spheres: bool) {
         let rays = rays(seed * 31, 4000);
         let mut answers = Vec::new();
         for t in [Traversal::Binary, Traversal::Wide, Traversal::Wide4] {
-            cpu.set_traversal(t);
+            cpu.set_traversal(t).expect("traversal");
             let mut hits = vec![Hit::MISS; rays.len()];
             let mut occ = vec![false; rays.len()];
             cpu.intersect(&rays, &mut hits).expect("intersect");

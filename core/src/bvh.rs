@@ -299,7 +299,9 @@ impl Bvh {
     ///
     /// Every input index appears exactly once in `order`. An empty input gives a
     /// root with two absent children. Like `Vec`, this aborts when the host
-    /// cannot allocate the build's memory; [`Bvh::try_build`] reports it.
+    /// cannot allocate the build's memory, and panics on more than
+    /// [`MAX_PRIMITIVES`](crate::scene::MAX_PRIMITIVES) boxes;
+    /// [`Bvh::try_build`] reports both.
     pub fn build(bounds: &[Aabb]) -> Bvh {
         Self::try_build(bounds).unwrap_or_else(out_of_memory)
     }
@@ -313,7 +315,9 @@ impl Bvh {
 
     /// [`Bvh::build`], or [`Error::HostOutOfMemory`] naming the array the host
     /// could not allocate (the build takes about 130 bytes a primitive, its
-    /// tree 64 of them).
+    /// tree 64 of them), or [`Error::TooManyPrimitives`] past
+    /// [`MAX_PRIMITIVES`](crate::scene::MAX_PRIMITIVES) boxes (the limit the
+    /// tree's 32-bit indices and its depth bound are proven for).
     pub fn try_build(bounds: &[Aabb]) -> Result<Bvh, Error> {
         Self::build_in(bounds, None::<&Sequential>)
     }
@@ -327,6 +331,12 @@ impl Bvh {
 
     fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>) -> Result<Bvh, Error> {
         let n = bounds.len();
+        if n > crate::scene::MAX_PRIMITIVES {
+            return Err(Error::TooManyPrimitives {
+                count: n,
+                limit: crate::scene::MAX_PRIMITIVES,
+            });
+        }
         // Every array is reserved in full before the build starts: a binary
         // tree over n >= 1 leaves of at least one primitive has at most n - 1
         // inner nodes, and core's layout keeps one node per inner node (the
@@ -390,7 +400,9 @@ impl Bvh {
 fn out_of_memory(e: Error) -> Bvh {
     let bytes = match e {
         Error::HostOutOfMemory { bytes, .. } => usize::try_from(bytes).unwrap_or(usize::MAX),
-        _ => 0,
+        // ok: the documented panic of `Bvh::build` past MAX_PRIMITIVES, as
+        // `Vec::with_capacity` panics past its capacity limit.
+        e => panic!("{e}"),
     };
     let layout = core::alloc::Layout::from_size_align(bytes, 16)
         .unwrap_or(core::alloc::Layout::new::<BvhNode>());

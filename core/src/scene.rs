@@ -173,8 +173,9 @@ impl Scene {
     /// (the others follow in order).
     ///
     /// Fails, adding nothing, when an index is out of range or a used vertex is not
-    /// finite (the error names the mesh, the triangle and the vertex), or when the
-    /// scene would pass [`MAX_PRIMITIVES`] ([`Error::TooManyPrimitives`]).
+    /// finite (the error names the mesh, the triangle and the vertex), when the
+    /// scene would pass [`MAX_PRIMITIVES`] ([`Error::TooManyPrimitives`]), or when
+    /// the host has not the memory for it ([`Error::HostOutOfMemory`]).
     pub fn add_mesh(
         &mut self,
         positions: &[Vec3],
@@ -208,11 +209,29 @@ impl Scene {
                 limit: MAX_PRIMITIVES,
             });
         }
+        // Room for every array first, fallibly: a mesh the host cannot hold is
+        // an error, with nothing added (a reservation alone changes no content).
+        let n = triangles.len();
+        let oom = |what: &'static str, size: usize| Error::HostOutOfMemory {
+            what,
+            bytes: (n as u64).saturating_mul(size as u64),
+        };
+        self.tri_v0
+            .try_reserve(n)
+            .and_then(|()| self.tri_v1.try_reserve(n))
+            .and_then(|()| self.tri_v2.try_reserve(n))
+            .map_err(|_| oom("mesh vertices", 3 * size_of::<Vec3>()))?;
+        self.tri_id
+            .try_reserve(n)
+            .map_err(|_| oom("mesh triangle ids", size_of::<u32>()))?;
+        self.prim_material
+            .try_reserve(n)
+            .map_err(|_| oom("mesh materials", size_of::<u32>()))?;
+        self.prim_ref
+            .try_reserve(n)
+            .map_err(|_| oom("mesh primitives", size_of::<PrimRef>()))?;
         self.mesh_count += 1;
         let first = self.prim_ref.len() as u32;
-        self.tri_v0.reserve(triangles.len());
-        self.tri_v1.reserve(triangles.len());
-        self.tri_v2.reserve(triangles.len());
         for tri in triangles {
             // ok: every index was checked against `positions.len()` above.
             let [a, b, c] = tri.map(|i| positions[i as usize]);
