@@ -20,7 +20,6 @@ struct RayPre {
     V3 origin;
     V3 dir;
     V3 inv_dir;
-    // (core's neg_origin_inv_dir is not used by its slab test any more; not mirrored)
     // dot(dir, dir), rounded as core's sphere test computes it (spheres only).
     float dir_dot;
     // Bit k is set when inv_dir[k] < 0: which of the tree's eight octant

@@ -356,7 +356,8 @@ pub struct GpuCamera {
 pub struct RenderParams {
     /// The camera frame.
     pub camera: GpuCamera,
-    /// Sky colour towards the horizon (`dir.y = -1` end of the gradient), `w` = 0.
+    /// Sky colour at the bottom of the gradient (`dir.y = -1`; a level ray sees
+    /// the mean of this and `sky_zenith`), `w` = 0. See [`crate::Sky`].
     pub sky_horizon: [f32; 4],
     /// Sky colour towards the zenith (`dir.y = +1`), `w` = 0.
     pub sky_zenith: [f32; 4],
@@ -615,12 +616,31 @@ mod tests {
     #[test]
     fn octant_copies_swap_bounds_and_stay_in_their_copy() {
         let accel = tree();
-        let nodes = accel.nodes();
+        assert!(accel.nodes().len() > 4);
+        check_octant_copies(accel.nodes());
+        // A tree with an absent child: one sphere's root holds one leaf.
+        let mut one = crate::Scene::new();
+        let m = one.add_material(crate::Material::lambertian(glam::Vec3::splat(0.5)));
+        one.add_sphere(glam::Vec3::ZERO, 1.0, m);
+        let one = crate::Accel::build(&one).unwrap(); // ok: test, a valid scene
+        let root = one.nodes()[0];
+        assert!(
+            root.left_index() == EMPTY_CHILD || root.right_index() == EMPTY_CHILD,
+            "{root:?}"
+        );
+        check_octant_copies(one.nodes());
+    }
+
+    /// Every copy of `nodes` holds its bounds swapped by the octant's signs,
+    /// leaf ranges and absent children as they are, and inner children in the
+    /// same copy.
+    fn check_octant_copies(nodes: &[BvhNode]) {
         let n = nodes.len();
-        assert!(n > 4);
         let copies = octant_copies(nodes).unwrap(); // ok: test, a small tree
         assert_eq!(copies.len(), 8 * n);
-        assert_eq!(&copies[..n], nodes, "copy 0 is the tree");
+        // Bit for bit: an absent child's index is a NaN pattern.
+        let bits = |v: &[BvhNode]| bytemuck::cast_slice::<BvhNode, u32>(v).to_vec();
+        assert_eq!(bits(&copies[..n]), bits(nodes), "copy 0 is the tree");
         for octant in 0..8 {
             for (i, (c, t)) in copies[octant * n..(octant + 1) * n]
                 .iter()

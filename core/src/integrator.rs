@@ -13,10 +13,12 @@ use crate::sampling::cosine_hemisphere;
 use crate::traverse::Accel;
 use glam::Vec3;
 
-/// Whitted: share of a point's light kept when the key light is blocked.
+/// Whitted: share of a point's Phong light (ambient, diffuse and specular
+/// alike) kept when the key light is blocked.
 pub const SHADOW_KEEP: f32 = 0.35;
-/// Whitted: Phong ambient weight (light a point gets with the key light blocked
-/// or behind it).
+/// Whitted: Phong ambient weight, the light a point gets whatever its angle to
+/// the key light (behind the surface, this alone; with the light blocked,
+/// [`SHADOW_KEEP`] of the whole sum).
 pub const PHONG_AMBIENT: f32 = 0.1;
 /// Whitted: diffuse weight.
 pub const PHONG_DIFFUSE: f32 = 0.7;

@@ -50,10 +50,6 @@ pub struct RayPre {
     pub dir: Vec3,
     /// `1 / dir`, with components clamped away from zero ([`MIN_DIR_COMPONENT`]).
     pub inv_dir: Vec3,
-    /// `-origin * inv_dir`, the constant of the one-FMA slab form
-    /// `bound * inv_dir + neg_origin_inv_dir`. [`ray_aabb`] does not use it: that
-    /// form is not conservative away from the world origin (see there).
-    pub neg_origin_inv_dir: Vec3,
     /// Watertight test: the axis where `|dir|` is largest.
     pub kz: usize,
     /// Watertight test: the next axis (swapped with `ky` when `dir[kz] < 0` to keep winding).
@@ -85,7 +81,6 @@ impl RayPre {
             }
         };
         let inv_dir = Vec3::new(1.0 / safe(d.x), 1.0 / safe(d.y), 1.0 / safe(d.z));
-        let neg_origin_inv_dir = -ray.origin * inv_dir;
         // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
         let ad = d.abs();
         let kz = if ad.x > ad.y {
@@ -107,7 +102,6 @@ impl RayPre {
             origin: ray.origin,
             dir: d,
             inv_dir,
-            neg_origin_inv_dir,
             kz,
             kx,
             ky,
