@@ -518,9 +518,8 @@ fn take_backends(candidates: Vec<Candidate>, rows: &mut Vec<BackendRow>) -> Vec<
 /// Never panics on a backend's failure: an error from a call fails that check
 /// and the suite goes on. A ray set with no rays, or with another number of
 /// reference hits than rays, fails as a note and is not traced. `log` hears
-/// one line per step (for a progress
-/// display), starting with every backend's status and every note of `cases`,
-/// failing or not.
+/// one line per step (for a progress display), starting with every backend's
+/// status and every note of `cases`, failing or not.
 pub fn run(
     candidates: Vec<Candidate>,
     cases: &Cases,
