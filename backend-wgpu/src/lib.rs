@@ -27,7 +27,8 @@
 //!   adapters), and a batch when `max_chunk_bytes` is below one ray's bytes.
 //! - Stage times come from GPU timestamp queries when the adapter has them
 //!   ([`TimingSource::TimestampQueries`]), otherwise from the host clock around
-//!   waited submissions ([`TimingSource::HostClock`]).
+//!   waited submissions ([`TimingSource::HostClock`]; also for a call where a
+//!   timestamp reading was zero or implausible, as some drivers give).
 //! - Device errors are caught with error scopes and a device-lost callback and
 //!   returned as [`Error`]; after a lost device every call says the backend must
 //!   be recreated.
@@ -82,7 +83,8 @@ const FLAG_BYTES: u64 = 4;
 /// Size of the per-chunk uniform (`Chunk` in entry.wgsl).
 const CHUNK_UNIFORM_BYTES: u64 = 16;
 /// Pixel samples per submission on a hardware adapter: large enough that a
-/// 1280x720x30 or an 8192x8192x1 frame is one dispatch that fills any GPU,
+/// 1280x720x30 or an 8192x8192x1 frame is one dispatch that fills any GPU
+/// (unless `overlap_transfers` bands a large frame by its output's size),
 /// small enough to report progress and honour cancellation on long renders.
 const HW_SAMPLES_PER_SUBMIT: u64 = 1 << 26;
 /// Pixel samples per submission on a software adapter (about a second of work
@@ -131,7 +133,9 @@ pub struct WgpuOptions {
     /// refill (shaders/refill.wgsl):
     /// a subgroup's finished lanes take new rays while the others go on, so
     /// incoherent batches do not wait for each subgroup's longest ray. Same
-    /// results either way. Default `true`.
+    /// results either way. Used only where `batch_workgroup` is a multiple of
+    /// the adapter's largest subgroup size, so that every subgroup is full
+    /// ([`WgpuBackend::lane_refill`] says whether it is). Default `true`.
     pub lane_refill: bool,
     /// Split large frames and batches into bands with two submissions in
     /// flight, so that moving one band between host and device overlaps
@@ -225,6 +229,9 @@ fn new_instance() -> wgpu::Instance {
 
 /// Every adapter wgpu finds on this machine (none when no driver is installed).
 pub fn adapters() -> Vec<AdapterSummary> {
+    // An instance is made and dropped here too, so under the same lock as a
+    // backend's (see `Lifecycle`).
+    let _lifecycle = Lifecycle::acquire();
     let instance = new_instance();
     pollster::block_on(instance.enumerate_adapters(searched_backends()))
         .iter()
@@ -453,9 +460,20 @@ impl WgpuBackend {
         // Not on software adapters: Mesa 22.3's lavapipe was seen to drop rays
         // in the refill loop (lanes given a ray and never finishing it), and a
         // CPU gains nothing from refill anyway.
+        //
+        // Nor where a subgroup could run part-filled: refill.wgsl claims rays
+        // once half of `subgroup_size` lanes are idle, counted against the
+        // subgroup's full width, so a subgroup of fewer live lanes than that
+        // (a `batch_workgroup` of 8 on 32-wide hardware) would never claim one
+        // and never end. A workgroup that is a multiple of the largest
+        // subgroup size fills every subgroup, whatever size the driver picks.
         let lane_refill = options.lane_refill
             && !software
-            && adapter.features().contains(wgpu::Features::SUBGROUP);
+            && adapter.features().contains(wgpu::Features::SUBGROUP)
+            && info.subgroup_max_size > 0
+            && options
+                .batch_workgroup
+                .is_multiple_of(info.subgroup_max_size);
         let mut required_features = wgpu::Features::empty();
         if use_timestamps {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
@@ -894,11 +912,12 @@ impl WgpuBackend {
         (self.queue.submit([encoder.finish()]), at)
     }
 
-    /// Wait for a submission recorded with timestamp slot `slot` and return
-    /// its trace time: from the timestamps when available, else the host time
-    /// from submission to completion ([`host_span`]: with several submissions
-    /// in flight, not counting the time the previous one still ran). Also
-    /// returns when the wait ended, to pass as the next call's `previous_done`.
+    /// Wait for a submission recorded with timestamp slot `slot` and add its
+    /// trace time to `stats.trace`: from the timestamps when available, else
+    /// the host time from submission to completion ([`host_span`]: with several
+    /// submissions in flight, not counting the time the previous one still
+    /// ran), and then `stats.timing` says [`TimingSource::HostClock`]. Returns
+    /// when the wait ended, to pass as the next call's `previous_done`.
     fn finish_trace(
         &self,
         index: wgpu::SubmissionIndex,
@@ -906,12 +925,14 @@ impl WgpuBackend {
         previous_done: Option<Instant>,
         slot: usize,
         operation: &'static str,
-    ) -> Result<(Duration, Instant), Error> {
+        stats: &mut RenderStats,
+    ) -> Result<Instant, Error> {
         wait(&self.device, Some(index.clone()), operation)?;
         let done = Instant::now();
         let host = host_span(submitted, previous_done, done);
         let Some(ts) = &self.timestamps else {
-            return Ok((host, done));
+            stats.trace += host;
+            return Ok(done);
         };
         let mut ticks = [0u64; 2];
         map_and_read(
@@ -927,10 +948,12 @@ impl WgpuBackend {
         let elapsed = ticks[1].saturating_sub(ticks[0]) as f64 * ts.period;
         // A zero or absurd reading (some drivers) falls back to the host time.
         if elapsed > 0.0 && elapsed < host.as_secs_f64() * 1e9 * 1.5 + 1e6 {
-            Ok((Duration::from_nanos(elapsed as u64), done))
+            stats.trace += Duration::from_nanos(elapsed as u64);
         } else {
-            Ok((host, done))
+            stats.trace += host;
+            stats.timing = TimingSource::HostClock;
         }
+        Ok(done)
     }
 
     /// Record one compute dispatch (with timestamps if available) into `encoder`.
@@ -1162,9 +1185,8 @@ impl WgpuBackend {
             let Some((first_row, rows, slot, index, at)) = in_flight.pop_front() else {
                 break;
             };
-            let (trace, done) =
-                self.finish_trace(index.clone(), at, previous_done, slot, "render")?;
-            stats.trace += trace;
+            let done =
+                self.finish_trace(index.clone(), at, previous_done, slot, "render", &mut stats)?;
             previous_done = Some(done);
             let download_start = Instant::now();
             let bytes = rows as u64 * row_bytes;
@@ -1354,9 +1376,14 @@ impl WgpuBackend {
             let Some((first, n, slot, index, at)) = in_flight.pop_front() else {
                 break;
             };
-            let (trace, done) =
-                self.finish_trace(index.clone(), at, previous_done, slot, kernel.entry_point())?;
-            stats.trace += trace;
+            let done = self.finish_trace(
+                index.clone(),
+                at,
+                previous_done,
+                slot,
+                kernel.entry_point(),
+                &mut stats,
+            )?;
             previous_done = Some(done);
             let download_start = Instant::now();
             map_and_read(
@@ -1759,7 +1786,12 @@ impl Backend for WgpuBackend {
         BackendInfo {
             name: BACKEND_NAME,
             device: format!("{} ({}, {}, {})", a.name, a.api, a.device_type, a.driver),
-            max_buffer_bytes: self.limits.max_buffer_size,
+            // set_scene refuses a buffer past the binding limit, which on
+            // Vulkan is below max_buffer_size.
+            max_buffer_bytes: self
+                .limits
+                .max_buffer_size
+                .min(self.limits.max_storage_buffer_binding_size),
             software: self.software,
         }
     }

@@ -199,14 +199,17 @@ fn snake(name: &str) -> String {
     out
 }
 
-/// Every `// mirrors prism_core::path::name` comment sits on the declaration of
-/// that name: `fn name`, `fn type_method` for `Type::method`, `struct Name`,
-/// `const NAME`. Every function of the WGSL files is either a mirror or one of
-/// the documented helpers.
+/// Every `// mirrors prism_core::path::name` comment of every WGSL file sits on
+/// the declaration of that name: `fn name`, `fn type_method` for
+/// `Type::method`, `struct Name`, `const NAME`.
 #[test]
 fn mirror_comments_name_their_declarations() {
     let mut mirrored = 0;
-    for (file, text) in prism_wgpu::SHADER_FILES {
+    let files = prism_wgpu::SHADER_FILES.into_iter().chain([
+        prism_wgpu::REFILL,
+        ("division_f64.wgsl", prism_wgpu::DIVISION_F64),
+    ]);
+    for (file, text) in files {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let Some(path) = line.trim().strip_prefix("// mirrors prism_core::") else {
