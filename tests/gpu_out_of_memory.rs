@@ -131,9 +131,16 @@ fn exhaust(choice: BackendChoice, name: &str, must_exhaust: bool) -> bool {
                 );
                 eprintln!("{name}: frame {k} rendered completely");
             }
-            Err(e @ (Error::OutOfMemory { .. } | Error::DeviceLimit { .. })) => {
+            Err(
+                e @ (Error::OutOfMemory { .. }
+                | Error::DeviceLimit { .. }
+                | Error::HostOutOfMemory { .. }),
+            ) => {
+                // The pinned host copy of a frame may run out before the device.
                 eprintln!("{name}: frame {k} refused as expected: {e}");
-                assert!(e.to_string().contains(name), "{e} does not name {name}");
+                if !matches!(e, Error::HostOutOfMemory { .. }) {
+                    assert!(e.to_string().contains(name), "{e} does not name {name}");
+                }
                 small_render(backend.as_mut(), "the backend that ran out of memory");
                 drop(held);
                 let mut fresh = prism::open_with_env(choice, None)

@@ -53,18 +53,23 @@ __device__ __forceinline__ void store_pixel(void* out, u32 format, const uint2* 
 
 // Sum of `rays` over the warp, added once per warp to the frame's counter.
 // Integer addition: the total does not depend on the order of the atomics.
+// The warp's sum can pass 2^32 (32 lanes of up to 2^32 - 1 rays), so it is
+// taken exactly: the high and low 16 bits of each lane's count are summed
+// apart (each sum below 2^21) and joined in 64 bits.
 __device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
 #if __CUDA_ARCH__ >= 800
-    const u32 total = __reduce_add_sync(0xffffffffu, rays);
+    const u32 high = __reduce_add_sync(0xffffffffu, rays >> 16);
+    const u32 low = __reduce_add_sync(0xffffffffu, rays & 0xffffu);
+    const u64 total = ((u64)high << 16) + (u64)low;
 #else
-    u32 total = rays;
+    u64 total = rays;
     for (int o = 16; o > 0; o >>= 1) {
         total += __shfl_xor_sync(0xffffffffu, total, o);
     }
 #endif
     const u32 linear = threadIdx.y * blockDim.x + threadIdx.x;
     if ((linear & 31u) == 0) {
-        atomicAdd(counter, (u64)total);
+        atomicAdd(counter, total);
     }
 }
 

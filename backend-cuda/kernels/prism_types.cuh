@@ -85,7 +85,7 @@ struct __align__(16) Hit {
     u32 prim;
 };
 
-// The scene buffers as one kernel parameter. Host twin: `SceneArgs` in src/backend.rs.
+// The scene buffers as one kernel parameter. Host twin: `SceneArgs` in src/kernels.rs.
 struct SceneView {
     const BvhNode* nodes;
     const Primitive* prims;

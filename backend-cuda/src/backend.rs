@@ -390,8 +390,42 @@ impl DeviceState {
             .ok_or(Error::NoScene)
     }
 
-    /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of output per ray.
+    /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of
+    /// output per ray. Out of memory, every scratch buffer is freed (the frame
+    /// buffers a render left too) and the allocation tried once more; if that
+    /// fails too, the call holds no scratch memory.
     fn ensure_batch(&mut self, n: usize, out_bytes: usize) -> Result<(), Error> {
+        self.retry_without_scratch(|b| b.grow_batch(n, out_bytes))
+    }
+
+    /// Grow-only frame buffers: device image and pinned host copy, with the
+    /// retry of [`CudaBackend::ensure_batch`].
+    fn ensure_frame(&mut self, bytes: usize) -> Result<(), Error> {
+        self.retry_without_scratch(|b| b.grow_frame(bytes))
+    }
+
+    /// `grow`, and on running out of device or pinned host memory, `grow` again
+    /// after freeing every scratch buffer; a second failure frees them again.
+    fn retry_without_scratch(
+        &mut self,
+        grow: impl Fn(&mut Self) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let out_of_memory =
+            |e: &Error| matches!(e, Error::OutOfMemory { .. } | Error::HostOutOfMemory { .. });
+        match grow(self) {
+            Err(e) if out_of_memory(&e) => {
+                self.release_scratch();
+                let again = grow(self);
+                if again.is_err() {
+                    self.release_scratch();
+                }
+                again
+            }
+            other => other,
+        }
+    }
+
+    fn grow_batch(&mut self, n: usize, out_bytes: usize) -> Result<(), Error> {
         let ray_bytes = n * std::mem::size_of::<Ray>();
         if self.rays.as_ref().is_none_or(|b| b.bytes() < ray_bytes) {
             self.rays = None;
@@ -405,8 +439,7 @@ impl DeviceState {
         Ok(())
     }
 
-    /// Grow-only frame buffers: device image and pinned host copy.
-    fn ensure_frame(&mut self, bytes: usize) -> Result<(), Error> {
+    fn grow_frame(&mut self, bytes: usize) -> Result<(), Error> {
         if self.frame.as_ref().is_none_or(|b| b.bytes() < bytes) {
             self.frame = None;
             self.frame = Some(DeviceBuffer::alloc(bytes, "frame buffer")?);
@@ -520,15 +553,14 @@ impl DeviceState {
 }
 
 /// A vector with room for exactly `n` elements, filled by `fill`; an
-/// allocation failure is [`Error::OutOfMemory`] naming `what`.
+/// allocation failure is [`Error::HostOutOfMemory`] naming `what`.
 fn host_vec<T>(
     n: usize,
     what: &'static str,
     fill: impl FnOnce(&mut Vec<T>),
 ) -> Result<Vec<T>, Error> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
-        backend: BACKEND,
+    v.try_reserve_exact(n).map_err(|_| Error::HostOutOfMemory {
         what,
         bytes: (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
     })?;
@@ -773,7 +805,8 @@ impl CudaBackend {
         &self.options
     }
 
-    /// Stage times of the last `render` call.
+    /// Stage times of the last `render` call; all zero after a `render` that
+    /// failed or was cancelled (and before the first).
     pub fn last_frame_times(&self) -> FrameTimes {
         self.last_frame
     }
@@ -1106,8 +1139,7 @@ impl CudaBackend {
             scratch.clear();
             scratch
                 .try_reserve_exact(rays.len())
-                .map_err(|_| Error::OutOfMemory {
-                    backend: BACKEND,
+                .map_err(|_| Error::HostOutOfMemory {
                     what: "host occlusion flags",
                     bytes: rays.len() as u64,
                 })?;
@@ -1179,6 +1211,8 @@ impl CudaBackend {
         progress: &dyn Progress,
     ) -> Result<RenderStats, Error> {
         let t0 = Instant::now();
+        // A render that fails leaves no earlier frame's times behind.
+        self.last_frame = FrameTimes::default();
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (width, height) = (image.width(), image.height());
         let params = settings.params(accel, camera, width, height)?;

@@ -415,9 +415,9 @@ impl PinnedBuffer {
                     bytes,
                 })
             }
+            // Page-locked host memory ran out: the host's, not the device's.
             sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-                Err(Error::OutOfMemory {
-                    backend: BACKEND,
+                Err(Error::HostOutOfMemory {
                     what,
                     bytes: bytes as u64,
                 })

@@ -165,7 +165,10 @@ pub(crate) struct SceneArgs {
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
 /// scheduling variants. The defaults are the fastest measured on an H100
-/// (bench/RESULTS.md); every configuration computes the same results.
+/// (bench/RESULTS.md). Every configuration computes the same hits and rays,
+/// and the same pixels except with `path_regen` or `path_defer`, whose
+/// differently laid out shading lets NVRTC contract other `a * b + c` into
+/// FMAs (pixels can then differ in their last bits).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct KernelConfig {
     /// Threads per block of `prism_intersect` / `prism_occluded` (a multiple of 32, at most 1024).

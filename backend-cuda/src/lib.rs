@@ -13,8 +13,10 @@
 //!   `__constant__` memory; frames come back through pinned memory kept across
 //!   frames, in the [`prism_core::Image`]'s own format (8-bit sRGB is encoded on
 //!   the device). Stage times come from CUDA events.
-//! - Every driver failure is an [`prism_core::Error`]; nothing panics, and a
-//!   kernel fault that poisons the context is recovered from on the next call.
+//! - Every driver failure is an [`prism_core::Error`]; nothing panics. After a
+//!   kernel fault that poisons the context, the next call tries a fresh
+//!   context; drivers that refuse one after such a fault (CUDA 13's does) leave
+//!   every later call an error that says the backend must be recreated.
 //!
 //! Floating point: NVRTC's defaults (IEEE division and square root, no
 //! flush-to-zero) with FMA contraction on, so results differ from core's by

@@ -600,11 +600,43 @@ fn long_renders_report_progress_and_cancel() {
         gpu.render(&w.camera, &w.settings, &mut img, &p).err(),
         Some(Error::Cancelled)
     );
+    let rows = |p: &CancelAfter| p.0.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(rows(&p) < 4096, "cancelled after {} of 4096 rows", rows(&p));
+    assert_eq!(gpu.last_frame_times(), Default::default());
     let p = CancelAfter(0.into(), u64::MAX);
     let stats = gpu.render(&w.camera, &w.settings, &mut img, &p).unwrap();
-    assert_eq!(p.0.load(std::sync::atomic::Ordering::Relaxed), 4096);
+    assert_eq!(rows(&p), 4096);
     assert!(gpu.last_frame_times().bands >= 2);
     assert!(stats.rays >= 4096 * 4096);
+
+    // A heavy frame (path tracing, 8192 spp at 512 x 512: some 8.6 G rays by
+    // the band plan's estimate) is enqueued two bands ahead of the host, in
+    // more than two bands: cancelled after its first, it stops there.
+    let heavy = RenderSettings {
+        integrator: Integrator::Path,
+        spp: 8192,
+        max_depth: 4,
+        ..w.settings
+    };
+    let mut img = Image::new(512, 512, PixelFormat::Srgba8).unwrap();
+    let p = CancelAfter(0.into(), 1);
+    assert_eq!(
+        gpu.render(&w.camera, &heavy, &mut img, &p).err(),
+        Some(Error::Cancelled)
+    );
+    let first = rows(&p);
+    assert!(
+        first > 0 && first <= 256,
+        "cancelled after {first} of 512 rows"
+    );
+    let p = CancelAfter(0.into(), u64::MAX);
+    gpu.render(&w.camera, &heavy, &mut img, &p).unwrap();
+    assert_eq!(rows(&p), 512);
+    assert!(
+        gpu.last_frame_times().bands > 2,
+        "{:?}",
+        gpu.last_frame_times()
+    );
 }
 
 #[test]
