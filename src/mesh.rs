@@ -71,7 +71,7 @@ pub fn load_mesh(path: impl AsRef<Path>) -> Result<Mesh, Error> {
 /// parameter-space vertices (`vt`, `vn`, `vp`) and the texture and normal
 /// indices of faces (`f 1/2/3`) are ignored, as the numbering rule of the
 /// reference hits says, so a file whose texture or normal data is broken or
-/// missing still loads by its positions ([`positions_only`]).
+/// missing still loads by its positions.
 ///
 /// While parsing, tobj keeps about 100 bytes for every face line (some 13 times
 /// the size of a file of triangles, at most 26 times for one-vertex faces); the
