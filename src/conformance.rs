@@ -45,22 +45,28 @@ fn backend_name(choice: BackendChoice) -> &'static str {
 
 /// Open every backend of `requested` (or all of [`ALL_BACKENDS`]). A wgpu backend
 /// is opened by name, so a software adapter (lavapipe) counts. `PRISM_BACKEND` is
-/// not consulted: the suite checks each backend on its own.
+/// not consulted: the suite checks each backend on its own. `Auto` names no
+/// backend: asked for, it is a candidate that cannot open (so the suite fails).
 pub fn candidates(requested: Option<&[BackendChoice]>) -> Vec<Candidate> {
     let (list, required) = match requested {
         Some(r) => (r.to_vec(), true),
         None => (ALL_BACKENDS.to_vec(), false),
     };
     list.into_iter()
-        .filter(|c| *c != BackendChoice::Auto)
         .map(|choice| Candidate {
             name: backend_name(choice).to_string(),
-            opened: crate::open_with_env(choice, None)
-                .map(|o| o.backend as Box<dyn crate::Backend>)
-                .map_err(|e| match e {
-                    crate::Error::BackendUnavailable { reason, .. } => reason,
-                    e => e.to_string(),
-                }),
+            opened: match choice {
+                BackendChoice::Auto => Err(
+                    "auto picks a backend; the suite checks backends named cpu, wgpu or cuda"
+                        .into(),
+                ),
+                _ => crate::open_with_env(choice, None)
+                    .map(|o| o.backend as Box<dyn crate::Backend>)
+                    .map_err(|e| match e {
+                        crate::Error::BackendUnavailable { reason, .. } => reason,
+                        e => e.to_string(),
+                    }),
+            },
             required,
         })
         .collect()
@@ -122,7 +128,8 @@ pub fn mesh_cases(dir: &Path) -> (Vec<MeshRays>, Vec<Note>) {
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .filter_map(|f| {
             let stem = f.strip_suffix(".rays")?;
-            let (mesh, set) = stem.split_once('.')?;
+            // The set is the last dot's part: mesh names may hold dots.
+            let (mesh, set) = stem.rsplit_once('.')?;
             Some((mesh.to_string(), set.to_string()))
         })
         .collect();

@@ -314,6 +314,67 @@ impl Backend for Liar {
     }
 }
 
+/// A backend that hands back a linear frame when asked for 8-bit output (it
+/// replaces the caller's image): the 8-bit check cannot run, and that fails.
+struct Swapper(Box<dyn Backend>);
+
+impl Backend for Swapper {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "swapper",
+            ..self.0.info()
+        }
+    }
+    fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
+        self.0.set_scene(scene)
+    }
+    fn render(
+        &mut self,
+        camera: &Camera,
+        settings: &RenderSettings,
+        image: &mut Image,
+        progress: &dyn Progress,
+    ) -> Result<RenderStats, Error> {
+        if image.format() == prism::PixelFormat::Srgba8 {
+            *image = Image::new(image.width(), image.height(), prism::PixelFormat::LinearF32)?;
+        }
+        self.0.render(camera, settings, image, progress)
+    }
+    fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
+        self.0.intersect(rays, hits)
+    }
+    fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
+        self.0.occluded(rays, occluded)
+    }
+}
+
+#[test]
+fn a_backend_that_returns_another_format_fails_its_renders() {
+    let cases = Cases {
+        images: one_scene(),
+        ..Default::default()
+    };
+    let candidates = vec![
+        Candidate::opened("cpu", cpu()),
+        Candidate::opened("swapper", Box::new(Swapper(cpu()))),
+    ];
+    let report = run(candidates, &cases, &Config::quick(), &mut |l| log(l));
+    let failures = report.failures();
+    let swapped: Vec<&String> = failures
+        .iter()
+        .filter(|f| f.contains("on swapper") && f.contains("returned a"))
+        .collect();
+    assert_eq!(swapped.len(), 3, "one per integrator: {failures:#?}");
+    assert!(
+        swapped[0].contains("Srgba8") && swapped[0].contains("LinearF32"),
+        "{swapped:?}"
+    );
+    assert!(
+        failures.iter().all(|f| f.contains("swapper")),
+        "only the swapper fails: {failures:#?}"
+    );
+}
+
 fn one_scene() -> Vec<ImageCase> {
     image_cases()
         .into_iter()
@@ -389,13 +450,62 @@ fn a_backend_asked_for_but_missing_fails_and_one_not_asked_for_is_skipped() {
     };
     let report = run(candidates, &Cases::default(), &config, &mut |_| {});
     let failures = report.failures();
-    assert_eq!(failures.len(), 1, "{failures:#?}");
+    // The missing backend, and (none opened) a run that checked nothing.
+    assert_eq!(failures.len(), 2, "{failures:#?}");
     assert!(failures[0].contains("gpu-b") && failures[0].contains("no driver"));
+    assert_eq!(
+        failures[1],
+        "backends: no backend opened: nothing was checked"
+    );
     assert!(
         report.summary().contains("skipped: gpu-a"),
         "{}",
         report.summary()
     );
+}
+
+/// `Auto` picks a backend and names none: asked for, it fails the suite
+/// instead of being dropped (which left a run that checked nothing to pass).
+#[test]
+fn auto_asked_of_the_suite_is_a_backend_that_cannot_open() {
+    let c = prism::conformance::candidates(Some(&[BackendChoice::Auto]));
+    assert_eq!(c.len(), 1);
+    assert!(c[0].required);
+    assert!(
+        c[0].opened
+            .as_ref()
+            .is_err_and(|why| why.contains("auto picks a backend"))
+    );
+}
+
+/// A mesh whose name holds a dot keeps its ray sets: the set is the part after
+/// the last dot.
+#[test]
+fn mesh_names_with_dots_find_their_ray_sets() {
+    let dir = temp_dir("dots");
+    let ray: Vec<u8> = [0.0f32, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30]
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    let hit: Vec<u8> = 1.0f32
+        .to_le_bytes()
+        .into_iter()
+        .chain(0u32.to_le_bytes())
+        .collect();
+    std::fs::write(
+        dir.join("my.tri.obj"),
+        b"v -1 -1 0\nv 1 -1 0\nv 0 1 0\nf 1 2 3\n",
+    )
+    .expect("mesh");
+    std::fs::write(dir.join("my.tri.one.rays"), &ray).expect("rays");
+    std::fs::write(dir.join("my.tri.one.hits"), &hit).expect("hits");
+    let (meshes, notes) = prism::conformance::mesh_cases(&dir);
+    assert!(notes.is_empty(), "{notes:#?}");
+    assert_eq!(meshes.len(), 1);
+    assert_eq!(meshes[0].name, "my.tri");
+    assert_eq!(meshes[0].sets.len(), 1);
+    assert_eq!(meshes[0].sets[0].name, "one");
+    cleanup(&dir);
 }
 
 /// Ray sets a caller of `run` builds itself get the checks `mesh_cases` gives

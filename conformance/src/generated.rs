@@ -46,14 +46,19 @@ enum Prim {
     Sphere(Vec3, f32),
 }
 
-fn prims(scene: &Scene) -> Vec<Prim> {
+/// Every primitive of `scene` with its id (one the scene cannot resolve is left
+/// out, and the ids of the others stay theirs).
+fn prims(scene: &Scene) -> Vec<(u32, Prim)> {
     (0..scene.primitive_count() as u32)
-        .filter_map(|id| match scene.primitive(id)? {
-            PrimRef::Triangle(t) => scene.triangle(t).map(Prim::Triangle),
-            PrimRef::Sphere(s) => scene
-                .spheres()
-                .get(s as usize)
-                .map(|cr| Prim::Sphere(cr.truncate(), cr.w)),
+        .filter_map(|id| {
+            let prim = match scene.primitive(id)? {
+                PrimRef::Triangle(t) => scene.triangle(t).map(Prim::Triangle),
+                PrimRef::Sphere(s) => scene
+                    .spheres()
+                    .get(s as usize)
+                    .map(|cr| Prim::Sphere(cr.truncate(), cr.w)),
+            }?;
+            Some((id, prim))
         })
         .collect()
 }
@@ -82,16 +87,11 @@ pub fn brute_force(scene: &Scene, rays: &[Ray]) -> OracleAnswers {
         let mut best = Hit::MISS;
         let mut tmax = ray.tmax;
         let mut any = false;
-        for (id, p) in prims.iter().enumerate() {
+        for &(id, ref p) in &prims {
             if let Some((t, u, v)) = test(&pre, p, ray.tmin, tmax) {
                 tmax = t;
                 any = true;
-                best = Hit {
-                    t,
-                    u,
-                    v,
-                    prim: id as u32,
-                };
+                best = Hit { t, u, v, prim: id };
             }
         }
         out.hits.push(best);
@@ -219,8 +219,36 @@ pub struct GenSize {
     pub spheres: usize,
 }
 
+impl GenSize {
+    /// The largest size [`GenSize::check`] accepts: seeds, rays, triangles, spheres.
+    pub const MAX: GenSize = GenSize {
+        seeds: 1 << 10,
+        rays: 1 << 22,
+        triangles: 1 << 20,
+        spheres: 1 << 20,
+    };
+
+    /// `Ok` when every count is within [`GenSize::MAX`], else which is not: the
+    /// cases allocate by these counts, and a run of `u32::MAX` seeds never ends.
+    pub fn check(&self) -> Result<(), String> {
+        let max = Self::MAX;
+        let over = [
+            ("seeds", self.seeds as usize, max.seeds as usize),
+            ("rays", self.rays, max.rays),
+            ("triangles", self.triangles, max.triangles),
+            ("spheres", self.spheres, max.spheres),
+        ]
+        .into_iter()
+        .find(|&(_, n, limit)| n > limit);
+        match over {
+            Some((what, n, limit)) => Err(format!("{what} = {n} is above the limit {limit}")),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Every generated case for `size` (each count at least 2, so that no scene is
-/// empty).
+/// empty); check `size` with [`GenSize::check`] first.
 pub fn cases(size: GenSize) -> Vec<GeneratedCase> {
     let size = GenSize {
         seeds: size.seeds,

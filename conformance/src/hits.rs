@@ -170,6 +170,8 @@ pub struct HitCheck {
     /// Rays naming the same triangle with barycentrics further apart than
     /// [`UV_TOLERANCE`] (only where the reference has barycentrics).
     pub uv_mismatches: usize,
+    /// Whether barycentrics were compared (the reference has them).
+    pub uv_checked: bool,
     /// Rays where `occluded` disagrees with the reference.
     pub occluded_disagreements: usize,
     /// Rays whose reference hit was missed under the face-plane convention
@@ -223,6 +225,21 @@ impl HitCheck {
         if self.passed() {
             return None;
         }
+        let mut line = format!(
+            "hits {} on {} vs {}: {}",
+            self.group,
+            self.backend,
+            self.against,
+            self.reasons().join(", ")
+        );
+        if let Some(p) = self.first_problem.as_ref().filter(|_| self.error.is_none()) {
+            line.push_str(&format!("; first: {p}"));
+        }
+        Some(line)
+    }
+
+    /// Why the check fails, one reason each (empty when it passes).
+    pub fn reasons(&self) -> Vec<String> {
         let mut why = Vec::new();
         if let Some(e) = &self.error {
             why.push(format!("error: {e}"));
@@ -249,17 +266,7 @@ impl HitCheck {
                 100.0 * l
             ));
         }
-        let mut line = format!(
-            "hits {} on {} vs {}: {}",
-            self.group,
-            self.backend,
-            self.against,
-            why.join(", ")
-        );
-        if let Some(p) = self.first_problem.as_ref().filter(|_| self.error.is_none()) {
-            line.push_str(&format!("; first: {p}"));
-        }
-        Some(line)
+        why
     }
 }
 
@@ -341,6 +348,7 @@ pub fn compare(
         group: group.into(),
         backend: backend.into(),
         against: reference.name.into(),
+        uv_checked: reference.uv.is_some(),
         counts,
         face_plane,
         tie_limit: reference.tie_limit,
@@ -405,12 +413,22 @@ pub fn compare(
             }
         }
     }
-    if answers.occluded.len() != rays.len() {
-        check.error = Some(format!(
-            "{} rays but {} occluded answers",
-            rays.len(),
-            answers.occluded.len()
-        ));
+    // Every array must hold one entry per ray: a shorter one would leave rays
+    // unchecked. Each problem is kept, not only the last.
+    let lengths = [
+        ("occluded answers", Some(answers.occluded.len())),
+        ("reference occlusion flags", Some(reference.occluded.len())),
+        ("reference barycentrics", reference.uv.map(<[_]>::len)),
+        ("excused flags", reference.also_excused.map(<[_]>::len)),
+    ];
+    for (what, len) in lengths {
+        if let Some(len) = len.filter(|&l| l != rays.len()) {
+            let problem = format!("{} rays but {len} {what}", rays.len());
+            check.error = Some(match check.error.take() {
+                Some(e) => format!("{e}; {problem}"),
+                None => problem,
+            });
+        }
     }
     check
 }
@@ -503,6 +521,37 @@ mod tests {
         assert_eq!(c.uv_mismatches, 1);
         assert_eq!(c.occluded_disagreements, 1);
         assert!(!c.passed());
+    }
+
+    #[test]
+    fn short_reference_arrays_fail_instead_of_checking_fewer_rays() {
+        let rays = vec![ray(); 2];
+        let answers = Answers {
+            hits: vec![hit(1.0, 3), hit(2.0, 4)],
+            occluded: vec![true, true],
+            ..Default::default()
+        };
+        let reference = [(1.0, 3), (2.0, 4)];
+        let uv = [(0.25, 0.5)];
+        let c = compare(
+            "g",
+            "b",
+            &rays,
+            &answers,
+            &Reference {
+                name: "r",
+                hits: &reference,
+                uv: Some(&uv),
+                occluded: &[],
+                tie_limit: None,
+                face_planes: None,
+                also_excused: None,
+            },
+        );
+        assert!(!c.passed());
+        let e = c.error.unwrap_or_default();
+        assert!(e.contains("2 rays but 0 reference occlusion flags"), "{e}");
+        assert!(e.contains("2 rays but 1 reference barycentrics"), "{e}");
     }
 
     #[test]

@@ -24,9 +24,17 @@
 //! ```
 //! use prism_conformance::{Candidate, Cases, Config, run};
 //!
-//! // No backend, no cases: only the generated cases' oracle runs, and nothing fails.
+//! // The CPU backend against the generated cases' brute-force oracle.
+//! let cpu = prism_cpu::CpuBackend::new().expect("the CPU backend always opens");
+//! let candidates = vec![Candidate::opened("cpu", Box::new(cpu))];
+//! let report = run(candidates, &Cases::default(), &Config::quick(), &mut |line| {
+//!     eprintln!("{line}")
+//! });
+//! assert!(report.passed(), "{}", report.summary());
+//!
+//! // With no backend nothing is checked, and that fails.
 //! let report = run(Vec::new(), &Cases::default(), &Config::quick(), &mut |_| {});
-//! assert!(report.passed());
+//! assert!(!report.passed());
 //! ```
 
 #![deny(missing_docs)]
@@ -480,10 +488,23 @@ struct Live {
     backend: Box<dyn Backend>,
 }
 
-/// Open backends into the report's rows.
-fn take_backends(candidates: Vec<Candidate>, rows: &mut Vec<BackendRow>) -> Vec<Live> {
+/// Open backends into the report's rows. A name given twice fails as a note
+/// and its second backend is not used: the report names its images by backend.
+fn take_backends(
+    candidates: Vec<Candidate>,
+    rows: &mut Vec<BackendRow>,
+    notes: &mut Vec<Note>,
+) -> Vec<Live> {
     let mut live = Vec::new();
     for c in candidates {
+        if rows.iter().any(|r| r.name == c.name) {
+            notes.push(Note {
+                what: format!("backend {}", c.name),
+                reason: "given twice: each backend is checked once".into(),
+                fails: true,
+            });
+            continue;
+        }
         match c.opened {
             Ok(backend) => {
                 let info = backend.info();
@@ -536,7 +557,14 @@ pub fn run(
         images: Vec::new(),
         timings: Vec::new(),
     };
-    let mut live = take_backends(candidates, &mut report.backends);
+    let mut live = take_backends(candidates, &mut report.backends, &mut report.notes);
+    if live.is_empty() {
+        report.notes.push(Note {
+            what: "backends".into(),
+            reason: "no backend opened: nothing was checked".into(),
+            fails: true,
+        });
+    }
     for b in &report.backends {
         match &b.status {
             BackendStatus::Used => log(&format!("backend {}: {}", b.name, b.device)),
@@ -554,8 +582,30 @@ pub fn run(
     }
 
     let start = Instant::now();
-    for case in generated::cases(config.generated) {
-        report.generated.push(run_generated(&case, &mut live, log));
+    match config.generated.check() {
+        Ok(()) => {
+            for case in generated::cases(config.generated) {
+                if case.rays.is_empty() {
+                    let reason = "no rays: the case checks nothing".to_string();
+                    log(&format!("FAILED: generated case {}: {reason}", case.name));
+                    report.notes.push(Note {
+                        what: format!("generated case {}", case.name),
+                        reason,
+                        fails: true,
+                    });
+                    continue;
+                }
+                report.generated.push(run_generated(&case, &mut live, log));
+            }
+        }
+        Err(reason) => {
+            log(&format!("FAILED: generated cases: {reason}"));
+            report.notes.push(Note {
+                what: "generated cases".into(),
+                reason,
+                fails: true,
+            });
+        }
     }
     report.timings.push(("generated cases", start.elapsed()));
 
@@ -861,7 +911,8 @@ pub fn image_settings(
 
 fn size_for(case: &ImageCase, width: u32) -> (u32, u32) {
     let w = width.max(1);
-    let h = (w as u64 * case.height.max(1) as u64 / case.width.max(1) as u64).max(1) as u32;
+    let h = (w as u64 * case.height.max(1) as u64 / case.width.max(1) as u64)
+        .clamp(1, u64::from(u32::MAX)) as u32;
     (w, h)
 }
 
@@ -875,7 +926,22 @@ fn render(
     let mut image = Image::new(w, h, format)?;
     let start = Instant::now();
     backend.render(camera, settings, &mut image, &NoProgress)?;
-    Ok((image, start.elapsed().as_secs_f64() * 1e3))
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    // A backend may not hand back another image than the one it was given:
+    // the checks below compare frames of the size and format asked for.
+    if (image.width(), image.height(), image.format()) != (w, h, format) {
+        return Err(prism_core::Error::Device {
+            backend: "conformance",
+            operation: "render",
+            message: format!(
+                "asked for a {w}x{h} {format:?} frame, the backend returned a {}x{} {:?} one",
+                image.width(),
+                image.height(),
+                image.format()
+            ),
+        });
+    }
+    Ok((image, ms))
 }
 
 fn run_images(
@@ -922,7 +988,15 @@ fn run_images(
                 let (second, _) = render(be, &case.camera, &s, size, PixelFormat::LinearF32)?;
                 r.determinism = Some(images::bit_identical(&first, &second));
                 let (srgb, _) = render(be, &case.camera, &s, size, PixelFormat::Srgba8)?;
-                r.srgb8_levels = images::srgb8_levels(&srgb, &first).ok();
+                // `render` checked both frames' size and format, so the
+                // comparison runs; were it refused, the render fails.
+                r.srgb8_levels = Some(images::srgb8_levels(&srgb, &first).map_err(|message| {
+                    prism_core::Error::Device {
+                        backend: "conformance",
+                        operation: "8-bit check",
+                        message,
+                    }
+                })?);
                 r.bad_radiance = images::bad_radiance(&first).map(|b| ("frame", b));
                 r.image = Some(first);
                 if config.converged_spp > 0 {
@@ -1006,6 +1080,57 @@ fn run_images(
 mod tests {
     use super::*;
 
+    /// The CPU backend, and a configuration whose generated cases take little time.
+    fn cpu_only() -> (Vec<Candidate>, Config) {
+        let cpu = prism_cpu::CpuBackend::with_threads(1).expect("cpu backend");
+        let config = Config {
+            generated: generated::GenSize {
+                seeds: 1,
+                rays: 16,
+                triangles: 8,
+                spheres: 4,
+            },
+            ..Config::quick()
+        };
+        (vec![Candidate::opened("cpu", Box::new(cpu))], config)
+    }
+
+    #[test]
+    fn a_run_without_a_backend_or_with_one_twice_fails() {
+        let report = run(Vec::new(), &Cases::default(), &Config::quick(), &mut |_| {});
+        assert_eq!(
+            report.failures(),
+            ["backends: no backend opened: nothing was checked"]
+        );
+        assert!(report.summary().starts_with("FAIL"), "{}", report.summary());
+        let (mut candidates, config) = cpu_only();
+        let again = prism_cpu::CpuBackend::with_threads(1).expect("cpu backend");
+        candidates.push(Candidate::opened("cpu", Box::new(again)));
+        let report = run(candidates, &Cases::default(), &config, &mut |_| {});
+        assert_eq!(
+            report.failures(),
+            ["backend cpu: given twice: each backend is checked once"]
+        );
+        assert_eq!(report.backends.len(), 1);
+    }
+
+    #[test]
+    fn generated_sizes_past_the_limit_fail_instead_of_aborting() {
+        let (candidates, mut config) = cpu_only();
+        config.generated.rays = usize::MAX;
+        let report = run(candidates, &Cases::default(), &config, &mut |_| {});
+        assert_eq!(
+            report.failures(),
+            [format!(
+                "generated cases: rays = {} is above the limit {}",
+                usize::MAX,
+                generated::GenSize::MAX.rays
+            )]
+        );
+        assert!(report.generated.is_empty());
+        assert_eq!(generated::GenSize::MAX.check(), Ok(()));
+    }
+
     #[test]
     fn notes_are_logged_and_missing_ray_sets_show_in_the_summary() {
         let cases = Cases {
@@ -1017,7 +1142,8 @@ mod tests {
             ..Default::default()
         };
         let mut lines = Vec::new();
-        let report = run(Vec::new(), &cases, &Config::quick(), &mut |l| {
+        let (candidates, config) = cpu_only();
+        let report = run(candidates, &cases, &config, &mut |l| {
             lines.push(l.to_string())
         });
         assert!(report.passed(), "{:?}", report.failures());
@@ -1043,7 +1169,8 @@ mod tests {
             ..Default::default()
         };
         let mut lines = Vec::new();
-        let report = run(Vec::new(), &cases, &Config::quick(), &mut |l| {
+        let (candidates, config) = cpu_only();
+        let report = run(candidates, &cases, &config, &mut |l| {
             lines.push(l.to_string())
         });
         assert!(

@@ -67,19 +67,25 @@ fn esc(s: &str) -> String {
     out
 }
 
-/// A file name from `parts`: ASCII letters and digits kept (lowercased), any
-/// other character replaced by `_`, the parts joined by `-`, then `.{ext}`.
+/// A file name from `parts`: lowercase ASCII letters and digits kept, every
+/// other byte written `_xx` (hex), the parts joined by `-`, then `.{ext}`.
+/// Different parts give different names (`Cornell` and `cornell`, `a b` and
+/// `a_b` do not share a file), and every name is safe on any file system.
 fn file_name(parts: &[&str], ext: &str) -> String {
+    use std::fmt::Write;
     let mut s = String::new();
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
             s.push('-');
         }
         for c in p.chars() {
-            if c.is_ascii_alphanumeric() {
-                s.push(c.to_ascii_lowercase());
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                s.push(c);
             } else {
-                s.push('_');
+                let mut utf8 = [0u8; 4];
+                for b in c.encode_utf8(&mut utf8).bytes() {
+                    let _ = write!(s, "_{b:02x}"); // ok: writing to a String cannot fail
+                }
             }
         }
     }
@@ -342,23 +348,28 @@ fn hit_row(out: &mut String, c: &HitCheck, first: Option<(&str, usize)>, face_pl
         },
         c.counts.mismatches,
         c.occluded_disagreements,
-        c.uv_mismatches,
+        if c.uv_checked {
+            c.uv_mismatches.to_string()
+        } else {
+            "–".into()
+        },
         c.intersect_ms,
         c.occluded_ms,
         chip(pass)
     );
     if !pass {
-        let detail = c
-            .error
-            .as_ref()
-            .or(c.first_problem.as_ref())
-            .map_or("", String::as_str);
+        // Every reason (a check failing on its tie share alone has no first
+        // problem), then the first problem ray where there is one.
+        let mut detail = c.reasons().join(", ");
+        if let Some(p) = c.first_problem.as_ref().filter(|_| c.error.is_none()) {
+            detail.push_str(&format!("; first: {p}"));
+        }
         // The spanning first cell covers this row, so it has one column less.
         let _ = write!(
             out,
-            "<tr class=\"detail bad\"><td colspan={} class=mono>first: {}</td></tr>",
+            "<tr class=\"detail bad\"><td colspan={} class=mono>{}</td></tr>",
             if face_plane { 11 } else { 10 },
-            esc(detail)
+            esc(&detail)
         );
     }
 }
@@ -968,11 +979,23 @@ mod tests {
     }
 
     #[test]
-    fn file_names_are_plain() {
+    fn file_names_are_plain_and_distinct() {
         assert_eq!(
             file_name(&["rtiow", "path", "cpu/x"], "png"),
-            "rtiow-path-cpu_x.png"
+            "rtiow-path-cpu_2fx.png"
         );
+        // Names that differ only in case or in which character is not a
+        // letter get files of their own.
+        let names = ["cornell", "Cornell", "a b", "a_b", "a-b", "é", "e"];
+        let files: std::collections::HashSet<String> = names
+            .iter()
+            .map(|n| file_name(&[n, "path"], "png"))
+            .collect();
+        assert_eq!(files.len(), names.len(), "{files:?}");
+        assert!(files.iter().all(|f| {
+            f.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.".contains(c))
+        }));
     }
 
     #[test]
