@@ -2,12 +2,20 @@
 
 // mirrors core::f32::consts::TAU (rounds to the same f32)
 const TAU: f32 = 6.283185307179586;
+// mirrors core::f32::consts::PI (rounds to the same f32, half of TAU)
+const PI: f32 = 3.141592653589793;
+
+// mirrors prism_core::sampling::polar_angle
+fn polar_angle(u: f32) -> f32 {
+    let phi = TAU * u;
+    return select(phi, phi - TAU, phi > PI);
+}
 
 // mirrors prism_core::sampling::unit_sphere
 fn unit_sphere(u1: f32, u2: f32) -> vec3<f32> {
     let z = 1.0 - 2.0 * u1;
     let r = sqrt(max(1.0 - z * z, 0.0));
-    let phi = TAU * u2;
+    let phi = polar_angle(u2);
     return vec3<f32>(r * cos(phi), r * sin(phi), z);
 }
 
@@ -19,7 +27,7 @@ fn unit_ball(u1: f32, u2: f32, u3: f32) -> vec3<f32> {
 // mirrors prism_core::sampling::unit_disk
 fn unit_disk(u1: f32, u2: f32) -> vec2<f32> {
     let r = sqrt(u1);
-    let phi = TAU * u2;
+    let phi = polar_angle(u2);
     return vec2<f32>(r * cos(phi), r * sin(phi));
 }
 

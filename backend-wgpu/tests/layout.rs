@@ -168,6 +168,7 @@ fn wgsl_constants_match_core() {
         ("PHONG_EXPONENT", integrator::PHONG_EXPONENT as f64),
         ("WHITTED_LOCAL", integrator::WHITTED_LOCAL as f64),
         ("TAU", core::f32::consts::TAU as f64),
+        ("PI", core::f32::consts::PI as f64),
         (
             "SRGB8_TABLE_SLOTS",
             prism_core::image::SRGB8_TABLE_SLOTS as f64,

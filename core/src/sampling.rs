@@ -7,13 +7,25 @@ use glam::{Vec2, Vec3};
 
 /// `2 * pi`.
 const TAU: f32 = core::f32::consts::TAU;
+/// `pi` (exactly half of [`TAU`] in `f32`).
+const PI: f32 = core::f32::consts::PI;
+
+/// The angle `2 pi u` for `u` in `[0, 1)`, taken in `[-pi, pi]`: GPU `sin` and
+/// `cos` are specified only there (WGSL and Vulkan promise nothing outside), so
+/// every backend evaluates them on this same argument. The subtraction is exact
+/// (Sterbenz: `pi < 2 pi u < 2 pi`).
+#[inline(always)]
+pub fn polar_angle(u: f32) -> f32 {
+    let phi = TAU * u;
+    if phi > PI { phi - TAU } else { phi }
+}
 
 /// A uniform direction on the unit sphere from `(u1, u2)` in `[0, 1)^2`.
 #[inline(always)]
 pub fn unit_sphere(u1: f32, u2: f32) -> Vec3 {
     let z = 1.0 - 2.0 * u1;
     let r = libm::sqrtf((1.0 - z * z).max(0.0));
-    let phi = TAU * u2;
+    let phi = polar_angle(u2);
     Vec3::new(r * libm::cosf(phi), r * libm::sinf(phi), z)
 }
 
@@ -27,7 +39,7 @@ pub fn unit_ball(u1: f32, u2: f32, u3: f32) -> Vec3 {
 #[inline(always)]
 pub fn unit_disk(u1: f32, u2: f32) -> Vec2 {
     let r = libm::sqrtf(u1);
-    let phi = TAU * u2;
+    let phi = polar_angle(u2);
     Vec2::new(r * libm::cosf(phi), r * libm::sinf(phi))
 }
 

@@ -6,7 +6,7 @@ mod common;
 use common::{config, unit_vec3};
 use glam::Vec3;
 use prism_core::rng::Pcg;
-use prism_core::sampling::{cosine_hemisphere, unit_ball, unit_disk, unit_sphere};
+use prism_core::sampling::{cosine_hemisphere, polar_angle, unit_ball, unit_disk, unit_sphere};
 use proptest::prelude::*;
 
 /// A uniform number in `[0, 1)` including its extremes (0 and the largest float
@@ -17,6 +17,19 @@ fn u01() -> impl Strategy<Value = f32> {
 
 proptest! {
     #![proptest_config(config(3000))]
+
+    /// The polar angle lies in `[-pi, pi]`, where GPU `sin` and `cos` are
+    /// specified, is `2 pi u` itself or exactly one turn less, and so gives the
+    /// same point on the circle.
+    #[test]
+    fn polar_angle_is_two_pi_u_within_minus_pi_to_pi(u in u01()) {
+        use std::f32::consts::{PI, TAU};
+        let phi = polar_angle(u);
+        prop_assert!((-PI..=PI).contains(&phi), "u {u}: {phi}");
+        let full = TAU * u;
+        prop_assert!(phi == full || (f64::from(phi) == f64::from(full) - f64::from(TAU)), "u {u}");
+        prop_assert!((phi.cos() - full.cos()).abs() < 1e-6 && (phi.sin() - full.sin()).abs() < 1e-6);
+    }
 
     /// Every warp stays in its domain for every input in `[0, 1)`.
     #[test]
