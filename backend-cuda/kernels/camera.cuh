@@ -8,8 +8,8 @@ __device__ __forceinline__ void camera_ray(const GpuCamera& cam, float s, float 
                                            V3& origin_out, V3& dir_out) {
     const V3 origin = xyz(cam.origin_lens);
     V3 from = origin;
-    // A pinhole (lens radius 0) makes the lens offset (+-0, +-0, +-0), which
-    // leaves `origin` as it is: the disk sample is only computed for a real lens.
+    // A pinhole (lens radius 0) starts every ray at `origin` itself, as core
+    // does; the disk sample is only computed for a real lens.
     if (cam.origin_lens.w != 0.0f) {
         const float2 d = unit_disk(l1, l2);
         const float lens_x = d.x * cam.origin_lens.w;

@@ -141,7 +141,14 @@ pub fn camera_ray(cam: &GpuCamera, s: f32, t: f32, l1: f32, l2: f32) -> Ray {
     let lens = unit_disk(l1, l2) * cam.origin_lens[3];
     let offset = v3(cam.u) * lens.x + v3(cam.v) * lens.y;
     let target = v3(cam.lower_left) + s * v3(cam.horizontal) + t * v3(cam.vertical);
-    let from = origin + offset;
+    // A pinhole (lens radius 0) starts every ray at the origin itself: adding
+    // its (+-0, +-0, +-0) offset would turn a -0 coordinate into +0 for some
+    // lens samples and not others, and the GPU kernels skip the lens there.
+    let from = if cam.origin_lens[3] != 0.0 {
+        origin + offset
+    } else {
+        origin
+    };
     // The fallback (a direction too short or too long to normalize, which
     // `frame`'s bounds leave to focus distances near zero) is the view
     // direction, -w = v x u.

@@ -467,3 +467,25 @@ fn whitted_light_behind_the_surface_lights_no_highlight() {
         "{c} against ambient {ambient}"
     );
 }
+
+/// A pinhole camera starts every ray at its eye, bit for bit, whatever the lens
+/// sample: an eye coordinate of -0 stays -0 (adding the zero lens offset would
+/// make it +0 for some samples, and the GPU kernels skip the lens there).
+#[test]
+fn pinhole_rays_start_exactly_at_the_eye() {
+    let cam = Camera::look_at(
+        Vec3::new(-0.0, 1.0, -0.0),
+        Vec3::new(0.0, 0.0, -5.0),
+        Vec3::Y,
+        40.0,
+    );
+    assert_eq!(cam.aperture, 0.0);
+    let frame = cam.frame(16, 16).expect("a valid camera");
+    for l in [(0.0, 0.0), (0.99, 0.99), (0.25, 0.75), (0.6, 0.1)] {
+        for (s, t) in [(0.0, 0.0), (0.5, 0.5), (1.0, 0.25)] {
+            let r = camera_ray(&frame, s, t, l.0, l.1);
+            let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+            assert_eq!(bits(r.origin), bits(cam.look_from), "lens sample {l:?}");
+        }
+    }
+}
