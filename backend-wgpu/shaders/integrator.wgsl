@@ -103,10 +103,12 @@ fn whitted_local(p: vec3<f32>, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>)
     let dist = vec3_length(to_light);
     let l = to_light * (1.0 / dist);
     let shadowed = any_hit(ray_segment(p, l, spawn_tmin(p), dist));
-    let n_dot_l = max(dot(n, l), 0.0);
+    // f32_max as core's max: with the light at the point itself, l is NaN and
+    // core's n . l is 0.
+    let n_dot_l = f32_max(dot(n, l), 0.0);
     let r = reflect(-l, n);
     // No highlight from a light behind the surface.
-    let spec = select(0.0, pow32(max(dot(r, view), 0.0)), n_dot_l > 0.0);
+    let spec = select(0.0, pow32(f32_max(dot(r, view), 0.0)), n_dot_l > 0.0);
     let lit = PHONG_AMBIENT * albedo + PHONG_DIFFUSE * n_dot_l * albedo + vec3<f32>(PHONG_SPECULAR * spec);
     let keep = select(1.0, SHADOW_KEEP, shadowed);
     return lit * params.light_color.xyz * keep;

@@ -10,12 +10,12 @@
 //
 // Divisions: WGSL's f32 division may be off by 2.5 ulp. The ray's set-up
 // (inverse direction for the slab test, the shear of the triangle test) decides
-// which boxes and triangles a ray enters, so it divides with `div_rn`
-// (division.wgsl), correctly rounded where the adapter has 64-bit floats: then
-// every inside/outside decision is core's. The divisions after those decisions
-// (1 / det for t, u, v; the sphere test's quotients and square root) only move
-// t and the barycentrics by a few ulps, far inside the agreement rule, and keep
-// the adapter's f32 operations (these run per primitive, the set-up per ray).
+// which boxes and triangles a ray enters, and the sphere test's `b / a` whether
+// it hits, so those divide with `div_rn` (division.wgsl), correctly rounded
+// where the adapter has 64-bit floats: then every inside/outside decision is
+// core's. The divisions after those decisions (1 / det for t, u, v; the sphere
+// test's roots and square root) only move t and the barycentrics by a few
+// ulps, far inside the agreement rule, and keep the adapter's f32 operations.
 
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT
 const MIN_DIR_COMPONENT: f32 = 1e-30;
@@ -178,7 +178,8 @@ fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32,
     let f = origin - center;
     let a = dot_rn(dir, dir);
     let b = dot_rn(f, dir);
-    let l = f - mul3_rn(b / a, dir);
+    // b / a decides hit or miss (through disc): correctly rounded, as core's.
+    let l = f - mul3_rn(div_rn(b, a), dir);
     let r2 = mul_rn(radius, radius);
     let disc = a * (r2 - dot_rn(l, l));
     if disc < 0.0 {
@@ -188,8 +189,10 @@ fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32,
     let q = -(b + f32_copysign(sqrt(disc), b));
     let ta = c / q;
     let tb = q / a;
-    let t0 = min(ta, tb);
-    let t1 = max(ta, tb);
+    // A tangent ray starting on the sphere has q = 0 and ta = 0 / 0 = NaN:
+    // core's min and max then give tb.
+    let t0 = f32_min(ta, tb);
+    let t1 = f32_max(ta, tb);
     if t0 > tmin && t0 < tmax {
         return PrimHit(true, t0, 0.0, 0.0);
     } else if t1 > tmin && t1 < tmax {

@@ -12,6 +12,22 @@ fn f32_is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
+// mirrors f32::is_nan (on the bits: a compiler may assume `x != x` is false)
+fn f32_is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// mirrors f32::min: a NaN operand gives the other one. WGSL's `min` (SPIR-V
+// FMin) leaves which operand a NaN gives undefined.
+fn f32_min(a: f32, b: f32) -> f32 {
+    return select(select(min(a, b), a, f32_is_nan(b)), b, f32_is_nan(a));
+}
+
+// mirrors f32::max: a NaN operand gives the other one (see f32_min).
+fn f32_max(a: f32, b: f32) -> f32 {
+    return select(select(max(a, b), a, f32_is_nan(b)), b, f32_is_nan(a));
+}
+
 // a * b rounded on its own, never fused with a following add. WGSL allows a
 // compiler to contract a * b + c into one FMA (NVIDIA's Vulkan driver does);
 // core never does. The product passes through an integer OR with
