@@ -268,15 +268,27 @@ fn cpu_and_wgpu_agree_and_the_report_opens_in_a_browser() {
     cleanup(&dir);
 }
 
-/// A backend that delegates to the CPU but shades every pixel a little brighter,
-/// puts a NaN in the last pixel, and reports one hit of every batch on the
-/// wrong primitive.
-struct Liar(Box<dyn Backend>);
+/// How a [`Misbehaving`] backend departs from the CPU backend it wraps.
+#[derive(Clone, Copy, PartialEq)]
+enum Lie {
+    /// "liar": brightens every pixel by 4%, writes a NaN into the last one, and
+    /// moves the first hit to another primitive.
+    Answers,
+    /// "swapper": hands back a linear frame when asked for 8-bit output (it
+    /// replaces the caller's image), so the 8-bit check cannot run.
+    Format,
+}
 
-impl Backend for Liar {
+/// A CPU backend that lies in one way ([`Lie`]).
+struct Misbehaving(Box<dyn Backend>, Lie);
+
+impl Backend for Misbehaving {
     fn info(&self) -> BackendInfo {
         BackendInfo {
-            name: "liar",
+            name: match self.1 {
+                Lie::Answers => "liar",
+                Lie::Format => "swapper",
+            },
             ..self.0.info()
         }
     }
@@ -290,58 +302,31 @@ impl Backend for Liar {
         image: &mut Image,
         progress: &dyn Progress,
     ) -> Result<RenderStats, Error> {
-        let stats = self.0.render(camera, settings, image, progress)?;
-        for p in image.linear_mut() {
-            for c in &mut p[..3] {
-                *c *= 1.04;
-            }
+        if self.1 == Lie::Format && image.format() == prism::PixelFormat::Srgba8 {
+            *image = Image::new(image.width(), image.height(), prism::PixelFormat::LinearF32)?;
         }
-        if let Some(last) = image.linear_mut().last_mut() {
-            last[1] = f32::NAN;
+        let stats = self.0.render(camera, settings, image, progress)?;
+        if self.1 == Lie::Answers {
+            for p in image.linear_mut() {
+                for c in &mut p[..3] {
+                    *c *= 1.04;
+                }
+            }
+            if let Some(last) = image.linear_mut().last_mut() {
+                last[1] = f32::NAN;
+            }
         }
         Ok(stats)
     }
     fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
         let stats = self.0.intersect(rays, hits)?;
-        if let Some(h) = hits.iter_mut().find(|h| h.is_hit()) {
+        if self.1 == Lie::Answers
+            && let Some(h) = hits.iter_mut().find(|h| h.is_hit())
+        {
             h.prim ^= 1;
             h.t *= 1.01;
         }
         Ok(stats)
-    }
-    fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
-        self.0.occluded(rays, occluded)
-    }
-}
-
-/// A backend that hands back a linear frame when asked for 8-bit output (it
-/// replaces the caller's image): the 8-bit check cannot run, and that fails.
-struct Swapper(Box<dyn Backend>);
-
-impl Backend for Swapper {
-    fn info(&self) -> BackendInfo {
-        BackendInfo {
-            name: "swapper",
-            ..self.0.info()
-        }
-    }
-    fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
-        self.0.set_scene(scene)
-    }
-    fn render(
-        &mut self,
-        camera: &Camera,
-        settings: &RenderSettings,
-        image: &mut Image,
-        progress: &dyn Progress,
-    ) -> Result<RenderStats, Error> {
-        if image.format() == prism::PixelFormat::Srgba8 {
-            *image = Image::new(image.width(), image.height(), prism::PixelFormat::LinearF32)?;
-        }
-        self.0.render(camera, settings, image, progress)
-    }
-    fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
-        self.0.intersect(rays, hits)
     }
     fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
         self.0.occluded(rays, occluded)
@@ -356,7 +341,7 @@ fn a_backend_that_returns_another_format_fails_its_renders() {
     };
     let candidates = vec![
         Candidate::opened("cpu", cpu()),
-        Candidate::opened("swapper", Box::new(Swapper(cpu()))),
+        Candidate::opened("swapper", Box::new(Misbehaving(cpu(), Lie::Format))),
     ];
     let report = run(candidates, &cases, &Config::quick(), &mut |l| log(l));
     let failures = report.failures();
@@ -390,7 +375,7 @@ fn a_lying_backend_fails_every_kind_of_check() {
     };
     let candidates = vec![
         Candidate::opened("cpu", cpu()),
-        Candidate::opened("liar", Box::new(Liar(cpu()))),
+        Candidate::opened("liar", Box::new(Misbehaving(cpu(), Lie::Answers))),
     ];
     let report = run(candidates, &cases, &Config::quick(), &mut |l| log(l));
     let failures = report.failures();
