@@ -445,6 +445,23 @@ mod tests {
         Ray::new(Vec3::ZERO, Vec3::Z)
     }
 
+    /// A reference named "r" with no tie limit, face planes or excused rays.
+    fn plain<'a>(
+        hits: &'a [(f32, u32)],
+        uv: Option<&'a [(f32, f32)]>,
+        occluded: &'a [bool],
+    ) -> Reference<'a> {
+        Reference {
+            name: "r",
+            hits,
+            uv,
+            occluded,
+            tie_limit: None,
+            face_planes: None,
+            also_excused: None,
+        }
+    }
+
     fn hit(t: f32, prim: u32) -> Hit {
         Hit {
             t,
@@ -464,21 +481,7 @@ mod tests {
         };
         let reference = [(1.0, 3), (2.0, 9), (3.5, 5), (f32::INFINITY, Hit::NO_PRIM)];
         let occ = Reference::occluded_from(&reference);
-        let c = compare(
-            "g",
-            "b",
-            &rays,
-            &answers,
-            &Reference {
-                name: "r",
-                hits: &reference,
-                uv: None,
-                occluded: &occ,
-                tie_limit: None,
-                face_planes: None,
-                also_excused: None,
-            },
-        );
+        let c = compare("g", "b", &rays, &answers, &plain(&reference, None, &occ));
         assert_eq!(
             (c.counts.matches, c.counts.ties, c.counts.mismatches),
             (2, 1, 1)
@@ -507,15 +510,7 @@ mod tests {
             "b",
             &rays,
             &answers,
-            &Reference {
-                name: "r",
-                hits: &reference,
-                uv: Some(&uv),
-                occluded: &occ,
-                tie_limit: None,
-                face_planes: None,
-                also_excused: None,
-            },
+            &plain(&reference, Some(&uv), &occ),
         );
         assert_eq!(c.counts.mismatches, 0);
         assert_eq!(c.uv_mismatches, 1);
@@ -538,15 +533,7 @@ mod tests {
             "b",
             &rays,
             &answers,
-            &Reference {
-                name: "r",
-                hits: &reference,
-                uv: Some(&uv),
-                occluded: &[],
-                tie_limit: None,
-                face_planes: None,
-                also_excused: None,
-            },
+            &plain(&reference, Some(&uv), &[]),
         );
         assert!(!c.passed());
         let e = c.error.unwrap_or_default();
