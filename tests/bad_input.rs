@@ -201,16 +201,18 @@ fn nan_or_infinite_mesh_vertex_names_mesh_and_vertex() {
 
 #[test]
 fn nan_or_infinite_triangle_vertex_names_primitive_and_corner() {
-    let mut scene = good_scene();
-    scene.add_triangle(Vec3::ZERO, Vec3::X, Vec3::new(f32::INFINITY, 0.0, 0.0), 0);
-    assert_scene_refused(
-        &scene,
-        Error::TriangleNotFinite {
-            prim: 2,
-            vertex: 2,
-            position: [f32::INFINITY, 0.0, 0.0],
-        },
-    );
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut scene = good_scene();
+        scene.add_triangle(Vec3::ZERO, Vec3::X, Vec3::new(bad, 0.0, 0.0), 0);
+        assert_scene_refused(
+            &scene,
+            Error::TriangleNotFinite {
+                prim: 2,
+                vertex: 2,
+                position: [bad, 0.0, 0.0],
+            },
+        );
+    }
 }
 
 #[test]
@@ -295,6 +297,31 @@ fn vertex_index_out_of_range_in_a_mesh_file_is_refused() {
         }
         other => panic!("{other:?}"),
     }
+    // An absolute index beyond `u32` (here `isize::MAX`): refused by line.
+    match parse_obj(
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9223372036854775807\n",
+        "big.obj",
+    ) {
+        Err(Error::Parse {
+            path,
+            line: Some(4),
+            ..
+        }) => assert_eq!(path, "big.obj"),
+        other => panic!("{other:?}"),
+    }
+    // Through `load_mesh`, each file's error names its path.
+    for (name, bytes) in [
+        ("bad.ply", &ply[..]),
+        ("bad.obj", b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n"),
+    ] {
+        let path = temp_file(name, bytes);
+        match load_mesh(&path) {
+            Err(Error::Parse { path: named, .. }) => {
+                assert_eq!(named, path.display().to_string());
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
     assert_usable(cpu().as_mut(), "a refused mesh file");
 }
 
@@ -322,6 +349,7 @@ fn invalid_material_names_material_and_field() {
     let mut scene = good_scene();
     scene.add_material(Material::dielectric(f32::NAN));
     let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
     match backend.set_scene(&scene) {
         Err(Error::MaterialInvalid {
             index: 1,
@@ -330,6 +358,7 @@ fn invalid_material_names_material_and_field() {
         }) => {}
         other => panic!("{other:?}"),
     }
+    assert_traces_good_scene(backend.as_mut(), "an invalid material");
     assert_usable(backend.as_mut(), "an invalid material");
 }
 
@@ -344,6 +373,7 @@ fn invalid_sky_or_light_names_the_field() {
         ("light.position", |s| s.light.position.y = f32::NEG_INFINITY),
     ];
     let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
     for (name, spoil) in cases {
         let mut scene = good_scene();
         spoil(&mut scene);
@@ -354,6 +384,7 @@ fn invalid_sky_or_light_names_the_field() {
             }
             other => panic!("{name}: {other:?}"),
         }
+        assert_traces_good_scene(backend.as_mut(), name);
     }
     assert_usable(backend.as_mut(), "an invalid sky or light");
 }
@@ -510,11 +541,13 @@ fn image_too_large_for_host_memory_is_refused_not_aborted() {
     assert_usable(cpu().as_mut(), "an image too large for memory");
 }
 
+#[cfg(unix)]
 #[test]
 fn scene_too_large_for_host_memory_is_refused_not_aborted() {
     // 2^24 + 2^20 spheres take about 500 MB as a scene; their BVH's node
     // array alone is 64 bytes a primitive, 1.14 GB, more than this binary's
-    // host grants (HOST_LIMIT). The build reports it and keeps nothing.
+    // host grants (HOST_LIMIT). The build reports it and keeps nothing, and
+    // the backend keeps tracing the scene it had.
     let n = (1u32 << 24) + (1 << 20);
     let mut scene = Scene::new();
     let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
@@ -522,16 +555,136 @@ fn scene_too_large_for_host_memory_is_refused_not_aborted() {
         let (x, z) = ((i & 4095) as f32, (i >> 12) as f32);
         scene.add_sphere(Vec3::new(x, 0.0, z), 0.25, m);
     }
-    let mut backend = cpu();
-    match backend.set_scene(&scene) {
+    let nodes_refused = |got: Result<(), Error>, entry: &str| match got {
         Err(Error::HostOutOfMemory { what, bytes }) => {
-            assert_eq!(what, "BVH nodes");
-            assert_eq!(bytes, 64 * u64::from(n));
+            assert_eq!(what, "BVH nodes", "{entry}");
+            assert_eq!(bytes, 64 * u64::from(n), "{entry}");
+        }
+        other => panic!("{entry}: {other:?}"),
+    };
+    let mut backend = cpu();
+    backend.set_scene(&good_scene()).expect("the good scene");
+    nodes_refused(backend.set_scene(&scene).map(drop), "set_scene");
+    assert_traces_good_scene(backend.as_mut(), "a scene too large for host memory");
+    nodes_refused(prism::Accel::build(&scene).map(drop), "Accel::build");
+    drop(scene);
+    let boxes = ZeroPages::new(n as usize * size_of::<prism::Aabb>());
+    // SAFETY: all-zero bits are a valid `Aabb` (six `f32` zeros).
+    let boxes: &[prism::Aabb] = unsafe { boxes.as_slice(n as usize) };
+    nodes_refused(
+        prism::bvh::Bvh::try_build(boxes).map(drop),
+        "Bvh::try_build",
+    );
+    assert_usable(backend.as_mut(), "a scene too large for host memory");
+}
+
+#[cfg(unix)]
+#[test]
+fn mesh_too_large_for_host_memory_adds_nothing() {
+    // 90 M triangles need 1.08 GB for each of the scene's three vertex
+    // arrays, more than this binary's host grants (HOST_LIMIT). The input
+    // itself lives in lazily mapped zero pages (all indices 0, one vertex).
+    let n = 90_000_000;
+    let triangles = ZeroPages::new(n * size_of::<[u32; 3]>());
+    // SAFETY: all-zero bits are a valid `[u32; 3]`.
+    let triangles: &[[u32; 3]] = unsafe { triangles.as_slice(n) };
+    let mut scene = good_scene();
+    let before = scene.primitive_count();
+    match scene.add_mesh(&[Vec3::ZERO], triangles, 0) {
+        Err(Error::HostOutOfMemory { what, bytes }) => {
+            assert_eq!(what, "mesh vertices");
+            assert_eq!(bytes, 36 * n as u64);
         }
         other => panic!("{other:?}"),
     }
-    drop(scene);
-    assert_usable(backend.as_mut(), "a scene too large for host memory");
+    assert_eq!(scene.primitive_count(), before, "the mesh added nothing");
+    let mut backend = cpu();
+    backend.set_scene(&scene).expect("the scene as it was");
+    assert_traces_good_scene(backend.as_mut(), "a mesh too large for host memory");
+    assert_usable(backend.as_mut(), "a mesh too large for host memory");
+}
+
+#[cfg(unix)]
+#[test]
+fn more_primitives_than_the_limit_names_count_and_limit() {
+    // One past MAX_PRIMITIVES, as zero pages that are never read: both entry
+    // points refuse by length before touching an element.
+    let limit = prism::scene::MAX_PRIMITIVES;
+    let n = limit + 1;
+    let triangles = ZeroPages::new(n * size_of::<[u32; 3]>());
+    // SAFETY: all-zero bits are a valid `[u32; 3]`.
+    let triangles: &[[u32; 3]] = unsafe { triangles.as_slice(n) };
+    let mut scene = good_scene();
+    assert_eq!(
+        scene.add_mesh(&[], triangles, 0),
+        Err(Error::TooManyPrimitives {
+            count: 2 + n,
+            limit
+        })
+    );
+    assert_eq!(scene.primitive_count(), 2, "the mesh added nothing");
+    let boxes = ZeroPages::new(n * size_of::<prism::Aabb>());
+    // SAFETY: all-zero bits are a valid `Aabb` (six `f32` zeros).
+    let boxes: &[prism::Aabb] = unsafe { boxes.as_slice(n) };
+    match prism::bvh::Bvh::try_build(boxes) {
+        Err(e) => assert_eq!(e, Error::TooManyPrimitives { count: n, limit }),
+        Ok(_) => panic!("a tree over {n} boxes"),
+    }
+    let mut backend = cpu();
+    backend.set_scene(&scene).expect("the scene as it was");
+    assert_usable(backend.as_mut(), "too many primitives");
+}
+
+/// Zero-filled, read-only memory from an anonymous mapping that reserves
+/// nothing (`MAP_NORESERVE`): pages cost memory only when touched, so an API
+/// can be handed inputs longer than the host could ever hold.
+#[cfg(unix)]
+struct ZeroPages {
+    ptr: *mut libc::c_void,
+    bytes: usize,
+}
+
+#[cfg(unix)]
+impl ZeroPages {
+    fn new(bytes: usize) -> ZeroPages {
+        // SAFETY: a fresh anonymous mapping at an address of the kernel's
+        // choosing; no existing memory is affected.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED, "mapping {bytes} bytes of zero pages");
+        ZeroPages { ptr, bytes }
+    }
+
+    /// The mapping as `len` values of `T`.
+    ///
+    /// # Safety
+    /// All-zero bits must be a valid `T`.
+    unsafe fn as_slice<T>(&self, len: usize) -> &[T] {
+        assert!(len * size_of::<T>() <= self.bytes);
+        assert_eq!(self.ptr as usize % align_of::<T>(), 0);
+        // SAFETY: the mapping is page-aligned (checked against `T` above),
+        // readable, zero-filled and at least `len * size_of::<T>()` bytes
+        // (checked above, and far below `isize::MAX`); it lives as long as
+        // `self`, which the returned borrow cannot outlive.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<T>(), len) }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for ZeroPages {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` and `bytes` are exactly the mapping made in `new`,
+        // and no slice of it outlives `self`.
+        unsafe { libc::munmap(self.ptr, self.bytes) };
+    }
 }
 
 #[test]

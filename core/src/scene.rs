@@ -182,6 +182,14 @@ impl Scene {
         triangles: &[[u32; 3]],
         material: u32,
     ) -> Result<u32, Error> {
+        // The count first: a mesh refused for its size is not read.
+        let count = self.prim_ref.len().saturating_add(triangles.len());
+        if count > MAX_PRIMITIVES {
+            return Err(Error::TooManyPrimitives {
+                count,
+                limit: MAX_PRIMITIVES,
+            });
+        }
         let mesh = self.mesh_count;
         for (t, tri) in triangles.iter().enumerate() {
             for &index in tri {
@@ -202,12 +210,6 @@ impl Scene {
                     });
                 }
             }
-        }
-        if self.prim_ref.len() + triangles.len() > MAX_PRIMITIVES {
-            return Err(Error::TooManyPrimitives {
-                count: self.prim_ref.len() + triangles.len(),
-                limit: MAX_PRIMITIVES,
-            });
         }
         // Room for every array first, fallibly: a mesh the host cannot hold is
         // an error, with nothing added (a reservation alone changes no content).
