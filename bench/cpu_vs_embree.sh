@@ -8,10 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-7}
 scenes=../shared/scenes
+if [ -n "${PRISM_BIN:-}" ]; then
+  prism=$PRISM_BIN
+  [ -x "$prism" ] || { echo "PRISM_BIN=$prism is not an executable" >&2; exit 1; }
+else
+  prism=target/release/prism
+  [ -x "$prism" ] || cargo build --release -q
+fi
 embree=${EMBREE_BENCH:-/tmp/embree_bench}
 [ -x "$embree" ] || ../shared/tools/embree-bench/build.sh "$embree" >/dev/null
-prism=${PRISM_BIN:-target/release/prism}
-[ -x "$prism" ] || cargo build --release -q
 threads_all=$(nproc)
 echo "| set | threads | Embree build ms | Prism build ms | Embree closest | Prism closest | ratio | Embree occluded | Prism occluded | ratio |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -1,14 +1,13 @@
 //! Scene build: core's binned SAH BVH (`Accel::build`, one thread: what every
 //! backend uploads) and the CPU backend's `set_scene` (that build, its subtrees
 //! on the backend's threads, plus the collapse to its wide BVH) with one thread
-//! and with every core, on the built-in scenes and on `../shared/scenes` meshes
-//! when they are there. `cargo bench --bench build`.
+//! and with every core, on the built-in scenes and on the shared meshes
+//! (`$PRISM_SCENES`, else `../shared/scenes`) when they are there. `cargo bench --bench build`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use prism::glam::Vec3;
 use prism::{Accel, Backend, Material, Scene};
 use std::hint::black_box;
-use std::path::Path;
 
 /// The scenes to build: the built-in ones, then the shared meshes found.
 fn scenes() -> Vec<(String, Scene)> {
@@ -17,7 +16,7 @@ fn scenes() -> Vec<(String, Scene)> {
         .filter_map(|name| prism::scenes::by_name(name).ok())
         .map(|p| (p.name.to_string(), p.scene))
         .collect();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes");
+    let dir = prism::conformance::default_scenes_dir();
     for mesh in ["bunny", "ogre"] {
         let path = dir.join(format!("{mesh}.obj"));
         match prism::mesh::load_mesh(&path)

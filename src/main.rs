@@ -45,13 +45,13 @@ struct SceneArgs {
     /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND, when set and not empty, overrides).
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// Image width (default: the scene's).
+    /// Image width (default: the scene's; 512 for a mesh).
     #[arg(long)]
     width: Option<u32>,
-    /// Image height (default: the scene's).
+    /// Image height (default: the scene's; 512 for a mesh).
     #[arg(long)]
     height: Option<u32>,
-    /// Samples per pixel (default: the scene's).
+    /// Samples per pixel (default: the scene's; 4 for a mesh).
     #[arg(long)]
     spp: Option<u32>,
     /// Maximum path depth, or mirror bounces for whitted (default: the scene's;
@@ -61,13 +61,13 @@ struct SceneArgs {
     /// Frame seed.
     #[arg(long, default_value_t = 0)]
     seed: u32,
-    /// Integrator: path, whitted, ao (default: the scene's).
+    /// Integrator: path, whitted, ao (default: the scene's; ao for a mesh).
     #[arg(long)]
     integrator: Option<String>,
-    /// AO rays per sample (ao integrator only).
+    /// AO rays per sample (ao integrator only; default 8).
     #[arg(long)]
     ao_samples: Option<u32>,
-    /// AO ray length (ao integrator only; for a mesh, default a tenth of its
+    /// AO ray length (ao integrator only; default 1, for a mesh a tenth of its
     /// bounding box's diagonal).
     #[arg(long)]
     ao_distance: Option<f32>,
