@@ -30,7 +30,7 @@ $B/prism info 2>&1 | tee "$OUT/info.txt"
 timeout 110 $B/gpu --test-threads 6 --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/cuda_tests.log" | tee -a "$OUT/summary.txt"
 
-PRISM_FULL_RAYS=1 timeout 120 $B/wgpu_adapter_tests --nocapture > "$OUT/wgpu_tests.log" 2>&1; echo "wgpu adapter tests: exit $?" | tee -a "$OUT/summary.txt"
+PRISM_FULL_RAYS=1 PRISM_REQUIRE_LANE_REFILL=1 timeout 120 $B/wgpu_adapter_tests --nocapture > "$OUT/wgpu_tests.log" 2>&1; echo "wgpu adapter tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/wgpu_tests.log" | tee -a "$OUT/summary.txt"
 
 timeout 170 $B/prism conformance --out /tmp/conformance --backends cpu,cuda,wgpu --scenes $S > "$OUT/conformance.log" 2>&1

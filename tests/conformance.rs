@@ -53,11 +53,16 @@ fn cpu() -> Box<dyn Backend> {
 }
 
 /// The wgpu backend opened by name (software adapters count), or `None` with a
-/// message when there is no adapter; panics then if `PRISM_REQUIRE_WGPU=1`.
+/// message when there is no adapter; panics then if `PRISM_REQUIRE_WGPU=1`,
+/// and always on any other error (a shader that does not compile is a failure).
 fn wgpu_or_skip(what: &str) -> Option<Box<dyn Backend>> {
     match prism::open_with_env(BackendChoice::Wgpu, None) {
         Ok(o) => Some(o.backend),
         Err(e) => {
+            assert!(
+                matches!(e, Error::BackendUnavailable { .. }),
+                "wgpu failed to open for a reason other than a missing adapter: {e:?}"
+            );
             assert!(
                 !required("PRISM_REQUIRE_WGPU"),
                 "PRISM_REQUIRE_WGPU=1 but wgpu cannot be opened: {e}"
@@ -271,8 +276,9 @@ fn cpu_and_wgpu_agree_and_the_report_opens_in_a_browser() {
 /// How a [`Misbehaving`] backend departs from the CPU backend it wraps.
 #[derive(Clone, Copy, PartialEq)]
 enum Lie {
-    /// "liar": brightens every pixel by 4%, writes a NaN into the last one, and
-    /// moves the first hit to another primitive.
+    /// "liar": brightens every linear pixel by 4%, writes a NaN into the last
+    /// one, moves the first hit to another primitive and flips the first
+    /// occlusion answer.
     Answers,
     /// "swapper": hands back a linear frame when asked for 8-bit output (it
     /// replaces the caller's image), so the 8-bit check cannot run.
@@ -329,7 +335,13 @@ impl Backend for Misbehaving {
         Ok(stats)
     }
     fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
-        self.0.occluded(rays, occluded)
+        let stats = self.0.occluded(rays, occluded)?;
+        if self.1 == Lie::Answers
+            && let Some(o) = occluded.first_mut()
+        {
+            *o = !*o;
+        }
+        Ok(stats)
     }
 }
 
@@ -385,6 +397,20 @@ fn a_lying_backend_fails_every_kind_of_check() {
             .any(|f| f.starts_with(prefix) && f.contains("liar"))
     };
     assert!(has("hits soup/1 on liar vs brute force"), "{failures:#?}");
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.starts_with("hits soup/1 on liar") && f.contains("occluded disagrees")),
+        "{failures:#?}"
+    );
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.starts_with("image cornell/path on liar")
+                && f.contains("Srgba8 frame is")
+                && f.contains("from its own linear frame")),
+        "{failures:#?}"
+    );
     assert!(has("image cornell/path: cpu vs liar"), "{failures:#?}");
     assert!(
         failures

@@ -44,6 +44,15 @@ fn rays(seed: u32, n: usize) -> Vec<Ray> {
 }
 
 fn compare(spheres: bool) {
+    #[cfg(target_arch = "x86_64")]
+    let eight = prism_cpu::bvh8::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let eight = false;
+    if !eight {
+        eprintln!(
+            "NOTE: no AVX2 here, so Traversal::Wide is the 4-wide BVH; the 8-wide one is not tested"
+        );
+    }
     for seed in 1..6 {
         let mut cpu = CpuBackend::with_threads(1).expect("cpu");
         cpu.set_scene(&scene(seed, spheres)).expect("scene");

@@ -768,6 +768,12 @@ impl WgpuBackend {
         self.config.lane_refill
     }
 
+    /// The adapter's largest subgroup size (0 where it reports none); lane
+    /// refill is used only where `batch_workgroup` is a multiple of it.
+    pub fn subgroup_max_size(&self) -> u32 {
+        self.info.subgroup_max_size
+    }
+
     /// Where stage times come from on this adapter.
     pub fn timing_source(&self) -> TimingSource {
         if self.timestamps.is_some() {

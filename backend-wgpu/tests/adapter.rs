@@ -2,6 +2,8 @@
 //!
 //! Without an adapter these tests print why and pass, unless
 //! `PRISM_REQUIRE_WGPU=1` (CI sets it): then they fail.
+//! `PRISM_REQUIRE_LANE_REFILL=1` (set by `bench/gpu_final.sh` on the H100)
+//! likewise makes the lane-refill test fail where refill is not in use.
 //!
 //! All tests share one backend (behind a mutex), so each pipeline is compiled
 //! once per run: on lavapipe compiling a render pipeline takes seconds.
@@ -581,8 +583,17 @@ fn lane_refill_gives_the_plain_kernels_results() {
         return;
     };
     if !refill.lane_refill() {
+        // The H100 run sets PRISM_REQUIRE_LANE_REFILL=1: there a refill that
+        // silently turned itself off would otherwise read as a pass.
+        assert!(
+            !std::env::var("PRISM_REQUIRE_LANE_REFILL").is_ok_and(|v| v == "1"),
+            "PRISM_REQUIRE_LANE_REFILL=1 but lane refill is not used on {} (subgroup max size {})",
+            refill.adapter(),
+            refill.subgroup_max_size()
+        );
         eprintln!(
-            "SKIPPED: lane refill is not used on {} (software adapter or no subgroup operations)",
+            "SKIPPED: lane refill is not used on {} (software adapter or no subgroup operations); \
+             set PRISM_REQUIRE_LANE_REFILL=1 to fail instead",
             refill.adapter()
         );
         return;
@@ -637,8 +648,14 @@ fn batch_workgroups_that_part_fill_a_subgroup_finish_and_agree_with_core() {
             return;
         };
         eprintln!(
-            "batch_workgroup {batch_workgroup}: lane refill {}",
-            gpu.lane_refill()
+            "batch_workgroup {batch_workgroup}: lane refill {}, subgroup max size {}",
+            gpu.lane_refill(),
+            gpu.subgroup_max_size()
+        );
+        assert!(
+            !gpu.lane_refill() || batch_workgroup.is_multiple_of(gpu.subgroup_max_size()),
+            "lane refill on {batch_workgroup}-lane workgroups part-fills {}-lane subgroups",
+            gpu.subgroup_max_size()
         );
         let scene = random_scene_of(21, 500, 0.5, true);
         let accel = Accel::build(&scene).expect("scene");

@@ -2,16 +2,20 @@
 
 mod common;
 
-use common::{config, unit_vec3, vec3};
+use common::{DVec3, config, d, rotation, unit_vec3, vec3};
 use glam::Vec3;
 use prism_core::camera::camera_ray;
 use prism_core::image::{
     Image, PixelFormat, SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8,
 };
-use prism_core::integrator::{PHONG_AMBIENT, render_pixel, trace_whitted};
+use prism_core::integrator::{
+    PHONG_AMBIENT, Tracer, render_pixel, spawn_tmin, trace_ao, trace_whitted,
+};
+use prism_core::rng::Pcg;
 use prism_core::scene::Sky;
-use prism_core::{Accel, Camera, Integrator, Material, RenderSettings, Scene};
+use prism_core::{Accel, Camera, Hit, Integrator, Material, Ray, RenderSettings, Scene};
 use proptest::prelude::*;
+use std::cell::RefCell;
 
 // ---------------------------------------------------------------------------
 // sRGB
@@ -220,6 +224,250 @@ proptest! {
     }
 }
 
+/// The thin-lens camera in `f64`, built from the `Camera` alone (not from its
+/// frame): the right, up and back unit vectors, the half extents of the focus
+/// rectangle per unit of focus distance, and the rounding scale of its points.
+struct LensModel {
+    eye: DVec3,
+    u: DVec3,
+    v: DVec3,
+    w: DVec3,
+    half_w: f64,
+    half_h: f64,
+    focus: f64,
+    lens_radius: f64,
+    scale: f64,
+}
+
+impl LensModel {
+    fn new(cam: &Camera, width: u32, height: u32) -> Self {
+        let w = (d(cam.look_from) - d(cam.look_at)).normalize();
+        let u = d(cam.up).cross(w).normalize();
+        let v = w.cross(u);
+        let half_h = ((cam.vfov_degrees as f64).to_radians() * 0.5).tan();
+        let half_w = width as f64 / height as f64 * half_h;
+        let focus = cam.focus_distance as f64;
+        let eye = d(cam.look_from);
+        let reach = eye.x.abs().max(eye.y.abs()).max(eye.z.abs());
+        LensModel {
+            eye,
+            u,
+            v,
+            w,
+            half_w,
+            half_h,
+            focus,
+            lens_radius: cam.aperture as f64 * 0.5,
+            scale: 1.0 + reach + focus * (1.0 + half_w + half_h) + cam.aperture as f64,
+        }
+    }
+
+    /// The lens point of lens sample `(l1, l2)`: the polar map of the unit disk,
+    /// scaled to the lens.
+    fn lens_point(&self, l1: f32, l2: f32) -> DVec3 {
+        let (r, phi) = ((l1 as f64).sqrt(), std::f64::consts::TAU * l2 as f64);
+        self.eye + self.lens_radius * r * (phi.cos() * self.u + phi.sin() * self.v)
+    }
+
+    /// The focus-plane point of image point `(s, t)` (`t = 1` at the top).
+    fn focus_point(&self, s: f64, t: f64) -> DVec3 {
+        let f = self.focus;
+        self.eye - f * self.w
+            + ((2.0 * s - 1.0) * self.half_w * f) * self.u
+            + ((2.0 * t - 1.0) * self.half_h * f) * self.v
+    }
+
+    /// The image point `(s, t)` where `ray` crosses the focus plane.
+    fn image_point(&self, ray: &Ray) -> (f64, f64) {
+        let (o, dir) = (d(ray.origin), d(ray.dir));
+        let lambda = (self.focus + (o - self.eye).dot(self.w)) / -dir.dot(self.w);
+        let p = o + lambda * dir - self.eye;
+        let s = (p.dot(self.u) / (self.focus * self.half_w) + 1.0) / 2.0;
+        let t = (p.dot(self.v) / (self.focus * self.half_h) + 1.0) / 2.0;
+        (s, t)
+    }
+
+    /// How far `(s, t)` recovered from a ray may be off: the `f32` field of
+    /// view (`tanf` near 90 degrees amplifies its rounding) and the rounding of
+    /// the ray's points over the size of the focus rectangle; under a
+    /// thousandth of a pixel for the images tested.
+    fn image_tolerance(&self) -> (f64, f64) {
+        let e = 4e-7 * self.scale;
+        (
+            1e-5 + e / (self.focus * self.half_w),
+            1e-5 + e / (self.focus * self.half_h),
+        )
+    }
+}
+
+proptest! {
+    #![proptest_config(config(1000))]
+
+    /// `camera_ray` is the thin lens, against an `f64` model built from the
+    /// `Camera` alone: the ray for image point `(s, t)` and lens sample `(l1,
+    /// l2)` starts at the lens point `eye + aperture / 2 * sqrt(l1) * (cos(2 pi
+    /// l2) u + sin(2 pi l2) v)` and passes through the focus-plane point `eye - f
+    /// w + (2 s - 1) half_w f u + (2 t - 1) half_h f v`, with a unit direction.
+    #[test]
+    fn camera_ray_is_the_thin_lens(cam in camera(), (width, height) in (1u32..2000, 1u32..2000), st in (0.0f32..=1.0, 0.0f32..=1.0), l in (0.0f32..1.0, 0.0f32..1.0)) {
+        prop_assume!((0.125..=8.0).contains(&(width as f32 / height as f32)));
+        let frame = cam.frame(width, height).expect("valid camera");
+        let model = LensModel::new(&cam, width, height);
+        let r = camera_ray(&frame, st.0, st.1, l.0, l.1);
+        prop_assert!((r.dir.length() - 1.0).abs() < 1e-5, "|dir| = {}", r.dir.length());
+        let lens = model.lens_point(l.0, l.1);
+        prop_assert!((d(r.origin) - lens).length() <= 1e-6 * model.scale, "origin {:?}, lens point {lens:?}", r.origin);
+        let focus = model.focus_point(st.0 as f64, st.1 as f64);
+        let want = (focus - lens).normalize();
+        let tol = 1e-5 * model.scale / (focus - lens).length();
+        prop_assert!((d(r.dir) - want).length() <= tol, "dir {:?}, towards the focus point {want:?} (tolerance {tol})", r.dir);
+    }
+}
+
+/// A [`Tracer`] over an [`Accel`] that records every ray it is asked about;
+/// its closest hits are the `Accel`'s, or none at all when `misses` is set.
+struct Recorder {
+    accel: Accel,
+    misses: bool,
+    closest: RefCell<Vec<Ray>>,
+    occluded: RefCell<Vec<Ray>>,
+}
+
+impl Recorder {
+    fn new(scene: &Scene, misses: bool) -> Self {
+        Recorder {
+            accel: Accel::build(scene).expect("valid scene"),
+            misses,
+            closest: RefCell::new(Vec::new()),
+            occluded: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+impl Tracer for Recorder {
+    fn accel(&self) -> &Accel {
+        &self.accel
+    }
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        self.closest.borrow_mut().push(*ray);
+        if self.misses {
+            Hit::MISS
+        } else {
+            self.accel.intersect_slot(ray)
+        }
+    }
+    fn occluded(&self, ray: &Ray) -> bool {
+        self.occluded.borrow_mut().push(*ray);
+        self.accel.occluded(ray)
+    }
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// Sample `k` of pixel `(x, y)`, for every integrator, is the camera ray
+    /// through image point `((x + j1) / width, 1 - (y + j2) / height)` from lens
+    /// sample `(l1, l2)`, where `j1, j2, l1, l2` are the first four numbers of
+    /// `Pcg::for_path(y * width + x, k, seed)`; with one sample per pixel the
+    /// jitter is the pixel's centre. So every sample lies inside its own pixel,
+    /// and the same pixel traces the same rays again.
+    #[test]
+    fn pixel_samples_are_jittered_within_the_pixel(
+        cam in camera(),
+        (width, height) in (1u32..300, 1u32..300),
+        (fx, fy) in (0.0f32..1.0, 0.0f32..1.0),
+        (spp, seed) in (prop_oneof![Just(1u32), 2u32..6], any::<u32>()),
+        integrator in prop::sample::select(Integrator::ALL.to_vec()),
+    ) {
+        prop_assume!((0.125..=8.0).contains(&(width as f32 / height as f32)));
+        let (x, y) = ((fx * width as f32) as u32, (fy * height as f32) as u32);
+        let mut scene = Scene::new();
+        let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+        scene.add_sphere(Vec3::ZERO, 1.0, m);
+        let rec = Recorder::new(&scene, true);
+        let settings = RenderSettings { integrator, spp, seed, ..RenderSettings::default() };
+        let params = settings.params(&rec.accel, &cam, width, height).expect("valid settings");
+        render_pixel(&rec, &params, x, y);
+        let rays = rec.closest.borrow().clone();
+        prop_assert_eq!(rays.len(), spp as usize, "one camera ray per sample (every ray misses)");
+        let model = LensModel::new(&cam, width, height);
+        let (tol_s, tol_t) = model.image_tolerance();
+        for (k, ray) in rays.iter().enumerate() {
+            let mut rng = Pcg::for_path(y * width + x, k as u32, seed);
+            let (j1, j2, l1, l2) = (rng.next_f32(), rng.next_f32(), rng.next_f32(), rng.next_f32());
+            let (j1, j2) = if spp == 1 { (0.5, 0.5) } else { (j1 as f64, j2 as f64) };
+            let s = (x as f64 + j1) / width as f64;
+            let t = 1.0 - (y as f64 + j2) / height as f64;
+            let (s_got, t_got) = model.image_point(ray);
+            prop_assert!((s_got - s).abs() <= tol_s && (t_got - t).abs() <= tol_t, "sample {k}: image point ({s_got}, {t_got}), expected ({s}, {t})");
+            let (x0, x1) = (x as f64 / width as f64, (x + 1) as f64 / width as f64);
+            let (y0, y1) = (1.0 - (y + 1) as f64 / height as f64, 1.0 - y as f64 / height as f64);
+            prop_assert!(s_got >= x0 - tol_s && s_got <= x1 + tol_s && t_got >= y0 - tol_t && t_got <= y1 + tol_t, "sample {k} left its pixel");
+            let lens = model.lens_point(l1, l2);
+            prop_assert!((d(ray.origin) - lens).length() <= 1e-6 * model.scale, "sample {k}: origin {:?}, lens point {lens:?}", ray.origin);
+        }
+        rec.closest.borrow_mut().clear();
+        render_pixel(&rec, &params, x, y);
+        prop_assert_eq!(&*rec.closest.borrow(), &rays, "the same pixel traced other rays");
+    }
+
+    /// Ambient occlusion draws `ao_samples` rays of two numbers each, starting at
+    /// the hit point over `(spawn_tmin(p), ao_distance)`, of unit length and on
+    /// the side of the surface the camera ray came from, whichever side of a
+    /// triangle it hits; and `spawn_tmin` keeps every ray that leaves at more
+    /// than 1e-2 (cosine) from the tangent plane from hitting the surface it
+    /// starts on. (Nearer the plane, a hit point rounded to the far side can
+    /// be re-hit past `spawn_tmin`, which is an offset along the ray.)
+    #[test]
+    fn ao_rays_leave_on_the_viewers_side(
+        (rot, offset) in (rotation(), vec3(50.0)),
+        (a, b) in (0.05f32..0.45, 0.05f32..0.45),
+        (tilt, below, dist_exp) in ((-1.0f32..1.0, -1.0f32..1.0), any::<bool>(), -1.0f32..2.0),
+        (ao_samples, ao_distance, state) in (1u32..32, 0.01f32..100.0, any::<u32>()),
+    ) {
+        let corner = |x: f32, y: f32| offset + rot * Vec3::new(x, y, 0.0);
+        let (v0, v1, v2) = (corner(-10.0, -10.0), corner(10.0, -10.0), corner(0.0, 10.0));
+        let albedo = Vec3::new(0.25, 0.5, 0.75);
+        let mut scene = Scene::new();
+        let m = scene.add_material(Material::lambertian(albedo));
+        scene.add_triangle(v0, v1, v2, m);
+        let up = rot * Vec3::Z;
+        let side = if below { -up } else { up };
+        let target = (1.0 - a - b) * v0 + a * v1 + b * v2;
+        let origin = target + (rot * Vec3::new(tilt.0, tilt.1, 0.0) + side) * 10f32.powf(dist_exp);
+        let ray = Ray::new(origin, target - origin);
+
+        let rec = Recorder::new(&scene, false);
+        let settings = RenderSettings { integrator: Integrator::Ao, ao_samples, ao_distance, ..RenderSettings::default() };
+        let cam = Camera::look_at(origin, target, rot * Vec3::Y, 40.0);
+        let params = settings.params(&rec.accel, &cam, 8, 8).expect("valid settings");
+        let mut rng = Pcg { state };
+        let (color, rays) = trace_ao(&rec, &params, ray, &mut rng);
+
+        let hit = rec.accel.intersect_slot(&ray);
+        prop_assert!(hit.is_hit(), "the camera ray misses the triangle");
+        let p = ray.at(hit.t);
+        let ao = rec.occluded.borrow();
+        prop_assert_eq!(ao.len(), ao_samples as usize);
+        prop_assert_eq!(rays, ao_samples + 1);
+        for r in ao.iter() {
+            prop_assert_eq!(r.origin, p);
+            prop_assert_eq!((r.tmin, r.tmax), (spawn_tmin(p), ao_distance));
+            prop_assert!((r.dir.length() - 1.0).abs() < 1e-5, "|dir| = {}", r.dir.length());
+            prop_assert!(r.dir.dot(side) >= -1e-6, "AO ray {:?} enters the surface (normal {:?} on the viewer's side)", r.dir, side);
+            if r.dir.dot(side) > 1e-2 {
+                prop_assert!(!rec.accel.occluded(r), "AO ray {:?} hits the surface it leaves", r);
+            }
+        }
+        let mut expected = Pcg { state };
+        for _ in 0..2 * ao_samples {
+            expected.next_u32();
+        }
+        prop_assert_eq!(rng, expected, "two numbers per AO ray");
+        prop_assert!(color.cmple(albedo).all(), "colour {} above the albedo {}", color, albedo);
+    }
+}
+
 /// At the far end of what `frame` accepts every camera ray still normalises
 /// (unit length, pointing into the view), and at a focus distance so small that
 /// the direction underflows the ray falls back to the view direction itself.
@@ -271,16 +519,19 @@ fn render(
     settings: &RenderSettings,
     (w, h): (u32, u32),
     mut check: impl FnMut(u32, u32, Vec3),
-) {
+) -> u64 {
     let accel = Accel::build(scene).expect("valid scene");
     let params = settings.params(&accel, cam, w, h).expect("valid settings");
+    let mut total = 0;
     for y in 0..h {
         for x in 0..w {
             let (c, rays) = render_pixel(&accel, &params, x, y);
             assert!(rays >= settings.spp, "fewer rays than samples");
+            total += u64::from(rays);
             check(x, y, c);
         }
     }
+    total
 }
 
 /// A camera at `(0, 0, 4)` looking at a unit sphere at the origin that fills the
@@ -317,12 +568,19 @@ fn white_furnace() {
             rr_depth: 1,
             ..RenderSettings::default()
         };
-        render(&scene, &furnace_camera(), &settings, (12, 12), |x, y, c| {
+        let rays = render(&scene, &furnace_camera(), &settings, (12, 12), |x, y, c| {
             assert!(
                 (c - Vec3::ONE).abs().max_element() < 1e-5,
                 "material {k}, pixel ({x}, {y}): {c:?}"
             );
         });
+        // A sky pixel is 1 too: the paths must have met the sphere, each hit
+        // adding at least one bounce ray to a camera ray per sample.
+        let camera_rays = 12 * 12 * u64::from(settings.spp);
+        assert!(
+            rays > camera_rays + camera_rays / 8,
+            "material {k}: {rays} rays for {camera_rays} samples; the sphere was hardly hit"
+        );
     }
 }
 
