@@ -5,8 +5,11 @@ mod common;
 
 use common::{DVec3, config, d, rotation, unit_vec3, vec3};
 use glam::Vec3;
-use prism_core::gpu::Primitive;
-use prism_core::intersect::{RayPre, ray_aabb, ray_aabb_rows, ray_sphere, ray_triangle};
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive, octant_copies, octant_of};
+use prism_core::intersect::{
+    MIN_DIR_COMPONENT, RayPre, ray_aabb, ray_aabb_rows, ray_sphere, ray_triangle,
+    ray_triangle_axes, widen_exit,
+};
 use prism_core::reference::{AgreementCounts, t_floor};
 use prism_core::traverse::ray_primitive;
 use prism_core::{Accel, Hit, Ray};
@@ -178,6 +181,32 @@ proptest! {
         prop_assume!(out > 4.0 * barycentric_tolerance(&c));
         prop_assert_eq!(ray_triangle(&pre, v0, v1, v2, f32::NEG_INFINITY, f32::INFINITY), None);
         prop_assert_eq!(ray_triangle(&pre, v0, v2, v1, f32::NEG_INFINITY, f32::INFINITY), None);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(1000))]
+
+    /// A triangle behind the ray's origin is missed over `(0, inf)` in either
+    /// winding, and one ahead is missed over `(-inf, 0)`; the reversed ray finds
+    /// the triangle over `(-inf, 0)` at the negated distance, with the same
+    /// barycentrics.
+    #[test]
+    fn triangle_behind_is_missed(c in triangle_case(true)) {
+        prop_assume!(barycentric_tolerance(&c) < 1e-2);
+        let tol_b = barycentric_tolerance(&c) as f32;
+        let [v0, v1, v2] = c.v;
+        let ahead = RayPre::new(&Ray::new(c.origin, c.dir));
+        let back = RayPre::new(&Ray::new(c.origin, -c.dir));
+        let (t, u, v) = ray_triangle(&ahead, v0, v1, v2, 0.0, f32::INFINITY).expect("the triangle ahead is hit");
+        prop_assert_eq!(ray_triangle(&back, v0, v1, v2, 0.0, f32::INFINITY), None);
+        prop_assert_eq!(ray_triangle(&back, v0, v2, v1, 0.0, f32::INFINITY), None);
+        prop_assert_eq!(ray_triangle(&ahead, v0, v1, v2, f32::NEG_INFINITY, 0.0), None);
+        let Some((tb, ub, vb)) = ray_triangle(&back, v0, v1, v2, f32::NEG_INFINITY, 0.0) else {
+            return Err(TestCaseError::fail(format!("reversed ray missed over (-inf, 0); forward t = {t}")));
+        };
+        prop_assert!((tb + t).abs() <= 1e-6 * t, "reversed t = {tb}, forward t = {t}");
+        prop_assert!((ub - u).abs() <= tol_b && (vb - v).abs() <= tol_b, "({ub}, {vb}) against ({u}, {v})");
     }
 }
 
@@ -591,6 +620,57 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// A sphere whose centre lies behind an origin outside it is never hit over
+    /// `(0, tmax)`. Over `(-inf, 0)` it is hit at the nearer (more negative) root of
+    /// the `f64` answer when the line passes within 0.8 radii of the centre and
+    /// missed beyond 1.25 radii; the reversed ray finds it ahead at the
+    /// negated far root.
+    #[test]
+    fn sphere_behind_is_missed(
+        (center, r_exp) in (vec3(100.0), -2.0f32..2.0),
+        (from, side, dist_exp) in (unit_vec3(), unit_vec3(), 0.05f32..4.0),
+        (pass, len_exp) in (0.0f32..2.0, -2.0f32..2.0),
+        tmax in prop_oneof![Just(f32::INFINITY), 0.0f32..1e6],
+    ) {
+        let radius = pow10(r_exp);
+        let origin = center + from * (radius * pow10(dist_exp));
+        let perp = side - side.dot(from) * from;
+        prop_assume!(perp.length() > 0.1);
+        // Leaving the centre behind (f . dir = |f|^2 > 0), past a point `pass` radii aside.
+        let dir = (origin - (center + pass * radius * perp.normalize())) * pow10(len_exp);
+        prop_assert_eq!(ray_sphere(origin, dir, center, radius, 0.0, tmax), None);
+
+        let (o, dd, ctr, r) = (d(origin), d(dir), d(center), radius as f64);
+        let f = o - ctr;
+        prop_assert!(f.length() > r && f.dot(dd) > 0.0, "the case: origin outside, centre behind");
+        let a = dd.dot(dd);
+        let l = f - (f.dot(dd) / a) * dd;
+        let pass = l.length() / r;
+        prop_assume!(!(0.8..=1.25).contains(&pass));
+        let behind = ray_sphere(origin, dir, center, radius, f32::NEG_INFINITY, 0.0);
+        let reversed = ray_sphere(origin, -dir, center, radius, 0.0, f32::INFINITY);
+        if pass > 1.25 {
+            prop_assert_eq!(behind, None, "passes {} radii from the centre", pass);
+            prop_assert_eq!(reversed, None, "passes {} radii from the centre", pass);
+            return Ok(());
+        }
+        let h = (r * r - l.dot(l)).sqrt() / a.sqrt();
+        let mid = -f.dot(dd) / a;
+        let tol = 32.0 * EPS * (f.length() + r) / a.sqrt();
+        let Some(t) = behind else {
+            return Err(TestCaseError::fail(format!("missed behind; roots {} and {}", mid - h, mid + h)));
+        };
+        prop_assert!((t as f64 - (mid - h)).abs() <= tol, "t = {t}, expected {}, tolerance {tol}", mid - h);
+        let Some(t) = reversed else {
+            return Err(TestCaseError::fail(format!("reversed ray missed; roots {} and {}", -(mid + h), -(mid - h))));
+        };
+        prop_assert!((t as f64 + (mid + h)).abs() <= tol, "t = {t}, expected {}, tolerance {tol}", -(mid + h));
+    }
+}
+
 /// Regression-style spot checks of the stable form, with exact answers.
 #[test]
 fn sphere_exact_cases() {
@@ -843,6 +923,216 @@ proptest! {
         let triangle = Primitive::triangle(id, v0.into(), v1.into(), v2.into());
         let want = ray_triangle(&pre, v0, v1, v2, tmin, tmax);
         prop_assert_eq!(bits(ray_primitive(&pre, &triangle, tmin, tmax)), bits(want));
+    }
+}
+
+/// A direction of any length with some components `+0` or `-0`, never all zero.
+fn direction_with_zeros() -> impl Strategy<Value = Vec3> {
+    (
+        unit_vec3(),
+        -2.0f32..2.0,
+        prop::array::uniform3(prop::bool::weighted(0.15)),
+        any::<bool>(),
+    )
+        .prop_map(|(dir, len_exp, zero, negative)| {
+            let mut dir = dir * pow10(len_exp);
+            for k in 0..3 {
+                if zero[k] {
+                    dir[k] = if negative { -0.0 } else { 0.0 };
+                }
+            }
+            if dir == Vec3::ZERO { Vec3::X } else { dir }
+        })
+}
+
+/// `2 gamma(3)` of Ize's bound: the relative rounding error of a slab distance, doubled.
+fn two_gamma3() -> f64 {
+    let u = 2f64.powi(-24);
+    2.0 * 3.0 * u / (1.0 - 3.0 * u)
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// `widen_exit` moves an exit distance towards `+inf` by at least the
+    /// rounding margin `2 gamma(3)` and at most `1e-6` relative, on both sides of
+    /// zero (the negative side shrinks towards 0; the largest floats reach
+    /// +inf); zeros and infinities stay, NaN stays NaN, and subnormals never
+    /// move inwards.
+    #[test]
+    fn widen_exit_moves_outwards(t in prop_oneof![
+        4 => -1e6f32..1e6,
+        2 => any::<f32>(),
+        1 => prop::sample::select(vec![0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, -f32::MAX, f32::MIN_POSITIVE, -f32::MIN_POSITIVE]),
+    ]) {
+        let w = widen_exit(t);
+        if t.is_nan() {
+            prop_assert!(w.is_nan());
+            return Ok(());
+        }
+        if t == 0.0 || t.is_infinite() {
+            prop_assert_eq!(w.to_bits(), t.to_bits());
+            return Ok(());
+        }
+        prop_assert!(w >= t, "widen_exit({t}) = {w} moved inwards");
+        if t.abs() >= f32::MIN_POSITIVE {
+            let (t64, w64) = (t as f64, w as f64);
+            prop_assert!(w64 - t64 >= two_gamma3() * t64.abs(), "widen_exit({t}) = {w}: less than 2 gamma(3)");
+            // (The largest floats widen to +inf: outwards, and still an exit.)
+            prop_assert!(w.is_infinite() || w64 - t64 <= 1e-6 * t64.abs(), "widen_exit({t}) = {w}: more than 1e-6");
+        }
+    }
+
+    /// `RayPre`: `kz` is the dominant axis, `(kx, ky, kz)` a permutation that is
+    /// even exactly when `dir[kz] >= 0` (winding kept), `perm` is `2 kz +
+    /// swapped`, the shear constants are the ratios they name, and `inv_dir` is
+    /// finite with the sign of `dir` (zeros included), `1/dir` wherever `|dir|`
+    /// reaches `MIN_DIR_COMPONENT`. The triangle test run with the axes of
+    /// `(kx, ky, kz)` fixed at compile time gives `ray_triangle`'s bits.
+    #[test]
+    fn ray_pre_invariants(origin in vec3(100.0), dir in direction_with_zeros(), (v0, v1, v2) in (vec3(50.0), vec3(50.0), vec3(50.0))) {
+        let ray = Ray::new(origin, dir);
+        let pre = RayPre::new(&ray);
+        prop_assert_eq!(pre.origin, origin);
+        prop_assert_eq!(pre.dir, dir);
+        prop_assert_eq!(Vec3::from(pre.origin_a), pre.origin);
+        prop_assert_eq!(Vec3::from(pre.inv_dir_a).to_array().map(f32::to_bits), pre.inv_dir.to_array().map(f32::to_bits));
+        let (kx, ky, kz) = (pre.kx, pre.ky, pre.kz);
+        let mut axes = [kx, ky, kz];
+        axes.sort_unstable();
+        prop_assert_eq!(axes, [0, 1, 2]);
+        for k in 0..3 {
+            prop_assert!(dir[kz].abs() >= dir[k].abs(), "kz = {kz} is not dominant in {dir:?}");
+        }
+        let even = [(0, 1, 2), (1, 2, 0), (2, 0, 1)].contains(&(kx, ky, kz));
+        let swapped = dir[kz] < 0.0;
+        prop_assert_eq!(even, !swapped, "axes ({}, {}, {}) for {:?}", kx, ky, kz, dir);
+        prop_assert_eq!(pre.perm as usize, 2 * kz + swapped as usize);
+        let close = |a: f32, b: f32| (a - b).abs() <= 1e-6 * a.abs().max(b.abs());
+        prop_assert!(close(pre.shear.x * dir[kz], dir[kx]) && close(pre.shear.y * dir[kz], dir[ky]) && close(pre.shear.z * dir[kz], 1.0), "shear {:?}", pre.shear);
+        for k in 0..3 {
+            let inv = pre.inv_dir[k];
+            prop_assert!(inv.is_finite() && inv.is_sign_negative() == dir[k].is_sign_negative(), "inv_dir[{k}] = {inv} for {}", dir[k]);
+            if dir[k].abs() >= MIN_DIR_COMPONENT {
+                prop_assert!(close(inv * dir[k], 1.0), "inv_dir[{k}] = {inv} for {}", dir[k]);
+            } else {
+                prop_assert_eq!(inv.abs(), 1.0 / MIN_DIR_COMPONENT);
+            }
+        }
+        let (a, b, c) = (v0.into(), v1.into(), v2.into());
+        let (tmin, tmax) = (0.0, f32::INFINITY);
+        let fixed = match (kx, ky, kz) {
+            (1, 2, 0) => ray_triangle_axes::<1, 2, 0>(&pre, a, b, c, tmin, tmax),
+            (2, 1, 0) => ray_triangle_axes::<2, 1, 0>(&pre, a, b, c, tmin, tmax),
+            (2, 0, 1) => ray_triangle_axes::<2, 0, 1>(&pre, a, b, c, tmin, tmax),
+            (0, 2, 1) => ray_triangle_axes::<0, 2, 1>(&pre, a, b, c, tmin, tmax),
+            (0, 1, 2) => ray_triangle_axes::<0, 1, 2>(&pre, a, b, c, tmin, tmax),
+            _ => ray_triangle_axes::<1, 0, 2>(&pre, a, b, c, tmin, tmax),
+        };
+        let bits = |h: Option<(f32, f32, f32)>| h.map(|(t, u, v)| [t.to_bits(), u.to_bits(), v.to_bits()]);
+        prop_assert_eq!(bits(ray_triangle(&pre, v0, v1, v2, tmin, tmax)), bits(fixed));
+    }
+
+    /// The slab test's entry distance agrees with an `f64` evaluation of the
+    /// slabs clipped to `(tmin, tmax)`: a hit at `max(tmin, entry)` whenever that
+    /// interval is clearly non-empty, never before `tmin` nor past `tmax`
+    /// (widened), and a miss whenever it is clearly empty. Rays are aimed at
+    /// points in or near the box, with limits placed around the aimed point:
+    /// boxes behind the origin, beyond `tmax` or beside the ray, flat boxes,
+    /// negative `tmin`, and directions with zero components.
+    #[test]
+    fn slab_entry_matches_f64(
+        (lo, size, flat) in (vec3(10.0), vec3(5.0), prop::array::uniform3(prop::bool::weighted(0.1))),
+        (origin, aim) in (vec3(20.0), vec3(1.4)),
+        (len_exp, zero, negative) in (-2.0f32..2.0, prop::array::uniform3(prop::bool::weighted(0.1)), any::<bool>()),
+        (tmin, span) in (prop_oneof![Just(0.0f32), -1.5f32..1.5], prop_oneof![Just(f32::INFINITY), 0.0f32..3.0]),
+    ) {
+        let mut hi = lo + size.abs();
+        for k in 0..3 {
+            if flat[k] {
+                hi[k] = lo[k];
+            }
+        }
+        // Aimed at a point of the box grown by 40%: the point is at t = 1 / len.
+        let target = 0.5 * (lo + hi) + 0.5 * (hi - lo) * aim;
+        let len = pow10(len_exp);
+        let mut dir = (target - origin) * len;
+        for k in 0..3 {
+            if zero[k] {
+                dir[k] = if negative { -0.0 } else { 0.0 };
+            }
+        }
+        prop_assume!(dir != Vec3::ZERO);
+        let (tmin, tmax) = (tmin / len, (tmin + span) / len);
+        // The face-plane convention of MIN_DIR_COMPONENT is left out.
+        prop_assume!((0..3).all(|k| dir[k] != 0.0 || (origin[k] != lo[k] && origin[k] != hi[k])));
+        let pre = RayPre::new(&Ray::segment(origin, dir, tmin, tmax));
+        let got = ray_aabb(&pre, lo, hi, tmin, tmax);
+
+        let (o, dd, l, h) = (d(origin), d(dir), d(lo), d(hi));
+        let (mut enter, mut exit) = (tmin as f64, tmax as f64);
+        for k in 0..3 {
+            if dd[k] == 0.0 {
+                if o[k] < l[k] || o[k] > h[k] {
+                    exit = f64::NEG_INFINITY;
+                }
+                continue;
+            }
+            let (a, b) = ((l[k] - o[k]) / dd[k], (h[k] - o[k]) / dd[k]);
+            enter = enter.max(a.min(b));
+            exit = exit.min(a.max(b));
+        }
+        let scale = enter.abs().max(if exit.is_finite() { exit.abs() } else { 0.0 });
+        let tol = 1e-5 * scale + 1e-30;
+        if enter < exit - tol {
+            prop_assert!(got.is_finite(), "missed; f64 interval ({enter}, {exit})");
+            prop_assert!((got as f64 - enter).abs() <= tol, "entered at {got}, f64 {enter}");
+            prop_assert!(got >= tmin && got <= widen_exit(tmax), "entered at {got}, outside ({tmin}, {tmax})");
+        } else if enter > exit + tol {
+            prop_assert_eq!(got, f32::INFINITY, "f64 interval ({}, {}) is empty", enter, exit);
+        }
+    }
+
+    /// GPU traversals read the octant copy of a node (`gpu::octant_copies`) that
+    /// `gpu::octant_of(inv_dir)` picks, and take its `lo` row as the near planes:
+    /// for any box and any ray (zero and negative-zero components included) the
+    /// near and far distances are `ray_aabb`'s `min` and `max`, and the entry
+    /// and verdict its own, bit for bit; an absent child stays missed.
+    #[test]
+    fn octant_copy_near_planes_equal_slab(
+        lo in vec3(100.0),
+        size in vec3(50.0),
+        origin in vec3(200.0),
+        dir in direction_with_zeros(),
+        (tmin, tmax) in (-10.0f32..1.0, prop_oneof![1.0f32..400.0, Just(f32::INFINITY)]),
+    ) {
+        let hi = lo + size.abs();
+        let row = |v: Vec3, w: u32| [v.x, v.y, v.z, f32::from_bits(w)];
+        let node = BvhNode {
+            left_lo: row(lo, 0),
+            left_hi: row(hi, 1),
+            right_lo: row(Vec3::INFINITY, EMPTY_CHILD),
+            right_hi: row(Vec3::INFINITY, 0),
+        };
+        let copies = octant_copies(&[node]).expect("one node");
+        let pre = RayPre::new(&Ray::segment(origin, dir, tmin, tmax));
+        let copy = copies[octant_of(pre.inv_dir.to_array())];
+        let v = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
+        for (near, far, lo, hi) in [
+            (copy.left_lo, copy.left_hi, lo, hi),
+            (copy.right_lo, copy.right_hi, Vec3::INFINITY, Vec3::INFINITY),
+        ] {
+            let (t0, t1) = ((lo - origin) * pre.inv_dir, (hi - origin) * pre.inv_dir);
+            let tn = (v(near) - origin) * pre.inv_dir;
+            let tf = (v(far) - origin) * pre.inv_dir;
+            prop_assert_eq!(tn.to_array().map(f32::to_bits), t0.min(t1).to_array().map(f32::to_bits), "near planes");
+            prop_assert_eq!(tf.to_array().map(f32::to_bits), t0.max(t1).to_array().map(f32::to_bits), "far planes");
+            let enter = tn.max_element().max(tmin);
+            let exit = widen_exit(tf.min_element().min(tmax));
+            let octant = if enter <= exit { enter } else { f32::INFINITY };
+            prop_assert_eq!(octant.to_bits(), ray_aabb(&pre, lo, hi, tmin, tmax).to_bits(), "box {:?}..{:?}", lo, hi);
+        }
+        prop_assert_eq!(ray_aabb(&pre, Vec3::INFINITY, Vec3::INFINITY, tmin, tmax), f32::INFINITY);
     }
 }
 

@@ -2,9 +2,9 @@
 
 mod common;
 
-use common::{config, unit_vec3};
+use common::{DVec3, config, d, sphere_reference, unit_vec3};
 use glam::Vec3;
-use prism_core::material::{Scatter, reflect, scatter};
+use prism_core::material::{Scatter, reflect, scatter, schlick};
 use prism_core::rng::Pcg;
 use prism_core::{Error, Material};
 use proptest::prelude::*;
@@ -124,6 +124,143 @@ proptest! {
 
         let s = check_scatter(&Material::emissive(Vec3::splat(4.0)), dir, n, state)?;
         prop_assert_eq!(s.attenuation, Vec3::ZERO);
+    }
+}
+
+/// The seven numbers `scatter` draws from a generator in `state`, in order.
+fn stream(state: u32) -> [f32; 7] {
+    let mut rng = Pcg { state };
+    [(); 7].map(|_| rng.next_f32())
+}
+
+/// `d` mirrored about the unit normal `n`, in `f64`.
+fn reflect64(d: DVec3, n: DVec3) -> DVec3 {
+    d - 2.0 * d.dot(n) * n
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// The mixture picks its lobe with the first number `u` against the
+    /// cumulative weights: Lambert for `u < lambert`, metal below `lambert +
+    /// metal`, dielectric below the sum of all three, absorption past it; and
+    /// what it returns is then exactly what the single-lobe material of that
+    /// lobe returns from the same stream (an unbiased mixture).
+    #[test]
+    fn mixture_picks_the_lobe_of_the_first_number(m in valid_material(), (dir, n) in directions(), state in any::<u32>()) {
+        let u = stream(state)[0];
+        let c1 = m.lambert;
+        let c2 = c1 + m.metal;
+        let c3 = c2 + m.dielectric;
+        let only = |lambert, metal, dielectric| Material { lambert, metal, dielectric, ..m };
+        let run = |m: Material| scatter(&m.to_gpu(), dir, n, &mut Pcg { state });
+        let got = run(m);
+        if u < c3 {
+            let lobe = if u < c1 { only(1.0, 0.0, 0.0) } else if u < c2 { only(0.0, 1.0, 0.0) } else { only(0.0, 0.0, 1.0) };
+            prop_assert_eq!(got, run(lobe), "u = {}, cumulative weights {}, {}, {}", u, c1, c2, c3);
+        } else {
+            prop_assert_eq!(got.attenuation, Vec3::ZERO, "u = {} past the weights' sum {} must absorb", u, c3);
+        }
+    }
+
+    /// Each lobe draws the numbers the docs give it (lobe choice, Lambert 2,
+    /// metal fuzz 3, Fresnel choice), checked against `f64` references: Lambert
+    /// is `normalize(n + unit_sphere(u2, u3))` about the facing normal; metal is
+    /// `normalize(mirror + fuzz * unit_ball(u4, u5, u6))`, kept (attenuation =
+    /// albedo) exactly when it leaves on the incoming side, so within
+    /// `asin(fuzz)` of the mirror direction; the dielectric mirrors under total
+    /// internal reflection or when Schlick's reflectance exceeds `u7`, and
+    /// otherwise goes through the surface.
+    #[test]
+    fn lobes_draw_their_documented_numbers(
+        albedo in (0.0f32..=1.0, 0.0f32..=1.0, 0.0f32..=1.0),
+        fuzz in prop_oneof![Just(1.0f32), 0.0f32..=1.0],
+        ior in prop_oneof![1.0f32..3.0, 0.2f32..1.0],
+        (dir, n) in directions(),
+        state in any::<u32>(),
+    ) {
+        let albedo = Vec3::new(albedo.0, albedo.1, albedo.2);
+        let u = stream(state);
+        let facing = if dir.dot(n) < 0.0 { n } else { -n };
+        let (dir64, f64n) = (d(dir), d(facing));
+        let run = |m: Material| scatter(&m.to_gpu(), dir, n, &mut Pcg { state });
+
+        // Lambert: u2, u3.
+        let (s_ref, tol) = sphere_reference(u[1], u[2]);
+        let sum = f64n + s_ref;
+        let got = run(Material::lambertian(albedo));
+        if sum.length() > 1e-2 {
+            let want = sum.normalize();
+            prop_assert!((d(got.dir) - want).length() <= 4.0 * (tol + 1e-7) / sum.length(), "Lambert {:?}, f64 {want:?}", got.dir);
+        }
+
+        // Metal: u4, u5, u6.
+        let (s_ref, tol) = sphere_reference(u[3], u[4]);
+        let mirror = reflect64(dir64, f64n);
+        let sum = mirror + (fuzz as f64 * (u[5] as f64).cbrt()) * s_ref;
+        let got = run(Material::metal(albedo, fuzz));
+        if sum.length() > 1e-2 {
+            let want = sum.normalize();
+            prop_assert!((d(got.dir) - want).length() <= 4.0 * (tol + 1e-6) / sum.length(), "metal {:?}, f64 {want:?}", got.dir);
+            let cos = want.dot(f64n);
+            if cos.abs() > 1e-4 {
+                let keep = if cos > 0.0 { albedo } else { Vec3::ZERO };
+                prop_assert_eq!(got.attenuation, keep, "metal leaving at cos {}", cos);
+            }
+            if fuzz < 0.999 {
+                let max_angle = (fuzz as f64).asin() + 1e-3;
+                let angle = d(got.dir).dot(mirror).clamp(-1.0, 1.0).acos();
+                prop_assert!(angle <= max_angle, "metal {} rad from the mirror, fuzz {}", angle, fuzz);
+            }
+        }
+        if got.attenuation != Vec3::ZERO {
+            prop_assert!(got.dir.dot(facing) > 0.0, "a kept metal sample {:?} goes through the surface", got.dir);
+        }
+
+        // Dielectric: u7.
+        let got = run(Material::dielectric(ior));
+        let eta = if dir.dot(n) < 0.0 { 1.0 / ior as f64 } else { ior as f64 };
+        let cos_i = -dir64.dot(f64n);
+        let sin2_t = eta * eta * (1.0 - cos_i * cos_i);
+        let r0 = ((1.0 - eta) / (1.0 + eta)).powi(2);
+        let fresnel = r0 + (1.0 - r0) * (1.0 - cos_i).powi(5);
+        let mirrored = (d(got.dir) - mirror).length() <= 1e-5;
+        if sin2_t > 1.0 + 1e-5 || fresnel > u[6] as f64 + 1e-5 {
+            prop_assert!(mirrored, "dielectric should mirror (sin^2 t {}, Schlick {} > u7 {}): {:?}", sin2_t, fresnel, u[6], got.dir);
+        } else if sin2_t < 1.0 - 1e-5 && fresnel < u[6] as f64 - 1e-5 {
+            prop_assert!(!mirrored && got.dir.dot(facing) < 0.0, "dielectric should refract (Schlick {} < u7 {}): {:?}", fresnel, u[6], got.dir);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// `reflect` is a mirror: it keeps the length and the tangential part,
+    /// negates the normal part, and undoes itself.
+    #[test]
+    fn reflect_is_a_mirror(v in unit_vec3(), len in 0.01f32..100.0, n in unit_vec3()) {
+        let v = v * len;
+        let r = reflect(v, n);
+        let tol = 1e-5 * len;
+        prop_assert!((r.length() - v.length()).abs() <= tol, "|r| = {}, |v| = {}", r.length(), v.length());
+        prop_assert!((r.dot(n) + v.dot(n)).abs() <= tol, "normal parts {} and {}", r.dot(n), v.dot(n));
+        prop_assert!(((r - v).cross(n)).length() <= tol, "r - v = {:?} is not along n", r - v);
+        prop_assert!((reflect(r, n) - v).length() <= 2.0 * tol);
+    }
+
+    /// Schlick's reflectance runs from `r0 = ((1 - eta) / (1 + eta))^2` at normal
+    /// incidence to 1 at grazing, never increases with the cosine, and is the
+    /// same for `eta` and `1 / eta`.
+    #[test]
+    fn schlick_between_r0_and_one(c in prop_oneof![Just(0.0f32), Just(1.0f32), 0.0f32..=1.0], dc in 0.0f32..0.5, eta in prop_oneof![0.1f32..1.0, 1.0f32..10.0]) {
+        let r0 = ((1.0 - eta as f64) / (1.0 + eta as f64)).powi(2);
+        let r = schlick(c, eta) as f64;
+        prop_assert!(r >= r0 - 1e-6 && r <= 1.0 + 1e-6, "schlick({c}, {eta}) = {r}, r0 = {r0}");
+        prop_assert!((schlick(1.0, eta) as f64 - r0).abs() <= 1e-6);
+        prop_assert!((schlick(0.0, eta) - 1.0).abs() <= 1e-6);
+        prop_assert!(schlick((c + dc).min(1.0), eta) <= schlick(c, eta) + 1e-6);
+        prop_assert!((schlick(c, eta) - schlick(c, 1.0 / eta)).abs() <= 1e-5);
     }
 }
 

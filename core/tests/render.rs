@@ -414,10 +414,9 @@ proptest! {
     /// Ambient occlusion draws `ao_samples` rays of two numbers each, starting at
     /// the hit point over `(spawn_tmin(p), ao_distance)`, of unit length and on
     /// the side of the surface the camera ray came from, whichever side of a
-    /// triangle it hits; and `spawn_tmin` keeps every ray that leaves at more
-    /// than 1e-2 (cosine) from the tangent plane from hitting the surface it
-    /// starts on. (Nearer the plane, a hit point rounded to the far side can
-    /// be re-hit past `spawn_tmin`, which is an offset along the ray.)
+    /// triangle it hits; a ray that is clearly above the surface at its `tmin`
+    /// (by four times the hit point's own distance from the plane, measured in
+    /// `f64`) does not hit the surface it leaves.
     #[test]
     fn ao_rays_leave_on_the_viewers_side(
         (rot, offset) in (rotation(), vec3(50.0)),
@@ -447,6 +446,10 @@ proptest! {
         let hit = rec.accel.intersect_slot(&ray);
         prop_assert!(hit.is_hit(), "the camera ray misses the triangle");
         let p = ray.at(hit.t);
+        // The plane in f64, its normal on the viewer's side, and p's height above it.
+        let normal = d(v1 - v0).cross(d(v2 - v0)).normalize();
+        let normal = if normal.dot(d(side)) > 0.0 { normal } else { -normal };
+        let height = (d(p) - d(v0)).dot(normal);
         let ao = rec.occluded.borrow();
         prop_assert_eq!(ao.len(), ao_samples as usize);
         prop_assert_eq!(rays, ao_samples + 1);
@@ -455,8 +458,8 @@ proptest! {
             prop_assert_eq!((r.tmin, r.tmax), (spawn_tmin(p), ao_distance));
             prop_assert!((r.dir.length() - 1.0).abs() < 1e-5, "|dir| = {}", r.dir.length());
             prop_assert!(r.dir.dot(side) >= -1e-6, "AO ray {:?} enters the surface (normal {:?} on the viewer's side)", r.dir, side);
-            if r.dir.dot(side) > 1e-2 {
-                prop_assert!(!rec.accel.occluded(r), "AO ray {:?} hits the surface it leaves", r);
+            if d(r.dir).dot(normal) * r.tmin as f64 > 4.0 * height.abs() {
+                prop_assert!(!rec.accel.occluded(r), "AO ray {:?} hits the surface it leaves (hit point {:e} off the plane)", r, height);
             }
         }
         let mut expected = Pcg { state };

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{config, unit_vec3};
+use common::{config, d, sphere_reference, unit_vec3};
 use glam::Vec3;
 use prism_core::rng::Pcg;
 use prism_core::sampling::{cosine_hemisphere, polar_angle, unit_ball, unit_disk, unit_sphere};
@@ -50,6 +50,40 @@ proptest! {
         prop_assert!(d.is_finite(), "{d:?}");
         prop_assert!((d.length() - 1.0).abs() < 1e-5, "|d| = {}", d.length());
         prop_assert!(d.dot(n) >= -1e-6, "d = {d:?} below n = {n:?} (cos {})", d.dot(n));
+    }
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// Each warp is its documented map, against an `f64` evaluation: the sphere
+    /// point at height `1 - 2 u1` and angle `2 pi u2`; the disk point at radius
+    /// `sqrt(u1)` (the polar map) and angle `2 pi u2`; the ball point on the
+    /// sphere point's ray at radius `cbrt(u3)`; the cosine direction
+    /// `normalize(n + unit_sphere)`. (The moments below say the maps are
+    /// uniform; this says which uniform map every backend must compute.)
+    #[test]
+    fn warps_match_f64_maps(u1 in u01(), u2 in u01(), u3 in u01(), n in unit_vec3()) {
+        let (s_ref, tol) = sphere_reference(u1, u2);
+        let s = unit_sphere(u1, u2);
+        prop_assert!((d(s) - s_ref).length() <= tol, "unit_sphere({u1}, {u2}) = {s:?}, f64 {s_ref:?}");
+
+        let b = unit_ball(u1, u2, u3);
+        let b_ref = s_ref * (u3 as f64).cbrt();
+        prop_assert!((d(b) - b_ref).length() <= tol + 1e-6, "unit_ball({u1}, {u2}, {u3}) = {b:?}, f64 {b_ref:?}");
+
+        let disk = unit_disk(u1, u2);
+        let (r, phi) = ((u1 as f64).sqrt(), std::f64::consts::TAU * u2 as f64);
+        let (x, y) = (disk.x as f64 - r * phi.cos(), disk.y as f64 - r * phi.sin());
+        prop_assert!((x * x + y * y).sqrt() <= 2e-6, "unit_disk({u1}, {u2}) = {disk:?}, f64 radius {r}, angle {phi}");
+
+        // Away from the antipode of n, where the sum is well-conditioned.
+        let sum = d(n) + s_ref;
+        if sum.length() > 1e-2 {
+            let c = cosine_hemisphere(n, u1, u2);
+            let c_ref = sum.normalize();
+            prop_assert!((d(c) - c_ref).length() <= 4.0 * (tol + 1e-7) / sum.length(), "cosine_hemisphere({n:?}, {u1}, {u2}) = {c:?}, f64 {c_ref:?}");
+        }
     }
 }
 

@@ -131,6 +131,17 @@ pub fn d(v: Vec3) -> DVec3 {
     DVec3::new(v.x as f64, v.y as f64, v.z as f64)
 }
 
+/// `unit_sphere`'s map in `f64`: the point at height `1 - 2 u1` and angle
+/// `2 pi u2`, and the distance from the `f32` answer that rounding allows (the
+/// radius `sqrt(1 - z^2)` loses digits towards the poles).
+pub fn sphere_reference(u1: f32, u2: f32) -> (DVec3, f64) {
+    let z = 1.0 - 2.0 * u1 as f64;
+    let r = (1.0 - z * z).max(0.0).sqrt();
+    let phi = std::f64::consts::TAU * u2 as f64;
+    let tol = 2e-6 + 2.4e-7 / r.max(5e-4);
+    (DVec3::new(r * phi.cos(), r * phi.sin(), z), tol)
+}
+
 /// A primitive as the tests describe scenes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Prim {
