@@ -17,7 +17,11 @@
 #define PRISM_RENDER_NN (PRISM_RENDER_TMIN_NONNEG != 0)
 
 // mirrors prism_core::integrator::spawn_tmin
-__device__ __forceinline__ float spawn_tmin(V3 p) { return 1e-4f * (1.0f + max_element(vabs(p))); }
+__device__ __forceinline__ float spawn_tmin(V3 p, V3 origin) {
+    const V3 a = vabs(p);
+    const V3 b = vabs(origin);
+    return 1e-4f * (1.0f + max_element(V3{fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z)}));
+}
 
 // mirrors prism_core::integrator::sky_color
 __device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
@@ -85,7 +89,7 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
             }
             throughput *= 1.0f / survive;
         }
-        ray = ray_segment(p, sc.dir, spawn_tmin(p), PRISM_INF);
+        ray = ray_segment(p, sc.dir, spawn_tmin(p, ray.origin), PRISM_INF);
     }
     return radiance;
 }
@@ -119,7 +123,7 @@ __device__ __forceinline__ bool path_shade(const SceneView& s, const RenderParam
             }
         }
         if (!done) {
-            ray = ray_segment(p, sc.dir, spawn_tmin(p), PRISM_INF);
+            ray = ray_segment(p, sc.dir, spawn_tmin(p, ray.origin), PRISM_INF);
         }
     }
     depth += 1;
@@ -140,12 +144,12 @@ __device__ __forceinline__ float pow32(float x) {
 // mirrors prism_core::integrator::whitted_local: Phong lighting by the key light
 // with a hard shadow.
 template <int K, bool OCT>
-__device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, V3 n, V3 view,
-                                            V3 albedo) {
+__device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, float tmin, V3 n,
+                                            V3 view, V3 albedo) {
     const V3 to_light = xyz(params.light_position) - p;
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
-    const bool shadowed = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, l, spawn_tmin(p), dist));
+    const bool shadowed = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, l, tmin, dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
     // No highlight from a light behind the surface.
@@ -173,7 +177,8 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         const V3 d = normalize(ray.dir);
         n = dot(n, d) < 0.0f ? n : -n;
         const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
-        const V3 local = whitted_local<K, OCT>(s, params, p, n, -d, albedo);
+        const float tmin = spawn_tmin(p, ray.origin);
+        const V3 local = whitted_local<K, OCT>(s, params, p, tmin, n, -d, albedo);
         rays += 1;
         if (bounce == params.max_depth) {
             color += weight * local;
@@ -181,7 +186,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         }
         color += weight * PRISM_WHITTED_LOCAL * local;
         weight *= 1.0f - PRISM_WHITTED_LOCAL;
-        ray = ray_segment(p, reflect(d, n), spawn_tmin(p), PRISM_INF);
+        ray = ray_segment(p, reflect(d, n), tmin, PRISM_INF);
     }
     return color;
 }
@@ -199,7 +204,7 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     surface<K>(s, ray, hit, p, n);
     n = dot(n, ray.dir) < 0.0f ? n : -n;
     const GpuMaterial m = material_of(s, hit.prim);
-    const float tmin = spawn_tmin(p);
+    const float tmin = spawn_tmin(p, ray.origin);
     u32 open = 0;
     for (u32 i = 0; i < params.ao_samples; ++i) {
         const float u1 = next_f32(rng);

@@ -41,5 +41,5 @@ __device__ __forceinline__ float2 unit_disk(float u1, float u2) {
 __device__ __forceinline__ V3 cosine_hemisphere(V3 n, float u1, float u2) {
     const V3 d = n + unit_sphere(u1, u2);
     const float len2 = length_squared(d);
-    return len2 > 1e-12f ? d * (1.0f / sqrtf(len2)) : n;
+    return len2 > PRISM_COSINE_HEMISPHERE_MIN_LEN2 ? d * (1.0f / sqrtf(len2)) : n;
 }

@@ -328,6 +328,10 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_PHONG_EXPONENT={PHONG_EXPONENT}"),
         format!("-DPRISM_WHITTED_LOCAL={}", c_float(WHITTED_LOCAL)),
         format!(
+            "-DPRISM_COSINE_HEMISPHERE_MIN_LEN2={}",
+            c_float(prism_core::sampling::COSINE_HEMISPHERE_MIN_LEN2)
+        ),
+        format!(
             "-DPRISM_SRGB8_TABLE_SLOTS={}",
             prism_core::image::SRGB8_TABLE_SLOTS
         ),

@@ -29,8 +29,8 @@ struct Surface {
 }
 
 // mirrors prism_core::integrator::spawn_tmin
-fn spawn_tmin(p: vec3<f32>) -> f32 {
-    return 1e-4 * (1.0 + vec3_max_element(abs(p)));
+fn spawn_tmin(p: vec3<f32>, origin: vec3<f32>) -> f32 {
+    return 1e-4 * (1.0 + vec3_max_element(max(abs(p), abs(origin))));
 }
 
 // mirrors prism_core::integrator::sky_color
@@ -83,7 +83,7 @@ fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
             }
             throughput *= 1.0 / survive;
         }
-        ray = ray_segment(surf.p, s.dir, spawn_tmin(surf.p), f32_infinity());
+        ray = ray_segment(surf.p, s.dir, spawn_tmin(surf.p, ray.origin), f32_infinity());
     }
     return Traced(radiance, rays);
 }
@@ -98,11 +98,11 @@ fn pow32(x: f32) -> f32 {
 }
 
 // mirrors prism_core::integrator::whitted_local
-fn whitted_local(p: vec3<f32>, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>) -> vec3<f32> {
+fn whitted_local(p: vec3<f32>, tmin: f32, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>) -> vec3<f32> {
     let to_light = params.light_position.xyz - p;
     let dist = vec3_length(to_light);
     let l = to_light * (1.0 / dist);
-    let shadowed = any_hit(ray_segment(p, l, spawn_tmin(p), dist));
+    let shadowed = any_hit(ray_segment(p, l, tmin, dist));
     // f32_max as core's max: with the light at the point itself, l is NaN and
     // core's n . l is 0.
     let n_dot_l = f32_max(dot(n, l), 0.0);
@@ -131,7 +131,8 @@ fn trace_whitted(first_ray: Ray) -> Traced {
         let d = vec3_normalize(ray.dir);
         let n = select(-surf.n, surf.n, dot(surf.n, d) < 0.0);
         let albedo = material_of(hit.prim).albedo_fuzz.xyz;
-        let local_color = whitted_local(surf.p, n, -d, albedo);
+        let tmin = spawn_tmin(surf.p, ray.origin);
+        let local_color = whitted_local(surf.p, tmin, n, -d, albedo);
         rays += 1u;
         if bounce == params.max_depth {
             color += weight * local_color;
@@ -139,7 +140,7 @@ fn trace_whitted(first_ray: Ray) -> Traced {
         }
         color += weight * WHITTED_LOCAL * local_color;
         weight *= 1.0 - WHITTED_LOCAL;
-        ray = ray_segment(surf.p, reflect(d, n), spawn_tmin(surf.p), f32_infinity());
+        ray = ray_segment(surf.p, reflect(d, n), tmin, f32_infinity());
     }
     return Traced(color, rays);
 }
@@ -153,7 +154,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     let surf = surface(ray, hit);
     let n = select(-surf.n, surf.n, dot(surf.n, ray.dir) < 0.0);
     let m = material_of(hit.prim);
-    let tmin = spawn_tmin(surf.p);
+    let tmin = spawn_tmin(surf.p, ray.origin);
     var open = 0u;
     for (var i = 0u; i < params.ao_samples; i++) {
         let u1 = pcg_next_f32(rng);

@@ -31,11 +31,14 @@ fn unit_disk(u1: f32, u2: f32) -> vec2<f32> {
     return vec2<f32>(r * cos(phi), r * sin(phi));
 }
 
+// mirrors prism_core::sampling::COSINE_HEMISPHERE_MIN_LEN2
+const COSINE_HEMISPHERE_MIN_LEN2: f32 = 1e-5;
+
 // mirrors prism_core::sampling::cosine_hemisphere
 fn cosine_hemisphere(n: vec3<f32>, u1: f32, u2: f32) -> vec3<f32> {
     let d = n + unit_sphere(u1, u2);
     let len2 = dot(d, d);
-    if len2 > 1e-12 {
+    if len2 > COSINE_HEMISPHERE_MIN_LEN2 {
         return d * (1.0 / sqrt(len2));
     }
     return n;

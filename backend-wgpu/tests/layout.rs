@@ -167,6 +167,10 @@ fn wgsl_constants_match_core() {
         ("PHONG_SPECULAR", integrator::PHONG_SPECULAR as f64),
         ("PHONG_EXPONENT", integrator::PHONG_EXPONENT as f64),
         ("WHITTED_LOCAL", integrator::WHITTED_LOCAL as f64),
+        (
+            "COSINE_HEMISPHERE_MIN_LEN2",
+            prism_core::sampling::COSINE_HEMISPHERE_MIN_LEN2 as f64,
+        ),
         ("TAU", core::f32::consts::TAU as f64),
         ("PI", core::f32::consts::PI as f64),
         (

@@ -63,11 +63,14 @@ fn xyz(a: [f32; 4]) -> Vec3 {
     Vec3::new(a[0], a[1], a[2])
 }
 
-/// Start distance of a ray leaving a surface at `p`: relative to the magnitude of
-/// `p`, so self-intersection is avoided at every scene scale.
+/// Start distance of a ray leaving a surface at `p`, found by a ray from
+/// `origin`: relative to the larger magnitude of the two, so self-intersection
+/// is avoided at every scene scale. `p = origin + t * dir` carries a rounding
+/// error in proportion to both (a camera far from a surface near the world
+/// origin places its hit points no better than its own coordinates allow).
 #[inline(always)]
-pub fn spawn_tmin(p: Vec3) -> f32 {
-    1e-4 * (1.0 + p.abs().max_element())
+pub fn spawn_tmin(p: Vec3, origin: Vec3) -> f32 {
+    1e-4 * (1.0 + p.abs().max(origin.abs()).max_element())
 }
 
 /// The sky seen along `dir`: the vertical gradient of [`crate::Sky`].
@@ -134,7 +137,7 @@ pub fn trace_path<T: Tracer + ?Sized>(
             }
             throughput *= 1.0 / survive;
         }
-        ray = Ray::segment(p, s.dir, spawn_tmin(p), f32::INFINITY);
+        ray = Ray::segment(p, s.dir, spawn_tmin(p, ray.origin), f32::INFINITY);
     }
     (radiance, rays)
 }
@@ -156,6 +159,7 @@ fn whitted_local<T: Tracer + ?Sized>(
     accel: &T,
     params: &RenderParams,
     p: Vec3,
+    tmin: f32,
     n: Vec3,
     view: Vec3,
     albedo: Vec3,
@@ -163,7 +167,7 @@ fn whitted_local<T: Tracer + ?Sized>(
     let to_light = xyz(params.light_position) - p;
     let dist = to_light.length();
     let l = to_light * (1.0 / dist);
-    let shadowed = accel.occluded(&Ray::segment(p, l, spawn_tmin(p), dist));
+    let shadowed = accel.occluded(&Ray::segment(p, l, tmin, dist));
     let n_dot_l = n.dot(l).max(0.0);
     let r = reflect(-l, n);
     // No highlight from a light behind the surface (at a grazing view its
@@ -200,7 +204,8 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
         let d = ray.dir.normalize();
         let n = if n.dot(d) < 0.0 { n } else { -n };
         let albedo = xyz(m.albedo_fuzz);
-        let local = whitted_local(accel, params, p, n, -d, albedo);
+        let tmin = spawn_tmin(p, ray.origin);
+        let local = whitted_local(accel, params, p, tmin, n, -d, albedo);
         rays = rays.wrapping_add(1);
         if bounce == params.max_depth {
             color += weight * local;
@@ -208,7 +213,7 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
         }
         color += weight * WHITTED_LOCAL * local;
         weight *= 1.0 - WHITTED_LOCAL;
-        ray = Ray::segment(p, reflect(d, n), spawn_tmin(p), f32::INFINITY);
+        ray = Ray::segment(p, reflect(d, n), tmin, f32::INFINITY);
     }
     (color, rays)
 }
@@ -227,7 +232,7 @@ pub fn trace_ao<T: Tracer + ?Sized>(
         return (sky_color(params, ray.dir), 1);
     };
     let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
-    let tmin = spawn_tmin(p);
+    let tmin = spawn_tmin(p, ray.origin);
     let mut open = 0u32;
     for _ in 0..params.ao_samples {
         let (u1, u2) = (rng.next_f32(), rng.next_f32());

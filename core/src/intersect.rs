@@ -9,11 +9,15 @@ use glam::{Vec3, Vec3A, Vec4};
 /// Smallest magnitude a direction component is given before taking its inverse.
 ///
 /// A zero component would make `1/d` infinite and `0 * inf` NaN in the slab test;
-/// `1e-30` keeps `(bound - origin) / d` finite for any scene within `±1e8` and gives
-/// the exact test's verdict whenever the origin is strictly inside or outside the
-/// slab. One case is a convention rather than exact: a ray with a zero component
-/// whose origin lies exactly on a face plane of that slab gets an entry or exit
-/// distance of exactly 0 there, so it may miss a primitive lying in that plane that
+/// `1e-30` keeps `(bound - origin) / d` finite for any scene within `±1e8`. The
+/// replaced component moves the ray by `1e-30` per unit of `t`, so the verdict is
+/// the exact test's whenever the origin lies inside or outside the slab by more
+/// than `1e-30 * t` at the distance `t` of the hit: by any gap above `1e-22` in a
+/// scene within `±1e8`. A smaller gap (a face `1e-37` from the origin's plane)
+/// can cull a box whose primitive `ray_triangle` alone would hit. One case is a
+/// convention rather than exact: a ray with a zero component whose origin lies
+/// exactly on a face plane of that slab gets an entry or exit distance of
+/// exactly 0 there, so it may miss a primitive lying in that plane that
 /// `ray_triangle` alone would hit (the conformance suite counts these apart as
 /// "face-plane"; Embree behaves the same way).
 pub const MIN_DIR_COMPONENT: f32 = 1e-30;

@@ -43,15 +43,24 @@ pub fn unit_disk(u1: f32, u2: f32) -> Vec2 {
     Vec2::new(r * libm::cosf(phi), r * libm::sinf(phi))
 }
 
+/// Smallest `|n + s|^2` that [`cosine_hemisphere`] normalises: ten times the
+/// squared length at which rounding can put the sum below the surface.
+pub const COSINE_HEMISPHERE_MIN_LEN2: f32 = 1e-5;
+
 /// A cosine-distributed direction about the unit normal `n` (pdf `cos(theta) / pi`).
 ///
 /// `normalize(n + unit_sphere)` is exactly cosine-distributed and needs no tangent
-/// frame; when the sum nearly vanishes (probability ~0), `n` itself is returned.
+/// frame. Where the sum nearly vanishes, its direction is set by rounding: `n`
+/// and the sphere point are unit vectors only to a few ulps, so `dot(n + s, n)`
+/// (exactly `(|n + s|^2 + |n|^2 - |s|^2) / 2`) can turn negative once
+/// `|n + s|^2` falls to about 1e-6. Below `COSINE_HEMISPHERE_MIN_LEN2`
+/// (probability about 2.5e-6, directions within 0.1 degrees of the tangent
+/// plane) `n` itself is returned, so every direction leaves the surface.
 #[inline(always)]
 pub fn cosine_hemisphere(n: Vec3, u1: f32, u2: f32) -> Vec3 {
     let d = n + unit_sphere(u1, u2);
     let len2 = d.length_squared();
-    if len2 > 1e-12 {
+    if len2 > COSINE_HEMISPHERE_MIN_LEN2 {
         d * (1.0 / libm::sqrtf(len2))
     } else {
         n

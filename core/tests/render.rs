@@ -412,7 +412,7 @@ proptest! {
     }
 
     /// Ambient occlusion draws `ao_samples` rays of two numbers each, starting at
-    /// the hit point over `(spawn_tmin(p), ao_distance)`, of unit length and on
+    /// the hit point over `(spawn_tmin(p, origin), ao_distance)`, of unit length and on
     /// the side of the surface the camera ray came from, whichever side of a
     /// triangle it hits; a ray that is clearly above the surface at its `tmin`
     /// (by four times the hit point's own distance from the plane, measured in
@@ -455,7 +455,7 @@ proptest! {
         prop_assert_eq!(rays, ao_samples + 1);
         for r in ao.iter() {
             prop_assert_eq!(r.origin, p);
-            prop_assert_eq!((r.tmin, r.tmax), (spawn_tmin(p), ao_distance));
+            prop_assert_eq!((r.tmin, r.tmax), (spawn_tmin(p, origin), ao_distance));
             prop_assert!((r.dir.length() - 1.0).abs() < 1e-5, "|dir| = {}", r.dir.length());
             prop_assert!(r.dir.dot(side) >= -1e-6, "AO ray {:?} enters the surface (normal {:?} on the viewer's side)", r.dir, side);
             if d(r.dir).dot(normal) * r.tmin as f64 > 4.0 * height.abs() {
@@ -640,6 +640,53 @@ fn ao_of_a_lone_sphere() {
         hits > 16,
         "the sphere should cover part of the image ({hits} pixels)"
     );
+}
+
+/// An open plane occludes nothing, however far the camera: hit points found
+/// from far away carry their camera's rounding error, and rays leaving them
+/// must start beyond it (`spawn_tmin` scales with the ray's origin too). With
+/// the start scaled by the hit point alone, a camera 10,000 units away saw
+/// 43% of the plane occluded by itself.
+#[test]
+fn ao_of_an_open_plane_seen_from_afar() {
+    let rot = glam::Quat::from_axis_angle(Vec3::new(0.3, -0.5, 0.8).normalize(), 0.7);
+    let mut scene = Scene::new();
+    scene.sky = Sky::constant(Vec3::new(0.0, 0.0, 5.0));
+    let id = scene.add_material(Material::lambertian(Vec3::ONE));
+    scene.add_triangle(
+        rot * Vec3::new(-2.0, -2.0, 0.0),
+        rot * Vec3::new(2.0, -2.0, 0.0),
+        rot * Vec3::new(0.0, 2.0, 0.0),
+        id,
+    );
+    let settings = RenderSettings {
+        integrator: Integrator::Ao,
+        spp: 1,
+        ao_samples: 64,
+        ao_distance: 1.0,
+        ..RenderSettings::default()
+    };
+    for distance in [1e2f32, 1e3, 1e4, 1e5] {
+        let eye = rot * Vec3::new(0.37, 0.21, 1.0) * distance;
+        let camera = Camera::look_at(eye, Vec3::ZERO, rot * Vec3::Y, 0.02 * 1e4 / distance);
+        // The sky is blue above 1, the plane white times its open share.
+        let (mut sum, mut hits) = (0.0, 0);
+        render(&scene, &camera, &settings, (24, 24), |_, _, c| {
+            if c.z <= 1.0 {
+                sum += c.x;
+                hits += 1;
+            }
+        });
+        assert!(
+            hits >= 24 * 24 / 4,
+            "camera at {distance}: {hits} plane pixels"
+        );
+        let mean = sum / hits as f32;
+        assert!(
+            mean >= 0.999,
+            "camera at {distance}: mean AO {mean} over {hits} pixels"
+        );
+    }
 }
 
 /// A non-emissive material of any valid kind (lobe weights summing to at most 1).

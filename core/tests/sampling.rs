@@ -51,6 +51,32 @@ proptest! {
         prop_assert!((d.length() - 1.0).abs() < 1e-5, "|d| = {}", d.length());
         prop_assert!(d.dot(n) >= -1e-6, "d = {d:?} below n = {n:?} (cos {})", d.dot(n));
     }
+
+    /// Near the antipode of `n`, where `n + s` nearly vanishes and rounding sets
+    /// its direction, the result still leaves the surface: the sphere point is
+    /// aimed at `-n` through the map's inverse, then moved by a few ulps.
+    #[test]
+    fn cosine_near_the_antipode_leaves_the_surface(n in unit_vec3(), k1 in -256i32..256, k2 in -256i32..256) {
+        let a = -n;
+        let u1 = (1.0 - a.z) / 2.0;
+        let u2 = (a.y.atan2(a.x) / std::f32::consts::TAU).rem_euclid(1.0);
+        let step = |u: f32, k: i32| f32::from_bits(u.to_bits().saturating_add_signed(k)).clamp(0.0, 1.0 - 2f32.powi(-24));
+        let (u1, u2) = (step(u1, k1), step(u2, k2));
+        let c = cosine_hemisphere(n, u1, u2);
+        prop_assert!((c.length() - 1.0).abs() < 1e-5, "|c| = {}", c.length());
+        prop_assert!(c.dot(n) > 0.0, "cosine_hemisphere({n:?}, {u1:e}, {u2:e}) = {c:?}, cos {}", c.dot(n));
+    }
+}
+
+/// A direction the old cut-off (`|n + s|^2 > 1e-12`) let through 2.5 degrees
+/// below the surface: `n + s` of length about 3e-6, its direction set by
+/// rounding.
+#[test]
+fn cosine_hemisphere_regression_below_the_surface() {
+    let n = Vec3::new(0.91672015, 0.31386194, -0.24721414).normalize();
+    let (u1, u2) = (f32::from_bits(0x3ec0b696), f32::from_bits(0x3f0d70a3));
+    let c = cosine_hemisphere(n, u1, u2);
+    assert!(c.dot(n) > 0.0, "{c:?}: cos {}", c.dot(n));
 }
 
 proptest! {
