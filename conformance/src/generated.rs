@@ -579,7 +579,8 @@ fn surface(seed: u32, size: GenSize) -> GeneratedCase {
         };
         if let Some(p) = p {
             let d = rng.unit();
-            rays.push(Ray::segment(p, d, spawn_tmin(p), f32::INFINITY));
+            // A point given, not found by a ray: its own magnitude alone.
+            rays.push(Ray::segment(p, d, spawn_tmin(p, p), f32::INFINITY));
         }
     }
     GeneratedCase {
