@@ -18,9 +18,7 @@
 
 // mirrors prism_core::integrator::spawn_tmin
 __device__ __forceinline__ float spawn_tmin(V3 p, V3 origin) {
-    const V3 a = vabs(p);
-    const V3 b = vabs(origin);
-    return 1e-4f * (1.0f + max_element(V3{fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z)}));
+    return 1e-4f * (1.0f + max_element(vmax(vabs(p), vabs(origin))));
 }
 
 // mirrors prism_core::integrator::sky_color
@@ -29,11 +27,12 @@ __device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
     return (1.0f - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith);
 }
 
-// mirrors the point and normal of prism_core::integrator::shading_point: hit
-// point and unit geometric normal (outward for spheres, by winding for
-// triangles); `hit.prim` is a slot.
+// mirrors the point, normal and size of prism_core::integrator::shading_point:
+// hit point, unit geometric normal (outward for spheres, by winding for
+// triangles) and primitive_size; `hit.prim` is a slot.
 template <int K>
-__device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out) {
+__device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out,
+                                        float& size) {
     p = ray_at(ray, hit.t);
     const Primitive* prim = s.prims + hit.prim;
     const float4 a = __ldg(&prim->a);
@@ -42,11 +41,19 @@ __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, cons
     const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
     if (sphere) {
         n = (p - xyz(a)) * (1.0f / b.x);
+        // the size, as prism_core::integrator::primitive_size takes it
+        size = max_element(vabs(xyz(a))) + b.x;
     } else {
         const float4 c = __ldg(&prim->c);
         n = cross(xyz(b) - xyz(a), xyz(c) - xyz(a));
+        size = max_element(vmax(vmax(vabs(xyz(a)), vabs(xyz(b))), vabs(xyz(c))));
     }
     n_out = normalize_or(n, v3(0.0f, 1.0f, 0.0f));
+}
+
+// mirrors prism_core::integrator::surface_margin
+__device__ __forceinline__ float surface_margin(float size, float cos_theta) {
+    return 1e-6f * (1.0f + size) / fmaxf(fabsf(cos_theta), 1e-3f);
 }
 
 // mirrors the material of prism_core::integrator::shading_point (slot -> material). Core validated
@@ -76,7 +83,8 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
             break;
         }
         V3 p, n;
-        surface<K>(s, ray, hit, p, n);
+        float size;
+        surface<K>(s, ray, hit, p, n, size);
         const GpuMaterial m = material_of(s, hit.prim);
         radiance += throughput * xyz(m.emission_ior);
         const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
@@ -89,7 +97,8 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
             }
             throughput *= 1.0f / survive;
         }
-        ray = ray_segment(p, sc.dir, spawn_tmin(p, ray.origin), PRISM_INF);
+        const float tmin = spawn_tmin(p, ray.origin) + surface_margin(size, dot(sc.dir, n));
+        ray = ray_segment(p, sc.dir, tmin, PRISM_INF);
     }
     return radiance;
 }
@@ -108,7 +117,8 @@ __device__ __forceinline__ bool path_shade(const SceneView& s, const RenderParam
         done = true;
     } else {
         V3 p, n;
-        surface<K>(s, ray, hit, p, n);
+        float size;
+        surface<K>(s, ray, hit, p, n, size);
         const GpuMaterial m = material_of(s, hit.prim);
         radiance += throughput * xyz(m.emission_ior);
         const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
@@ -123,7 +133,8 @@ __device__ __forceinline__ bool path_shade(const SceneView& s, const RenderParam
             }
         }
         if (!done) {
-            ray = ray_segment(p, sc.dir, spawn_tmin(p, ray.origin), PRISM_INF);
+            const float tmin = spawn_tmin(p, ray.origin) + surface_margin(size, dot(sc.dir, n));
+            ray = ray_segment(p, sc.dir, tmin, PRISM_INF);
         }
     }
     depth += 1;
@@ -144,11 +155,12 @@ __device__ __forceinline__ float pow32(float x) {
 // mirrors prism_core::integrator::whitted_local: Phong lighting by the key light
 // with a hard shadow.
 template <int K, bool OCT>
-__device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, float tmin, V3 n,
-                                            V3 view, V3 albedo) {
+__device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, float spawn,
+                                            float size, V3 n, V3 view, V3 albedo) {
     const V3 to_light = xyz(params.light_position) - p;
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
+    const float tmin = spawn + surface_margin(size, dot(l, n));
     const bool shadowed = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, l, tmin, dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
@@ -173,12 +185,13 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
             break;
         }
         V3 p, n;
-        surface<K>(s, ray, hit, p, n);
+        float size;
+        surface<K>(s, ray, hit, p, n, size);
         const V3 d = normalize(ray.dir);
         n = dot(n, d) < 0.0f ? n : -n;
         const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
-        const float tmin = spawn_tmin(p, ray.origin);
-        const V3 local = whitted_local<K, OCT>(s, params, p, tmin, n, -d, albedo);
+        const float spawn = spawn_tmin(p, ray.origin);
+        const V3 local = whitted_local<K, OCT>(s, params, p, spawn, size, n, -d, albedo);
         rays += 1;
         if (bounce == params.max_depth) {
             color += weight * local;
@@ -186,7 +199,8 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         }
         color += weight * PRISM_WHITTED_LOCAL * local;
         weight *= 1.0f - PRISM_WHITTED_LOCAL;
-        ray = ray_segment(p, reflect(d, n), tmin, PRISM_INF);
+        const V3 r = reflect(d, n);
+        ray = ray_segment(p, r, spawn + surface_margin(size, dot(r, n)), PRISM_INF);
     }
     return color;
 }
@@ -201,15 +215,17 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         return sky_color(params, ray.dir);
     }
     V3 p, n;
-    surface<K>(s, ray, hit, p, n);
+    float size;
+    surface<K>(s, ray, hit, p, n, size);
     n = dot(n, ray.dir) < 0.0f ? n : -n;
     const GpuMaterial m = material_of(s, hit.prim);
-    const float tmin = spawn_tmin(p, ray.origin);
+    const float spawn = spawn_tmin(p, ray.origin);
     u32 open = 0;
     for (u32 i = 0; i < params.ao_samples; ++i) {
         const float u1 = next_f32(rng);
         const float u2 = next_f32(rng);
         const V3 d = cosine_hemisphere(n, u1, u2);
+        const float tmin = spawn + surface_margin(size, dot(d, n));
         open += any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
     u32 r = 1 + params.ao_samples;
@@ -217,7 +233,9 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     if (params.ao_shadows != 0) {
         const V3 to_light = xyz(params.light_position) - p;
         const float dist = length(to_light);
-        const bool blocked = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, to_light * (1.0f / dist), tmin, dist));
+        const V3 l = to_light * (1.0f / dist);
+        const float tmin = spawn + surface_margin(size, dot(l, n));
+        const bool blocked = any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, l, tmin, dist));
         keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
         r += 1;
     }

@@ -219,6 +219,8 @@ __device__ __forceinline__ V3 normalize_or(V3 a, V3 fallback) {
 __device__ __forceinline__ V3 normalize_or_zero(V3 a) { return normalize_or(a, v3s(0.0f)); }
 // glam Vec3::abs
 __device__ __forceinline__ V3 vabs(V3 a) { return V3{fabsf(a.x), fabsf(a.y), fabsf(a.z)}; }
+// glam Vec3::max (component-wise; the callers' values are never NaN)
+__device__ __forceinline__ V3 vmax(V3 a, V3 b) { return V3{fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z)}; }
 // glam Vec3::max_element: max(max(x, y), z) with `a > b ? a : b`
 __device__ __forceinline__ float max_element(V3 a) {
     const float m = a.x > a.y ? a.x : a.y;

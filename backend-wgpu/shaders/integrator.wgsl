@@ -26,11 +26,18 @@ struct Traced {
 struct Surface {
     p: vec3<f32>,
     n: vec3<f32>,
+    size: f32,
 }
 
 // mirrors prism_core::integrator::spawn_tmin
 fn spawn_tmin(p: vec3<f32>, origin: vec3<f32>) -> f32 {
     return 1e-4 * (1.0 + vec3_max_element(max(abs(p), abs(origin))));
+}
+
+// mirrors prism_core::integrator::surface_margin (f32_max: a NaN cosine takes
+// the cap, as core's max does)
+fn surface_margin(size: f32, cos_theta: f32) -> f32 {
+    return 1e-6 * (1.0 + size) / f32_max(abs(cos_theta), 1e-3);
 }
 
 // mirrors prism_core::integrator::sky_color
@@ -44,12 +51,16 @@ fn surface(ray: Ray, hit: Hit) -> Surface {
     let p = ray_at(ray, hit.t);
     let prim = prims[hit.prim];
     var n: vec3<f32>;
+    // the size, as prism_core::integrator::primitive_size takes it
+    var size: f32;
     if bitcast<u32>(prim.b.w) == KIND_SPHERE {
         n = (p - prim.a.xyz) * (1.0 / prim.b.x);
+        size = vec3_max_element(abs(prim.a.xyz)) + prim.b.x;
     } else {
         n = cross(prim.b.xyz - prim.a.xyz, prim.c.xyz - prim.a.xyz);
+        size = vec3_max_element(max(max(abs(prim.a.xyz), abs(prim.b.xyz)), abs(prim.c.xyz)));
     }
-    return Surface(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)));
+    return Surface(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)), size);
 }
 
 // mirrors the material of prism_core::integrator::shading_point
@@ -83,7 +94,8 @@ fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
             }
             throughput *= 1.0 / survive;
         }
-        ray = ray_segment(surf.p, s.dir, spawn_tmin(surf.p, ray.origin), f32_infinity());
+        let tmin = spawn_tmin(surf.p, ray.origin) + surface_margin(surf.size, dot(s.dir, surf.n));
+        ray = ray_segment(surf.p, s.dir, tmin, f32_infinity());
     }
     return Traced(radiance, rays);
 }
@@ -98,10 +110,11 @@ fn pow32(x: f32) -> f32 {
 }
 
 // mirrors prism_core::integrator::whitted_local
-fn whitted_local(p: vec3<f32>, tmin: f32, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>) -> vec3<f32> {
+fn whitted_local(p: vec3<f32>, spawn: f32, size: f32, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>) -> vec3<f32> {
     let to_light = params.light_position.xyz - p;
     let dist = vec3_length(to_light);
     let l = to_light * (1.0 / dist);
+    let tmin = spawn + surface_margin(size, dot(l, n));
     let shadowed = any_hit(ray_segment(p, l, tmin, dist));
     // f32_max as core's max: with the light at the point itself, l is NaN and
     // core's n . l is 0.
@@ -131,8 +144,8 @@ fn trace_whitted(first_ray: Ray) -> Traced {
         let d = vec3_normalize(ray.dir);
         let n = select(-surf.n, surf.n, dot(surf.n, d) < 0.0);
         let albedo = material_of(hit.prim).albedo_fuzz.xyz;
-        let tmin = spawn_tmin(surf.p, ray.origin);
-        let local_color = whitted_local(surf.p, tmin, n, -d, albedo);
+        let spawn = spawn_tmin(surf.p, ray.origin);
+        let local_color = whitted_local(surf.p, spawn, surf.size, n, -d, albedo);
         rays += 1u;
         if bounce == params.max_depth {
             color += weight * local_color;
@@ -140,7 +153,8 @@ fn trace_whitted(first_ray: Ray) -> Traced {
         }
         color += weight * WHITTED_LOCAL * local_color;
         weight *= 1.0 - WHITTED_LOCAL;
-        ray = ray_segment(surf.p, reflect(d, n), tmin, f32_infinity());
+        let r = reflect(d, n);
+        ray = ray_segment(surf.p, r, spawn + surface_margin(surf.size, dot(r, n)), f32_infinity());
     }
     return Traced(color, rays);
 }
@@ -154,12 +168,13 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     let surf = surface(ray, hit);
     let n = select(-surf.n, surf.n, dot(surf.n, ray.dir) < 0.0);
     let m = material_of(hit.prim);
-    let tmin = spawn_tmin(surf.p, ray.origin);
+    let spawn = spawn_tmin(surf.p, ray.origin);
     var open = 0u;
     for (var i = 0u; i < params.ao_samples; i++) {
         let u1 = pcg_next_f32(rng);
         let u2 = pcg_next_f32(rng);
         let d = cosine_hemisphere(n, u1, u2);
+        let tmin = spawn + surface_margin(surf.size, dot(d, n));
         open += select(1u, 0u, any_hit(ray_segment(surf.p, d, tmin, params.ao_distance)));
     }
     var rays = 1u + params.ao_samples;
@@ -167,7 +182,9 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     if params.ao_shadows != 0u {
         let to_light = params.light_position.xyz - surf.p;
         let dist = vec3_length(to_light);
-        let blocked = any_hit(ray_segment(surf.p, to_light * (1.0 / dist), tmin, dist));
+        let l = to_light * (1.0 / dist);
+        let tmin = spawn + surface_margin(surf.size, dot(l, n));
+        let blocked = any_hit(ray_segment(surf.p, l, tmin, dist));
         keep = select(1.0, SHADOW_KEEP, blocked);
         rays += 1u;
     }

@@ -5,7 +5,7 @@
 //! [`RenderParams`] and the pixel's coordinates.
 
 use crate::camera::camera_ray;
-use crate::gpu::{GpuMaterial, KIND_SPHERE, RenderParams};
+use crate::gpu::{GpuMaterial, KIND_SPHERE, Primitive, RenderParams};
 use crate::material::{reflect, scatter};
 use crate::ray::{Hit, Ray};
 use crate::rng::Pcg;
@@ -64,13 +64,44 @@ fn xyz(a: [f32; 4]) -> Vec3 {
 }
 
 /// Start distance of a ray leaving a surface at `p`, found by a ray from
-/// `origin`: relative to the larger magnitude of the two, so self-intersection
-/// is avoided at every scene scale. `p = origin + t * dir` carries a rounding
-/// error in proportion to both (a camera far from a surface near the world
-/// origin places its hit points no better than its own coordinates allow).
+/// `origin`, before [`surface_margin`]: relative to the larger magnitude of the
+/// two, so self-intersection is avoided at every scene scale. `p = origin + t *
+/// dir` carries a rounding error in proportion to both (a camera far from a
+/// surface near the world origin places its hit points no better than its own
+/// coordinates allow).
 #[inline(always)]
 pub fn spawn_tmin(p: Vec3, origin: Vec3) -> f32 {
     1e-4 * (1.0 + p.abs().max(origin.abs()).max_element())
+}
+
+/// Rounding scale of a primitive's own coordinates, for [`surface_margin`]: a
+/// sphere's largest `|centre|` component plus its radius, a triangle's largest
+/// `|vertex|` component.
+#[inline(always)]
+pub fn primitive_size(prim: &Primitive) -> f32 {
+    if prim.kind() == KIND_SPHERE {
+        xyz(prim.a).abs().max_element() + prim.b[0]
+    } else {
+        xyz(prim.a)
+            .abs()
+            .max(xyz(prim.b).abs())
+            .max(xyz(prim.c).abs())
+            .max_element()
+    }
+}
+
+/// What a ray leaving a primitive of [`primitive_size`] `size` adds to
+/// [`spawn_tmin`], `cos` being the cosine between its direction and the
+/// surface normal. The intersection tests work from the primitive's own
+/// coordinates (`origin - centre`, `vertex - origin`), so a hit point lies off
+/// the surface by rounding in proportion to `size` (about 5e-8 of it for
+/// spheres, 2.2e-7 for triangles), whatever `|p|`: the ground sphere of radius
+/// 1000 under rtiow's spheres. A ray leaving at a grazing angle meets that
+/// error `1 / cos` further on, so the margin grows as `1 / cos`, capped at a
+/// cosine of 1e-3 (a NaN cosine takes the cap).
+#[inline(always)]
+pub fn surface_margin(size: f32, cos: f32) -> f32 {
+    1e-6 * (1.0 + size) / cos.abs().max(1e-3)
 }
 
 /// The sky seen along `dir`: the vertical gradient of [`crate::Sky`].
@@ -81,7 +112,8 @@ pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
 }
 
 /// What the integrators shade at a closest hit: hit point, unit geometric
-/// normal (outward for spheres, by winding for triangles) and material.
+/// normal (outward for spheres, by winding for triangles), the primitive's
+/// [`primitive_size`] and material.
 ///
 /// `None` for a miss, and for a slot outside `accel` (a [`Tracer`] that breaks
 /// its contract), which the integrators then shade as a miss instead of
@@ -91,7 +123,7 @@ fn shading_point<'a, T: Tracer + ?Sized>(
     accel: &'a T,
     ray: &Ray,
     hit: &Hit,
-) -> Option<(Vec3, Vec3, &'a GpuMaterial)> {
+) -> Option<(Vec3, Vec3, f32, &'a GpuMaterial)> {
     let accel = accel.accel();
     let slot = hit.prim as usize;
     let prim = accel.primitives().get(slot)?;
@@ -106,7 +138,7 @@ fn shading_point<'a, T: Tracer + ?Sized>(
     } else {
         (xyz(prim.b) - xyz(prim.a)).cross(xyz(prim.c) - xyz(prim.a))
     };
-    Some((p, n.normalize_or(Vec3::Y), material))
+    Some((p, n.normalize_or(Vec3::Y), primitive_size(prim), material))
 }
 
 /// One path-traced sample; returns radiance and the number of rays traced.
@@ -122,7 +154,7 @@ pub fn trace_path<T: Tracer + ?Sized>(
     for depth in 0..params.max_depth {
         let hit = accel.closest_slot(&ray);
         rays = rays.wrapping_add(1);
-        let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
+        let Some((p, n, size, m)) = shading_point(accel, &ray, &hit) else {
             radiance += throughput * sky_color(params, ray.dir);
             break;
         };
@@ -137,7 +169,8 @@ pub fn trace_path<T: Tracer + ?Sized>(
             }
             throughput *= 1.0 / survive;
         }
-        ray = Ray::segment(p, s.dir, spawn_tmin(p, ray.origin), f32::INFINITY);
+        let tmin = spawn_tmin(p, ray.origin) + surface_margin(size, s.dir.dot(n));
+        ray = Ray::segment(p, s.dir, tmin, f32::INFINITY);
     }
     (radiance, rays)
 }
@@ -159,7 +192,7 @@ fn whitted_local<T: Tracer + ?Sized>(
     accel: &T,
     params: &RenderParams,
     p: Vec3,
-    tmin: f32,
+    (spawn, size): (f32, f32),
     n: Vec3,
     view: Vec3,
     albedo: Vec3,
@@ -167,6 +200,7 @@ fn whitted_local<T: Tracer + ?Sized>(
     let to_light = xyz(params.light_position) - p;
     let dist = to_light.length();
     let l = to_light * (1.0 / dist);
+    let tmin = spawn + surface_margin(size, l.dot(n));
     let shadowed = accel.occluded(&Ray::segment(p, l, tmin, dist));
     let n_dot_l = n.dot(l).max(0.0);
     let r = reflect(-l, n);
@@ -197,15 +231,15 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
     for bounce in 0..=params.max_depth {
         let hit = accel.closest_slot(&ray);
         rays = rays.wrapping_add(1);
-        let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
+        let Some((p, n, size, m)) = shading_point(accel, &ray, &hit) else {
             color += weight * sky_color(params, ray.dir);
             break;
         };
         let d = ray.dir.normalize();
         let n = if n.dot(d) < 0.0 { n } else { -n };
         let albedo = xyz(m.albedo_fuzz);
-        let tmin = spawn_tmin(p, ray.origin);
-        let local = whitted_local(accel, params, p, tmin, n, -d, albedo);
+        let spawn = spawn_tmin(p, ray.origin);
+        let local = whitted_local(accel, params, p, (spawn, size), n, -d, albedo);
         rays = rays.wrapping_add(1);
         if bounce == params.max_depth {
             color += weight * local;
@@ -213,7 +247,8 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
         }
         color += weight * WHITTED_LOCAL * local;
         weight *= 1.0 - WHITTED_LOCAL;
-        ray = Ray::segment(p, reflect(d, n), tmin, f32::INFINITY);
+        let r = reflect(d, n);
+        ray = Ray::segment(p, r, spawn + surface_margin(size, r.dot(n)), f32::INFINITY);
     }
     (color, rays)
 }
@@ -228,15 +263,16 @@ pub fn trace_ao<T: Tracer + ?Sized>(
     rng: &mut Pcg,
 ) -> (Vec3, u32) {
     let hit = accel.closest_slot(&ray);
-    let Some((p, n, m)) = shading_point(accel, &ray, &hit) else {
+    let Some((p, n, size, m)) = shading_point(accel, &ray, &hit) else {
         return (sky_color(params, ray.dir), 1);
     };
     let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
-    let tmin = spawn_tmin(p, ray.origin);
+    let spawn = spawn_tmin(p, ray.origin);
     let mut open = 0u32;
     for _ in 0..params.ao_samples {
         let (u1, u2) = (rng.next_f32(), rng.next_f32());
         let d = cosine_hemisphere(n, u1, u2);
+        let tmin = spawn + surface_margin(size, d.dot(n));
         open += !accel.occluded(&Ray::segment(p, d, tmin, params.ao_distance)) as u32;
     }
     let mut rays = params.ao_samples.wrapping_add(1);
@@ -244,7 +280,9 @@ pub fn trace_ao<T: Tracer + ?Sized>(
     if params.ao_shadows != 0 {
         let to_light = xyz(params.light_position) - p;
         let dist = to_light.length();
-        let blocked = accel.occluded(&Ray::segment(p, to_light * (1.0 / dist), tmin, dist));
+        let l = to_light * (1.0 / dist);
+        let tmin = spawn + surface_margin(size, l.dot(n));
+        let blocked = accel.occluded(&Ray::segment(p, l, tmin, dist));
         keep = if blocked { SHADOW_KEEP } else { 1.0 };
         rays = rays.wrapping_add(1);
     }

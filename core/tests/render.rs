@@ -9,7 +9,7 @@ use prism_core::image::{
     Image, PixelFormat, SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8,
 };
 use prism_core::integrator::{
-    PHONG_AMBIENT, Tracer, render_pixel, spawn_tmin, trace_ao, trace_whitted,
+    PHONG_AMBIENT, Tracer, render_pixel, spawn_tmin, surface_margin, trace_ao, trace_whitted,
 };
 use prism_core::rng::Pcg;
 use prism_core::scene::Sky;
@@ -412,7 +412,8 @@ proptest! {
     }
 
     /// Ambient occlusion draws `ao_samples` rays of two numbers each, starting at
-    /// the hit point over `(spawn_tmin(p, origin), ao_distance)`, of unit length and on
+    /// the hit point over `(spawn_tmin(p, origin) + surface_margin(size, cos), ao_distance)`,
+    /// of unit length and on
     /// the side of the surface the camera ray came from, whichever side of a
     /// triangle it hits; a ray that is clearly above the surface at its `tmin`
     /// (by four times the hit point's own distance from the plane, measured in
@@ -450,12 +451,16 @@ proptest! {
         let normal = d(v1 - v0).cross(d(v2 - v0)).normalize();
         let normal = if normal.dot(d(side)) > 0.0 { normal } else { -normal };
         let height = (d(p) - d(v0)).dot(normal);
+        // Core's normal and the triangle's size, as the integrator takes them.
+        let n_core = (v1 - v0).cross(v2 - v0).normalize_or(Vec3::Y);
+        let size = v0.abs().max(v1.abs()).max(v2.abs()).max_element();
         let ao = rec.occluded.borrow();
         prop_assert_eq!(ao.len(), ao_samples as usize);
         prop_assert_eq!(rays, ao_samples + 1);
         for r in ao.iter() {
             prop_assert_eq!(r.origin, p);
-            prop_assert_eq!((r.tmin, r.tmax), (spawn_tmin(p, origin), ao_distance));
+            let tmin = spawn_tmin(p, origin) + surface_margin(size, r.dir.dot(n_core));
+            prop_assert_eq!((r.tmin, r.tmax), (tmin, ao_distance));
             prop_assert!((r.dir.length() - 1.0).abs() < 1e-5, "|dir| = {}", r.dir.length());
             prop_assert!(r.dir.dot(side) >= -1e-6, "AO ray {:?} enters the surface (normal {:?} on the viewer's side)", r.dir, side);
             if d(r.dir).dot(normal) * r.tmin as f64 > 4.0 * height.abs() {
@@ -687,6 +692,62 @@ fn ao_of_an_open_plane_seen_from_afar() {
             "camera at {distance}: mean AO {mean} over {hits} pixels"
         );
     }
+}
+
+/// A convex sphere never occludes itself, however large: a ground sphere of
+/// radius 10,000 under rtiow's camera. Its hit points lie off the surface by
+/// rounding in proportion to the radius, not to `|p|`; without
+/// `surface_margin` 0.26% of these AO rays hit the sphere they leave.
+#[test]
+fn ao_of_a_huge_ground_sphere_is_open() {
+    let radius = 1e4;
+    let mut scene = Scene::new();
+    scene.sky = Sky::constant(Vec3::new(0.0, 0.0, 5.0));
+    let id = scene.add_material(Material::lambertian(Vec3::ONE));
+    scene.add_sphere(Vec3::new(0.0, -radius, 0.0), radius, id);
+    let settings = RenderSettings {
+        integrator: Integrator::Ao,
+        spp: 1,
+        ao_samples: 64,
+        ao_distance: 1.0,
+        ..RenderSettings::default()
+    };
+    let camera = Camera::look_at(Vec3::new(13.0, 2.0, 3.0), Vec3::ZERO, Vec3::Y, 20.0);
+    let mut ground = 0;
+    render(&scene, &camera, &settings, (32, 32), |x, y, c| {
+        if c.z <= 1.0 {
+            ground += 1;
+            assert_eq!(c, Vec3::ONE, "pixel ({x}, {y}): the sphere occludes itself");
+        }
+    });
+    assert!(ground >= 32 * 32 / 4, "{ground} ground pixels");
+}
+
+/// A ray leaving rtiow-sized ground (radius 1000) at a shallow angle: the hit
+/// point found from the camera lies 1e-4 inside the sphere, so a start of
+/// `spawn_tmin` alone re-hits it at t = 3.7e-3; with `surface_margin` the ray
+/// leaves.
+#[test]
+fn a_ray_leaving_a_large_sphere_clears_it() {
+    let (center, radius) = (Vec3::new(0.0, -1000.0, 0.0), 1000.0);
+    let mut scene = Scene::new();
+    let id = scene.add_material(Material::lambertian(Vec3::ONE));
+    scene.add_sphere(center, radius, id);
+    let accel = Accel::build(&scene).expect("one sphere");
+    let origin = Vec3::new(13.0, 2.0, 3.0);
+    let p = Vec3::new(5.0214415, -0.013056517, 0.94732165);
+    let dir = Vec3::new(0.652762, 0.0045322166, 0.7575496);
+    let n = ((p - center) * (1.0 / radius)).normalize();
+    let spawn = spawn_tmin(p, origin);
+    let without = accel.intersect(&Ray::segment(p, dir, spawn, f32::INFINITY));
+    assert!(
+        without.is_hit(),
+        "the fault this guards against is gone: {without:?}"
+    );
+    let size = center.abs().max_element() + radius;
+    let tmin = spawn + surface_margin(size, dir.dot(n));
+    let with = accel.intersect(&Ray::segment(p, dir, tmin, f32::INFINITY));
+    assert!(!with.is_hit(), "self-hit at t = {} (tmin {tmin})", with.t);
 }
 
 /// A non-emissive material of any valid kind (lobe weights summing to at most 1).
