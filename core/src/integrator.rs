@@ -69,6 +69,11 @@ fn xyz(a: [f32; 4]) -> Vec3 {
 /// dir` carries a rounding error in proportion to both (a camera far from a
 /// surface near the world origin places its hit points no better than its own
 /// coordinates allow).
+///
+/// The start grows with the distance from the world origin: at `|p| = 1e5` a
+/// secondary ray starts 10 units out, so smaller detail there (a glass sphere
+/// of radius 1) is skipped by the rays leaving it. Scenes far from the origin
+/// keep their detail by being moved next to it (camera-relative coordinates).
 #[inline(always)]
 pub fn spawn_tmin(p: Vec3, origin: Vec3) -> f32 {
     1e-4 * (1.0 + p.abs().max(origin.abs()).max_element())
