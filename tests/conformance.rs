@@ -487,20 +487,27 @@ fn auto_asked_of_the_suite_is_a_backend_that_cannot_open() {
     );
 }
 
+/// The bytes of a one-ray set and its reference hit: a ray (origin, tmin,
+/// direction, tmax) from `z = 1` down -z, hitting primitive 0 at `t = 1`.
+fn one_ray_and_hit() -> (Vec<u8>, Vec<u8>) {
+    let ray = [0.0f32, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30]
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    let hit = 1.0f32
+        .to_le_bytes()
+        .into_iter()
+        .chain(0u32.to_le_bytes())
+        .collect();
+    (ray, hit)
+}
+
 /// A mesh whose name holds a dot keeps its ray sets: the set is the part after
 /// the last dot.
 #[test]
 fn mesh_names_with_dots_find_their_ray_sets() {
     let dir = temp_dir("dots");
-    let ray: Vec<u8> = [0.0f32, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30]
-        .iter()
-        .flat_map(|f| f.to_le_bytes())
-        .collect();
-    let hit: Vec<u8> = 1.0f32
-        .to_le_bytes()
-        .into_iter()
-        .chain(0u32.to_le_bytes())
-        .collect();
+    let (ray, hit) = one_ray_and_hit();
     std::fs::write(
         dir.join("my.tri.obj"),
         b"v -1 -1 0\nv 1 -1 0\nv 0 1 0\nf 1 2 3\n",
@@ -784,16 +791,7 @@ fn reference_sets_that_check_nothing_fail_once_each() {
     let write = |name: &str, bytes: &[u8]| {
         std::fs::write(dir.join(name), bytes).unwrap_or_else(|e| panic!("{name}: {e}"))
     };
-    // One ray (origin, tmin, direction, tmax) hitting the triangle at t = 1, and its hit.
-    let ray: Vec<u8> = [0.0f32, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30]
-        .iter()
-        .flat_map(|f| f.to_le_bytes())
-        .collect();
-    let hit: Vec<u8> = 1.0f32
-        .to_le_bytes()
-        .into_iter()
-        .chain(0u32.to_le_bytes())
-        .collect();
+    let (ray, hit) = one_ray_and_hit();
     write("broken.obj", b"v 0 0 0\nf 1 2 3\n");
     for set in ["a", "b"] {
         write(&format!("broken.{set}.rays"), &ray);

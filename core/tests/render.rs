@@ -548,6 +548,17 @@ fn furnace_camera() -> Camera {
     Camera::look_at(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, Vec3::Y, 40.0)
 }
 
+/// One sample of ambient occlusion with `ao_samples` rays of length `ao_distance`.
+fn ao_settings(ao_samples: u32, ao_distance: f32) -> RenderSettings {
+    RenderSettings {
+        integrator: Integrator::Ao,
+        spp: 1,
+        ao_samples,
+        ao_distance,
+        ..RenderSettings::default()
+    }
+}
+
 /// The white furnace: a convex object that reflects or transmits all light,
 /// under a uniform white sky, is invisible. Every path, whatever it does at the
 /// surface, ends in the sky with its throughput unchanged, so every pixel is
@@ -627,13 +638,7 @@ fn ao_of_a_lone_sphere() {
     scene.sky = Sky::constant(Vec3::new(0.1, 0.2, 0.3));
     let id = scene.add_material(Material::lambertian(Vec3::splat(0.8)));
     scene.add_sphere(Vec3::ZERO, 1.0, id);
-    let settings = RenderSettings {
-        integrator: Integrator::Ao,
-        spp: 1,
-        ao_samples: 16,
-        ao_distance: 10.0,
-        ..RenderSettings::default()
-    };
+    let settings = ao_settings(16, 10.0);
     let mut hits = 0;
     render(&scene, &furnace_camera(), &settings, (16, 16), |x, y, c| {
         let on_sphere = (c - Vec3::splat(0.8)).abs().max_element() < 1e-5;
@@ -664,13 +669,7 @@ fn ao_of_an_open_plane_seen_from_afar() {
         rot * Vec3::new(0.0, 2.0, 0.0),
         id,
     );
-    let settings = RenderSettings {
-        integrator: Integrator::Ao,
-        spp: 1,
-        ao_samples: 64,
-        ao_distance: 1.0,
-        ..RenderSettings::default()
-    };
+    let settings = ao_settings(64, 1.0);
     for distance in [1e2f32, 1e3, 1e4, 1e5] {
         let eye = rot * Vec3::new(0.37, 0.21, 1.0) * distance;
         let camera = Camera::look_at(eye, Vec3::ZERO, rot * Vec3::Y, 0.02 * 1e4 / distance);
@@ -705,13 +704,7 @@ fn ao_of_a_huge_ground_sphere_is_open() {
     scene.sky = Sky::constant(Vec3::new(0.0, 0.0, 5.0));
     let id = scene.add_material(Material::lambertian(Vec3::ONE));
     scene.add_sphere(Vec3::new(0.0, -radius, 0.0), radius, id);
-    let settings = RenderSettings {
-        integrator: Integrator::Ao,
-        spp: 1,
-        ao_samples: 64,
-        ao_distance: 1.0,
-        ..RenderSettings::default()
-    };
+    let settings = ao_settings(64, 1.0);
     let camera = Camera::look_at(Vec3::new(13.0, 2.0, 3.0), Vec3::ZERO, Vec3::Y, 20.0);
     let mut ground = 0;
     render(&scene, &camera, &settings, (32, 32), |x, y, c| {
