@@ -33,8 +33,9 @@ pub const BINS: usize = 16;
 /// Largest leaf the SAH may choose; larger ranges are always split.
 pub const MAX_LEAF_SIZE: usize = 8;
 /// SAH cost of visiting a node (relative to [`COST_INTERSECT`]). Dearer nodes
-/// (1.5, 2, 3: larger leaves, fewer node steps) measured slower on the GPU
-/// kernels and the triangle sets (bench/RESULTS.md, "The BVH cost model").
+/// (1.5, 2, 3: larger leaves, fewer node steps) measured no faster on the GPU
+/// render kernels and slower on the triangle sets (bench/RESULTS.md, "The BVH
+/// cost model").
 pub const COST_TRAVERSAL: f32 = 1.0;
 /// SAH cost of testing one primitive.
 pub const COST_INTERSECT: f32 = 1.0;
