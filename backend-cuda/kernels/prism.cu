@@ -51,12 +51,19 @@ __device__ __forceinline__ void store_pixel(void* out, u32 format, const uint2* 
     }
 }
 
-// Sum of `rays` over the warp, added once per warp to the frame's counter.
+// The frame's ray tally: PRISM_RAY_TALLY_SLOTS counters of 64 bits, which the
+// host zeroes before a frame and sums after it (src/kernels.rs, RAY_TALLY_SLOTS).
+// Warps spread their additions over the slots: every warp adding to one
+// address serialises them in the L2, which held a whitted19 frame (2.1 M warps)
+// at 1.7 ms even with no traversal at all.
+static_assert((PRISM_RAY_TALLY_SLOTS & (PRISM_RAY_TALLY_SLOTS - 1)) == 0, "tally slots: a power of two");
+
+// Sum of `rays` over the warp, added once per warp to one slot of the tally.
 // Integer addition: the total does not depend on the order of the atomics.
 // The warp's sum can pass 2^32 (32 lanes of up to 2^32 - 1 rays), so it is
 // taken exactly: the high and low 16 bits of each lane's count are summed
 // apart (each sum below 2^21) and joined in 64 bits.
-__device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
+__device__ __forceinline__ void count_rays(u64* tally, u32 rays) {
 #if __CUDA_ARCH__ >= 800
     const u32 high = __reduce_add_sync(0xffffffffu, rays >> 16);
     const u32 low = __reduce_add_sync(0xffffffffu, rays & 0xffffu);
@@ -69,7 +76,10 @@ __device__ __forceinline__ void count_rays(u64* counter, u32 rays) {
 #endif
     const u32 linear = threadIdx.y * blockDim.x + threadIdx.x;
     if ((linear & 31u) == 0) {
-        atomicAdd(counter, total);
+        // Consecutive warps of the launch take consecutive slots.
+        const u32 warps_per_block = (blockDim.x * blockDim.y + 31u) >> 5;
+        const u32 warp = (blockIdx.y * gridDim.x + blockIdx.x) * warps_per_block + (linear >> 5);
+        atomicAdd(tally + (warp & (PRISM_RAY_TALLY_SLOTS - 1u)), total);
     }
 }
 
@@ -176,7 +186,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
 // Pixels of rows [y0, y1): one thread per pixel, one block per tile.
 template <u32 INTEGRATOR, int K, bool OCT>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
-                                            const uint2* srgb8, u64* ray_counter) {
+                                            const uint2* srgb8, u64* ray_tally) {
     const RenderParams& params = c_params;
     const u32 x = blockIdx.x * PRISM_RENDER_TILE_W + threadIdx.x;
     const u32 y = y0 + blockIdx.y * PRISM_RENDER_TILE_H + threadIdx.y;
@@ -189,7 +199,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
         if (active) {
             store_pixel(out, format, srgb8, y * params.width + x, c);
         }
-        count_rays(ray_counter, rays);
+        count_rays(ray_tally, rays);
         return;
     }
 #endif
@@ -206,7 +216,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 #endif
         store_pixel(out, format, srgb8, y * params.width + x, c);
     }
-    count_rays(ray_counter, rays);
+    count_rays(ray_tally, rays);
 }
 
 // Ray i of a batch: origin_tmin at origins[i * stride], dir_tmax at dirs[i * stride]
@@ -371,12 +381,13 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // One render kernel: rows [y0, y1) of the frame described by c_params with
 // integrator INTEGRATOR, written to `out` as float4 (format 0) or packed sRGBA8
 // (format 1, encoded through `srgb8`, core's Srgb8Table); rays traced are added to
-// *ray_counter. OCT: the tree's octant copies (SceneView::octants; traverse.cuh).
+// the frame's ray tally (count_rays). OCT: the tree's octant copies
+// (SceneView::octants; traverse.cuh).
 #define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT)                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
         NAME(SceneView s, u32 y0, u32 y1, void* out, u32 format, const uint2* __restrict__ srgb8,                  \
-             u64* ray_counter) {                                                                                   \
-        render_rows<INTEGRATOR, K, OCT>(s, y0, y1, out, format, srgb8, ray_counter);                               \
+             u64* ray_tally) {                                                                                     \
+        render_rows<INTEGRATOR, K, OCT>(s, y0, y1, out, format, srgb8, ray_tally);                                 \
     }
 
 // The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).

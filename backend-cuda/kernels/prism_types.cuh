@@ -14,7 +14,7 @@ typedef unsigned long long u64;
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE
 // mirrors prism_core::integrator::{SHADOW_KEEP, PHONG_*, WHITTED_LOCAL}
 // mirrors prism_core::ray::Hit::NO_PRIM
-#ifndef PRISM_TRAVERSAL_STACK_SIZE
+#if !defined(PRISM_TRAVERSAL_STACK_SIZE) || !defined(PRISM_RAY_TALLY_SLOTS)
 #error "compile through prism_cuda::compile_kernels: the core constants are passed as -D options"
 #endif
 

@@ -9,7 +9,7 @@ use crate::kernels::{
     self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
     KERNEL_RENDER_AO, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_OCTANTS,
     KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, PtxasReport,
-    SceneArgs, SceneKind, SourcePatch, kernel_name,
+    RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, kernel_name, ray_tally_sum,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -80,7 +80,7 @@ impl std::fmt::Debug for CudaOptions {
 /// events except `host_copy_ms` and `total_ms` (host clock).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FrameTimes {
-    /// Parameter upload and counter reset.
+    /// Parameter upload and ray tally reset.
     pub upload_ms: f64,
     /// From the first kernel's start to the last kernel's end.
     pub kernel_ms: f64,
@@ -184,12 +184,16 @@ struct DeviceState {
     outputs: Option<DeviceBuffer>,
     frame: Option<DeviceBuffer>,
     pinned: Option<PinnedBuffer>,
-    /// `[rays traced: u64][work counter: u32][pad]`.
-    counters: DeviceBuffer,
+    /// The persistent trace kernels' work counter (`u32`).
+    work: DeviceBuffer,
+    /// The render kernels' ray tally: `RAY_TALLY_SLOTS` spread `u64` counters,
+    /// zeroed before a frame and summed after it (`kernels::ray_tally_sum`).
+    ray_tally: DeviceBuffer,
     /// prism_core's `Srgb8Table`, which the render kernels encode 8-bit pixels
     /// through (core's bytes exactly); uploaded once per context.
     srgb8: DeviceBuffer,
-    counters_host: PinnedBuffer,
+    /// Where the ray tally is read back to.
+    ray_tally_host: PinnedBuffer,
     events: Vec<Event>,
     copy_stream: Stream,
     stream: Stream,
@@ -269,8 +273,9 @@ impl DeviceState {
                 .min(k.occluded.blocks_per_sm(config.trace_threads)?);
         }
         let persistent_grid = (per_sm.max(1) * props.sms).max(1);
-        let counters = DeviceBuffer::alloc(16, "ray counters")?;
-        let counters_host = PinnedBuffer::alloc(16, "ray counter readback")?;
+        let work = DeviceBuffer::alloc(16, "work counter")?;
+        let ray_tally = DeviceBuffer::alloc(RAY_TALLY_BYTES, "ray tally")?;
+        let ray_tally_host = PinnedBuffer::alloc(RAY_TALLY_BYTES, "ray tally readback")?;
         let stream = Stream::create()?;
         let copy_stream = Stream::create()?;
         let table = Srgb8Table::new();
@@ -284,8 +289,9 @@ impl DeviceState {
             outputs: None,
             frame: None,
             pinned: None,
-            counters,
-            counters_host,
+            work,
+            ray_tally,
+            ray_tally_host,
             srgb8,
             events: Vec::new(),
             copy_stream,
@@ -463,9 +469,9 @@ impl DeviceState {
         n: u32,
         out_ptr: u64,
     ) -> Result<(), Error> {
-        let work = self.counters.ptr() + 8;
+        let work = self.work.ptr();
         let grid = if config.persistent {
-            self.counters.fill_u32(&self.stream, 0, 4)?;
+            self.work.fill_u32(&self.stream, 0, 1)?;
             self.kernels.persistent_grid
         } else {
             n.div_ceil(config.trace_threads).max(1)
@@ -493,7 +499,7 @@ impl DeviceState {
         // in order and layout (SceneArgs' layout is asserted in prism_types.cuh);
         // the scene buffers hold the counts in `scene`; rays_ptr holds `n`
         // GpuRay records (stride 2) and out_ptr room for `n` outputs; `work`
-        // points into the 16-byte counter buffer.
+        // is the 16-byte work counter buffer.
         unsafe {
             f.launch(
                 (grid, 1),
@@ -531,7 +537,7 @@ impl DeviceState {
         let mut out = out_ptr;
         let mut format = format;
         let mut srgb8 = self.srgb8.ptr();
-        let mut counter = self.counters.ptr();
+        let mut tally = self.ray_tally.ptr();
         let mut params: [*mut c_void; 7] = [
             (&mut scene as *mut SceneArgs).cast(),
             (&mut y0 as *mut u32).cast(),
@@ -539,15 +545,16 @@ impl DeviceState {
             (&mut out as *mut u64).cast(),
             (&mut format as *mut u32).cast(),
             (&mut srgb8 as *mut u64).cast(),
-            (&mut counter as *mut u64).cast(),
+            (&mut tally as *mut u64).cast(),
         ];
         // SAFETY: the seven values match prism_render_*'s parameters (SceneView,
         // u32, u32, void*, u32, const uint2*, u64*) in order and layout; `out`
         // holds a whole frame of the format's pixels for the width/height in
         // c_params, which was written before on the same stream; `srgb8` holds
         // the SRGB8_TABLE_SLOTS + 1 slots the kernels index (uploaded on this
-        // stream when the context was made); `counter` is the 16-byte counter
-        // buffer.
+        // stream when the context was made); `tally` is the RAY_TALLY_BYTES
+        // tally buffer, whose RAY_TALLY_SLOTS the kernels were
+        // compiled with.
         unsafe { f.launch(grid, (tw, th), &self.stream, &mut params) }
     }
 }
@@ -1262,7 +1269,7 @@ impl CudaBackend {
         let synced = st.stream.synchronize();
         driver::check("cuMemcpyHtoDAsync", copied)?;
         synced?;
-        st.counters.fill_u32(&st.stream, 0, 4)?;
+        st.ray_tally.fill_u32(&st.stream, 0, RAY_TALLY_BYTES / 4)?;
         st.events[1].record(&st.stream)?;
 
         let row_bytes = width as usize * pixel_bytes as usize;
@@ -1330,22 +1337,22 @@ impl CudaBackend {
                 return Err(Error::Cancelled);
             }
         }
-        // Rays traced: read the counter after the last kernel.
-        // SAFETY: 8 bytes from the 16-byte counter buffer into the 16-byte pinned
-        // readback buffer; read after the stream is synchronised.
+        // Rays traced: read the tally after the last kernel and sum its slots.
+        // SAFETY: RAY_TALLY_BYTES from the tally buffer into the pinned readback
+        // buffer of the same size; read after the stream is synchronised.
         driver::check("cuMemcpyDtoHAsync", unsafe {
             sys::cuMemcpyDtoHAsync_v2(
-                st.counters_host.as_mut_ptr().cast(),
-                st.counters.ptr(),
-                8,
+                st.ray_tally_host.as_mut_ptr().cast(),
+                st.ray_tally.ptr(),
+                RAY_TALLY_BYTES,
                 st.stream.raw(),
             )
         })?;
         st.stream.synchronize()?;
         let rays = st
-            .counters_host
-            .range(0, 8)
-            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+            .ray_tally_host
+            .range(0, RAY_TALLY_BYTES)
+            .map_or(0, ray_tally_sum);
         let last = 2 + 3 * (bands - 1);
         let upload_ms = st.events[0].elapsed_ms(&st.events[1])? as f64;
         let kernel_ms = st.events[1].elapsed_ms(&st.events[last])? as f64;
