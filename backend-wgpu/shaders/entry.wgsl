@@ -29,8 +29,12 @@ struct Chunk {
 // entry point uses one view only.
 @group(1) @binding(2) var<storage, read_write> out_quads: array<vec4<u32>>;
 @group(1) @binding(2) var<storage, read_write> out_words: array<u32>;
-// Rays traced by a render, as a 64-bit count: [low word, high word].
-@group(1) @binding(3) var<storage, read_write> ray_count: array<atomic<u32>, 2>;
+// Rays traced by a render: RAY_TALLY_SLOTS 64-bit counts, each a [low word,
+// high word] pair, which the host zeroes before a dispatch and sums after it.
+// Workgroups spread their additions over the slots: atomics of every
+// workgroup on one address wait for each other. The refill kernels use word 0
+// as their work counter (refill.wgsl).
+@group(1) @binding(3) var<storage, read_write> ray_count: array<atomic<u32>>;
 
 // prism_core::Integrator of the render pipelines (0 path, 1 whitted, 2 ao).
 override INTEGRATOR: u32 = 0u;
@@ -39,6 +43,8 @@ override TILE_X: u32 = 8u;
 override TILE_Y: u32 = 8u;
 // Batch workgroup: BATCH_SIZE rays (WgpuOptions::batch_workgroup).
 override BATCH_SIZE: u32 = 64u;
+// Slots of the ray tally, a power of two (lib.rs, RAY_TALLY_SLOTS).
+override RAY_TALLY_SLOTS: u32;
 
 // Rays counted in this workgroup, as a 64-bit count.
 var<workgroup> wg_rays_lo: atomic<u32>;
@@ -54,46 +60,57 @@ fn add_rays_workgroup(n: u32) {
 }
 
 // Every invocation of a render workgroup calls this once (uniform control
-// flow): the workgroup's rays go to the global count with one atomic pair.
-fn count_rays(n: u32, local_index: u32) {
+// flow): the workgroup's rays go to its slot of the tally with one atomic pair.
+fn count_rays(n: u32, local_index: u32, group: vec3<u32>, groups: vec3<u32>) {
     add_rays_workgroup(n);
     workgroupBarrier();
     if local_index == 0u {
         let lo = atomicLoad(&wg_rays_lo);
         let hi = atomicLoad(&wg_rays_hi);
-        let old = atomicAdd(&ray_count[0], lo);
+        let slot = ((group.y * groups.x + group.x) & (RAY_TALLY_SLOTS - 1u)) * 2u;
+        let old = atomicAdd(&ray_count[slot], lo);
         var carry = 0u;
         if old + lo < old {
             carry = 1u;
         }
         if hi + carry != 0u {
-            atomicAdd(&ray_count[1], hi + carry);
+            atomicAdd(&ray_count[slot + 1u], hi + carry);
         }
     }
 }
 
 // One pixel per invocation; writes linear RGBA f32 (alpha 1).
 @compute @workgroup_size(TILE_X, TILE_Y)
-fn render_linear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn render_linear(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
         let r = render_pixel(gid.x, chunk.first + gid.y);
         out_quads[gid.y * params.width + gid.x] = bitcast<vec4<u32>>(vec4<f32>(r.color, 1.0));
         rays = r.rays;
     }
-    count_rays(rays, lid);
+    count_rays(rays, lid, group, groups);
 }
 
 // One pixel per invocation; writes sRGB 8-bit RGBA packed in a u32.
 @compute @workgroup_size(TILE_X, TILE_Y)
-fn render_srgb8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn render_srgb8(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
         let r = render_pixel(gid.x, chunk.first + gid.y);
         out_words[gid.y * params.width + gid.x] = encode_srgba8(r.color);
         rays = r.rays;
     }
-    count_rays(rays, lid);
+    count_rays(rays, lid, group, groups);
 }
 
 // The ray of a batch at index `i` of the chunk.

@@ -82,6 +82,15 @@ const HIT_BYTES: u64 = 16;
 const FLAG_BYTES: u64 = 4;
 /// Size of the per-chunk uniform (`Chunk` in entry.wgsl).
 const CHUNK_UNIFORM_BYTES: u64 = 16;
+/// Slots of the render shaders' ray tally (a power of two): each workgroup
+/// adds its rays to slot `workgroup % RAY_TALLY_SLOTS`, and the host sums the
+/// slots after the dispatch. With one shared count every workgroup's atomics
+/// waited for the ones before (entry.wgsl, `count_rays`).
+const RAY_TALLY_SLOTS: u64 = 256;
+// The shaders pick a slot with a mask.
+const _: () = assert!(RAY_TALLY_SLOTS.is_power_of_two());
+/// Bytes of the ray tally: a 64-bit count a slot, as two `u32` words.
+const RAY_TALLY_BYTES: u64 = RAY_TALLY_SLOTS * 8;
 /// Pixel samples per submission on a hardware adapter: large enough that a
 /// 1280x720x30 or an 8192x8192x1 frame is one dispatch that fills any GPU
 /// (unless `overlap_transfers` bands a large frame by its output's size),
@@ -90,6 +99,16 @@ const HW_SAMPLES_PER_SUBMIT: u64 = 1 << 26;
 /// Pixel samples per submission on a software adapter (about a second of work
 /// on two CPU cores).
 const SW_SAMPLES_PER_SUBMIT: u64 = 1 << 18;
+
+/// The rays a render dispatch counted, from its tally's bytes: the sum of the
+/// slots' 64-bit counts (`[low word, high word]`, little-endian), wrapping as
+/// the shaders' additions do.
+fn ray_tally_sum(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        .fold(0, u64::wrapping_add)
+}
 
 /// Invocations a lane-refill dispatch launches at most: more than any GPU
 /// keeps resident (an H100 holds 270,336), so no multiprocessor idles.
@@ -644,16 +663,16 @@ impl WgpuBackend {
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         )?;
         let ray_count = small(
-            "ray count",
-            16,
+            "ray tally",
+            RAY_TALLY_BYTES,
             wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
         )?;
         let count_readback = || {
             small(
-                "ray count readback",
-                16,
+                "ray tally readback",
+                RAY_TALLY_BYTES,
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             )
         };
@@ -841,6 +860,7 @@ impl WgpuBackend {
             ("TILE_X", self.render_tile.0 as f64),
             ("TILE_Y", self.render_tile.1 as f64),
             ("BATCH_SIZE", self.batch_workgroup as f64),
+            ("RAY_TALLY_SLOTS", RAY_TALLY_SLOTS as f64),
         ];
         let entry = kernel.entry_point();
         let device = &self.device;
@@ -1179,7 +1199,7 @@ impl WgpuBackend {
                     0,
                     &self.ray_count_readback[slot],
                     0,
-                    8,
+                    RAY_TALLY_BYTES,
                 );
                 let (index, at) = self.submit(encoder);
                 in_flight.push_back((row, rows, slot, index, at));
@@ -1224,18 +1244,16 @@ impl WgpuBackend {
                     )?;
                 }
             }
-            let mut count = [0u32; 2];
+            let mut rays = 0u64;
             map_and_read(
                 &self.device,
                 &self.ray_count_readback[slot],
-                8,
+                RAY_TALLY_BYTES,
                 index,
                 "render download",
-                |src| {
-                    count.copy_from_slice(bytemuck::cast_slice(src));
-                },
+                |src| rays = ray_tally_sum(src),
             )?;
-            stats.rays += count[0] as u64 | (count[1] as u64) << 32;
+            stats.rays = stats.rays.wrapping_add(rays);
             stats.download += download_start.elapsed();
             progress.advance((first_row + rows) as u64, height as u64);
         }
@@ -1988,8 +2006,21 @@ impl WgpuBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::host_span;
+    use super::{RAY_TALLY_BYTES, host_span, ray_tally_sum};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn ray_tally_sums_every_slot_with_its_high_word() {
+        let mut words = vec![0u32; RAY_TALLY_BYTES as usize / 4];
+        assert_eq!(ray_tally_sum(bytemuck::cast_slice(&words)), 0);
+        words[0] = 5;
+        words[2] = u32::MAX;
+        words[3] = 1; // slot 1: 2^32 + 2^32 - 1
+        let last = words.len() - 2;
+        words[last] = 7;
+        let expected = 5 + ((1u64 << 32) | u32::MAX as u64) + 7;
+        assert_eq!(ray_tally_sum(bytemuck::cast_slice(&words)), expected);
+    }
 
     #[test]
     fn host_span_does_not_count_overlapping_submissions_twice() {
