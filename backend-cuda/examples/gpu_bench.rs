@@ -127,6 +127,16 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
                 k.render_tile = [16, 2];
                 k.render_min_blocks = 32;
             }),
+            c("tile32x4", &|k| k.render_tile = [32, 4]),
+            c("tile8x16", &|k| k.render_tile = [8, 16]),
+            c("tile8x8", &|k| {
+                k.render_tile = [8, 8];
+                k.render_min_blocks = 16;
+            }),
+            c("tile16x16", &|k| {
+                k.render_tile = [16, 16];
+                k.render_min_blocks = 4;
+            }),
             c("defer16", &|k| k.path_defer = 16),
             c("defer24", &|k| k.path_defer = 24),
             c("defer28", &|k| k.path_defer = 28),
