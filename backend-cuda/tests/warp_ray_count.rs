@@ -1,5 +1,6 @@
-//! The render kernels sum a warp's ray counts before one 64-bit atomic
-//! (`count_rays` in `kernels/prism.cu`). 32 lanes of `u32` counts can pass
+//! The render kernels sum a warp's ray counts before one 64-bit atomic on
+//! the warp's slot of the frame's ray tally (`count_rays` in
+//! `kernels/prism.cu`). 32 lanes of `u32` counts can pass
 //! 2^32, so on sm_80 and later the kernel sums each count's high and low 16
 //! bits apart (`__reduce_add_sync`, 32-bit) and joins the two in 64 bits. This
 //! checks on the host, with no GPU, that the join is the exact sum for any
