@@ -9,13 +9,13 @@ use crate::kernels::{
     self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
     KERNEL_RENDER_AO, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_OCTANTS,
     KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, PtxasReport,
-    RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, kernel_name, ray_tally_sum,
+    RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
-use prism_core::gpu::{RenderParams, check_tree};
+use prism_core::gpu::{RenderParams, check_tree, ray_tally_sum};
 use prism_core::image::Srgb8Table;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Integrator, PixelFormat, Progress, Ray,
@@ -187,7 +187,7 @@ struct DeviceState {
     /// The persistent trace kernels' work counter (`u32`).
     work: DeviceBuffer,
     /// The render kernels' ray tally: `RAY_TALLY_SLOTS` spread `u64` counters,
-    /// zeroed before a frame and summed after it (`kernels::ray_tally_sum`).
+    /// zeroed before a frame and summed after it (`gpu::ray_tally_sum`).
     ray_tally: DeviceBuffer,
     /// prism_core's `Srgb8Table`, which the render kernels encode 8-bit pixels
     /// through (core's bytes exactly); uploaded once per context.

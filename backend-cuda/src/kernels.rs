@@ -311,15 +311,6 @@ const _: () = assert!(RAY_TALLY_SLOTS.is_power_of_two());
 /// Bytes of the ray tally: one `u64` a slot.
 pub(crate) const RAY_TALLY_BYTES: usize = RAY_TALLY_SLOTS * 8;
 
-/// The frame's ray count from the tally's bytes: the sum of its slots,
-/// wrapping as the device's additions do.
-pub(crate) fn ray_tally_sum(bytes: &[u8]) -> u64 {
-    bytes
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-        .fold(0, u64::wrapping_add)
-}
-
 /// A float as a C literal that reads back as the same `f32` (Rust's `{:?}` is
 /// the shortest representation that round-trips).
 fn c_float(v: f32) -> String {
@@ -598,19 +589,6 @@ fn contains_symbol(cubin: &[u8], name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ray_tally_sums_every_slot_and_wraps_like_the_device() {
-        let mut bytes = vec![0u8; RAY_TALLY_BYTES];
-        assert_eq!(ray_tally_sum(&bytes), 0);
-        let slots = [(0, 5u64), (1, 7), (RAY_TALLY_SLOTS - 1, 1 << 40)];
-        for (slot, value) in slots {
-            bytes[slot * 8..slot * 8 + 8].copy_from_slice(&value.to_le_bytes());
-        }
-        assert_eq!(ray_tally_sum(&bytes), 5 + 7 + (1 << 40));
-        bytes[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert_eq!(ray_tally_sum(&bytes), 5 + (1 << 40) - 1);
-    }
 
     #[test]
     fn floats_print_as_c_literals_that_round_trip() {

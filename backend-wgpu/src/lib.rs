@@ -58,7 +58,7 @@ pub use shaders::{DIVISION_F64, ModuleConfig, REFILL, SHADER_FILES, ShaderSource
 
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
-use prism_core::gpu::{BvhNode, RenderParams, check_tree};
+use prism_core::gpu::{BvhNode, RenderParams, check_tree, ray_tally_sum};
 use prism_core::image::Srgb8Table;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
@@ -99,16 +99,6 @@ const HW_SAMPLES_PER_SUBMIT: u64 = 1 << 26;
 /// Pixel samples per submission on a software adapter (about a second of work
 /// on two CPU cores).
 const SW_SAMPLES_PER_SUBMIT: u64 = 1 << 18;
-
-/// The rays a render dispatch counted, from its tally's bytes: the sum of the
-/// slots' 64-bit counts (`[low word, high word]`, little-endian), wrapping as
-/// the shaders' additions do.
-fn ray_tally_sum(bytes: &[u8]) -> u64 {
-    bytes
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-        .fold(0, u64::wrapping_add)
-}
 
 /// Invocations a lane-refill dispatch launches at most: more than any GPU
 /// keeps resident (an H100 holds 270,336), so no multiprocessor idles.
@@ -2006,21 +1996,8 @@ impl WgpuBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{RAY_TALLY_BYTES, host_span, ray_tally_sum};
+    use super::host_span;
     use std::time::{Duration, Instant};
-
-    #[test]
-    fn ray_tally_sums_every_slot_with_its_high_word() {
-        let mut words = vec![0u32; RAY_TALLY_BYTES as usize / 4];
-        assert_eq!(ray_tally_sum(bytemuck::cast_slice(&words)), 0);
-        words[0] = 5;
-        words[2] = u32::MAX;
-        words[3] = 1; // slot 1: 2^32 + 2^32 - 1
-        let last = words.len() - 2;
-        words[last] = 7;
-        let expected = 5 + ((1u64 << 32) | u32::MAX as u64) + 7;
-        assert_eq!(ray_tally_sum(bytemuck::cast_slice(&words)), expected);
-    }
 
     #[test]
     fn host_span_does_not_count_overlapping_submissions_twice() {

@@ -232,6 +232,17 @@ pub fn octant_of(inv_dir: [f32; 3]) -> usize {
         | ((inv_dir[2] < 0.0) as usize) << 2
 }
 
+/// The rays a GPU render counted, from its ray tally read back as bytes: the
+/// sum of the tally's little-endian `u64` slots, wrapping as the device's
+/// additions do. The render kernels spread their counts over many slots
+/// because atomics of every warp on one address wait for each other.
+pub fn ray_tally_sum(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        .fold(0, u64::wrapping_add)
+}
+
 /// One primitive in BVH leaf order, triangle or sphere, in three 16-byte rows.
 ///
 /// Primitives are stored in the order the BVH leaves reference them, so a leaf is
@@ -536,6 +547,28 @@ mod tests {
     use crate::intersect::{RayPre, ray_aabb};
     use crate::{Accel, Material, Ray, Scene};
     use glam::Vec3;
+
+    #[test]
+    fn ray_tally_sum_adds_every_slot_and_wraps_like_the_device() {
+        let mut bytes = [0u8; 64];
+        assert_eq!(ray_tally_sum(&bytes), 0);
+        for (slot, value) in [(0, 5u64), (1, 7), (7, 1 << 40)] {
+            bytes[slot * 8..slot * 8 + 8].copy_from_slice(&value.to_le_bytes());
+        }
+        assert_eq!(ray_tally_sum(&bytes), 5 + 7 + (1 << 40));
+        // A slot of [low word, high word] u32 pairs reads as one u64.
+        bytes[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        bytes[20..24].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(
+            ray_tally_sum(&bytes),
+            5 + 7 + (1 << 40) + (1 << 32) + u32::MAX as u64
+        );
+        bytes[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            ray_tally_sum(&bytes),
+            5 + (1 << 40) + (1 << 32) + u32::MAX as u64 - 1
+        );
+    }
 
     fn tree() -> Accel {
         let mut scene = Scene::new();
