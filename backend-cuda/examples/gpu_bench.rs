@@ -104,6 +104,13 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             f(&mut k);
             (name, k)
         };
+        // A render tile shape with the default's 1,024 resident threads per SM.
+        let tile = |name: &'static str, shape: [u32; 2]| {
+            c(name, &|k| {
+                k.render_tile = shape;
+                k.render_min_blocks = (1024 / (shape[0] * shape[1])).max(1);
+            })
+        };
         v.extend([
             c("refill8", &|k| {
                 k.trace_refill = 8;
@@ -119,24 +126,12 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             }),
             c("rmin6", &|k| k.render_min_blocks = 6),
             c("regen", &|k| k.path_regen = true),
-            c("tile8x4", &|k| {
-                k.render_tile = [8, 4];
-                k.render_min_blocks = 32;
-            }),
-            c("tile16x2", &|k| {
-                k.render_tile = [16, 2];
-                k.render_min_blocks = 32;
-            }),
-            c("tile32x4", &|k| k.render_tile = [32, 4]),
-            c("tile8x16", &|k| k.render_tile = [8, 16]),
-            c("tile8x8", &|k| {
-                k.render_tile = [8, 8];
-                k.render_min_blocks = 16;
-            }),
-            c("tile16x16", &|k| {
-                k.render_tile = [16, 16];
-                k.render_min_blocks = 4;
-            }),
+            tile("tile8x4", [8, 4]),
+            tile("tile16x2", [16, 2]),
+            tile("tile32x4", [32, 4]),
+            tile("tile8x16", [8, 16]),
+            tile("tile8x8", [8, 8]),
+            tile("tile16x16", [16, 16]),
             c("defer16", &|k| k.path_defer = 16),
             c("defer24", &|k| k.path_defer = 24),
             c("defer28", &|k| k.path_defer = 28),
