@@ -31,10 +31,7 @@ use glam::{Vec3, Vec3A};
 /// Bins per axis.
 pub const BINS: usize = 16;
 // `Bins::occupied` keeps one bit per bin in a `u32`.
-const _: () = assert!(
-    BINS >= 2 && BINS <= 32,
-    "BINS: 2..=32 (one bit each in a u32)"
-);
+const _: () = assert!(BINS <= 32, "BINS: at most 32 (one bit each in a u32)");
 /// Largest leaf the SAH may choose; larger ranges are always split.
 pub const MAX_LEAF_SIZE: usize = 8;
 /// SAH cost of visiting a node (relative to [`COST_INTERSECT`]). Dearer nodes
