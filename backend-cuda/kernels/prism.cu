@@ -381,7 +381,7 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // One render kernel: rows [y0, y1) of the frame described by c_params with
 // integrator INTEGRATOR, written to `out` as float4 (format 0) or packed sRGBA8
 // (format 1, encoded through `srgb8`, core's Srgb8Table); rays traced are added to
-// the frame's ray tally (count_rays). OCT: the tree's octant copies
+// the frame's ray tally (count_rays). OCT: the tree's near-first octant copies
 // (SceneView::octants; traverse.cuh).
 #define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT)                                                              \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
@@ -393,8 +393,8 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
 //
 // prism_render_{path,whitted,ao}: the render kernels (PRISM_RENDER_KERNEL).
-// prism_render_{path,whitted,ao}_octants: the same on the tree's octant copies,
-//   which the host uploads for small trees.
+// prism_render_{path,whitted,ao}_octants: the same on the tree's near-first octant
+//   copies, which the host uploads for small trees.
 // prism_intersect: hits[i] = (t, u, v, scene primitive id bits) for n rays.
 // prism_occluded: out[i] = 1 when something lies on ray i, else 0.
 #define PRISM_KERNELS(SUFFIX, K)                                                                                   \

@@ -11,13 +11,18 @@
 // scene holds; core's run-time kind check is resolved at compile time when only
 // one kind exists.
 //
-// OCTANTS: the node buffer holds eight copies of the tree (SceneView::octants,
-// uploaded for small trees by src/backend.rs): copy o has the child boxes'
-// bounds swapped on every axis whose bit is set in o, and its inner child
-// indices offset by o * node_count. A traversal starts at the root of its ray's
+// OCTANTS: the node buffer holds eight near-first copies of the tree
+// (prism_core::gpu::near_first_octant_copies, uploaded for small trees by
+// src/backend.rs): copy o has the child boxes' bounds swapped on every axis
+// whose bit is set in o, its inner child indices offset by o * node_count, and
+// each node's children in the order a ray of octant o visits them (nearer along
+// the node's split axis first). A traversal starts at the root of its ray's
 // copy (RayPre::octant) and never leaves it, so each box test reads its near
-// and far planes directly (ray_aabb_octant) with no per-step offset. Every
-// value and decision is core's; only the memory read differs.
+// and far planes directly (ray_aabb_octant) with no per-step offset, and the
+// children are taken in slot order with no comparison of their entry
+// distances: this is prism_core::traverse::closest_hit_near_first (and
+// any_hit_near_first), whose box values and leaf tests are core's and whose
+// hits are closest_hit's except where two primitives tie at exactly the same t.
 #pragma once
 #include "intersect.cuh"
 
@@ -131,7 +136,7 @@ __device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray,
 }
 
 // One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
-// folded in); false when the loop is over.
+// folded in; closest_hit_near_first's when OCTANTS); false when the loop is over.
 template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, const SceneView& s) {
     if (!node_in_range(c.node, node_total<OCTANTS>(s))) {
@@ -147,8 +152,8 @@ __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, cons
     const float tr = child_box<TMIN_NONNEG, OCTANTS>(pre, rl, rh, c.tmin, c.best.t);
     const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
     const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
-    // Order the children near to far.
-    const bool swap = tr < tl;
+    // Order the children near to far (the near-first copies hold them in order).
+    const bool swap = !OCTANTS && tr < tl;
     float t_near = swap ? tr : tl;
     const u32 near_index = swap ? r_index : l_index;
     const u32 near_count = swap ? r_count : l_count;
@@ -230,7 +235,7 @@ __device__ __forceinline__ Hit closest_hit_end(ClosestHit& c) {
     return c.best;
 }
 
-// mirrors prism_core::traverse::closest_hit
+// mirrors prism_core::traverse::closest_hit (closest_hit_near_first when OCTANTS)
 //
 // `prim` of the result is the slot in `prims`; a miss has prim == NO_PRIM and t == +inf.
 template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
@@ -268,8 +273,8 @@ __device__ __forceinline__ void any_hit_begin(AnyHit& a, const Ray& ray, const S
 }
 
 // One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
-// in): PRISM_STEP_HIT or PRISM_STEP_MISS when any_hit would return, else
-// PRISM_STEP_MORE.
+// in; any_hit_near_first's when OCTANTS): PRISM_STEP_HIT or PRISM_STEP_MISS
+// when any_hit would return, else PRISM_STEP_MORE.
 template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneView& s) {
     if (!node_in_range(a.node, node_total<OCTANTS>(s))) {
@@ -319,8 +324,9 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
         ++a_first;
         --a_count;
     }
-    // Visit the nearer inner child first: it is the likelier to hold an occluder.
-    const bool swap = tr < tl;
+    // Visit the nearer inner child first: it is the likelier to hold an occluder
+    // (the near-first copies hold the children in order).
+    const bool swap = !OCTANTS && tr < tl;
     const u32 near = swap ? r_index : l_index;
     const u32 far = swap ? l_index : r_index;
     const bool go_near = swap ? go_right : go_left;
@@ -344,7 +350,7 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
     return PRISM_STEP_MORE;
 }
 
-// mirrors prism_core::traverse::any_hit
+// mirrors prism_core::traverse::any_hit (any_hit_near_first when OCTANTS)
 template <int K, bool TMIN_NONNEG = false, bool OCTANTS = false>
 __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
     AnyHit a;

@@ -151,7 +151,7 @@ pub struct KernelResources {
 #[derive(Clone, Copy)]
 struct KindKernels {
     render: [Function; 3],
-    /// The render kernels on the tree's octant copies (`SceneArgs::octants`).
+    /// The render kernels on the tree's near-first octant copies (`SceneArgs::octants`).
     render_octants: [Function; 3],
     intersect: Function,
     occluded: Function,
@@ -328,9 +328,10 @@ impl DeviceState {
         octant_trees: bool,
     ) -> Result<(SceneBuffers, Duration), Error> {
         self.ensure_events(2)?;
-        // The render kernels' octant copies of a small tree (KernelConfig::octant_trees).
+        // The render kernels' near-first octant copies of a small tree
+        // (KernelConfig::octant_trees).
         let copies = octant_trees
-            .then(|| prism_core::gpu::octant_copies(accel.nodes()))
+            .then(|| prism_core::gpu::near_first_octant_copies(accel.nodes()))
             .flatten();
         let octants = copies.is_some();
         let nodes: &[u8] = match &copies {

@@ -159,7 +159,8 @@ pub(crate) struct SceneArgs {
     pub node_count: u32,
     pub prim_count: u32,
     pub material_count: u32,
-    /// 1 when `nodes` holds the tree's eight octant copies ([`octant_copies`]).
+    /// 1 when `nodes` holds the tree's eight near-first octant copies
+    /// ([`prism_core::gpu::near_first_octant_copies`]).
     pub octants: u32,
 }
 
@@ -168,7 +169,10 @@ pub(crate) struct SceneArgs {
 /// (bench/RESULTS.md). Every configuration computes the same hits and rays,
 /// and the same pixels except with `path_regen` or `path_defer`, whose
 /// differently laid out shading lets NVRTC contract other `a * b + c` into
-/// FMAs (pixels can then differ in their last bits).
+/// FMAs (pixels can then differ in their last bits), and with `octant_trees`
+/// on or off, whose render traversals take a node's children in different
+/// orders (a hit can then differ where two primitives tie at exactly the same
+/// `t`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct KernelConfig {
     /// Threads per block of `prism_intersect` / `prism_occluded` (a multiple of 32, at most 1024).
@@ -207,9 +211,12 @@ pub struct KernelConfig {
     pub whitted_skips_camera_rng: bool,
     /// The render kernels traverse eight copies of a small tree, one per ray
     /// direction octant, each with its boxes' bounds swapped so that every
-    /// axis's near plane comes first: the slab test then needs no per-axis
-    /// min/max (the same values and decisions as core's; see
-    /// [`prism_core::gpu::octant_copies`]). Trees of more than
+    /// axis's near plane comes first and each node's children in the order a ray
+    /// of that octant visits them: the slab test then needs no per-axis min/max
+    /// (the same values as core's) and the node step no comparison of the two
+    /// children's entry distances (the hits are core's except where two
+    /// primitives tie at exactly the same `t`; see
+    /// [`prism_core::gpu::near_first_octant_copies`]). Trees of more than
     /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes are traversed as they are. Both sets of
     /// render kernels are always compiled; this decides what a scene upload
     /// holds and so which set runs.

@@ -223,6 +223,92 @@ pub fn octant_copies(nodes: &[BvhNode]) -> Option<Vec<BvhNode>> {
     Some(out)
 }
 
+/// Whether a ray whose direction lies in octant `octant` (bit `k` set: negative
+/// along axis `k`, as [`octant_of`] gives it) visits the right child of `node`
+/// before the left one, in the near-first order of [`near_first_octant_copies`].
+///
+/// The order is the split-axis order of PBRT and Embree: along the axis on which
+/// the two children's box centres lie farthest apart, the child whose centre
+/// comes first in the ray's direction is visited first. It is fixed per node and
+/// octant, so a GPU traversal can read it from the node's slot order instead of
+/// comparing the two entry distances at every step. An absent child (box at
+/// +inf) and children with the same centre give no axis: left first.
+///
+/// ```
+/// use prism_core::gpu::{BvhNode, right_child_first};
+///
+/// let mut node = BvhNode::default();
+/// node.left_lo = [0.0, 0.0, 0.0, 0.0];
+/// node.left_hi = [1.0, 1.0, 1.0, 0.0];
+/// node.right_lo = [4.0, 0.0, 0.0, 0.0];
+/// node.right_hi = [5.0, 1.0, 1.0, 0.0];
+/// assert!(!right_child_first(&node, 0b000)); // +x: left (x in 0..1) is nearer
+/// assert!(right_child_first(&node, 0b001)); // -x: right (x in 4..5) is nearer
+/// ```
+#[inline]
+pub fn right_child_first(node: &BvhNode, octant: usize) -> bool {
+    // Halves added and subtracted, not the bounds: no overflow for boxes near
+    // f32::MAX.
+    let centre = |lo: &[f32; 4], hi: &[f32; 4], k: usize| 0.5 * lo[k] + 0.5 * hi[k];
+    let mut widest = 0.0f32;
+    let mut right_first = false;
+    for axis in 0..3 {
+        let l = centre(&node.left_lo, &node.left_hi, axis);
+        let r = centre(&node.right_lo, &node.right_hi, axis);
+        let apart = (0.5 * r - 0.5 * l).abs();
+        // Not finite: an absent child's box at +inf (inf - inf is NaN).
+        if apart.is_finite() && apart > widest {
+            widest = apart;
+            let negative = octant & (1 << axis) != 0;
+            right_first = (r < l) != negative;
+        }
+    }
+    right_first
+}
+
+/// [`octant_copies`] with each node's children in near-first order for its copy:
+/// in copy `o`, the child [`right_child_first`] names for octant `o` sits in the
+/// left slot. A traversal that visits the two slots in order then needs no
+/// comparison of entry distances; the CUDA render kernels walk these copies
+/// (`closest_hit_near_first` in [`crate::traverse`] is their twin). Only the order
+/// of the two children changes, so the copies hold the same boxes, leaves and
+/// inner nodes as [`octant_copies`]'s, and a closest-hit traversal of them finds
+/// the same hits as [`crate::Accel::intersect_slot`] except where two primitives
+/// tie at exactly the same `t`. `None` when [`octant_copies`] is.
+///
+/// ```
+/// use prism_core::glam::Vec3;
+/// use prism_core::gpu::near_first_octant_copies;
+/// use prism_core::{Accel, Material, Scene};
+///
+/// let mut scene = Scene::new();
+/// let m = scene.add_material(Material::lambertian(Vec3::ONE));
+/// scene.add_sphere(Vec3::ZERO, 1.0, m);
+/// scene.add_sphere(Vec3::new(4.0, 0.0, 0.0), 1.0, m);
+/// let accel = Accel::build(&scene)?;
+/// let copies = near_first_octant_copies(accel.nodes()).unwrap();
+/// let n = accel.nodes().len();
+/// // A ray going +x reads copy 0, whose left slot holds the sphere at x = 0;
+/// // one going -x reads copy 1, whose left slot holds the sphere at x = 4, its
+/// // bounds swapped on x (near plane, about 5, first).
+/// assert!(copies[0].left_lo[0] < 0.0);
+/// assert!(copies[n].left_lo[0] > 4.0);
+/// # Ok::<(), prism_core::Error>(())
+/// ```
+pub fn near_first_octant_copies(nodes: &[BvhNode]) -> Option<Vec<BvhNode>> {
+    let mut copies = octant_copies(nodes)?;
+    let n = nodes.len();
+    for (octant, copy) in copies.chunks_exact_mut(n.max(1)).enumerate() {
+        for (node, c) in nodes.iter().zip(copy.iter_mut()) {
+            if right_child_first(node, octant) {
+                core::mem::swap(&mut c.left_lo, &mut c.right_lo);
+                core::mem::swap(&mut c.left_hi, &mut c.right_hi);
+            }
+        }
+    }
+    Some(copies)
+}
+
 /// The octant copy (index into [`octant_copies`]) a ray with inverse direction
 /// `inv_dir` reads: bit `k` set when `inv_dir[k] < 0`.
 #[inline]
@@ -720,6 +806,83 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn near_first_copies_are_the_octant_copies_with_the_nearer_child_left() {
+        let accel = tree();
+        let nodes = accel.nodes();
+        let n = nodes.len();
+        let plain = octant_copies(nodes).unwrap(); // ok: test, a small tree
+        let near_first = near_first_octant_copies(nodes).unwrap(); // ok: as above
+        assert_eq!(check_tree(&near_first, accel.primitives().len()), Ok(()));
+        let bits = |v: &BvhNode| bytemuck::cast::<BvhNode, [u32; 16]>(*v);
+        let mut swapped = 0;
+        for octant in 0..8 {
+            for (i, node) in nodes.iter().enumerate() {
+                let (p, q) = (&plain[octant * n + i], &near_first[octant * n + i]);
+                let mut want = *p;
+                if right_child_first(node, octant) {
+                    want.left_lo = p.right_lo;
+                    want.left_hi = p.right_hi;
+                    want.right_lo = p.left_lo;
+                    want.right_hi = p.left_hi;
+                    swapped += 1;
+                }
+                assert_eq!(bits(q), bits(&want), "octant {octant} node {i}");
+            }
+        }
+        // Both orders occur, and an octant's mirror image takes the other one
+        // wherever the node has a split axis.
+        assert!(swapped > 0 && swapped < 8 * n, "{swapped} of {}", 8 * n);
+        for (i, node) in nodes.iter().enumerate() {
+            if node.right_index() != EMPTY_CHILD {
+                assert_ne!(
+                    right_child_first(node, 0),
+                    right_child_first(node, 7),
+                    "node {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn right_child_first_follows_the_widest_separation_and_the_sign() {
+        let node = |l: [f32; 3], r: [f32; 3]| {
+            let row = |c: [f32; 3]| [c[0], c[1], c[2], 0.0];
+            BvhNode {
+                left_lo: row(l),
+                left_hi: row(l),
+                right_lo: row(r),
+                right_hi: row(r),
+            }
+        };
+        // Apart most along y (3), then z (2), then x (1): y decides.
+        let n = node([0.0, 3.0, 0.0], [1.0, 0.0, 2.0]);
+        for octant in 0..8 {
+            assert_eq!(
+                right_child_first(&n, octant),
+                octant & 0b010 == 0,
+                "octant {octant}"
+            );
+        }
+        // The same centre: left first whatever the ray.
+        let same = node([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]);
+        assert!((0..8).all(|o| !right_child_first(&same, o)));
+        // An absent right child (box at +inf): left first.
+        let mut absent = node([0.0; 3], [0.0; 3]);
+        absent.right_lo = [
+            f32::INFINITY,
+            f32::INFINITY,
+            f32::INFINITY,
+            f32::from_bits(EMPTY_CHILD),
+        ];
+        absent.right_hi = [f32::INFINITY; 4];
+        absent.right_hi[3] = 0.0;
+        assert!((0..8).all(|o| !right_child_first(&absent, o)));
+        // Centres near f32::MAX do not overflow into a NaN separation.
+        let big = node([-f32::MAX, 0.0, 0.0], [f32::MAX, 0.0, 0.0]);
+        assert!(!right_child_first(&big, 0) && right_child_first(&big, 1));
     }
 
     #[test]

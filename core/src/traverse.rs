@@ -225,15 +225,16 @@ fn ray_primitive_axes<const KX: usize, const KY: usize, const KZ: usize>(
 }
 
 /// Run `$f::<KX, KY, KZ>` for the ray's axis permutation (see [`RayPre::perm`]).
+/// `[$g]` adds further generic arguments after the three axes.
 macro_rules! dispatch_axes {
-    ($pre:expr, $f:ident, $($arg:expr),*) => {
+    ($pre:expr, $f:ident [$($g:tt)*], $($arg:expr),*) => {
         match $pre.perm {
-            0 => $f::<1, 2, 0>($($arg),*),
-            1 => $f::<2, 1, 0>($($arg),*),
-            2 => $f::<2, 0, 1>($($arg),*),
-            3 => $f::<0, 2, 1>($($arg),*),
-            4 => $f::<0, 1, 2>($($arg),*),
-            _ => $f::<1, 0, 2>($($arg),*),
+            0 => $f::<1, 2, 0, $($g)*>($($arg),*),
+            1 => $f::<2, 1, 0, $($g)*>($($arg),*),
+            2 => $f::<2, 0, 1, $($g)*>($($arg),*),
+            3 => $f::<0, 2, 1, $($g)*>($($arg),*),
+            4 => $f::<0, 1, 2, $($g)*>($($arg),*),
+            _ => $f::<1, 0, 2, $($g)*>($($arg),*),
         }
     };
 }
@@ -245,14 +246,32 @@ macro_rules! dispatch_axes {
 /// not public (callers use [`Accel::intersect`]).
 pub(crate) fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let pre = RayPre::new(ray);
-    dispatch_axes!(pre, closest_hit_axes, nodes, prims, ray, &pre)
+    dispatch_axes!(pre, closest_hit_axes[false], nodes, 0, prims, ray, &pre)
+}
+
+/// [`closest_hit`] over the near-first octant copies of a tree
+/// ([`crate::gpu::near_first_octant_copies`]), the traversal of the CUDA render
+/// kernels: the ray walks the copy of its direction's octant and takes each
+/// node's children in slot order, where [`closest_hit`] orders them by entry
+/// distance. The box values (`ray_aabb_rows` takes the min and max of each
+/// axis's two planes, whichever row holds which) and the leaf tests are
+/// [`closest_hit`]'s, and the nearest hit is found in any order: the result is
+/// the same except where two primitives tie at exactly the same `t` (the first
+/// one found is kept). Crate-private for the reason [`closest_hit`] is.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn closest_hit_near_first(copies: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
+    let pre = RayPre::new(ray);
+    let root = crate::gpu::octant_of(pre.inv_dir.into()) * (copies.len() / 8);
+    dispatch_axes!(pre, closest_hit_axes[true], copies, root, prims, ray, &pre)
 }
 
 /// [`closest_hit`] for one axis permutation: one copy of the loop per permutation
-/// keeps every vertex component access a compile-time lane.
+/// keeps every vertex component access a compile-time lane. `NEAR_FIRST` takes
+/// the children in slot order from `root` ([`closest_hit_near_first`]).
 #[inline(never)]
-fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
+fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEAR_FIRST: bool>(
     nodes: &[BvhNode],
+    root: usize,
     prims: &[Primitive],
     ray: &Ray,
     pre: &RayPre,
@@ -264,7 +283,7 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
     };
     let mut stack = [0u32; TRAVERSAL_STACK_SIZE];
     let mut sp = 0usize;
-    let mut node = 0usize;
+    let mut node = root;
     while let Some(n) = nodes.get(node) {
         let tl = ray_aabb_rows(pre, &n.left_lo, &n.left_hi, tmin, best.t);
         let tr = ray_aabb_rows(pre, &n.right_lo, &n.right_hi, tmin, best.t);
@@ -274,8 +293,8 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
             n.right_index(),
             n.right_count(),
         );
-        // Order the children near to far.
-        let swap = tr < tl;
+        // Order the children near to far (near-first copies: slot order).
+        let swap = !NEAR_FIRST && tr < tl;
         let (mut t_near, near_index, near_count) = if swap {
             (tr, r_index, r_count)
         } else {
@@ -355,13 +374,24 @@ fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
 /// first. Crate-private for the reason [`closest_hit`] is.
 pub(crate) fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
     let pre = RayPre::new(ray);
-    dispatch_axes!(pre, any_hit_axes, nodes, prims, ray, &pre)
+    dispatch_axes!(pre, any_hit_axes[false], nodes, 0, prims, ray, &pre)
 }
 
-/// [`any_hit`] for one axis permutation.
+/// [`any_hit`] over near-first octant copies, as [`closest_hit_near_first`]:
+/// the children in slot order. Whether a primitive lies on the ray does not
+/// depend on the order, so the answer is always [`any_hit`]'s.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn any_hit_near_first(copies: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
+    let pre = RayPre::new(ray);
+    let root = crate::gpu::octant_of(pre.inv_dir.into()) * (copies.len() / 8);
+    dispatch_axes!(pre, any_hit_axes[true], copies, root, prims, ray, &pre)
+}
+
+/// [`any_hit`] for one axis permutation; `NEAR_FIRST` as in [`closest_hit_axes`].
 #[inline(never)]
-fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
+fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEAR_FIRST: bool>(
     nodes: &[BvhNode],
+    root: usize,
     prims: &[Primitive],
     ray: &Ray,
     pre: &RayPre,
@@ -369,7 +399,7 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
     let (tmin, tmax) = (ray.tmin, ray.tmax);
     let mut stack = [0u32; TRAVERSAL_STACK_SIZE];
     let mut sp = 0usize;
-    let mut node = 0usize;
+    let mut node = root;
     loop {
         let Some(n) = nodes.get(node) else {
             return false;
@@ -396,8 +426,9 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize>(
             }
             go_right = false;
         }
-        // Visit the nearer inner child first: it is the likelier to hold an occluder.
-        let swap = tr < tl;
+        // Visit the nearer inner child first: it is the likelier to hold an
+        // occluder (near-first copies: slot order).
+        let swap = !NEAR_FIRST && tr < tl;
         let (near, far, go_near, go_far) = if swap {
             (r_index, l_index, go_right, go_left)
         } else {
@@ -439,4 +470,127 @@ fn leaf_any<const KX: usize, const KY: usize, const KZ: usize>(
     };
     leaf.iter()
         .any(|p| ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, tmax).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::near_first_octant_copies;
+    use crate::material::Material;
+    use glam::Vec3Swizzles;
+    use proptest::prelude::*;
+
+    /// A scene of spheres and triangles; every primitive is added twice when
+    /// `twice`, so that exact ties (two primitives at the same `t`) occur.
+    fn scene(prims: &[(Vec3, Vec3, f32, bool)], twice: bool) -> Scene {
+        let mut scene = Scene::new();
+        let m = scene.add_material(Material::lambertian(Vec3::ONE));
+        for _ in 0..1 + twice as usize {
+            for &(a, b, r, sphere) in prims {
+                if sphere {
+                    scene.add_sphere(a, r, m);
+                } else {
+                    scene.add_triangle(a, a + b, a + b.zxy() * r, m);
+                }
+            }
+        }
+        scene
+    }
+
+    fn v3(extent: f32) -> impl Strategy<Value = Vec3> {
+        prop::array::uniform3(-extent..extent).prop_map(Vec3::from_array)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        /// The near-first traversal (the CUDA render kernels' twin) finds
+        /// closest_hit's hit, or one at exactly the same `t` (a tie), and
+        /// any_hit's answer, on rays from anywhere, from near a primitive, and
+        /// along the axes.
+        #[test]
+        fn near_first_traversal_finds_core_hits(
+            prims in prop::collection::vec((v3(10.0), v3(2.0), 0.05f32..1.5, any::<bool>()), 1..120),
+            twice in any::<bool>(),
+            rays in prop::collection::vec((v3(14.0), v3(1.0), 0usize..8, 0u8..3), 64),
+        ) {
+            let accel = Accel::build(&scene(&prims, twice)).unwrap(); // ok: test, valid primitives
+            let copies = near_first_octant_copies(accel.nodes()).unwrap(); // ok: test, < 2,048 nodes
+            let (nodes, slots) = (accel.nodes(), accel.primitives());
+            for (origin, dir, zero, limits) in rays {
+                let mut dir = dir;
+                // Some rays parallel to one or two axes.
+                for k in 0..3 {
+                    if zero & (1 << k) != 0 && zero != 7 {
+                        dir[k] = 0.0;
+                    }
+                }
+                if dir == Vec3::ZERO {
+                    dir = Vec3::X;
+                }
+                let ray = match limits {
+                    0 => Ray::new(origin, dir),
+                    1 => Ray::segment(origin, dir, 0.5, f32::INFINITY),
+                    _ => Ray::segment(origin, dir, 0.0, 8.0),
+                };
+                let core = closest_hit(nodes, slots, &ray);
+                let near_first = closest_hit_near_first(&copies, slots, &ray);
+                prop_assert_eq!(near_first.t.to_bits(), core.t.to_bits(), "{:?}", ray);
+                if near_first.prim == core.prim {
+                    prop_assert_eq!((near_first.u.to_bits(), near_first.v.to_bits()),
+                        (core.u.to_bits(), core.v.to_bits()));
+                }
+                prop_assert_eq!(any_hit_near_first(&copies, slots, &ray), any_hit(nodes, slots, &ray));
+            }
+        }
+    }
+
+    /// On rtiow's kind of scene (many small spheres on a huge ground sphere), the
+    /// two traversals agree on every ray of a frame-like set, primitive included.
+    #[test]
+    fn near_first_traversal_agrees_on_a_field_of_spheres() {
+        let mut scene = Scene::new();
+        let m = scene.add_material(Material::lambertian(Vec3::ONE));
+        scene.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, m);
+        for a in -11..11 {
+            for b in -11..11 {
+                let (x, z) = (
+                    a as f32 + 0.37 * (b as f32).sin(),
+                    b as f32 + 0.41 * (a as f32).cos(),
+                );
+                scene.add_sphere(Vec3::new(x, 0.2, z), 0.2, m);
+            }
+        }
+        let accel = Accel::build(&scene).unwrap(); // ok: test, valid scene
+        let copies = near_first_octant_copies(accel.nodes()).unwrap(); // ok: test, small tree
+        let (nodes, slots) = (accel.nodes(), accel.primitives());
+        let mut hits = 0;
+        for i in 0..4000u32 {
+            let f = i as f32;
+            let origin = Vec3::new(
+                13.0 - (f * 0.013).sin() * 20.0,
+                0.1 + (f * 0.7).cos().abs() * 3.0,
+                3.0,
+            );
+            let dir = Vec3::new(
+                (f * 0.31).sin(),
+                (f * 0.17).cos() - 0.6,
+                (f * 0.23).sin() - 0.2,
+            );
+            let ray = Ray::new(origin, dir);
+            let core = closest_hit(nodes, slots, &ray);
+            let near_first = closest_hit_near_first(&copies, slots, &ray);
+            assert_eq!(
+                (near_first.prim, near_first.t.to_bits()),
+                (core.prim, core.t.to_bits()),
+                "ray {i}"
+            );
+            assert_eq!(
+                any_hit_near_first(&copies, slots, &ray),
+                any_hit(nodes, slots, &ray)
+            );
+            hits += core.is_hit() as u32;
+        }
+        assert!(hits > 1000, "{hits} of 4000 rays hit");
+    }
 }
