@@ -16,10 +16,15 @@ var<private> stack: array<u32, STACK_ENTRIES>;
 
 // The node a traversal starts at: the root of the tree, or with OCTANT_COPIES
 // (types.wgsl) the root of the ray's octant copy. Copy o of
-// prism_core::gpu::octant_copies has its boxes' bounds swapped on the axes of o
-// (so a box's `lo` row holds the near planes: child_box) and its inner child
-// indices offset into the copy, so the traversal never leaves it; its values
-// and decisions are those of the tree itself.
+// prism_core::gpu::near_first_octant_copies has its boxes' bounds swapped on the
+// axes of o (so a box's `lo` row holds the near planes: child_box), its inner
+// child indices offset into the copy, so the traversal never leaves it, and each
+// node's children in the order a ray of octant o visits them (nearer along the
+// node's split axis first), so the steps take them in slot order with no
+// comparison of entry distances: prism_core::traverse::closest_hit_near_first
+// and any_hit_near_first, whose box values and leaf tests are the tree's and
+// whose hits are closest_hit's except where two primitives tie at exactly the
+// same t.
 fn root_node(pre: RayPre) -> u32 {
     if OCTANT_COPIES == 1u {
         return pre.octant * (arrayLength(&nodes) / 8u);
@@ -76,8 +81,8 @@ fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
     let l_count = bitcast<u32>(n.left_hi.w);
     let r_index = bitcast<u32>(n.right_lo.w);
     let r_count = bitcast<u32>(n.right_hi.w);
-    // Order the children near to far.
-    let swap = tr < tl;
+    // Order the children near to far (the near-first copies hold them in order).
+    let swap = OCTANT_COPIES == 0u && tr < tl;
     var t_near = select(tl, tr, swap);
     let near_index = select(l_index, r_index, swap);
     let near_count = select(l_count, r_count, swap);
@@ -156,7 +161,7 @@ fn closest_hit_end(c: ClosestHit) -> Hit {
     return best;
 }
 
-// mirrors prism_core::traverse::closest_hit
+// mirrors prism_core::traverse::closest_hit (closest_hit_near_first with OCTANT_COPIES)
 fn closest_hit(ray: Ray) -> Hit {
     var c = closest_hit_begin(ray);
     while closest_hit_step(&c) {
@@ -236,8 +241,9 @@ fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
         a_first += 1u;
         a_count -= 1u;
     }
-    // Visit the nearer inner child first: it is the likelier to hold an occluder.
-    let swap = tr < tl;
+    // Visit the nearer inner child first: it is the likelier to hold an occluder
+    // (the near-first copies hold the children in order).
+    let swap = OCTANT_COPIES == 0u && tr < tl;
     let near = select(l_index, r_index, swap);
     let far = select(r_index, l_index, swap);
     let go_near = select(go_left, go_right, swap);
@@ -261,7 +267,7 @@ fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
     return STEP_MORE;
 }
 
-// mirrors prism_core::traverse::any_hit
+// mirrors prism_core::traverse::any_hit (any_hit_near_first with OCTANT_COPIES)
 fn any_hit(ray: Ray) -> bool {
     var a = any_hit_begin(ray);
     loop {

@@ -1878,11 +1878,11 @@ impl WgpuBackend {
             message: defect.to_string(),
         })?;
         let mut config = self.config.for_accel(&accel);
-        // The tree's octant copies when the module for this scene reads them;
-        // the module reads them only when they exist.
+        // The tree's near-first octant copies when the module for this scene
+        // reads them; the module reads them only when they exist.
         let copies = config
             .octant_copies
-            .then(|| prism_core::gpu::octant_copies(accel.nodes()))
+            .then(|| prism_core::gpu::near_first_octant_copies(accel.nodes()))
             .flatten();
         config.octant_copies = copies.is_some();
         let nodes: &[BvhNode] = copies.as_deref().unwrap_or(accel.nodes());

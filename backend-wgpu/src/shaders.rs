@@ -56,8 +56,9 @@ pub struct ModuleConfig {
     /// `SCENE_KINDS`: 1 spheres only, 2 triangles only, 3 both.
     pub scene_kinds: u32,
     /// `OCTANT_COPIES`: the scene's `nodes` buffer holds the tree's eight
-    /// octant copies ([`prism_core::gpu::octant_copies`]), and traversals start
-    /// at their ray's copy and read each box's near planes without a min/max.
+    /// near-first octant copies ([`prism_core::gpu::near_first_octant_copies`]),
+    /// and traversals start at their ray's copy, read each box's near planes
+    /// without a min/max and take each node's children in slot order.
     pub octant_copies: bool,
 }
 
