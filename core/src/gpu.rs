@@ -286,7 +286,7 @@ pub fn right_child_first(node: &BvhNode, octant: usize) -> bool {
 /// scene.add_sphere(Vec3::ZERO, 1.0, m);
 /// scene.add_sphere(Vec3::new(4.0, 0.0, 0.0), 1.0, m);
 /// let accel = Accel::build(&scene)?;
-/// let copies = near_first_octant_copies(accel.nodes()).unwrap();
+/// let copies = near_first_octant_copies(accel.nodes()).unwrap(); // ok: a small tree
 /// let n = accel.nodes().len();
 /// // A ray going +x reads copy 0, whose left slot holds the sphere at x = 0;
 /// // one going -x reads copy 1, whose left slot holds the sphere at x = 4, its

@@ -261,8 +261,15 @@ pub(crate) fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> 
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn closest_hit_near_first(copies: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let pre = RayPre::new(ray);
-    let root = crate::gpu::octant_of(pre.inv_dir.into()) * (copies.len() / 8);
+    let root = octant_root(&pre, copies);
     dispatch_axes!(pre, closest_hit_axes[true], copies, root, prims, ray, &pre)
+}
+
+/// The root of the copy a ray walks in eight octant copies of a tree.
+#[cfg_attr(not(test), allow(dead_code))]
+#[inline]
+fn octant_root(pre: &RayPre, copies: &[BvhNode]) -> usize {
+    crate::gpu::octant_of(pre.inv_dir.into()) * (copies.len() / 8)
 }
 
 /// [`closest_hit`] for one axis permutation: one copy of the loop per permutation
@@ -383,7 +390,7 @@ pub(crate) fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn any_hit_near_first(copies: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
     let pre = RayPre::new(ray);
-    let root = crate::gpu::octant_of(pre.inv_dir.into()) * (copies.len() / 8);
+    let root = octant_root(&pre, copies);
     dispatch_axes!(pre, any_hit_axes[true], copies, root, prims, ray, &pre)
 }
 
