@@ -269,8 +269,9 @@ pub fn right_child_first(node: &BvhNode, octant: usize) -> bool {
 /// [`octant_copies`] with each node's children in near-first order for its copy:
 /// in copy `o`, the child [`right_child_first`] names for octant `o` sits in the
 /// left slot. A traversal that visits the two slots in order then needs no
-/// comparison of entry distances; the CUDA render kernels walk these copies
-/// (`closest_hit_near_first` in [`crate::traverse`] is their twin). Only the order
+/// comparison of entry distances; the CUDA render kernels and the wgpu shaders
+/// walk these copies (`closest_hit_near_first` in [`crate::traverse`] is their
+/// twin). Only the order
 /// of the two children changes, so the copies hold the same boxes, leaves and
 /// inner nodes as [`octant_copies`]'s, and a closest-hit traversal of them finds
 /// the same hits as [`crate::Accel::intersect_slot`] except where two primitives
