@@ -227,7 +227,7 @@ pub fn octant_copies(nodes: &[BvhNode]) -> Option<Vec<BvhNode>> {
 /// along axis `k`, as [`octant_of`] gives it) visits the right child of `node`
 /// before the left one, in the near-first order of [`near_first_octant_copies`].
 ///
-/// The order is the split-axis order of PBRT and Embree: along the axis on which
+/// The order is a split-axis order, as in PBRT's BVH traversal: along the axis on which
 /// the two children's box centres lie farthest apart, the child whose centre
 /// comes first in the ray's direction is visited first. It is fixed per node and
 /// octant, so a GPU traversal can read it from the node's slot order instead of
@@ -271,11 +271,11 @@ pub fn right_child_first(node: &BvhNode, octant: usize) -> bool {
 /// left slot. A traversal that visits the two slots in order then needs no
 /// comparison of entry distances; the CUDA render kernels and the wgpu shaders
 /// walk these copies (`closest_hit_near_first` in [`crate::traverse`] is their
-/// twin). Only the order
-/// of the two children changes, so the copies hold the same boxes, leaves and
-/// inner nodes as [`octant_copies`]'s, and a closest-hit traversal of them finds
-/// the same hits as [`crate::Accel::intersect_slot`] except where two primitives
-/// tie at exactly the same `t`. `None` when [`octant_copies`] is.
+/// twin). Only the order of the two children changes, so the copies hold the
+/// same boxes, leaves and inner nodes as [`octant_copies`]'s, and a closest-hit
+/// traversal of them finds the same hits as [`crate::Accel::intersect_slot`]
+/// except where two primitives tie at exactly the same `t`. `None` when
+/// [`octant_copies`] is.
 ///
 /// ```
 /// use prism_core::glam::Vec3;
