@@ -251,9 +251,9 @@ pub(crate) fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> 
 
 /// [`closest_hit`] over the near-first octant copies of a tree
 /// ([`crate::gpu::near_first_octant_copies`]), the traversal of the CUDA render
-/// kernels and of the wgpu shaders on a small tree: the ray walks the copy of its direction's octant and takes each
-/// node's children in slot order, where [`closest_hit`] orders them by entry
-/// distance. The box values (`ray_aabb_rows` takes the min and max of each
+/// kernels and of the wgpu shaders on a small tree: the ray walks the copy of
+/// its direction's octant and takes each node's children in slot order, where
+/// [`closest_hit`] orders them by entry distance. The box values (`ray_aabb_rows` takes the min and max of each
 /// axis's two planes, whichever row holds which) and the leaf tests are
 /// [`closest_hit`]'s, and the nearest hit is found in any order: the result is
 /// the same except where two primitives tie at exactly the same `t` (the first
