@@ -14,8 +14,8 @@
 //!    `tests/adapter.rs`).
 //! 3. The benchmark frames of `prism bench`: `rtiow` 1280x720 30 spp depth 50
 //!    and `whitted19` 8192x8192, sRGB 8-bit output, stage times, median of N.
-//!    The two scenes are built here exactly as `prism::scenes` builds them
-//!    (this crate cannot depend on the facade, which depends on it).
+//!    The two scenes are the facade's (`prism::scenes`), the ones `prism bench`
+//!    renders.
 //! 4. With `--variants`: the same frames and ray sets for other workgroup sizes.
 //!
 //! `--software` accepts a software adapter, `--quick` shrinks the two frames
@@ -29,120 +29,20 @@
 //!
 //! Ends with a table of everything measured; exits non-zero if a check failed.
 
+use prism::scenes::{self, Preset};
 use prism_core::glam::Vec3;
 use prism_core::integrator::render_pixel;
 use prism_core::reference::AgreementCounts;
-use prism_core::rng::Pcg;
 use prism_core::{
-    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat,
-    PointLight, Ray, RenderSettings, RenderStats, Scene, Sky,
+    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat, Ray,
+    RenderSettings, RenderStats, Scene,
 };
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// `prism::scenes::rtiow` (facade commit 2c52a83), rebuilt here.
-fn rtiow() -> (Scene, Camera, RenderSettings, u32, u32) {
-    let mut s = Scene::new();
-    s.sky = Sky::rtiow();
-    s.light = PointLight {
-        position: Vec3::new(10.0, 10.0, 10.0),
-        color: Vec3::ONE,
-    };
-    let ground = s.add_material(Material::lambertian(Vec3::splat(0.5)));
-    s.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, ground);
-    let mut rng = Pcg { state: 0x5EED_1E57 };
-    let mut r = || rng.next_f32();
-    for a in -11..11 {
-        for b in -11..11 {
-            let choose = r();
-            let center = Vec3::new(a as f32 + 0.9 * r(), 0.2, b as f32 + 0.9 * r());
-            if (center - Vec3::new(4.0, 0.2, 0.0)).length() <= 0.9 {
-                continue;
-            }
-            let m = if choose < 0.8 {
-                let albedo = Vec3::new(r() * r(), r() * r(), r() * r());
-                Material::lambertian(albedo)
-            } else if choose < 0.95 {
-                let albedo = Vec3::new(0.5 + 0.5 * r(), 0.5 + 0.5 * r(), 0.5 + 0.5 * r());
-                Material::metal(albedo, 0.5 * r())
-            } else {
-                Material::dielectric(1.5)
-            };
-            let id = s.add_material(m);
-            s.add_sphere(center, 0.2, id);
-        }
-    }
-    let glass = s.add_material(Material::dielectric(1.5));
-    s.add_sphere(Vec3::new(0.0, 1.0, 0.0), 1.0, glass);
-    let brown = s.add_material(Material::lambertian(Vec3::new(0.4, 0.2, 0.1)));
-    s.add_sphere(Vec3::new(-4.0, 1.0, 0.0), 1.0, brown);
-    let steel = s.add_material(Material::metal(Vec3::new(0.7, 0.6, 0.5), 0.0));
-    s.add_sphere(Vec3::new(4.0, 1.0, 0.0), 1.0, steel);
-    let camera = Camera {
-        look_from: Vec3::new(13.0, 2.0, 3.0),
-        look_at: Vec3::ZERO,
-        up: Vec3::Y,
-        vfov_degrees: 20.0,
-        aperture: 0.1,
-        focus_distance: 10.0,
-    };
-    let settings = RenderSettings {
-        integrator: Integrator::Path,
-        spp: 30,
-        max_depth: 50,
-        ..Default::default()
-    };
-    (s, camera, settings, 1280, 720)
-}
-
-/// `prism::scenes::whitted19` (facade commit 2c52a83), rebuilt here.
-fn whitted19() -> (Scene, Camera, RenderSettings, u32, u32) {
-    let mut s = Scene::new();
-    s.sky = Sky::constant(Vec3::new(94.0, 156.0, 255.0) / 255.0);
-    s.light = PointLight {
-        position: Vec3::ONE,
-        color: Vec3::ONE,
-    };
-    let grey = s.add_material(Material::lambertian(Vec3::splat(0.5)));
-    s.add_sphere(Vec3::new(0.0, -1002.0, 0.0), 1000.0, grey);
-    let rows: [(f32, f32, f32, usize); 3] = [
-        (-4.0, -0.25, -1.5, 7),
-        (-3.0, 0.25, -1.25, 6),
-        (-2.0, 0.75, -1.0, 5),
-    ];
-    let mut k = 0;
-    for (z, y, x0, n) in rows {
-        for i in 0..n {
-            let m = s.add_material(Material::lambertian(hue(k as f32 / 18.0)));
-            s.add_sphere(Vec3::new(x0 + 0.5 * i as f32, y, z), 0.25, m);
-            k += 1;
-        }
-    }
-    let camera = Camera::look_at(
-        Vec3::new(0.0, 0.0, 1.0),
-        Vec3::new(0.0, 0.0, 0.0),
-        Vec3::Y,
-        90.0,
-    );
-    let settings = RenderSettings {
-        integrator: Integrator::Whitted,
-        spp: 1,
-        max_depth: 1,
-        ..Default::default()
-    };
-    (s, camera, settings, 8192, 8192)
-}
-
-fn hue(h: f32) -> Vec3 {
-    let f = |n: f32| {
-        let k = (n + h * 6.0) % 6.0;
-        0.9 - 0.8 * (k.min(4.0 - k).clamp(0.0, 1.0))
-    };
-    Vec3::new(f(5.0), f(3.0), f(1.0))
-}
-
-/// Spheres and triangles of every material kind (the scene of tests/adapter.rs).
+/// Spheres of every material and a mirror wall of two triangles behind them, for
+/// the render checks against core.
 fn mixed() -> (Scene, Camera) {
     let mut scene = Scene::new();
     let ground = scene.add_material(Material::lambertian(Vec3::new(0.5, 0.5, 0.45)));
@@ -253,41 +153,11 @@ fn compare(gpu: &[[f32; 4]], core: &[Vec3]) -> (f64, f64, f32) {
     (close as f64 / n, sum / n, worst)
 }
 
+/// A scene of one mesh file of the shared scenes (grey Lambert, primitive ids in
+/// file order), as the facade's conformance run loads it.
 fn load_obj(path: &Path) -> Result<Scene, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut positions = Vec::new();
-    let mut triangles = Vec::new();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        match parts.next() {
-            Some("v") => {
-                let c: Vec<f32> = parts.take(3).filter_map(|p| p.parse().ok()).collect();
-                if c.len() == 3 {
-                    positions.push(Vec3::new(c[0], c[1], c[2]));
-                }
-            }
-            Some("f") => {
-                let idx: Vec<u32> = parts
-                    .filter_map(|p| p.split('/').next().and_then(|s| s.parse::<i64>().ok()))
-                    .map(|i| {
-                        (if i < 0 {
-                            positions.len() as i64 + i
-                        } else {
-                            i - 1
-                        }) as u32
-                    })
-                    .collect();
-                for k in 1..idx.len().saturating_sub(1) {
-                    triangles.push([idx[0], idx[k], idx[k + 1]]);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut scene = Scene::new();
-    let m = scene.add_material(Material::lambertian(Vec3::splat(0.7)));
-    scene
-        .add_mesh(&positions, &triangles, m)
+    let mesh = prism::mesh::load_mesh(path).map_err(|e| e.to_string())?;
+    let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.7)))
         .map_err(|e| e.to_string())?;
     Ok(scene)
 }
@@ -343,8 +213,8 @@ fn rays_bench(
         let accel = check.then(|| Accel::build(&scene)).transpose()?;
         let set_stats = gpu.set_scene(&scene)?;
         for set in ["primary", "diffuse"] {
-            let rays: Vec<Ray> = match std::fs::read(dir.join(format!("{mesh}.{set}.rays"))) {
-                Ok(b) => bytemuck::pod_collect_to_vec(&b),
+            let rays = match prism::rays::read_rays(dir.join(format!("{mesh}.{set}.rays"))) {
+                Ok(r) => r,
                 Err(e) => {
                     rep.line(format!("skipping {mesh}.{set}: {e}"));
                     continue;
@@ -403,12 +273,7 @@ fn rays_bench(
             if !check {
                 continue;
             }
-            if let Ok(b) = std::fs::read(dir.join(format!("{mesh}.{set}.hits"))) {
-                let words: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
-                let reference: Vec<(f32, u32)> = words
-                    .chunks_exact(2)
-                    .map(|w| (f32::from_bits(w[0]), w[1]))
-                    .collect();
+            if let Ok(reference) = prism::rays::read_hits(dir.join(format!("{mesh}.{set}.hits"))) {
                 let c = AgreementCounts::compare(&rays, &hits, &reference);
                 let occ_bad = occ
                     .iter()
@@ -451,12 +316,19 @@ fn rays_bench(
 fn frame_bench(
     gpu: &mut WgpuBackend,
     name: &str,
-    preset: &(Scene, Camera, RenderSettings, u32, u32),
+    preset: &Preset,
     runs: usize,
     rep: &mut Report,
     tag: &str,
 ) -> Result<(), Error> {
-    let (scene, camera, settings, w, h) = preset;
+    let Preset {
+        scene,
+        camera,
+        settings,
+        width: w,
+        height: h,
+        ..
+    } = preset;
     let mut image = Image::new(*w, *h, PixelFormat::Srgba8)?;
     gpu.set_scene(scene)?;
     gpu.render(camera, settings, &mut image, &NoProgress)?;
@@ -485,12 +357,15 @@ fn frame_bench(
 
 /// Trace times in ms of `n` frames of `preset`, each after `set_scene` as
 /// `prism bench` renders them.
-fn trace_times(
-    gpu: &mut WgpuBackend,
-    preset: &(Scene, Camera, RenderSettings, u32, u32),
-    n: usize,
-) -> Result<Vec<f64>, Error> {
-    let (scene, camera, settings, w, h) = preset;
+fn trace_times(gpu: &mut WgpuBackend, preset: &Preset, n: usize) -> Result<Vec<f64>, Error> {
+    let Preset {
+        scene,
+        camera,
+        settings,
+        width: w,
+        height: h,
+        ..
+    } = preset;
     let mut image = Image::new(*w, *h, PixelFormat::Srgba8)?;
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
@@ -505,7 +380,7 @@ fn trace_times(
 /// `--timeline`: rtiow and whitted19 frame times after each of the operations
 /// a program might run before them, to find what slows later frames.
 fn timeline(gpu: &mut WgpuBackend, dir: &Path, rep: &mut Report) -> Result<(), Error> {
-    let (rt, wh) = (rtiow(), whitted19());
+    let (rt, wh) = (scenes::rtiow(), scenes::whitted19());
     let start = Instant::now();
     let phase = |gpu: &mut WgpuBackend, rep: &mut Report, what: &str| -> Result<(), Error> {
         let a = trace_times(gpu, &rt, 6)?;
@@ -532,10 +407,7 @@ fn timeline(gpu: &mut WgpuBackend, dir: &Path, rep: &mut Report) -> Result<(), E
     };
     let obj = dir.join("bunny.obj");
     let scene = load_obj(&obj).map_err(|m| io(&obj, m))?;
-    let ray_file = dir.join("bunny.diffuse.rays");
-    let rays: Vec<Ray> = bytemuck::pod_collect_to_vec(
-        &std::fs::read(&ray_file).map_err(|e| io(&ray_file, e.to_string()))?,
-    );
+    let rays = prism::rays::read_rays(dir.join("bunny.diffuse.rays"))?;
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut occ = vec![false; rays.len()];
     gpu.set_scene(&scene)?;
@@ -577,8 +449,10 @@ fn timeline(gpu: &mut WgpuBackend, dir: &Path, rep: &mut Report) -> Result<(), E
 
 fn render_checks(gpu: &mut WgpuBackend, rep: &mut Report) -> Result<(), Error> {
     let (mixed_scene, mixed_camera) = mixed();
-    let (rt_scene, rt_camera, _, _, _) = rtiow();
-    let (wh_scene, wh_camera, wh_settings, _, _) = whitted19();
+    let rt = scenes::rtiow();
+    let (rt_scene, rt_camera) = (rt.scene, rt.camera);
+    let wh = scenes::whitted19();
+    let (wh_scene, wh_camera, wh_settings) = (wh.scene, wh.camera, wh.settings);
     let path = |spp, depth| RenderSettings {
         integrator: Integrator::Path,
         spp,
@@ -730,11 +604,11 @@ fn main() {
             return timeline(&mut gpu, &dir, &mut rep);
         }
         render_checks(&mut gpu, &mut rep)?;
-        let (mut rt, mut wh) = (rtiow(), whitted19());
+        let (mut rt, mut wh) = (scenes::rtiow(), scenes::whitted19());
         if quick {
             // Smoke-test sizes for software adapters.
-            (rt.2.spp, rt.3, rt.4) = (2, 320, 180);
-            (wh.3, wh.4) = (1024, 1024);
+            (rt.settings.spp, rt.width, rt.height) = (2, 320, 180);
+            (wh.width, wh.height) = (1024, 1024);
         }
         frame_bench(&mut gpu, "rtiow", &rt, runs, &mut rep, "default")?;
         frame_bench(&mut gpu, "whitted19", &wh, runs, &mut rep, "default")?;

@@ -244,57 +244,13 @@ fn scenes_dir() -> Option<PathBuf> {
     found.then_some(dir)
 }
 
-/// A minimal OBJ reader following `../shared/scenes/README.md`: `v` lines are
-/// vertices, `f` lines are fan-triangulated, indices 1-based or negative.
+/// A scene of one mesh file of the shared scenes (grey Lambert, primitive ids in
+/// file order), as the facade's conformance run loads it.
 fn load_obj(path: &std::path::Path) -> Scene {
-    let text = std::fs::read_to_string(path).expect("read obj");
-    let mut positions = Vec::new();
-    let mut triangles = Vec::new();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        match parts.next() {
-            Some("v") => {
-                let c: Vec<f32> = parts.take(3).map(|p| p.parse().expect("vertex")).collect();
-                positions.push(Vec3::new(c[0], c[1], c[2]));
-            }
-            Some("f") => {
-                let idx: Vec<u32> = parts
-                    .map(|p| {
-                        let i: i64 = p
-                            .split('/')
-                            .next()
-                            .and_then(|s| s.parse().ok())
-                            .expect("face index");
-                        (if i < 0 {
-                            positions.len() as i64 + i
-                        } else {
-                            i - 1
-                        }) as u32
-                    })
-                    .collect();
-                for k in 1..idx.len() - 1 {
-                    triangles.push([idx[0], idx[k], idx[k + 1]]);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut scene = Scene::new();
-    let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
-    scene.add_mesh(&positions, &triangles, m).expect("mesh");
+    let mesh = prism::mesh::load_mesh(path).expect("read obj");
+    let (scene, _) =
+        prism::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.5))).expect("mesh");
     scene
-}
-
-fn read_rays(path: &std::path::Path) -> Vec<Ray> {
-    bytemuck::pod_collect_to_vec(&std::fs::read(path).expect("read rays"))
-}
-
-fn read_hits(path: &std::path::Path) -> Vec<(f32, u32)> {
-    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&std::fs::read(path).expect("read hits"));
-    words
-        .chunks_exact(2)
-        .map(|w| (f32::from_bits(w[0]), w[1]))
-        .collect()
 }
 
 /// `intersect` against Embree's reference hits (DESIGN.md's rule) on every
@@ -318,8 +274,10 @@ fn intersect_matches_embree_reference_hits() {
             let scene = load_obj(&dir.join(format!("{mesh}.obj")));
             gpu.set_scene(&scene).expect("set_scene");
             for set in ["primary", "diffuse"] {
-                let rays = read_rays(&dir.join(format!("{mesh}.{set}.rays")));
-                let reference = read_hits(&dir.join(format!("{mesh}.{set}.hits")));
+                let rays = prism::rays::read_rays(dir.join(format!("{mesh}.{set}.rays")))
+                    .expect("read rays");
+                let reference = prism::rays::read_hits(dir.join(format!("{mesh}.{set}.hits")))
+                    .expect("read hits");
                 assert_eq!(rays.len(), reference.len());
                 let rays: Vec<Ray> = rays.into_iter().step_by(step).collect();
                 let reference: Vec<(f32, u32)> = reference.into_iter().step_by(step).collect();

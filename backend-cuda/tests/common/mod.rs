@@ -50,84 +50,23 @@ pub fn scenes_dir() -> Option<PathBuf> {
     found
 }
 
-/// An OBJ mesh as the reference hits number it: `v` lines are vertices (1-based,
-/// negative = relative), each `f` line is fanned into (v0, vi, vi+1); other
-/// lines and texture/normal indices are ignored.
-pub fn load_obj(path: &Path) -> Result<(Vec<Vec3>, Vec<[u32; 3]>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut v = Vec::new();
-    let mut tris = Vec::new();
-    for (no, line) in text.lines().enumerate() {
-        let mut it = line.split_whitespace();
-        match it.next() {
-            Some("v") => {
-                let c: Vec<f32> = it
-                    .take(3)
-                    .map(|s| {
-                        s.parse()
-                            .map_err(|_| format!("line {}: bad vertex", no + 1))
-                    })
-                    .collect::<Result<_, _>>()?;
-                if c.len() != 3 {
-                    return Err(format!("line {}: vertex needs 3 coordinates", no + 1));
-                }
-                v.push(Vec3::new(c[0], c[1], c[2]));
-            }
-            Some("f") => {
-                let mut idx = Vec::new();
-                for tok in it {
-                    let first = tok.split('/').next().unwrap_or_default();
-                    let i: i64 = first
-                        .parse()
-                        .map_err(|_| format!("line {}: bad index {tok}", no + 1))?;
-                    let i = if i < 0 { v.len() as i64 + i } else { i - 1 };
-                    if i < 0 || i as usize >= v.len() {
-                        return Err(format!("line {}: index {tok} out of range", no + 1));
-                    }
-                    idx.push(i as u32);
-                }
-                for k in 1..idx.len().saturating_sub(1) {
-                    tris.push([idx[0], idx[k], idx[k + 1]]);
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok((v, tris))
-}
-
-/// A scene of one OBJ mesh (grey Lambert), primitive ids in file order.
+/// A scene of one mesh file of the shared scenes (grey Lambert), primitive ids
+/// in file order, as the facade's conformance run loads it.
 pub fn mesh_scene(path: &Path) -> Result<Scene, String> {
-    let (v, t) = load_obj(path)?;
-    let mut s = Scene::new();
-    let m = s.add_material(Material::lambertian(Vec3::splat(0.7)));
-    s.add_mesh(&v, &t, m).map_err(|e| e.to_string())?;
-    Ok(s)
+    let mesh = prism::mesh::load_mesh(path).map_err(|e| e.to_string())?;
+    let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.7)))
+        .map_err(|e| e.to_string())?;
+    Ok(scene)
 }
 
-/// A `.rays` file: 8 little-endian f32 per ray.
+/// A `.rays` file of the shared scenes.
 pub fn load_rays(path: &Path) -> Result<Vec<Ray>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if bytes.len() % 32 != 0 {
-        return Err(format!("{}: not a whole number of rays", path.display()));
-    }
-    Ok(bytes
-        .chunks_exact(32)
-        .map(bytemuck::pod_read_unaligned::<Ray>)
-        .collect())
+    prism::rays::read_rays(path).map_err(|e| e.to_string())
 }
 
-/// A `.hits` file: `(t: f32, prim: u32)` per ray.
+/// A `.hits` file of the shared scenes: `(t, prim)` per ray.
 pub fn load_hits(path: &Path) -> Result<Vec<(f32, u32)>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|c| {
-            let t = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            let p = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
-            (t, p)
-        })
-        .collect())
+    prism::rays::read_hits(path).map_err(|e| e.to_string())
 }
 
 /// Every `(mesh, ray set)` pair of the shared scenes.
@@ -138,131 +77,9 @@ pub const RAY_SETS: [(&str, &str); 4] = [
     ("ogre", "diffuse"),
 ];
 
-/// A scene with its camera, settings and size.
-pub struct Preset {
-    pub name: &'static str,
-    pub scene: Scene,
-    pub camera: Camera,
-    pub settings: RenderSettings,
-    pub width: u32,
-    pub height: u32,
-}
-
-/// The `rtiow` built-in scene, the same as `prism::scenes::rtiow` (copied here
-/// so that this crate's tests and benchmark need no dependency on the facade).
-pub fn rtiow() -> Preset {
-    let mut s = Scene::new();
-    s.sky = Sky::rtiow();
-    s.light = PointLight {
-        position: Vec3::new(10.0, 10.0, 10.0),
-        color: Vec3::ONE,
-    };
-    let ground = s.add_material(Material::lambertian(Vec3::splat(0.5)));
-    s.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, ground);
-    let mut rng = Pcg { state: 0x5EED_1E57 };
-    let mut r = || rng.next_f32();
-    for a in -11..11 {
-        for b in -11..11 {
-            let choose = r();
-            let center = Vec3::new(a as f32 + 0.9 * r(), 0.2, b as f32 + 0.9 * r());
-            if (center - Vec3::new(4.0, 0.2, 0.0)).length() <= 0.9 {
-                continue;
-            }
-            let m = if choose < 0.8 {
-                let albedo = Vec3::new(r() * r(), r() * r(), r() * r());
-                Material::lambertian(albedo)
-            } else if choose < 0.95 {
-                let albedo = Vec3::new(0.5 + 0.5 * r(), 0.5 + 0.5 * r(), 0.5 + 0.5 * r());
-                Material::metal(albedo, 0.5 * r())
-            } else {
-                Material::dielectric(1.5)
-            };
-            let id = s.add_material(m);
-            s.add_sphere(center, 0.2, id);
-        }
-    }
-    let glass = s.add_material(Material::dielectric(1.5));
-    s.add_sphere(Vec3::new(0.0, 1.0, 0.0), 1.0, glass);
-    let brown = s.add_material(Material::lambertian(Vec3::new(0.4, 0.2, 0.1)));
-    s.add_sphere(Vec3::new(-4.0, 1.0, 0.0), 1.0, brown);
-    let steel = s.add_material(Material::metal(Vec3::new(0.7, 0.6, 0.5), 0.0));
-    s.add_sphere(Vec3::new(4.0, 1.0, 0.0), 1.0, steel);
-    let camera = Camera {
-        look_from: Vec3::new(13.0, 2.0, 3.0),
-        look_at: Vec3::ZERO,
-        up: Vec3::Y,
-        vfov_degrees: 20.0,
-        aperture: 0.1,
-        focus_distance: 10.0,
-    };
-    let settings = RenderSettings {
-        integrator: Integrator::Path,
-        spp: 30,
-        max_depth: 50,
-        ..Default::default()
-    };
-    Preset {
-        name: "rtiow",
-        scene: s,
-        camera,
-        settings,
-        width: 1280,
-        height: 720,
-    }
-}
-
-/// The `whitted19` built-in scene, the same as `prism::scenes::whitted19`.
-pub fn whitted19() -> Preset {
-    let mut s = Scene::new();
-    s.sky = Sky::constant(Vec3::new(94.0, 156.0, 255.0) / 255.0);
-    s.light = PointLight {
-        position: Vec3::ONE,
-        color: Vec3::ONE,
-    };
-    let grey = s.add_material(Material::lambertian(Vec3::splat(0.5)));
-    s.add_sphere(Vec3::new(0.0, -1002.0, 0.0), 1000.0, grey);
-    let rows: [(f32, f32, f32, usize); 3] = [
-        (-4.0, -0.25, -1.5, 7),
-        (-3.0, 0.25, -1.25, 6),
-        (-2.0, 0.75, -1.0, 5),
-    ];
-    let mut k = 0;
-    for (z, y, x0, n) in rows {
-        for i in 0..n {
-            let m = s.add_material(Material::lambertian(hue(k as f32 / 18.0)));
-            s.add_sphere(Vec3::new(x0 + 0.5 * i as f32, y, z), 0.25, m);
-            k += 1;
-        }
-    }
-    let camera = Camera::look_at(
-        Vec3::new(0.0, 0.0, 1.0),
-        Vec3::new(0.0, 0.0, 0.0),
-        Vec3::Y,
-        90.0,
-    );
-    let settings = RenderSettings {
-        integrator: Integrator::Whitted,
-        spp: 1,
-        max_depth: 1,
-        ..Default::default()
-    };
-    Preset {
-        name: "whitted19",
-        scene: s,
-        camera,
-        settings,
-        width: 8192,
-        height: 8192,
-    }
-}
-
-fn hue(h: f32) -> Vec3 {
-    let f = |n: f32| {
-        let k = (n + h * 6.0) % 6.0;
-        0.9 - 0.8 * (k.min(4.0 - k).clamp(0.0, 1.0))
-    };
-    Vec3::new(f(5.0), f(3.0), f(1.0))
-}
+/// The built-in benchmark scenes, from the facade (the scenes `prism bench` renders).
+#[allow(unused_imports)] // lane_use needs rtiow alone
+pub use prism::scenes::{Preset, rtiow, whitted19};
 
 /// A small Cornell-like box in triangles with an area light, a glass sphere and
 /// a blended (varnished) sphere: every lobe and both primitive kinds.
