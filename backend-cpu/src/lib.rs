@@ -261,28 +261,16 @@ impl Backend for CpuBackend {
         check_batch("intersect", rays, hits.len())?;
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
-        self.pool.install(|| {
-            hits.par_chunks_mut(RAY_CHUNK)
-                .zip(rays.par_chunks(RAY_CHUNK))
-                .for_each(|(h, r)| {
-                    let mut scratch = Scratch::new();
-                    for (hit, ray) in h.iter_mut().zip(r) {
-                        *hit = match traversal {
-                            Traversal::Wide | Traversal::Wide4 => {
-                                wide.intersect(prims, ray, &mut scratch)
-                            }
-                            Traversal::Binary => accel.intersect(ray),
-                        };
-                    }
-                })
-        });
-        let trace = start.elapsed();
-        Ok(RenderStats {
-            trace,
-            total: trace,
-            rays: rays.len() as u64,
-            ..Default::default()
-        })
+        Ok(trace_batch(
+            &self.pool,
+            start,
+            rays,
+            hits,
+            |ray, scratch| match traversal {
+                Traversal::Wide | Traversal::Wide4 => wide.intersect(prims, ray, scratch),
+                Traversal::Binary => accel.intersect(ray),
+            },
+        ))
     }
 
     fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
@@ -290,29 +278,46 @@ impl Backend for CpuBackend {
         check_batch("occluded", rays, occluded.len())?;
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
-        self.pool.install(|| {
-            occluded
-                .par_chunks_mut(RAY_CHUNK)
-                .zip(rays.par_chunks(RAY_CHUNK))
-                .for_each(|(o, r)| {
-                    let mut scratch = Scratch::new();
-                    for (out, ray) in o.iter_mut().zip(r) {
-                        *out = match traversal {
-                            Traversal::Wide | Traversal::Wide4 => {
-                                wide.occluded(prims, ray, &mut scratch)
-                            }
-                            Traversal::Binary => accel.occluded(ray),
-                        };
-                    }
-                })
-        });
-        let trace = start.elapsed();
-        Ok(RenderStats {
-            trace,
-            total: trace,
-            rays: rays.len() as u64,
-            ..Default::default()
-        })
+        Ok(trace_batch(
+            &self.pool,
+            start,
+            rays,
+            occluded,
+            |ray, scratch| match traversal {
+                Traversal::Wide | Traversal::Wide4 => wide.occluded(prims, ray, scratch),
+                Traversal::Binary => accel.occluded(ray),
+            },
+        ))
+    }
+}
+
+/// `out[i] = trace(rays[i])` for every ray, in chunks of [`RAY_CHUNK`] across
+/// `pool` (one traversal stack a chunk), and the stats of the call begun at
+/// `start`: the one loop of `intersect` and `occluded`, which differ only in
+/// what a ray gives.
+fn trace_batch<T: Send>(
+    pool: &rayon::ThreadPool,
+    start: Instant,
+    rays: &[Ray],
+    out: &mut [T],
+    trace: impl Fn(&Ray, &mut Scratch) -> T + Sync,
+) -> RenderStats {
+    pool.install(|| {
+        out.par_chunks_mut(RAY_CHUNK)
+            .zip(rays.par_chunks(RAY_CHUNK))
+            .for_each(|(o, r)| {
+                let mut scratch = Scratch::new();
+                for (slot, ray) in o.iter_mut().zip(r) {
+                    *slot = trace(ray, &mut scratch);
+                }
+            })
+    });
+    let trace = start.elapsed();
+    RenderStats {
+        trace,
+        total: trace,
+        rays: rays.len() as u64,
+        ..Default::default()
     }
 }
 
