@@ -246,6 +246,37 @@ __device__ __forceinline__ void intersect_one(const SceneView& s, const float4* 
     store_hit(s, closest_hit<K>(s, ray), i, hits);
 }
 
+// The claim of a persistent warp with lane refill (intersect_refill,
+// occluded_refill): once at least REFILL of its lanes are idle and rays are
+// left, the warp takes as many ray indices as it has idle lanes from `work`
+// (one atomic a warp) and hands them out in lane order; an idle lane that gets
+// ray i < n calls start(i) and is busy with ray `ray_index` = i. `exhausted`
+// becomes true, the same in every lane, once the counter has passed n. Called
+// by all 32 lanes.
+template <u32 REFILL, typename Start>
+__device__ __forceinline__ void refill_lanes(u32* work, u32 n, bool& busy, bool& exhausted, u32& ray_index,
+                                             Start start) {
+    const u32 idle = __ballot_sync(0xffffffffu, !busy);
+    if (!exhausted && __popc(idle) >= REFILL) {
+        const u32 lane = threadIdx.x & 31u;
+        const u32 leader = __ffs(idle) - 1;
+        u32 base = 0;
+        if (lane == leader) {
+            base = atomicAdd(work, (u32)__popc(idle));
+        }
+        base = __shfl_sync(0xffffffffu, base, leader);
+        exhausted = base + (u32)__popc(idle) >= n;
+        if (!busy) {
+            const u32 i = base + (u32)__popc(idle & ((1u << lane) - 1u));
+            if (i < n) {
+                start(i);
+                ray_index = i;
+                busy = true;
+            }
+        }
+    }
+}
+
 // Closest hits with lane refill: each lane of a persistent warp holds one ray
 // and the warp steps all of them through the BVH one node at a time; once at
 // least PRISM_TRACE_REFILL lanes are done, those lanes take new rays from `work`
@@ -256,32 +287,15 @@ template <int K>
 __device__ __forceinline__ void intersect_refill(const SceneView& s, const float4* __restrict__ origins,
                                                  const float4* __restrict__ dirs, u32 stride, u32 n,
                                                  float4* __restrict__ hits, u32* work) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 below = (1u << lane) - 1u;
     ClosestHit c;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     u32 ray_index = 0;
     bool busy = false;
     bool exhausted = false;  // warp-uniform: the counter has passed n
     for (;;) {
-        const u32 idle = __ballot_sync(0xffffffffu, !busy);
-        if (!exhausted && __popc(idle) >= PRISM_TRACE_REFILL) {
-            const u32 leader = __ffs(idle) - 1;
-            u32 base = 0;
-            if (lane == leader) {
-                base = atomicAdd(work, (u32)__popc(idle));
-            }
-            base = __shfl_sync(0xffffffffu, base, leader);
-            exhausted = base + (u32)__popc(idle) >= n;
-            if (!busy) {
-                const u32 i = base + (u32)__popc(idle & below);
-                if (i < n) {
-                    closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i), s);
-                    ray_index = i;
-                    busy = true;
-                }
-            }
-        }
+        refill_lanes<PRISM_TRACE_REFILL>(work, n, busy, exhausted, ray_index, [&](u32 i) {
+            closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i), s);
+        });
         if (__ballot_sync(0xffffffffu, busy) == 0) {
             if (exhausted) {
                 break;
@@ -300,32 +314,15 @@ template <int K>
 __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4* __restrict__ origins,
                                                 const float4* __restrict__ dirs, u32 stride, u32 n,
                                                 unsigned char* __restrict__ out, u32* work) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 below = (1u << lane) - 1u;
     AnyHit a;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     u32 ray_index = 0;
     bool busy = false;
     bool exhausted = false;  // warp-uniform: the counter has passed n
     for (;;) {
-        const u32 idle = __ballot_sync(0xffffffffu, !busy);
-        if (!exhausted && __popc(idle) >= PRISM_OCCLUDED_REFILL) {
-            const u32 leader = __ffs(idle) - 1;
-            u32 base = 0;
-            if (lane == leader) {
-                base = atomicAdd(work, (u32)__popc(idle));
-            }
-            base = __shfl_sync(0xffffffffu, base, leader);
-            exhausted = base + (u32)__popc(idle) >= n;
-            if (!busy) {
-                const u32 i = base + (u32)__popc(idle & below);
-                if (i < n) {
-                    any_hit_begin<K>(a, load_ray(origins, dirs, stride, i), s);
-                    ray_index = i;
-                    busy = true;
-                }
-            }
-        }
+        refill_lanes<PRISM_OCCLUDED_REFILL>(work, n, busy, exhausted, ray_index, [&](u32 i) {
+            any_hit_begin<K>(a, load_ray(origins, dirs, stride, i), s);
+        });
         if (__ballot_sync(0xffffffffu, busy) == 0) {
             if (exhausted) {
                 break;
