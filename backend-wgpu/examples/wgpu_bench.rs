@@ -284,23 +284,12 @@ fn frame_bench(
     rep: &mut Report,
     tag: &str,
 ) -> Result<(), Error> {
-    let Preset {
-        scene,
-        camera,
-        settings,
-        width: w,
-        height: h,
-        ..
-    } = preset;
-    let mut image = Image::new(*w, *h, PixelFormat::Srgba8)?;
-    gpu.set_scene(scene)?;
-    gpu.render(camera, settings, &mut image, &NoProgress)?;
-    let mut all: Vec<(RenderStats, RenderStats)> = Vec::new();
-    for _ in 0..runs {
-        let s = gpu.set_scene(scene)?;
-        let r = gpu.render(camera, settings, &mut image, &NoProgress)?;
-        all.push((s, r));
-    }
+    let (w, h, settings) = (preset.width, preset.height, &preset.settings);
+    let mut image = Image::new(w, h, PixelFormat::Srgba8)?;
+    bench_frame(gpu, preset, &mut image)?;
+    let all = (0..runs)
+        .map(|_| bench_frame(gpu, preset, &mut image))
+        .collect::<Result<Vec<_>, _>>()?;
     let col = |f: &dyn Fn(&(RenderStats, RenderStats)) -> f64| median(all.iter().map(f).collect());
     rep.line(format!(
         "{tag} frame {name} {w}x{h} {} spp depth {}: build {:.2} ms, upload {:.2} ms, trace {:.2} ms, download {:.2} ms, frame {:.2} ms, {} rays, {:.0} Mrays/s ({:?}), median of {runs}",
@@ -321,23 +310,22 @@ fn frame_bench(
 /// Trace times in ms of `n` frames of `preset`, each after `set_scene` as
 /// `prism bench` renders them.
 fn trace_times(gpu: &mut WgpuBackend, preset: &Preset, n: usize) -> Result<Vec<f64>, Error> {
-    let Preset {
-        scene,
-        camera,
-        settings,
-        width: w,
-        height: h,
-        ..
-    } = preset;
-    let mut image = Image::new(*w, *h, PixelFormat::Srgba8)?;
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        gpu.set_scene(scene)?;
-        times.push(ms(gpu
-            .render(camera, settings, &mut image, &NoProgress)?
-            .trace));
-    }
-    Ok(times)
+    let mut image = Image::new(preset.width, preset.height, PixelFormat::Srgba8)?;
+    (0..n)
+        .map(|_| bench_frame(gpu, preset, &mut image).map(|(_, r)| ms(r.trace)))
+        .collect()
+}
+
+/// One frame of `preset` as `prism bench` times it: `set_scene`, then `render`
+/// into `image`; the stats of both.
+fn bench_frame(
+    gpu: &mut WgpuBackend,
+    preset: &Preset,
+    image: &mut Image,
+) -> Result<(RenderStats, RenderStats), Error> {
+    let s = gpu.set_scene(&preset.scene)?;
+    let r = gpu.render(&preset.camera, &preset.settings, image, &NoProgress)?;
+    Ok((s, r))
 }
 
 /// `--timeline`: rtiow and whitted19 frame times after each of the operations
