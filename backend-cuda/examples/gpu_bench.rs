@@ -142,6 +142,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("leaf-checks", &|k| k.tree_checked_on_upload = false),
             c("whitted-rng", &|k| k.whitted_skips_camera_rng = false),
             c("no-octants", &|k| k.octant_trees = false),
+            c("no-light-grid", &|k| k.light_grid = false),
             c("sign-test", &|k| {
                 k.extra_options = vec!["-DPRISM_RENDER_TMIN_NONNEG=0".into()]
             }),

@@ -85,6 +85,12 @@ struct __align__(16) Hit {
     u32 prim;
 };
 
+// mirrors prism_core::point_grid::PointGridCell
+struct __align__(16) PointGridCell {
+    u32 count;  // candidates in `slots`, or PRISM_POINT_GRID_FULL
+    u32 slots[7];
+};
+
 // The scene buffers as one kernel parameter. Host twin: `SceneArgs` in src/kernels.rs.
 struct SceneView {
     const BvhNode* nodes;
@@ -98,6 +104,8 @@ struct SceneView {
     // see traverse.cuh), the first being the tree itself; the host then
     // launches the render kernels named *_octants.
     u32 octants;
+    // The candidate lists around the scene's light (see point_grid.cuh), or null.
+    const PointGridCell* light_grid;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -175,6 +183,11 @@ PRISM_CHECK_FIELD(SceneView, materials);
 PRISM_CHECK_FIELD(SceneView, node_count);
 PRISM_CHECK_FIELD(SceneView, prim_count);
 PRISM_CHECK_FIELD(SceneView, material_count);
+PRISM_CHECK_FIELD(SceneView, light_grid);
+
+PRISM_CHECK_SIZE(PointGridCell);
+PRISM_CHECK_FIELD(PointGridCell, count);
+PRISM_CHECK_FIELD(PointGridCell, slots);
 
 // ---- three-component vectors with glam's semantics ----
 // glam's Vec3 operations, written out so that each keeps glam's operation order.

@@ -17,6 +17,7 @@ use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
 use prism_core::gpu::{RenderParams, check_tree, ray_tally_sum};
 use prism_core::image::Srgb8Table;
+use prism_core::point_grid;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Integrator, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -172,6 +173,8 @@ struct SceneBuffers {
     _prims: DeviceBuffer,
     _slot_materials: DeviceBuffer,
     _materials: DeviceBuffer,
+    /// The candidate lists around the scene's light (`SceneArgs::light_grid`).
+    _light_grid: Option<DeviceBuffer>,
     args: SceneArgs,
     kind: SceneKind,
 }
@@ -314,8 +317,8 @@ impl DeviceState {
     }
 
     /// Upload `accel` as the current scene, replacing the previous one.
-    fn upload_scene(&mut self, accel: &Accel, octant_trees: bool) -> Result<Duration, Error> {
-        let (buffers, upload) = self.scene_buffers(accel, octant_trees)?;
+    fn upload_scene(&mut self, accel: &Accel, config: &KernelConfig) -> Result<Duration, Error> {
+        let (buffers, upload) = self.scene_buffers(accel, config)?;
         self.scene = Some(buffers);
         Ok(upload)
     }
@@ -325,12 +328,13 @@ impl DeviceState {
     fn scene_buffers(
         &mut self,
         accel: &Accel,
-        octant_trees: bool,
+        config: &KernelConfig,
     ) -> Result<(SceneBuffers, Duration), Error> {
         self.ensure_events(2)?;
         // The render kernels' near-first octant copies of a small tree
         // (KernelConfig::octant_trees).
-        let copies = octant_trees
+        let copies = config
+            .octant_trees
             .then(|| prism_core::gpu::near_first_octant_copies(accel.nodes()))
             .flatten();
         let octants = copies.is_some();
@@ -345,11 +349,27 @@ impl DeviceState {
         let mut b_prims = DeviceBuffer::alloc(prims.len(), "primitives")?;
         let mut b_slots = DeviceBuffer::alloc(slots.len(), "slot materials")?;
         let mut b_mats = DeviceBuffer::alloc(mats.len(), "materials")?;
+        // The candidate lists around the light of a small scene
+        // (KernelConfig::light_grid).
+        let light_cells = config
+            .light_grid
+            .then(|| point_grid::build_point_grid(accel.light().position, accel.primitives()))
+            .flatten();
+        let mut b_light = match &light_cells {
+            Some(c) => Some(DeviceBuffer::alloc(
+                size_of_val(c.as_slice()),
+                "light grid",
+            )?),
+            None => None,
+        };
         self.events[0].record(&self.stream)?;
         b_nodes.upload(&self.stream, nodes)?;
         b_prims.upload(&self.stream, prims)?;
         b_slots.upload(&self.stream, slots)?;
         b_mats.upload(&self.stream, mats)?;
+        if let (Some(b), Some(c)) = (b_light.as_mut(), &light_cells) {
+            b.upload(&self.stream, bytemuck::cast_slice(c))?;
+        }
         self.events[1].record(&self.stream)?;
         self.events[1].synchronize()?;
         let ms = self.events[0].elapsed_ms(&self.events[1])?;
@@ -370,12 +390,14 @@ impl DeviceState {
             prim_count: count(accel.primitives().len(), "primitives")?,
             material_count: count(accel.materials().len(), "materials")?,
             octants: octants as u32,
+            light_grid: b_light.as_ref().map_or(0, |b| b.ptr()),
         };
         let buffers = SceneBuffers {
             _nodes: b_nodes,
             _prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
+            _light_grid: b_light,
             args,
             kind: SceneKind::of(accel.primitives()),
         };
@@ -846,7 +868,7 @@ impl CudaBackend {
         };
         if let Some(accel) = &self.accel {
             let _g = st.ctx.enter()?;
-            st.upload_scene(accel, self.options.config.octant_trees)?;
+            st.upload_scene(accel, &self.options.config)?;
         }
         self.state = Some(st);
         self.lost = None;
@@ -1081,10 +1103,10 @@ impl CudaBackend {
         // Upload next to the current scene, which therefore survives a failed
         // upload; only if the device runs out of memory are the old scene and
         // the cached work buffers released and the upload tried once more.
-        let octant_trees = self.options.config.octant_trees;
+        let config = self.options.config.clone();
         let (st, _g) = self.enter()?;
         let mut released = false;
-        let uploaded = match st.scene_buffers(&accel, octant_trees) {
+        let uploaded = match st.scene_buffers(&accel, &config) {
             Err(Error::OutOfMemory { .. })
                 if st.scene.is_some()
                     || st.rays.is_some()
@@ -1095,7 +1117,7 @@ impl CudaBackend {
                 st.scene = None;
                 st.release_scratch();
                 released = true;
-                st.scene_buffers(&accel, octant_trees)
+                st.scene_buffers(&accel, &config)
             }
             other => other,
         };

@@ -14,13 +14,14 @@ use prism_core::integrator::{
     PHONG_AMBIENT, PHONG_DIFFUSE, PHONG_EXPONENT, PHONG_SPECULAR, SHADOW_KEEP, WHITTED_LOCAL,
 };
 use prism_core::intersect::{MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::point_grid::{POINT_GRID_FULL, POINT_GRID_SIDE, PointGridCell};
 use prism_core::{Hit, Ray};
 use std::mem::{offset_of, size_of};
 use std::sync::Arc;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 10] = [
+pub const SOURCES: [(&str, &str); 11] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -28,6 +29,7 @@ pub const SOURCES: [(&str, &str); 10] = [
     ),
     ("intersect.cuh", include_str!("../kernels/intersect.cuh")),
     ("traverse.cuh", include_str!("../kernels/traverse.cuh")),
+    ("point_grid.cuh", include_str!("../kernels/point_grid.cuh")),
     ("rng.cuh", include_str!("../kernels/rng.cuh")),
     ("sampling.cuh", include_str!("../kernels/sampling.cuh")),
     ("material.cuh", include_str!("../kernels/material.cuh")),
@@ -162,6 +164,9 @@ pub(crate) struct SceneArgs {
     /// 1 when `nodes` holds the tree's eight near-first octant copies
     /// ([`prism_core::gpu::near_first_octant_copies`]).
     pub octants: u32,
+    /// The candidate lists around the scene's light
+    /// ([`prism_core::point_grid`]), or 0.
+    pub light_grid: u64,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -221,6 +226,13 @@ pub struct KernelConfig {
     /// render kernels are always compiled; this decides what a scene upload
     /// holds and so which set runs.
     pub octant_trees: bool,
+    /// Scenes of at most [`prism_core::point_grid::POINT_GRID_MAX_PRIMS`]
+    /// primitives get candidate lists around their light
+    /// ([`prism_core::point_grid`]): the Whitted and AO kernels' shadow rays
+    /// then test the few candidates of the cell they arrive from instead of
+    /// walking the tree, with the same answers. The kernels are the same either
+    /// way; this decides what a scene upload holds.
+    pub light_grid: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -241,6 +253,7 @@ impl Default for KernelConfig {
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
             octant_trees: true,
+            light_grid: true,
             extra_options: Vec::new(),
         }
     }
@@ -333,6 +346,8 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_KIND_TRIANGLE={KIND_TRIANGLE}u"),
         format!("-DPRISM_KIND_SPHERE={KIND_SPHERE}u"),
         format!("-DPRISM_NO_PRIM={}u", Hit::NO_PRIM),
+        format!("-DPRISM_POINT_GRID_SIDE={POINT_GRID_SIDE}"),
+        format!("-DPRISM_POINT_GRID_FULL={POINT_GRID_FULL}u"),
         format!("-DPRISM_MIN_DIR_COMPONENT={}", c_float(MIN_DIR_COMPONENT)),
         format!("-DPRISM_SLAB_EXIT_SCALE={}", c_float(SLAB_EXIT_SCALE)),
         format!(
@@ -361,7 +376,7 @@ fn core_defines() -> Vec<String> {
         }
     }
     type Layout = (&'static str, usize, Vec<(&'static str, usize)>);
-    let extra: [Layout; 2] = [
+    let extra: [Layout; 3] = [
         (
             "Hit",
             size_of::<Hit>(),
@@ -383,6 +398,15 @@ fn core_defines() -> Vec<String> {
                 ("node_count", offset_of!(SceneArgs, node_count)),
                 ("prim_count", offset_of!(SceneArgs, prim_count)),
                 ("material_count", offset_of!(SceneArgs, material_count)),
+                ("light_grid", offset_of!(SceneArgs, light_grid)),
+            ],
+        ),
+        (
+            "PointGridCell",
+            size_of::<PointGridCell>(),
+            vec![
+                ("count", offset_of!(PointGridCell, count)),
+                ("slots", offset_of!(PointGridCell, slots)),
             ],
         ),
     ];

@@ -461,6 +461,89 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
     }
 }
 
+/// Whitted (one sample) and AO (two samples, with shadow rays) images of
+/// `preset` at `width x height`, linear.
+fn shadowed_renders(
+    gpu: &mut CudaBackend,
+    preset: &Preset,
+    width: u32,
+    height: u32,
+) -> Vec<Vec<[f32; 4]>> {
+    gpu.set_scene(&preset.scene).unwrap();
+    let mut out = Vec::new();
+    for (integrator, spp) in [(Integrator::Whitted, 1), (Integrator::Ao, 2)] {
+        let settings = RenderSettings {
+            integrator,
+            spp,
+            ao_shadows: true,
+            ..preset.settings
+        };
+        let mut img = Image::new(width, height, PixelFormat::LinearF32).unwrap();
+        gpu.render(&preset.camera, &settings, &mut img, &NoProgress)
+            .unwrap();
+        out.push(img.linear().to_vec());
+    }
+    out
+}
+
+#[test]
+fn the_light_grid_gives_the_trees_shadows() {
+    // A grid whose lists never block: shadows vanish wherever the grid answers.
+    let unblocked = |name: &str, src: &str| {
+        if name == "point_grid.cuh" {
+            src.replace(
+                "tmax, t, u, v)) {\n            return 1;",
+                "tmax, t, u, v)) {\n            return 0;",
+            )
+        } else {
+            src.to_owned()
+        }
+    };
+    let shipped = prism_cuda::SOURCES
+        .iter()
+        .find(|(name, _)| *name == "point_grid.cuh")
+        .unwrap()
+        .1;
+    assert_ne!(
+        unblocked("point_grid.cuh", shipped),
+        shipped,
+        "the patch no longer applies"
+    );
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let mut tree = gpu_with(KernelConfig {
+        light_grid: false,
+        ..Default::default()
+    });
+    let mut grid = gpu_with(KernelConfig::default());
+    let mut broken = CudaBackend::with_options(CudaOptions {
+        source_patch: Some(std::sync::Arc::new(unblocked)),
+        disk_cache: false,
+        ..Default::default()
+    })
+    .unwrap();
+    let (w, h) = (128, 96);
+    for preset in [whitted19(), cornell_mix(), lamp_in_a_crowd()] {
+        let t = shadowed_renders(&mut tree, &preset, w, h);
+        let g = shadowed_renders(&mut grid, &preset, w, h);
+        let b = shadowed_renders(&mut broken, &preset, w, h);
+        for (k, integrator) in ["whitted", "ao"].iter().enumerate() {
+            let differ =
+                |a: &[[f32; 4]], b: &[[f32; 4]]| a.iter().zip(b).filter(|(p, q)| p != q).count();
+            // The grid's answers are the tree's: not one pixel differs.
+            assert_eq!(differ(&t[k], &g[k]), 0, "{} {integrator}", preset.name);
+            // And the grid is what answered: without its blocking hits the
+            // shadows change.
+            assert!(
+                differ(&t[k], &b[k]) > 0,
+                "{} {integrator}: the grid was not used",
+                preset.name
+            );
+        }
+    }
+}
+
 #[test]
 fn every_trace_kernel_variant_agrees_with_core() {
     if gpu_or_skip().is_none() {

@@ -3,7 +3,8 @@
 //! Everything a backend needs to trace rays lives here, in `#![no_std]` + `alloc`
 //! Rust: the scene as structure-of-arrays ([`scene`]), the binned-SAH BVH
 //! ([`bvh`]) and its flattened GPU layout ([`gpu`]), intersection and traversal
-//! ([`intersect`], [`traverse`]), PCG random numbers ([`rng`]), sampling
+//! ([`intersect`], [`traverse`]), candidate lists for rays through one point
+//! ([`point_grid`]), PCG random numbers ([`rng`]), sampling
 //! ([`sampling`]), branchless materials ([`material`]), the thin-lens camera
 //! ([`camera`]), the integrators ([`integrator`]) and the [`Backend`] trait.
 //!
@@ -39,6 +40,7 @@ pub mod image;
 pub mod integrator;
 pub mod intersect;
 pub mod material;
+pub mod point_grid;
 pub mod ray;
 pub mod reference;
 pub mod rng;

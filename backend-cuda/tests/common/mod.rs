@@ -172,6 +172,56 @@ pub fn cornell_mix() -> Preset {
     }
 }
 
+/// A lamp in a crowd: a point light with a row of ten small spheres leaving it
+/// (the cells of the light's grid towards them hold more candidates than a
+/// cell has slots, so their shadow rays walk the tree), 30 spheres and a
+/// triangle scattered below it, and a ground sphere; Whitted with a mirror
+/// bounce, AO with shadow rays.
+pub fn lamp_in_a_crowd() -> Preset {
+    let mut s = Scene::new();
+    s.sky = Sky::constant(Vec3::new(0.4, 0.6, 0.9));
+    let lamp = Vec3::new(0.0, 2.0, 0.0);
+    s.light = PointLight {
+        position: lamp,
+        color: Vec3::ONE,
+    };
+    let grey = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    let red = s.add_material(Material::lambertian(Vec3::new(0.8, 0.2, 0.1)));
+    s.add_sphere(Vec3::new(0.0, -1001.0, 0.0), 1000.0, grey);
+    let row = Vec3::new(0.3, -1.0, -0.4).normalize();
+    for k in 0..10 {
+        s.add_sphere(lamp + row * (0.4 + 0.25 * k as f32), 0.1, red);
+    }
+    let mut rng = Pcg { state: 0x1A4B };
+    let mut r = move || rng.next_f32();
+    for _ in 0..30 {
+        let c = Vec3::new(r() * 4.0 - 2.0, r() * 1.5 - 1.0, r() * 4.0 - 2.0);
+        s.add_sphere(c, 0.05 + 0.2 * r(), grey);
+    }
+    s.add_triangle(
+        Vec3::new(-1.5, -0.9, -1.0),
+        Vec3::new(1.5, -0.9, -1.0),
+        Vec3::new(0.0, 0.5, -1.5),
+        red,
+    );
+    let camera = Camera::look_at(Vec3::new(0.0, 1.0, 4.0), Vec3::ZERO, Vec3::Y, 60.0);
+    let settings = RenderSettings {
+        integrator: Integrator::Whitted,
+        spp: 1,
+        max_depth: 1,
+        ao_shadows: true,
+        ..Default::default()
+    };
+    Preset {
+        name: "lamp_in_a_crowd",
+        scene: s,
+        camera,
+        settings,
+        width: 96,
+        height: 96,
+    }
+}
+
 /// A random scene of `spheres` spheres and `triangles` triangles in a box of size 10.
 pub fn random_scene(seed: u32, spheres: usize, triangles: usize) -> Scene {
     let mut rng = Pcg { state: seed };
