@@ -179,6 +179,14 @@ struct SceneBuffers {
     kind: SceneKind,
 }
 
+/// Where a scene upload's time went.
+struct SceneTimes {
+    /// Host time deriving the octant copies and the light grid from the tree.
+    derive: Duration,
+    /// Host to device copies (CUDA events).
+    upload: Duration,
+}
+
 /// Everything that lives in this backend's CUDA context. Fields drop in order,
 /// the context last; `Drop` makes the context current first.
 struct DeviceState {
@@ -317,20 +325,22 @@ impl DeviceState {
     }
 
     /// Upload `accel` as the current scene, replacing the previous one.
-    fn upload_scene(&mut self, accel: &Accel, config: &KernelConfig) -> Result<Duration, Error> {
-        let (buffers, upload) = self.scene_buffers(accel, config)?;
+    fn upload_scene(&mut self, accel: &Accel, config: &KernelConfig) -> Result<(), Error> {
+        let (buffers, _) = self.scene_buffers(accel, config)?;
         self.scene = Some(buffers);
-        Ok(upload)
+        Ok(())
     }
 
-    /// Upload `accel` into new buffers and return them with the upload time;
+    /// Upload `accel` into new buffers and return them with the host time
+    /// spent deriving the octant copies and light grid, and the upload time;
     /// the current scene is left in place (both exist at once for a moment).
     fn scene_buffers(
         &mut self,
         accel: &Accel,
         config: &KernelConfig,
-    ) -> Result<(SceneBuffers, Duration), Error> {
+    ) -> Result<(SceneBuffers, SceneTimes), Error> {
         self.ensure_events(2)?;
+        let t0 = Instant::now();
         // The render kernels' near-first octant copies of a small tree
         // (KernelConfig::octant_trees).
         let copies = config
@@ -355,6 +365,7 @@ impl DeviceState {
             .light_grid
             .then(|| point_grid::build_point_grid(accel.light().position, accel.primitives()))
             .flatten();
+        let derive = t0.elapsed();
         let mut b_light = match &light_cells {
             Some(c) => Some(DeviceBuffer::alloc(
                 size_of_val(c.as_slice()),
@@ -401,7 +412,11 @@ impl DeviceState {
             args,
             kind: SceneKind::of(accel.primitives()),
         };
-        Ok((buffers, ms_to_duration(ms as f64)))
+        let times = SceneTimes {
+            derive,
+            upload: ms_to_duration(ms as f64),
+        };
+        Ok((buffers, times))
     }
 
     /// Release the cached batch and frame buffers (they grow back on demand).
@@ -1121,10 +1136,10 @@ impl CudaBackend {
             }
             other => other,
         };
-        let upload = match uploaded {
-            Ok((buffers, upload)) => {
+        let times = match uploaded {
+            Ok((buffers, times)) => {
                 st.scene = Some(buffers);
-                upload
+                times
             }
             Err(e) => {
                 if released {
@@ -1136,8 +1151,8 @@ impl CudaBackend {
         };
         self.accel = Some(accel);
         Ok(RenderStats {
-            build,
-            upload,
+            build: build + times.derive,
+            upload: times.upload,
             total: t0.elapsed(),
             timing: TimingSource::DeviceEvents,
             ..Default::default()

@@ -172,7 +172,8 @@ pub enum TimingSource {
 /// (zero where a stage does not apply), so every backend prints the same table.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RenderStats {
-    /// BVH build on the host.
+    /// BVH build on the host, with whatever a backend derives from it there
+    /// (the CUDA backend's octant copies and light grid).
     pub build: Duration,
     /// Host to device copies.
     pub upload: Duration,
