@@ -17,12 +17,12 @@
 #endif
 #define PRISM_RENDER_NN (PRISM_RENDER_TMIN_NONNEG != 0)
 
-// Whether the shadow ray `ray` (direction `l`, ending at the light) is blocked:
-// from the candidates of its cell around the light when the host uploaded
-// them, else by walking the tree. The same answer either way.
+// Whether the shadow ray `ray` (towards the light, which it reaches at tmax) is
+// blocked: from the candidates of its cell around the light when the host
+// uploaded them, else by walking the tree. The same answer either way.
 template <int K, bool OCT>
-__device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray, V3 l) {
-    const int listed = s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, ray, -l);
+__device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray) {
+    const int listed = s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
     return listed < 0 ? any_hit<K, PRISM_RENDER_NN, OCT>(s, ray) : listed != 0;
 }
 
@@ -171,7 +171,7 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
     const float tmin = spawn + surface_margin(size, dot(l, n));
-    const bool shadowed = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), l);
+    const bool shadowed = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist));
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
     // No highlight from a light behind the surface.
@@ -245,7 +245,7 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float dist = length(to_light);
         const V3 l = to_light * (1.0f / dist);
         const float tmin = spawn + surface_margin(size, dot(l, n));
-        const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), l);
+        const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist));
         keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
         r += 1;
     }

@@ -55,15 +55,23 @@ __device__ __forceinline__ u32 point_grid_count(const PointGridCell* grid, V3 di
     return __ldg(&cell->count);
 }
 
-// mirrors prism_core::point_grid::any_hit_listed: whether anything lies on
-// `ray`, a segment ending at the grid's point, from the cell of `from_point`
-// (the direction from the point towards the ray's origin): 1 or 0, or -1 when
-// the ray must walk the tree.
+// mirrors prism_core::point_grid::any_hit_listed: whether anything lies on the
+// shadow ray `ray` (unit `dir` towards the grid's point, which it reaches at
+// tmax), from the candidates of the cell of -dir: 1 or 0, or -1 when the ray
+// must walk the tree (a full cell, a bad direction, a segment longer than the
+// grid's reach, a slot out of range). The length test may round differently
+// from core's (contracted products) only where the segment's length is within
+// rounding of the reach, which is itself 0.1% beyond the farthest primitive:
+// either answer is then right.
 template <int K>
-__device__ __forceinline__ int any_hit_listed(const SceneView& s, const PointGridCell* grid, const Ray& ray,
-                                              V3 from_point) {
+__device__ __forceinline__ int any_hit_listed(const SceneView& s, const PointGridCell* grid, float reach_squared,
+                                              const Ray& ray) {
+    const float length_squared = dot(ray.dir, ray.dir) * (ray.tmax * ray.tmax);
+    if (!(length_squared <= reach_squared)) {
+        return -1;
+    }
     const PointGridCell* cell = nullptr;
-    const u32 count = point_grid_count(grid, from_point, cell);
+    const u32 count = point_grid_count(grid, -ray.dir, cell);
     if (count == PRISM_POINT_GRID_FULL) {
         return -1;
     }

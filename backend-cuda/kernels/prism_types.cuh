@@ -104,8 +104,10 @@ struct SceneView {
     // see traverse.cuh), the first being the tree itself; the host then
     // launches the render kernels named *_octants.
     u32 octants;
-    // The candidate lists around the scene's light (see point_grid.cuh), or null.
+    // The candidate lists around the scene's light (see point_grid.cuh), or
+    // null, and the square of the longest shadow segment they answer for.
     const PointGridCell* light_grid;
+    float light_reach_squared;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -184,6 +186,7 @@ PRISM_CHECK_FIELD(SceneView, node_count);
 PRISM_CHECK_FIELD(SceneView, prim_count);
 PRISM_CHECK_FIELD(SceneView, material_count);
 PRISM_CHECK_FIELD(SceneView, light_grid);
+PRISM_CHECK_FIELD(SceneView, light_reach_squared);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

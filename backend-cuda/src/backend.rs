@@ -361,14 +361,14 @@ impl DeviceState {
         let mut b_mats = DeviceBuffer::alloc(mats.len(), "materials")?;
         // The candidate lists around the light of a small scene
         // (KernelConfig::light_grid).
-        let light_cells = config
+        let light_grid = config
             .light_grid
             .then(|| point_grid::build_point_grid(accel.light().position, accel.primitives()))
             .flatten();
         let derive = t0.elapsed();
-        let mut b_light = match &light_cells {
-            Some(c) => Some(DeviceBuffer::alloc(
-                size_of_val(c.as_slice()),
+        let mut b_light = match &light_grid {
+            Some(g) => Some(DeviceBuffer::alloc(
+                size_of_val(g.cells.as_slice()),
                 "light grid",
             )?),
             None => None,
@@ -378,8 +378,8 @@ impl DeviceState {
         b_prims.upload(&self.stream, prims)?;
         b_slots.upload(&self.stream, slots)?;
         b_mats.upload(&self.stream, mats)?;
-        if let (Some(b), Some(c)) = (b_light.as_mut(), &light_cells) {
-            b.upload(&self.stream, bytemuck::cast_slice(c))?;
+        if let (Some(b), Some(g)) = (b_light.as_mut(), &light_grid) {
+            b.upload(&self.stream, bytemuck::cast_slice(&g.cells))?;
         }
         self.events[1].record(&self.stream)?;
         self.events[1].synchronize()?;
@@ -402,6 +402,7 @@ impl DeviceState {
             material_count: count(accel.materials().len(), "materials")?,
             octants: octants as u32,
             light_grid: b_light.as_ref().map_or(0, |b| b.ptr()),
+            light_reach_squared: light_grid.as_ref().map_or(0.0, |g| g.reach_squared),
         };
         let buffers = SceneBuffers {
             _nodes: b_nodes,

@@ -167,6 +167,8 @@ pub(crate) struct SceneArgs {
     /// The candidate lists around the scene's light
     /// ([`prism_core::point_grid`]), or 0.
     pub light_grid: u64,
+    /// [`prism_core::point_grid::PointGrid::reach_squared`] of that grid.
+    pub light_reach_squared: f32,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -399,6 +401,10 @@ fn core_defines() -> Vec<String> {
                 ("prim_count", offset_of!(SceneArgs, prim_count)),
                 ("material_count", offset_of!(SceneArgs, material_count)),
                 ("light_grid", offset_of!(SceneArgs, light_grid)),
+                (
+                    "light_reach_squared",
+                    offset_of!(SceneArgs, light_reach_squared),
+                ),
             ],
         ),
         (

@@ -60,6 +60,22 @@ pub struct PointGridCell {
     pub slots: [u32; POINT_GRID_SLOTS],
 }
 
+/// The candidate lists around one point ([`build_point_grid`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointGrid {
+    /// The point (a light's position).
+    pub point: Vec3,
+    /// The square of the longest shadow segment the lists answer for: the
+    /// farthest any primitive reaches from the point, plus 0.1%. A shadow ray
+    /// starts on a primitive, within this distance; one that starts farther
+    /// (an origin rounded far off its surface) walks the tree, because the
+    /// widening of the lists covers the rounding of tests from origins within
+    /// the reach only.
+    pub reach_squared: f32,
+    /// [`POINT_GRID_CELLS`] cells, indexed by [`point_grid_cell`].
+    pub cells: Vec<PointGridCell>,
+}
+
 /// The cell of direction `dir` (any length): the face of its largest component
 /// (the first of equal ones in x, y, z order), then the other two components
 /// over that one's magnitude, each `[-1, 1]` cut into `POINT_GRID_SIDE` cells.
@@ -129,7 +145,8 @@ fn cell_cone(cell: usize) -> (DVec3, f64, f64) {
 fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
     let row = |r: [f32; 4]| DVec3::new(r[0] as f64, r[1] as f64, r[2] as f64);
     if p.kind() == crate::gpu::KIND_SPHERE {
-        (row(p.a), p.b[0] as f64)
+        // The sphere test squares the radius, so a negative one is its magnitude.
+        (row(p.a), (p.b[0] as f64).abs())
     } else {
         let (a, b, c) = (row(p.a), row(p.b), row(p.c));
         let centre = (a + b + c) / 3.0;
@@ -145,8 +162,9 @@ fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
 /// (an [`crate::Accel`]'s, in slot order), [`POINT_GRID_CELLS`] cells indexed
 /// by [`point_grid_cell`].
 ///
-/// `None` when the scene has more than [`POINT_GRID_MAX_PRIMS`] primitives or
-/// `point` is not finite: rays then walk the tree.
+/// `None` when the scene has more than [`POINT_GRID_MAX_PRIMS`] primitives, or
+/// `point` or a primitive is not finite (an [`crate::Accel`]'s always are):
+/// rays then walk the tree.
 ///
 /// ```
 /// use prism_core::glam::Vec3;
@@ -156,21 +174,26 @@ fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
 /// let mut scene = Scene::new();
 /// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
 /// scene.add_sphere(Vec3::new(0.0, 0.0, -5.0), 1.0, grey);
+/// scene.add_sphere(Vec3::new(0.0, 0.0, 2.0), 1.0, grey);
 /// let accel = Accel::build(&scene)?;
 /// let light = Vec3::new(0.0, 0.0, -10.0);
 /// let grid = build_point_grid(light, accel.primitives()).unwrap();
-/// // A shadow ray from the origin to the light passes through the sphere.
-/// let shadow = Ray::segment(Vec3::ZERO, Vec3::NEG_Z, 1e-4, 10.0);
-/// assert_eq!(any_hit_listed(&grid, accel.primitives(), &shadow, -shadow.dir), Some(true));
+/// // A shadow ray from the second sphere's surface to the light passes
+/// // through the first sphere.
+/// let shadow = Ray::segment(Vec3::new(0.0, 0.0, 1.0), Vec3::NEG_Z, 1e-4, 11.0);
+/// assert_eq!(any_hit_listed(&grid, accel.primitives(), &shadow), Some(true));
 /// assert!(accel.occluded(&shadow));
 /// # Ok::<(), prism_core::Error>(())
 /// ```
-pub fn build_point_grid(point: Vec3, prims: &[Primitive]) -> Option<Vec<PointGridCell>> {
+pub fn build_point_grid(point: Vec3, prims: &[Primitive]) -> Option<PointGrid> {
     if prims.len() > POINT_GRID_MAX_PRIMS || !point.is_finite() {
         return None;
     }
     let origin = point.as_dvec3();
     let spheres: Vec<(DVec3, f64)> = prims.iter().map(bounding_sphere).collect();
+    if !spheres.iter().all(|(c, r)| c.is_finite() && r.is_finite()) {
+        return None;
+    }
     // The farthest any primitive reaches from the point: a shadow ray starts on
     // a primitive, so its origin is at most this far away.
     let reach = spheres
@@ -216,7 +239,12 @@ pub fn build_point_grid(point: Vec3, prims: &[Primitive]) -> Option<Vec<PointGri
         }
         cells.push(out);
     }
-    Some(cells)
+    let reach = reach * 1.001;
+    Some(PointGrid {
+        point,
+        reach_squared: (reach * reach) as f32,
+        cells,
+    })
 }
 
 /// The candidates of the cell of direction `dir`, or `None` when the ray must
@@ -227,17 +255,19 @@ fn listed(grid: &[PointGridCell], dir: Vec3) -> Option<&[u32]> {
     cell.slots.get(..cell.count as usize)
 }
 
-/// Whether anything lies on `ray`, a segment ending at (or a ray passing
-/// through) the grid's point, looked up in the cell of `from_point`, the
-/// direction from the point towards the ray's origin (`-ray.dir` for a shadow
-/// ray towards a light); `None` when the ray must walk the tree.
-pub fn any_hit_listed(
-    grid: &[PointGridCell],
-    prims: &[Primitive],
-    ray: &Ray,
-    from_point: Vec3,
-) -> Option<bool> {
-    let slots = listed(grid, from_point)?;
+/// Whether anything lies on the shadow ray `ray`: a segment from `ray.origin`
+/// along `ray.dir` that ends at the grid's point at `t = ray.tmax`, as the
+/// integrators make one (`dir` the unit vector towards the point, `tmax` the
+/// distance to it). Its candidates are those of the cell of `-ray.dir`, the
+/// direction from the point towards the ray's origin. `None` when the ray must
+/// walk the tree: a full cell, a bad direction, or a segment longer than the
+/// grid's reach ([`PointGrid::reach_squared`]).
+pub fn any_hit_listed(grid: &PointGrid, prims: &[Primitive], ray: &Ray) -> Option<bool> {
+    let length_squared = ray.dir.dot(ray.dir) * (ray.tmax * ray.tmax);
+    if length_squared.is_nan() || length_squared > grid.reach_squared {
+        return None;
+    }
+    let slots = listed(&grid.cells, -ray.dir)?;
     let pre = RayPre::new(ray);
     for &slot in slots {
         let p = prims.get(slot as usize)?;
@@ -321,26 +351,30 @@ mod tests {
             .collect();
         let accel = scene(&spheres, &[], false).unwrap();
         let grid = build_point_grid(Vec3::ZERO, accel.primitives()).unwrap();
-        assert_eq!(grid.len(), POINT_GRID_CELLS);
-        // A shadow ray from behind the row to the point arrives from -z.
-        let behind = Ray::segment(Vec3::new(0.0, 0.0, -20.0), Vec3::Z, 1e-4, 20.0);
+        assert_eq!(grid.cells.len(), POINT_GRID_CELLS);
+        // A shadow ray from the far end of the row (within the grid's reach)
+        // to the point arrives from -z.
+        let behind = Ray::segment(Vec3::new(0.0, 0.0, -10.2), Vec3::Z, 1e-4, 10.2);
+        assert!(behind.tmax * behind.tmax <= grid.reach_squared);
         assert_eq!(
-            grid[point_grid_cell(-behind.dir).unwrap()].count,
+            grid.cells[point_grid_cell(-behind.dir).unwrap()].count,
             POINT_GRID_FULL
         );
-        assert_eq!(
-            any_hit_listed(&grid, accel.primitives(), &behind, -behind.dir),
-            None
-        );
+        assert_eq!(any_hit_listed(&grid, accel.primitives(), &behind), None);
         // One from the other side arrives from +z, whose cell is empty: nothing
         // blocks it.
         let front = Ray::segment(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z, 1e-4, 5.0);
-        assert_eq!(grid[point_grid_cell(-front.dir).unwrap()].count, 0);
+        assert_eq!(grid.cells[point_grid_cell(-front.dir).unwrap()].count, 0);
         assert_eq!(
-            any_hit_listed(&grid, accel.primitives(), &front, -front.dir),
+            any_hit_listed(&grid, accel.primitives(), &front),
             Some(false)
         );
         assert!(!accel.occluded(&front));
+        // A segment from farther away than any primitive reaches walks the
+        // tree, whatever its cell holds.
+        let far = Ray::segment(Vec3::new(0.0, 0.0, 50.0), Vec3::NEG_Z, 1e-4, 50.0);
+        assert!(far.tmax * far.tmax > grid.reach_squared);
+        assert_eq!(any_hit_listed(&grid, accel.primitives(), &far), None);
     }
 
     #[test]
@@ -353,6 +387,9 @@ mod tests {
         let accel = scene(&spheres[..4], &[], false).unwrap();
         assert!(build_point_grid(Vec3::Y, accel.primitives()).is_some());
         assert!(build_point_grid(Vec3::new(f32::NAN, 0.0, 0.0), accel.primitives()).is_none());
+        let mut bad = accel.primitives().to_vec();
+        bad[1].a[0] = f32::INFINITY;
+        assert!(build_point_grid(Vec3::Y, &bad).is_none());
     }
 
     proptest! {
@@ -394,7 +431,7 @@ mod tests {
                     continue;
                 }
                 let tree = any_hit(accel.nodes(), prims, &ray);
-                if let Some(listed) = any_hit_listed(&grid, prims, &ray, -l) {
+                if let Some(listed) = any_hit_listed(&grid, prims, &ray) {
                     prop_assert_eq!(listed, tree, "shadow ray {:?}", ray);
                 }
             }
