@@ -36,6 +36,7 @@ use prism_core::bvh::{FORK_MIN_PRIMITIVES, RayonFork};
 use prism_core::gpu::Primitive;
 use prism_core::image::Srgb8Table;
 use prism_core::integrator::render_pixel;
+use prism_core::point_grid::{PointGrid, any_hit_listed, build_point_grid};
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -70,6 +71,10 @@ pub enum Traversal {
 pub struct CpuBackend {
     accel: Option<Accel>,
     wide: Wide,
+    /// The candidate lists around the scene's light, for a scene of at most
+    /// `POINT_GRID_MAX_PRIMS` primitives: the wide traversals' shadow rays
+    /// test the few primitives of their cell instead of walking the tree.
+    light_grid: Option<PointGrid>,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -104,6 +109,7 @@ impl CpuBackend {
         Ok(Self {
             accel: None,
             wide: Wide::Four(wide::WideBvh::default()),
+            light_grid: None,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -134,6 +140,13 @@ impl CpuBackend {
     pub fn accel(&self) -> Option<&Accel> {
         self.accel.as_ref()
     }
+
+    /// The candidate lists around the scene's light that the wide traversals'
+    /// shadow rays use ([`prism_core::point_grid`]), for a scene of at most
+    /// [`prism_core::point_grid::POINT_GRID_MAX_PRIMS`] primitives.
+    pub fn light_grid(&self) -> Option<&PointGrid> {
+        self.light_grid.as_ref()
+    }
 }
 
 impl Backend for CpuBackend {
@@ -159,6 +172,7 @@ impl Backend for CpuBackend {
         };
         // The wide BVH too is built before anything is replaced.
         self.wide = Wide::build(&accel, self.traversal)?;
+        self.light_grid = build_point_grid(accel.light().position, accel.primitives());
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -182,6 +196,7 @@ impl Backend for CpuBackend {
         let wide_tracer = WideTracer {
             accel,
             wide: &self.wide,
+            light_grid: self.light_grid.as_ref(),
         };
         let traversal = self.traversal;
         let srgb8 = &self.srgb8;
@@ -422,6 +437,7 @@ thread_local! {
 struct WideTracer<'a> {
     accel: &'a Accel,
     wide: &'a Wide,
+    light_grid: Option<&'a PointGrid>,
 }
 
 impl WideTracer<'_> {
@@ -447,6 +463,12 @@ impl prism_core::integrator::Tracer for WideTracer<'_> {
     #[inline(always)]
     fn occluded(&self, ray: &Ray) -> bool {
         Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
+    }
+    #[inline(always)]
+    fn light_blocked(&self, ray: &Ray) -> bool {
+        self.light_grid
+            .and_then(|g| any_hit_listed(g, self.accel.primitives(), ray))
+            .unwrap_or_else(|| self.occluded(ray))
     }
 }
 

@@ -41,6 +41,14 @@ pub trait Tracer {
     fn closest_slot(&self, ray: &Ray) -> Hit;
     /// Whether anything lies on the ray within `(tmin, tmax)`.
     fn occluded(&self, ray: &Ray) -> bool;
+    /// Whether the shadow ray `ray`, which reaches the scene's light at
+    /// `ray.tmax`, is blocked. The same answer as [`Tracer::occluded`], which
+    /// is what it returns unless a backend answers from candidate lists around
+    /// the light ([`crate::point_grid`]).
+    #[inline(always)]
+    fn light_blocked(&self, ray: &Ray) -> bool {
+        self.occluded(ray)
+    }
 }
 
 impl Tracer for Accel {
@@ -206,7 +214,7 @@ fn whitted_local<T: Tracer + ?Sized>(
     let dist = to_light.length();
     let l = to_light * (1.0 / dist);
     let tmin = spawn + surface_margin(size, l.dot(n));
-    let shadowed = accel.occluded(&Ray::segment(p, l, tmin, dist));
+    let shadowed = accel.light_blocked(&Ray::segment(p, l, tmin, dist));
     let n_dot_l = n.dot(l).max(0.0);
     let r = reflect(-l, n);
     // No highlight from a light behind the surface (at a grazing view its
@@ -287,7 +295,7 @@ pub fn trace_ao<T: Tracer + ?Sized>(
         let dist = to_light.length();
         let l = to_light * (1.0 / dist);
         let tmin = spawn + surface_margin(size, l.dot(n));
-        let blocked = accel.occluded(&Ray::segment(p, l, tmin, dist));
+        let blocked = accel.light_blocked(&Ray::segment(p, l, tmin, dist));
         keep = if blocked { SHADOW_KEEP } else { 1.0 };
         rays = rays.wrapping_add(1);
     }
