@@ -7,14 +7,16 @@
 
 // mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE
 const TRAVERSAL_STACK_SIZE: u32 = 64u;
-// The module is compiled per scene with the next three lines rewritten
+// The module is compiled per scene with the next four lines rewritten
 // (ShaderSource::specialize): the traversal stack as long as the scene's BVH
-// is deep, the primitive kinds the scene holds, and whether `nodes` holds the
+// is deep, the primitive kinds the scene holds, whether `nodes` holds the
 // tree's eight octant copies (prism_core::gpu::octant_copies; see
-// traverse.wgsl). The values here are the general ones, right for any scene.
+// traverse.wgsl), and whether `slot_materials` carries the light grid (see
+// point_grid.wgsl). The values here are the general ones, right for any scene.
 const STACK_ENTRIES: u32 = 64u;
 const SCENE_KINDS: u32 = 3u;
 const OCTANT_COPIES: u32 = 0u;
+const LIGHT_GRID: u32 = 0u;
 // SCENE_KINDS values: spheres only, triangles only, both (or an empty scene).
 const SCENE_SPHERES: u32 = 1u;
 const SCENE_TRIANGLES: u32 = 2u;

@@ -60,6 +60,7 @@ use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
 use prism_core::gpu::{BvhNode, RenderParams, check_tree, ray_tally_sum};
 use prism_core::image::Srgb8Table;
+use prism_core::point_grid::PointGrid;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
     RenderSettings, RenderStats, Scene, TimingSource,
@@ -1865,6 +1866,19 @@ impl Backend for WgpuBackend {
     }
 }
 
+/// `accel`'s slot materials followed by `grid` as `point_grid.wgsl` reads it
+/// (an 8-word header holding `reach_squared`'s bits, then the cells), or
+/// `None` without a grid (the slot materials alone).
+fn slot_words_with_grid(accel: &Accel, grid: Option<&PointGrid>) -> Option<Vec<u32>> {
+    let grid = grid?;
+    let slots = accel.slot_materials();
+    let mut words = Vec::with_capacity(slots.len() + 8 + 8 * grid.cells.len());
+    words.extend_from_slice(slots);
+    words.extend_from_slice(&[grid.reach_squared.to_bits(), 0, 0, 0, 0, 0, 0, 0]);
+    words.extend_from_slice(bytemuck::cast_slice(&grid.cells));
+    Some(words)
+}
+
 impl WgpuBackend {
     /// Upload `accel` next to the current scene, which therefore survives a
     /// failed upload; only if the device runs out of memory are the old scene
@@ -1886,7 +1900,18 @@ impl WgpuBackend {
             .flatten();
         config.octant_copies = copies.is_some();
         let nodes: &[BvhNode] = copies.as_deref().unwrap_or(accel.nodes());
-        match self.try_upload_scene(&accel, nodes) {
+        // The light grid, after the slot materials in their buffer, when the
+        // module for this scene reads it (see point_grid.wgsl).
+        let grid = config
+            .light_grid
+            .then(|| {
+                prism_core::point_grid::build_point_grid(accel.light().position, accel.primitives())
+            })
+            .flatten();
+        config.light_grid = grid.is_some();
+        let slot_words = slot_words_with_grid(&accel, grid.as_ref());
+        let slot_words: &[u32] = slot_words.as_deref().unwrap_or(accel.slot_materials());
+        match self.try_upload_scene(&accel, nodes, slot_words) {
             Err(Error::OutOfMemory { .. })
                 if self.scene.is_some() || self.out_buf.buffer.is_some() =>
             {
@@ -1894,7 +1919,7 @@ impl WgpuBackend {
                 self.rays_buf = Reusable::default();
                 self.out_buf = Reusable::default();
                 self.readback_buf = Default::default();
-                self.try_upload_scene(&accel, nodes)
+                self.try_upload_scene(&accel, nodes, slot_words)
             }
             other => other,
         }
@@ -1906,12 +1931,14 @@ impl WgpuBackend {
         })
     }
 
-    /// Upload `accel` with its tree as `nodes`: the tree, or its octant copies
-    /// for a module that reads them.
+    /// Upload `accel` with its tree as `nodes` (the tree, or its octant copies
+    /// for a module that reads them) and its slot materials as `slot_words`
+    /// (followed by the light grid for a module that reads one).
     fn try_upload_scene(
         &self,
         accel: &Accel,
         nodes: &[BvhNode],
+        slot_words: &[u32],
     ) -> Result<(wgpu::BindGroup, [wgpu::Buffer; 4]), Error> {
         let node_bytes: &[u8] = bytemuck::cast_slice(nodes);
         let binding_limit = self.limits.max_storage_buffer_binding_size;
@@ -1936,10 +1963,7 @@ impl WgpuBackend {
         };
         let nodes = upload("BVH nodes", node_bytes)?;
         let prims = upload("primitives", bytemuck::cast_slice(accel.primitives()))?;
-        let slot_materials = upload(
-            "slot materials",
-            bytemuck::cast_slice(accel.slot_materials()),
-        )?;
+        let slot_materials = upload("slot materials", bytemuck::cast_slice(slot_words))?;
         let materials = upload("materials", bytemuck::cast_slice(accel.materials()))?;
         // Bind the exact sizes: the shaders bound-check against arrayLength.
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -1960,7 +1984,7 @@ impl WgpuBackend {
                 },
                 wgpu::BindGroupEntry {
                     binding: 3,
-                    resource: exact(&slot_materials, size_of_val(accel.slot_materials())),
+                    resource: exact(&slot_materials, size_of_val(slot_words)),
                 },
                 wgpu::BindGroupEntry {
                     binding: 4,

@@ -13,7 +13,7 @@
 /// The shader files, in the order they are concatenated (each may use what the
 /// files before it declare; WGSL resolves module-scope names in any order, the
 /// order only keeps the source readable top-down).
-pub const SHADER_FILES: [(&str, &str); 12] = [
+pub const SHADER_FILES: [(&str, &str); 13] = [
     ("types.wgsl", include_str!("../shaders/types.wgsl")),
     ("math.wgsl", include_str!("../shaders/math.wgsl")),
     ("division.wgsl", include_str!("../shaders/division.wgsl")),
@@ -21,6 +21,10 @@ pub const SHADER_FILES: [(&str, &str); 12] = [
     ("sampling.wgsl", include_str!("../shaders/sampling.wgsl")),
     ("intersect.wgsl", include_str!("../shaders/intersect.wgsl")),
     ("traverse.wgsl", include_str!("../shaders/traverse.wgsl")),
+    (
+        "point_grid.wgsl",
+        include_str!("../shaders/point_grid.wgsl"),
+    ),
     ("material.wgsl", include_str!("../shaders/material.wgsl")),
     ("camera.wgsl", include_str!("../shaders/camera.wgsl")),
     ("image.wgsl", include_str!("../shaders/image.wgsl")),
@@ -60,6 +64,10 @@ pub struct ModuleConfig {
     /// and traversals start at their ray's copy, read each box's near planes
     /// without a min/max and take each node's children in slot order.
     pub octant_copies: bool,
+    /// `LIGHT_GRID`: the scene's `slot_materials` buffer carries the light
+    /// grid after the slot materials ([`prism_core::point_grid`]; see
+    /// `point_grid.wgsl`), and the Whitted and AO shadow rays read it.
+    pub light_grid: bool,
 }
 
 impl ModuleConfig {
@@ -70,12 +78,14 @@ impl ModuleConfig {
         stack_entries: prism_core::gpu::TRAVERSAL_STACK_SIZE as u32,
         scene_kinds: 3,
         octant_copies: false,
+        light_grid: false,
     };
 
     /// `self` narrowed to `accel`: its primitive kinds, a stack of the
     /// tree's depth rounded up to a power of two (8 to 64), so that few
-    /// distinct modules arise, and octant copies for a tree of at most
-    /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes.
+    /// distinct modules arise, octant copies for a tree of at most
+    /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes, and a light grid
+    /// for at most [`prism_core::point_grid::POINT_GRID_MAX_PRIMS`] primitives.
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
         for p in accel.primitives() {
@@ -93,6 +103,7 @@ impl ModuleConfig {
             stack_entries: accel.depth().max(1).next_power_of_two().clamp(8, full),
             scene_kinds: if kinds == 0 { 3 } else { kinds },
             octant_copies: accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES,
+            light_grid: accel.primitives().len() <= prism_core::point_grid::POINT_GRID_MAX_PRIMS,
             ..self
         }
     }
@@ -135,8 +146,9 @@ impl ShaderSource {
 
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
-    /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS` and
-    /// `OCTANT_COPIES` (types.wgsl) rewritten in place (line numbers do not move).
+    /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS`,
+    /// `OCTANT_COPIES` and `LIGHT_GRID` (types.wgsl) rewritten in place (line
+    /// numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
         let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);
@@ -172,6 +184,11 @@ impl ShaderSource {
                 "OCTANT_COPIES",
                 general.octant_copies as u32,
                 config.octant_copies as u32,
+            ),
+            (
+                "LIGHT_GRID",
+                general.light_grid as u32,
+                config.light_grid as u32,
             ),
         ] {
             text = text.replace(

@@ -945,3 +945,54 @@ fn a_drifted_mirror_is_caught_by_the_comparison() {
     );
     assert!(verdict.is_err(), "a drifted PCG mirror was not noticed");
 }
+
+/// The Whitted shadow rays of the test scene (eight primitives) are answered
+/// from the light grid: a grid whose blocking hits are ignored compiles, runs,
+/// and loses shadows that the comparison with core catches (the unpatched
+/// grid passes it in `renders_match_core_render_pixel`).
+#[test]
+fn a_light_grid_that_never_blocks_is_caught_by_the_comparison() {
+    let unblocked = |file: &str, text: &str| {
+        if file == "point_grid.wgsl" {
+            text.replace(
+                "ray.tmin, ray.tmax).hit {\n            return 1;",
+                "ray.tmin, ray.tmax).hit {\n            return 0;",
+            )
+        } else {
+            text.to_string()
+        }
+    };
+    let (_, shipped) = prism_wgpu::shaders::SHADER_FILES
+        .into_iter()
+        .find(|(file, _)| *file == "point_grid.wgsl")
+        .expect("point_grid.wgsl");
+    assert_ne!(
+        unblocked("point_grid.wgsl", shipped),
+        shipped,
+        "the patch no longer applies"
+    );
+    let Some(mut gpu) = open(WgpuOptions {
+        source_patch: Some(Box::new(unblocked)),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (scene, camera) = render_scene();
+    gpu.set_scene(&scene).expect("set_scene");
+    let s = settings(Integrator::Whitted);
+    let mut image = Image::new(W, H, PixelFormat::LinearF32).expect("image");
+    gpu.render(&camera, &s, &mut image, &NoProgress)
+        .expect("render");
+    let (core, _) = core_render(&scene, &camera, &s, W, H);
+    let verdict = compare_linear(
+        "whitted without blocking hits from the grid (expected to fail)",
+        image.linear(),
+        &core,
+        0.99,
+        2e-3,
+    );
+    assert!(
+        verdict.is_err(),
+        "the light grid was not what answered the shadow rays"
+    );
+}

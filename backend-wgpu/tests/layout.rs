@@ -266,8 +266,8 @@ fn mirror_comments_name_their_declarations() {
 }
 
 /// The module with lane refill, specialised for a shallow scene of spheres,
-/// and its octant copies, validates with subgroup operations, and the
-/// specialisation rewrote its three constants.
+/// its octant copies and its light grid, validates with subgroup operations,
+/// and the specialisation rewrote its four constants.
 #[test]
 fn wgsl_module_with_refill_and_specialisation_validates() {
     let config = prism_wgpu::ModuleConfig {
@@ -276,11 +276,13 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         stack_entries: 8,
         scene_kinds: 1,
         octant_copies: true,
+        light_grid: true,
     };
     let source = ShaderSource::assemble_for(None, &config);
     assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
     assert!(source.text.contains("const SCENE_KINDS: u32 = 1u;"));
     assert!(source.text.contains("const OCTANT_COPIES: u32 = 1u;"));
+    assert!(source.text.contains("const LIGHT_GRID: u32 = 1u;"));
     let module = match naga::front::wgsl::parse_str(&source.text) {
         Ok(m) => m,
         Err(e) => panic!("WGSL does not parse:\n{}", e.emit_to_string(&source.text)),
