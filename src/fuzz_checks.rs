@@ -12,7 +12,7 @@
 //! |-------------------|-----------------------------------------------------------|-------------------------------------------------------------------------------------------------|
 //! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`] returns a mesh whose indices are in range, or [`Error::Parse`] naming the file; the mesh traces like brute force |
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`]                                                                      |
-//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; a 3x3 render of the scene succeeds and, for a tame scene, is finite |
+//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; shadow rays from the hit points to a small scene's light (and to the first ray's origin) get from the light grid, where it answers, the answer of testing every primitive; a 3x3 render of the scene succeeds and, for a tame scene, is finite |
 //! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera finite and the same with both traversals, or, where the images differ, with every ray of the frame tracing like brute force on every traversal (touching spheres tie); cancelling is an error |
 //!
 //! Traversal is compared with brute force under the slab test's documented
@@ -34,9 +34,12 @@
 
 use crate::mesh::{Mesh, parse_obj, parse_ply};
 use glam::Vec3;
+use prism_core::integrator::spawn_tmin;
 use prism_core::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle, widen_exit};
+use prism_core::point_grid::{any_hit_listed, build_point_grid};
 use prism_core::reference::{Agreement, classify};
 use prism_core::scene::PrimRef;
+use prism_core::traverse::ray_primitive;
 use prism_core::{
     Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat,
     Progress, Ray, RenderSettings, Scene, Sky,
@@ -432,6 +435,48 @@ fn compare_with_brute_force(
         return violation!("set_traversal back to the default failed: {e}");
     }
     result
+}
+
+/// The light grids of a small scene ([`prism_core::point_grid`]) around its
+/// light and around the first ray's origin: the shadow ray from every hit
+/// point of `rays` to the grid's point, made as the integrators make it, gets
+/// from the grid (where it answers) the answer of testing every primitive.
+fn light_grid_agrees(accel: &Accel, rays: &[Ray]) -> Result<(), Violation> {
+    let points = std::iter::once(accel.light().position).chain(rays.first().map(|r| r.origin));
+    for point in points {
+        let Some(grid) = build_point_grid(point, accel.primitives()) else {
+            continue;
+        };
+        let prims = accel.primitives();
+        for (i, ray) in rays.iter().enumerate() {
+            let hit = accel.intersect(ray);
+            if !hit.is_hit() {
+                continue;
+            }
+            let p = ray.at(hit.t);
+            let to_light = grid.point - p;
+            let dist = to_light.length();
+            let shadow = Ray::segment(p, to_light * (1.0 / dist), spawn_tmin(p, ray.origin), dist);
+            if !shadow.is_valid() {
+                continue;
+            }
+            let Some(listed) = any_hit_listed(&grid, prims, &shadow) else {
+                continue;
+            };
+            let pre = RayPre::new(&shadow);
+            let every = prims
+                .iter()
+                .any(|q| ray_primitive(&pre, q, shadow.tmin, shadow.tmax).is_some());
+            if listed != every {
+                return violation!(
+                    "ray {i} {ray:?}: the shadow ray {shadow:?} to {point} is {} by the light grid, {} by every primitive",
+                    if listed { "blocked" } else { "clear" },
+                    if every { "blocked" } else { "clear" }
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The GPU backends' slab test on the octant copies of a small tree
@@ -937,6 +982,9 @@ pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
         }
         let good: Vec<Ray> = rays.into_iter().filter(Ray::is_valid).collect();
         compare_with_brute_force(backend, &scene, &good)?;
+        if let Some(accel) = backend.accel() {
+            light_grid_agrees(accel, &good)?;
+        }
         // Last, so that inputs saved before this step decode as they did.
         render_scene_check(backend, &scene, &mut b)
     })
