@@ -13,8 +13,11 @@
 //! [`POINT_GRID_MARGIN`] of the scene's reach (far more than the rounding of
 //! the intersection tests) and each cell widened by [`POINT_GRID_CELL_PAD`] (far
 //! more than the rounding of [`point_grid_cell`]). The answer of
-//! [`any_hit_listed`] is therefore the tree's: the same primitive tests over a
-//! set that holds every primitive the ray can hit. A cell with more than
+//! [`any_hit_listed`] is therefore that of testing every primitive: the same
+//! primitive tests over a set that holds every primitive the ray can hit. That
+//! is the tree's answer too, except where the slab test's documented
+//! face-plane convention lets a tree walk miss a hit on a box face (a ray that
+//! does not move along an axis, lying exactly in the face). A cell with more than
 //! [`POINT_GRID_SLOTS`] candidates is marked [`POINT_GRID_FULL`]: rays in it
 //! walk the tree.
 
@@ -79,8 +82,10 @@ pub struct PointGrid {
 /// The cell of direction `dir` (any length): the face of its largest component
 /// (the first of equal ones in x, y, z order), then the other two components
 /// over that one's magnitude, each `[-1, 1]` cut into `POINT_GRID_SIDE` cells.
-/// `None` for a zero or non-finite direction (walk the tree). The GPU kernels
-/// compute the same cell with the same roundings.
+/// `None` for a zero or non-finite direction (walk the tree). The CUDA kernels
+/// compute the same cell with the same roundings; a lookup that rounds
+/// otherwise (wgpu's division) may land one cell off at a boundary, which is
+/// still right: every cell is padded by far more than that.
 #[inline]
 pub fn point_grid_cell(dir: Vec3) -> Option<usize> {
     if !dir.is_finite() {
