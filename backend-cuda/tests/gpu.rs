@@ -352,23 +352,29 @@ fn renders_match_core_with_path_regeneration() {
     assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
 }
 
-/// Linear images of `preset` rendered by `gpu` with each integrator.
+/// Every integrator, with the samples per pixel the tests render it at.
+const EVERY_INTEGRATOR: [(Integrator, u32); 3] = [
+    (Integrator::Path, 3),
+    (Integrator::Whitted, 1),
+    (Integrator::Ao, 2),
+];
+
+/// Linear images of `preset` rendered by `gpu` with each `(integrator, spp)`,
+/// AO tracing shadow rays when `ao_shadows`.
 fn linear_renders(
     gpu: &mut CudaBackend,
     preset: &Preset,
-    width: u32,
-    height: u32,
+    (width, height): (u32, u32),
+    integrators: &[(Integrator, u32)],
+    ao_shadows: bool,
 ) -> Vec<Vec<[f32; 4]>> {
     gpu.set_scene(&preset.scene).unwrap();
     let mut out = Vec::new();
-    for (integrator, spp) in [
-        (Integrator::Path, 3),
-        (Integrator::Whitted, 1),
-        (Integrator::Ao, 2),
-    ] {
+    for &(integrator, spp) in integrators {
         let settings = RenderSettings {
             integrator,
             spp,
+            ao_shadows,
             ..preset.settings
         };
         let mut img = Image::new(width, height, PixelFormat::LinearF32).unwrap();
@@ -427,10 +433,34 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
     };
     for preset in [rtiow(), whitted19(), cornell_mix()] {
         let (w, h) = (96, 64);
-        let a = linear_renders(&mut plain, &preset, w, h);
-        let t = linear_renders(&mut lean_tree, &preset, w, h);
-        let b = linear_renders(&mut lean, &preset, w, h);
-        let c = linear_renders(&mut checked_copies, &preset, w, h);
+        let a = linear_renders(
+            &mut plain,
+            &preset,
+            (w, h),
+            &EVERY_INTEGRATOR,
+            preset.settings.ao_shadows,
+        );
+        let t = linear_renders(
+            &mut lean_tree,
+            &preset,
+            (w, h),
+            &EVERY_INTEGRATOR,
+            preset.settings.ao_shadows,
+        );
+        let b = linear_renders(
+            &mut lean,
+            &preset,
+            (w, h),
+            &EVERY_INTEGRATOR,
+            preset.settings.ao_shadows,
+        );
+        let c = linear_renders(
+            &mut checked_copies,
+            &preset,
+            (w, h),
+            &EVERY_INTEGRATOR,
+            preset.settings.ao_shadows,
+        );
         // Leaving work out changes no pixel of the path, Whitted and AO renders.
         assert_eq!(
             differ(&a, &t),
@@ -459,31 +489,6 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
             assert_eq!(reordered, [0, 0, 0], "{}: near-first copies", preset.name);
         }
     }
-}
-
-/// Whitted (one sample) and AO (two samples, with shadow rays) images of
-/// `preset` at `width x height`, linear.
-fn shadowed_renders(
-    gpu: &mut CudaBackend,
-    preset: &Preset,
-    width: u32,
-    height: u32,
-) -> Vec<Vec<[f32; 4]>> {
-    gpu.set_scene(&preset.scene).unwrap();
-    let mut out = Vec::new();
-    for (integrator, spp) in [(Integrator::Whitted, 1), (Integrator::Ao, 2)] {
-        let settings = RenderSettings {
-            integrator,
-            spp,
-            ao_shadows: true,
-            ..preset.settings
-        };
-        let mut img = Image::new(width, height, PixelFormat::LinearF32).unwrap();
-        gpu.render(&preset.camera, &settings, &mut img, &NoProgress)
-            .unwrap();
-        out.push(img.linear().to_vec());
-    }
-    out
 }
 
 #[test]
@@ -523,11 +528,13 @@ fn the_light_grid_gives_the_trees_shadows() {
         ..Default::default()
     })
     .unwrap();
+    // Whitted (one sample) and AO (two samples), with shadow rays.
+    const SHADOWED: [(Integrator, u32); 2] = [(Integrator::Whitted, 1), (Integrator::Ao, 2)];
     let (w, h) = (128, 96);
     for preset in [whitted19(), cornell_mix(), lamp_in_a_crowd()] {
-        let t = shadowed_renders(&mut tree, &preset, w, h);
-        let g = shadowed_renders(&mut grid, &preset, w, h);
-        let b = shadowed_renders(&mut broken, &preset, w, h);
+        let t = linear_renders(&mut tree, &preset, (w, h), &SHADOWED, true);
+        let g = linear_renders(&mut grid, &preset, (w, h), &SHADOWED, true);
+        let b = linear_renders(&mut broken, &preset, (w, h), &SHADOWED, true);
         for (k, integrator) in ["whitted", "ao"].iter().enumerate() {
             let differ =
                 |a: &[[f32; 4]], b: &[[f32; 4]]| a.iter().zip(b).filter(|(p, q)| p != q).count();
