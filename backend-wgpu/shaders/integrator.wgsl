@@ -115,7 +115,7 @@ fn whitted_local(p: vec3<f32>, spawn: f32, size: f32, n: vec3<f32>, view: vec3<f
     let dist = vec3_length(to_light);
     let l = to_light * (1.0 / dist);
     let tmin = spawn + surface_margin(size, dot(l, n));
-    let shadowed = light_blocked(ray_segment(p, l, tmin, dist));
+    let shadowed = tracer_light_blocked(ray_segment(p, l, tmin, dist));
     // f32_max as core's max: with the light at the point itself, l is NaN and
     // core's n . l is 0.
     let n_dot_l = f32_max(dot(n, l), 0.0);
@@ -184,7 +184,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
         let dist = vec3_length(to_light);
         let l = to_light * (1.0 / dist);
         let tmin = spawn + surface_margin(surf.size, dot(l, n));
-        let blocked = light_blocked(ray_segment(surf.p, l, tmin, dist));
+        let blocked = tracer_light_blocked(ray_segment(surf.p, l, tmin, dist));
         keep = select(1.0, SHADOW_KEEP, blocked);
         rays += 1u;
     }

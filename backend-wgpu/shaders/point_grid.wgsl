@@ -22,9 +22,10 @@ fn point_grid_index(x: f32) -> i32 {
     return clamp(c, 0, POINT_GRID_SIDE - 1);
 }
 
-// mirrors prism_core::point_grid::point_grid_cell; -1 for a zero or non-finite
-// direction. A cell one off at a boundary (a division or product rounded
-// another way) is still right: every cell is padded by far more than that.
+// The cell of direction `d`, or -1 for a zero or non-finite direction. A cell
+// one off at a boundary (a division or product rounded another way) is still
+// right: every cell is padded by far more than that.
+// mirrors prism_core::point_grid::point_grid_cell
 fn point_grid_cell(d: vec3<f32>) -> i32 {
     if !(f32_is_finite(d.x) && f32_is_finite(d.y) && f32_is_finite(d.z)) {
         return -1;
@@ -53,11 +54,11 @@ fn point_grid_cell(d: vec3<f32>) -> i32 {
     return (face * POINT_GRID_SIDE + point_grid_index(v * r)) * POINT_GRID_SIDE + point_grid_index(u * r);
 }
 
-// mirrors prism_core::point_grid::any_hit_listed: whether anything lies on the
-// shadow ray `ray` (unit `dir` towards the light, which it reaches at tmax),
-// from the candidates of the cell of -dir: 1 or 0, or -1 when the ray must walk
-// the tree (a segment longer than the grid's reach, a bad direction, a full
-// cell, a slot out of range).
+// Whether anything lies on the shadow ray `ray` (unit `dir` towards the light,
+// which it reaches at tmax), from the candidates of the cell of -dir: 1 or 0,
+// or -1 when the ray must walk the tree (a segment longer than the grid's
+// reach, a bad direction, a full cell, a slot out of range).
+// mirrors prism_core::point_grid::any_hit_listed
 fn any_hit_listed(ray: Ray) -> i32 {
     let base = params.prim_count;
     let reach_squared = bitcast<f32>(slot_materials[base]);
@@ -87,10 +88,11 @@ fn any_hit_listed(ray: Ray) -> i32 {
     return 0;
 }
 
-// mirrors prism_core::integrator::Tracer::light_blocked: the shadow ray `ray`
-// towards the light from the light grid where the scene has one, else by
-// walking the tree; the same answer either way.
-fn light_blocked(ray: Ray) -> bool {
+// Whether the shadow ray `ray` towards the light is blocked: from the light
+// grid where the scene has one, else by walking the tree; the same answer
+// either way.
+// mirrors prism_core::integrator::Tracer::light_blocked
+fn tracer_light_blocked(ray: Ray) -> bool {
     if LIGHT_GRID == 1u {
         let listed = any_hit_listed(ray);
         if listed >= 0 {
