@@ -17,9 +17,10 @@
 #endif
 #define PRISM_RENDER_NN (PRISM_RENDER_TMIN_NONNEG != 0)
 
-// Whether the shadow ray `ray` (towards the light, which it reaches at tmax) is
-// blocked: from the candidates of its cell around the light when the host
-// uploaded them, else by walking the tree. The same answer either way.
+// mirrors prism_core::integrator::Tracer::light_blocked (as prism-cpu answers
+// it): whether the shadow ray `ray` (towards the light, which it reaches at
+// tmax) is blocked, from the candidates of its cell around the light when the
+// host uploaded them, else by walking the tree. The same answer either way.
 template <int K, bool OCT>
 __device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray) {
     const int listed = s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
