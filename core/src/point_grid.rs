@@ -182,7 +182,7 @@ fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
 /// scene.add_sphere(Vec3::new(0.0, 0.0, 2.0), 1.0, grey);
 /// let accel = Accel::build(&scene)?;
 /// let light = Vec3::new(0.0, 0.0, -10.0);
-/// let grid = build_point_grid(light, accel.primitives()).unwrap();
+/// let grid = build_point_grid(light, accel.primitives()).unwrap(); // ok: a small scene
 /// // A shadow ray from the second sphere's surface to the light passes
 /// // through the first sphere.
 /// let shadow = Ray::segment(Vec3::new(0.0, 0.0, 1.0), Vec3::NEG_Z, 1e-4, 11.0);
@@ -354,22 +354,22 @@ mod tests {
         let spheres: Vec<(Vec3, f32)> = (0..9)
             .map(|i| (Vec3::new(0.0, 0.0, -2.0 - i as f32), 0.4))
             .collect();
-        let accel = scene(&spheres, &[], false).unwrap();
-        let grid = build_point_grid(Vec3::ZERO, accel.primitives()).unwrap();
+        let accel = scene(&spheres, &[], false).unwrap(); // ok: test, a valid scene
+        let grid = build_point_grid(Vec3::ZERO, accel.primitives()).unwrap(); // ok: test, a small scene
         assert_eq!(grid.cells.len(), POINT_GRID_CELLS);
         // A shadow ray from the far end of the row (within the grid's reach)
         // to the point arrives from -z.
         let behind = Ray::segment(Vec3::new(0.0, 0.0, -10.2), Vec3::Z, 1e-4, 10.2);
         assert!(behind.tmax * behind.tmax <= grid.reach_squared);
         assert_eq!(
-            grid.cells[point_grid_cell(-behind.dir).unwrap()].count,
+            grid.cells[point_grid_cell(-behind.dir).unwrap()].count, // ok: test, a unit direction
             POINT_GRID_FULL
         );
         assert_eq!(any_hit_listed(&grid, accel.primitives(), &behind), None);
         // One from the other side arrives from +z, whose cell is empty: nothing
         // blocks it.
         let front = Ray::segment(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z, 1e-4, 5.0);
-        assert_eq!(grid.cells[point_grid_cell(-front.dir).unwrap()].count, 0);
+        assert_eq!(grid.cells[point_grid_cell(-front.dir).unwrap()].count, 0); // ok: test, a unit direction
         assert_eq!(
             any_hit_listed(&grid, accel.primitives(), &front),
             Some(false)
@@ -387,9 +387,9 @@ mod tests {
         let spheres: Vec<(Vec3, f32)> = (0..POINT_GRID_MAX_PRIMS + 1)
             .map(|i| (Vec3::new(i as f32, 0.0, 0.0), 0.1))
             .collect();
-        let accel = scene(&spheres, &[], false).unwrap();
+        let accel = scene(&spheres, &[], false).unwrap(); // ok: test, a valid scene
         assert!(build_point_grid(Vec3::Y, accel.primitives()).is_none());
-        let accel = scene(&spheres[..4], &[], false).unwrap();
+        let accel = scene(&spheres[..4], &[], false).unwrap(); // ok: test, a valid scene
         assert!(build_point_grid(Vec3::Y, accel.primitives()).is_some());
         assert!(build_point_grid(Vec3::new(f32::NAN, 0.0, 0.0), accel.primitives()).is_none());
         let mut bad = accel.primitives().to_vec();
@@ -412,7 +412,7 @@ mod tests {
         ) {
             let Some(accel) = scene(&spheres, &tris, ground) else { return Ok(()) };
             let prims = accel.primitives();
-            let grid = build_point_grid(light, prims).unwrap();
+            let grid = build_point_grid(light, prims).unwrap(); // ok: test, at most 21 primitives
             let mut rng = crate::rng::Pcg { state: seed };
             let mut u = || rng.next_f32();
             for _ in 0..400 {
