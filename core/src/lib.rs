@@ -34,6 +34,7 @@ pub mod aabb;
 pub mod backend;
 pub mod bvh;
 pub mod camera;
+pub mod cell_grid;
 pub mod error;
 pub mod gpu;
 pub mod image;
