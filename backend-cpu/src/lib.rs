@@ -33,6 +33,7 @@ pub mod wide;
 
 use prism_core::backend::check_batch;
 use prism_core::bvh::{FORK_MIN_PRIMITIVES, RayonFork};
+use prism_core::cell_grid::CellGrid;
 use prism_core::gpu::Primitive;
 use prism_core::image::Srgb8Table;
 use prism_core::integrator::render_pixel;
@@ -75,6 +76,9 @@ pub struct CpuBackend {
     /// `POINT_GRID_MAX_PRIMS` primitives: the wide traversals' shadow rays
     /// test the few primitives of their cell instead of walking the tree.
     light_grid: Option<PointGrid>,
+    /// The scene's uniform grid where core's cost model expects it to beat
+    /// the tree ([`prism_core::cell_grid`]): render rays' closest hits walk it.
+    cell_grid: Option<CellGrid>,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -110,6 +114,7 @@ impl CpuBackend {
             accel: None,
             wide: Wide::Four(wide::WideBvh::default()),
             light_grid: None,
+            cell_grid: None,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -147,6 +152,13 @@ impl CpuBackend {
     pub fn light_grid(&self) -> Option<&PointGrid> {
         self.light_grid.as_ref()
     }
+
+    /// The uniform grid the current scene's render rays walk with the wide
+    /// traversal ([`prism_core::cell_grid`]), where core's cost model expects
+    /// it to beat the tree.
+    pub fn cell_grid(&self) -> Option<&CellGrid> {
+        self.cell_grid.as_ref()
+    }
 }
 
 impl Backend for CpuBackend {
@@ -173,6 +185,8 @@ impl Backend for CpuBackend {
         // The wide BVH too is built before anything is replaced.
         self.wide = Wide::build(&accel, self.traversal)?;
         self.light_grid = build_point_grid(accel.light().position, accel.primitives());
+        self.cell_grid =
+            CellGrid::build(accel.primitives()).filter(|g| g.worthwhile(accel.nodes()));
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -197,6 +211,7 @@ impl Backend for CpuBackend {
             accel,
             wide: &self.wide,
             light_grid: self.light_grid.as_ref(),
+            cell_grid: self.cell_grid.as_ref(),
         };
         let traversal = self.traversal;
         let srgb8 = &self.srgb8;
@@ -438,6 +453,7 @@ struct WideTracer<'a> {
     accel: &'a Accel,
     wide: &'a Wide,
     light_grid: Option<&'a PointGrid>,
+    cell_grid: Option<&'a CellGrid>,
 }
 
 impl WideTracer<'_> {
@@ -458,6 +474,9 @@ impl prism_core::integrator::Tracer for WideTracer<'_> {
     }
     #[inline(always)]
     fn closest_slot(&self, ray: &Ray) -> Hit {
+        if let Some(g) = self.cell_grid {
+            return g.closest_hit(self.accel.primitives(), ray);
+        }
         Self::with_scratch(|s| self.wide.intersect_slot(self.accel.primitives(), ray, s))
     }
     #[inline(always)]
@@ -523,5 +542,39 @@ mod tests {
             assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
             assert_eq!(calls.last(), Some(&(40, 40)));
         }
+    }
+
+    /// A field of small spheres gets a cell grid, and the renders come from
+    /// it: with its cells emptied, the image changes.
+    #[test]
+    fn render_rays_walk_the_cell_grid() {
+        let mut scene = Scene::new();
+        let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+        scene.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, grey);
+        for a in -6i32..6 {
+            for b in -6i32..6 {
+                let c = Vec3::new(a as f32 + 0.3 * (b & 1) as f32, 0.2, b as f32);
+                scene.add_sphere(c, 0.2, grey);
+            }
+        }
+        let mut cpu = CpuBackend::with_threads(2).unwrap(); // ok: unit test
+        cpu.set_scene(&scene).unwrap(); // ok: unit test, a valid scene
+        assert!(cpu.cell_grid().is_some(), "no grid for a sphere field");
+        let camera = Camera::look_at(Vec3::new(8.0, 2.0, 3.0), Vec3::ZERO, Vec3::Y, 40.0);
+        let settings = RenderSettings {
+            spp: 1,
+            ..Default::default()
+        };
+        let render = |cpu: &mut CpuBackend| {
+            let mut image = Image::new(64, 48, PixelFormat::LinearF32).unwrap(); // ok: unit test
+            cpu.render(&camera, &settings, &mut image, &prism_core::NoProgress)
+                .unwrap(); // ok: unit test
+            image.linear().to_vec()
+        };
+        let walked = render(&mut cpu);
+        if let Some(g) = cpu.cell_grid.as_mut() {
+            g.slots.clear();
+        }
+        assert_ne!(render(&mut cpu), walked, "the grid was not used");
     }
 }

@@ -1,0 +1,52 @@
+//! The wide traversal's render rays walk a uniform grid where core's cost model
+//! gives the scene one (rtiow); the frames are the binary BVH's (which never
+//! uses one), pixel for pixel.
+
+use prism::scenes::{cornell, rtiow, whitted19};
+use prism_core::{Backend, Image, Integrator, NoProgress, PixelFormat, RenderSettings};
+use prism_cpu::{CpuBackend, Traversal};
+
+#[test]
+fn closest_hits_from_the_cell_grid_are_the_trees() {
+    let preset = rtiow();
+    let mut cpu = CpuBackend::with_threads(2).expect("cpu");
+    cpu.set_scene(&preset.scene).expect("scene");
+    let grid = cpu.cell_grid().expect("rtiow gets a cell grid");
+    // The ground and the three big spheres are kept out of the cells.
+    assert_eq!(grid.large.len(), 4);
+    for (integrator, spp) in [
+        (Integrator::Path, 2),
+        (Integrator::Whitted, 1),
+        (Integrator::Ao, 2),
+    ] {
+        let settings = RenderSettings {
+            integrator,
+            spp,
+            ao_shadows: true,
+            ..preset.settings
+        };
+        let mut frames = Vec::new();
+        for traversal in [Traversal::Wide, Traversal::Binary] {
+            cpu.set_traversal(traversal).expect("traversal");
+            let mut img = Image::new(160, 90, PixelFormat::LinearF32).expect("image");
+            cpu.render(&preset.camera, &settings, &mut img, &NoProgress)
+                .expect("render");
+            frames.push(img.linear().to_vec());
+        }
+        let differ = frames[0]
+            .iter()
+            .zip(&frames[1])
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differ, 0, "{integrator:?}: {differ} pixels differ");
+    }
+}
+
+#[test]
+fn scenes_the_cost_model_turns_down_walk_the_tree() {
+    let mut cpu = CpuBackend::with_threads(2).expect("cpu");
+    for preset in [whitted19(), cornell()] {
+        cpu.set_scene(&preset.scene).expect("scene");
+        assert!(cpu.cell_grid().is_none(), "{} got a cell grid", preset.name);
+    }
+}
