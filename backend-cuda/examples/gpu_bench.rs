@@ -143,6 +143,10 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("whitted-rng", &|k| k.whitted_skips_camera_rng = false),
             c("no-octants", &|k| k.octant_trees = false),
             c("no-light-grid", &|k| k.light_grid = false),
+            c("no-cell-grid", &|k| k.cell_grid = false),
+            c("grid-nested", &|k| {
+                k.extra_options = vec!["-DPRISM_GRID_FLAT_LOOP=0".into()]
+            }),
             c("sign-test", &|k| {
                 k.extra_options = vec!["-DPRISM_RENDER_TMIN_NONNEG=0".into()]
             }),

@@ -3,6 +3,7 @@
 #include "prism_types.cuh"
 #include "traverse.cuh"
 #include "point_grid.cuh"
+#include "cell_grid.cuh"
 #include "rng.cuh"
 #include "sampling.cuh"
 #include "material.cuh"
@@ -25,6 +26,15 @@ template <int K, bool OCT>
 __device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray) {
     const int listed = s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
     return listed < 0 ? any_hit<K, PRISM_RENDER_NN, OCT>(s, ray) : listed != 0;
+}
+
+// The closest hit of a render ray: through the scene's uniform grid when GRID
+// (the *_grid kernels, launched when the host uploaded one), else by walking
+// the tree. The same hits either way, except where two primitives tie at
+// exactly the same t.
+template <int K, bool OCT, bool GRID>
+__device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray& ray) {
+    return GRID ? closest_hit_grid<K>(s, ray) : closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
 }
 
 // mirrors prism_core::integrator::spawn_tmin
@@ -81,13 +91,13 @@ __device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot)
 
 // mirrors prism_core::integrator::trace_path: one path-traced sample; adds the
 // rays traced to `rays`.
-template <int K, bool OCT>
+template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                          u32& rays) {
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
     for (u32 depth = 0; depth < params.max_depth; ++depth) {
-        const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+        const Hit hit = render_closest_hit<K, OCT, GRID>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             radiance += throughput * sky_color(params, ray.dir);
@@ -184,12 +194,12 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
 }
 
 // mirrors prism_core::integrator::trace_whitted
-template <int K, bool OCT>
+template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderParams& params, Ray ray, u32& rays) {
     V3 color = v3s(0.0f);
     float weight = 1.0f;
     for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
-        const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+        const Hit hit = render_closest_hit<K, OCT, GRID>(s, ray);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             color += weight * sky_color(params, ray.dir);
@@ -217,10 +227,10 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
 }
 
 // mirrors prism_core::integrator::trace_ao
-template <int K, bool OCT>
+template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                        u32& rays) {
-    const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+    const Hit hit = render_closest_hit<K, OCT, GRID>(s, ray);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
         return sky_color(params, ray.dir);
@@ -293,7 +303,7 @@ __device__ __forceinline__ bool camera_numbers_unused(const RenderParams& params
 // mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
 // averaged over spp samples; adds the rays traced to `rays`. Core's
 // `match params.integrator` is resolved at compile time: one kernel per integrator.
-template <u32 INTEGRATOR, int K, bool OCT>
+template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32& rays) {
     V3 sum = v3s(0.0f);
     for (u32 sample = 0; sample < params.spp; ++sample) {
@@ -307,11 +317,11 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         }
         V3 c;
         if (INTEGRATOR == 1) {
-            c = trace_whitted<K, OCT>(s, params, ray, rays);
+            c = trace_whitted<K, OCT, GRID>(s, params, ray, rays);
         } else if (INTEGRATOR == 2) {
-            c = trace_ao<K, OCT>(s, params, ray, rng, rays);
+            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays);
         } else {
-            c = trace_path<K, OCT>(s, params, ray, rng, rays);
+            c = trace_path<K, OCT, GRID>(s, params, ray, rng, rays);
         }
         sum += c;
     }

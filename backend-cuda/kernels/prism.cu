@@ -184,7 +184,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
 }
 
 // Pixels of rows [y0, y1): one thread per pixel, one block per tile.
-template <u32 INTEGRATOR, int K, bool OCT>
+template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                             const uint2* srgb8, u64* ray_tally) {
     const RenderParams& params = c_params;
@@ -193,7 +193,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
     const bool active = x < params.width && y < y1 && y < params.height;
     u32 rays = 0;
 #if PRISM_PATH_DEFER > 0
-    if (INTEGRATOR == 0) {
+    if (INTEGRATOR == 0 && !GRID) {
         // Every lane takes part (warp votes); only pixels of the image are stored.
         const V3 c = render_pixel_path_deferred<K, OCT>(s, params, x, y, active, rays);
         if (active) {
@@ -206,13 +206,13 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
     if (active) {
         V3 c;
 #if PRISM_PATH_REGEN
-        if (INTEGRATOR == 0) {
+        if (INTEGRATOR == 0 && !GRID) {
             c = render_pixel_path_regen<K, OCT>(s, params, x, y, rays);
         } else {
-            c = render_pixel<INTEGRATOR, K, OCT>(s, params, x, y, rays);
+            c = render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
         }
 #else
-        c = render_pixel<INTEGRATOR, K, OCT>(s, params, x, y, rays);
+        c = render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
 #endif
         store_pixel(out, format, srgb8, y * params.width + x, c);
     }
@@ -380,11 +380,11 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // (format 1, encoded through `srgb8`, core's Srgb8Table); rays traced are added to
 // the frame's ray tally (count_rays). OCT: the tree's near-first octant copies
 // (SceneView::octants; traverse.cuh).
-#define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT)                                                              \
+#define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT, GRID)                                                        \
     extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
         NAME(SceneView s, u32 y0, u32 y1, void* out, u32 format, const uint2* __restrict__ srgb8,                  \
              u64* ray_tally) {                                                                                     \
-        render_rows<INTEGRATOR, K, OCT>(s, y0, y1, out, format, srgb8, ray_tally);                                 \
+        render_rows<INTEGRATOR, K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally);                           \
     }
 
 // The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
@@ -392,15 +392,21 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // prism_render_{path,whitted,ao}: the render kernels (PRISM_RENDER_KERNEL).
 // prism_render_{path,whitted,ao}_octants: the same on the tree's near-first octant
 //   copies, which the host uploads for small trees.
+// prism_render_{path,whitted,ao}_grid: the octant kernels with closest hits
+//   through the scene's uniform grid (cell_grid.cuh), which the host uploads
+//   where core's cost model expects it to beat the tree.
 // prism_intersect: hits[i] = (t, u, v, scene primitive id bits) for n rays.
 // prism_occluded: out[i] = 1 when something lies on ray i, else 0.
 #define PRISM_KERNELS(SUFFIX, K)                                                                                   \
-    PRISM_RENDER_KERNEL(prism_render_path##SUFFIX, 0, K, false)                                                    \
-    PRISM_RENDER_KERNEL(prism_render_whitted##SUFFIX, 1, K, false)                                                 \
-    PRISM_RENDER_KERNEL(prism_render_ao##SUFFIX, 2, K, false)                                                      \
-    PRISM_RENDER_KERNEL(prism_render_path_octants##SUFFIX, 0, K, true)                                             \
-    PRISM_RENDER_KERNEL(prism_render_whitted_octants##SUFFIX, 1, K, true)                                          \
-    PRISM_RENDER_KERNEL(prism_render_ao_octants##SUFFIX, 2, K, true)                                               \
+    PRISM_RENDER_KERNEL(prism_render_path##SUFFIX, 0, K, false, false)                                             \
+    PRISM_RENDER_KERNEL(prism_render_whitted##SUFFIX, 1, K, false, false)                                          \
+    PRISM_RENDER_KERNEL(prism_render_ao##SUFFIX, 2, K, false, false)                                               \
+    PRISM_RENDER_KERNEL(prism_render_path_octants##SUFFIX, 0, K, true, false)                                      \
+    PRISM_RENDER_KERNEL(prism_render_whitted_octants##SUFFIX, 1, K, true, false)                                   \
+    PRISM_RENDER_KERNEL(prism_render_ao_octants##SUFFIX, 2, K, true, false)                                        \
+    PRISM_RENDER_KERNEL(prism_render_path_grid##SUFFIX, 0, K, true, true)                                          \
+    PRISM_RENDER_KERNEL(prism_render_whitted_grid##SUFFIX, 1, K, true, true)                                       \
+    PRISM_RENDER_KERNEL(prism_render_ao_grid##SUFFIX, 2, K, true, true)                                            \
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
         prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \
                                 u32 stride, u32 n, float4* __restrict__ hits, u32* work) {                         \

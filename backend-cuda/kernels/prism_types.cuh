@@ -108,6 +108,18 @@ struct SceneView {
     // null, and the square of the longest shadow segment they answer for.
     const PointGridCell* light_grid;
     float light_reach_squared;
+    // The uniform grid (see cell_grid.cuh): how many large primitives it keeps
+    // apart, its cell offsets (null when the scene has no grid), the cells'
+    // slot lists, the large primitives' slots, its lower corner, a cell's size
+    // and its reciprocal, and the cells along each axis.
+    u32 grid_large_count;
+    const u32* grid_offsets;
+    const u32* grid_slots;
+    const u32* grid_large;
+    float grid_lo[3];
+    float grid_cell[3];
+    float grid_inv_cell[3];
+    u32 grid_res[3];
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -187,6 +199,14 @@ PRISM_CHECK_FIELD(SceneView, prim_count);
 PRISM_CHECK_FIELD(SceneView, material_count);
 PRISM_CHECK_FIELD(SceneView, light_grid);
 PRISM_CHECK_FIELD(SceneView, light_reach_squared);
+PRISM_CHECK_FIELD(SceneView, grid_large_count);
+PRISM_CHECK_FIELD(SceneView, grid_offsets);
+PRISM_CHECK_FIELD(SceneView, grid_slots);
+PRISM_CHECK_FIELD(SceneView, grid_large);
+PRISM_CHECK_FIELD(SceneView, grid_lo);
+PRISM_CHECK_FIELD(SceneView, grid_cell);
+PRISM_CHECK_FIELD(SceneView, grid_inv_cell);
+PRISM_CHECK_FIELD(SceneView, grid_res);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

@@ -7,14 +7,16 @@ use crate::driver::{
 };
 use crate::kernels::{
     self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
-    KERNEL_RENDER_AO, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_OCTANTS,
-    KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, PtxasReport,
-    RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, kernel_name,
+    KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
+    KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED,
+    KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL,
+    PtxasReport, RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
+use prism_core::cell_grid::CellGrid;
 use prism_core::gpu::{RenderParams, check_tree, ray_tally_sum};
 use prism_core::image::Srgb8Table;
 use prism_core::point_grid;
@@ -154,6 +156,8 @@ struct KindKernels {
     render: [Function; 3],
     /// The render kernels on the tree's near-first octant copies (`SceneArgs::octants`).
     render_octants: [Function; 3],
+    /// The render kernels whose closest hits walk the uniform grid (`SceneArgs::grid_offsets`).
+    render_grid: [Function; 3],
     intersect: Function,
     occluded: Function,
 }
@@ -175,6 +179,9 @@ struct SceneBuffers {
     _materials: DeviceBuffer,
     /// The candidate lists around the scene's light (`SceneArgs::light_grid`).
     _light_grid: Option<DeviceBuffer>,
+    /// The uniform grid's cell offsets, slot lists and large primitives, one
+    /// buffer (`SceneArgs::grid_offsets`).
+    _cell_grid: Option<DeviceBuffer>,
     args: SceneArgs,
     kind: SceneKind,
 }
@@ -256,6 +263,11 @@ impl DeviceState {
                     f(KERNEL_RENDER_PATH_OCTANTS)?,
                     f(KERNEL_RENDER_WHITTED_OCTANTS)?,
                     f(KERNEL_RENDER_AO_OCTANTS)?,
+                ],
+                render_grid: [
+                    f(KERNEL_RENDER_PATH_GRID)?,
+                    f(KERNEL_RENDER_WHITTED_GRID)?,
+                    f(KERNEL_RENDER_AO_GRID)?,
                 ],
                 intersect: f(KERNEL_INTERSECT)?,
                 occluded: f(KERNEL_OCCLUDED)?,
@@ -365,7 +377,26 @@ impl DeviceState {
             .light_grid
             .then(|| point_grid::build_point_grid(accel.light().position, accel.primitives()))
             .flatten();
+        // The uniform grid, where core's cost model expects it to beat the tree
+        // (KernelConfig::cell_grid); the grid kernels walk the octant copies for
+        // any-hit rays, so only with them.
+        let cell_grid = (config.cell_grid && octants)
+            .then(|| CellGrid::build(accel.primitives()))
+            .flatten()
+            .filter(|g| g.worthwhile(accel.nodes()));
+        // One buffer: the offsets, then the slot lists, then the large slots.
+        let grid_words: Option<Vec<u32>> = cell_grid.as_ref().map(|g| {
+            let mut w = Vec::with_capacity(g.offsets.len() + g.slots.len() + g.large.len());
+            w.extend_from_slice(&g.offsets);
+            w.extend_from_slice(&g.slots);
+            w.extend_from_slice(&g.large);
+            w
+        });
         let derive = t0.elapsed();
+        let mut b_grid = match &grid_words {
+            Some(w) => Some(DeviceBuffer::alloc(size_of_val(w.as_slice()), "cell grid")?),
+            None => None,
+        };
         let mut b_light = match &light_grid {
             Some(g) => Some(DeviceBuffer::alloc(
                 size_of_val(g.cells.as_slice()),
@@ -380,6 +411,9 @@ impl DeviceState {
         b_mats.upload(&self.stream, mats)?;
         if let (Some(b), Some(g)) = (b_light.as_mut(), &light_grid) {
             b.upload(&self.stream, bytemuck::cast_slice(&g.cells))?;
+        }
+        if let (Some(b), Some(w)) = (b_grid.as_mut(), &grid_words) {
+            b.upload(&self.stream, bytemuck::cast_slice(w))?;
         }
         self.events[1].record(&self.stream)?;
         self.events[1].synchronize()?;
@@ -403,13 +437,29 @@ impl DeviceState {
             octants: octants as u32,
             light_grid: b_light.as_ref().map_or(0, |b| b.ptr()),
             light_reach_squared: light_grid.as_ref().map_or(0.0, |g| g.reach_squared),
+            ..SceneArgs::default()
         };
+        let mut args = args;
+        if let (Some(b), Some(g)) = (&b_grid, &cell_grid) {
+            // Byte offsets of the three parts of the buffer.
+            let slots_at = (g.offsets.len() * 4) as u64;
+            let large_at = slots_at + (g.slots.len() * 4) as u64;
+            args.grid_large_count = count(g.large.len(), "grid large primitives")?;
+            args.grid_offsets = b.ptr();
+            args.grid_slots = b.ptr() + slots_at;
+            args.grid_large = b.ptr() + large_at;
+            args.grid_lo = g.lo.to_array();
+            args.grid_cell = g.cell.to_array();
+            args.grid_inv_cell = g.inv_cell.to_array();
+            args.grid_res = g.res;
+        }
         let buffers = SceneBuffers {
             _nodes: b_nodes,
             _prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
             _light_grid: b_light,
+            _cell_grid: b_grid,
             args,
             kind: SceneKind::of(accel.primitives()),
         };
@@ -566,7 +616,9 @@ impl DeviceState {
         let grid = (width.div_ceil(tw), (y1 - y0).div_ceil(th));
         let (mut scene, kind) = scene;
         let kernels = &self.kernels.kinds[kind as usize];
-        let f = if scene.octants != 0 {
+        let f = if scene.grid_offsets != 0 {
+            kernels.render_grid[integrator as usize]
+        } else if scene.octants != 0 {
             kernels.render_octants[integrator as usize]
         } else {
             kernels.render[integrator as usize]
@@ -953,6 +1005,9 @@ impl CudaBackend {
                 k.render_octants[0],
                 k.render_octants[1],
                 k.render_octants[2],
+                k.render_grid[0],
+                k.render_grid[1],
+                k.render_grid[2],
             ];
             for (b, f) in fs.into_iter().enumerate() {
                 let threads = if b == 3 || b == 4 {

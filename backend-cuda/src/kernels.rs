@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 11] = [
+pub const SOURCES: [(&str, &str); 12] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -30,6 +30,7 @@ pub const SOURCES: [(&str, &str); 11] = [
     ("intersect.cuh", include_str!("../kernels/intersect.cuh")),
     ("traverse.cuh", include_str!("../kernels/traverse.cuh")),
     ("point_grid.cuh", include_str!("../kernels/point_grid.cuh")),
+    ("cell_grid.cuh", include_str!("../kernels/cell_grid.cuh")),
     ("rng.cuh", include_str!("../kernels/rng.cuh")),
     ("sampling.cuh", include_str!("../kernels/sampling.cuh")),
     ("material.cuh", include_str!("../kernels/material.cuh")),
@@ -51,6 +52,14 @@ pub const KERNEL_RENDER_PATH_OCTANTS: &str = "prism_render_path_octants";
 pub const KERNEL_RENDER_WHITTED_OCTANTS: &str = "prism_render_whitted_octants";
 /// The same for the ambient-occlusion render kernel.
 pub const KERNEL_RENDER_AO_OCTANTS: &str = "prism_render_ao_octants";
+/// Base name of the path-tracing render kernel whose closest hits walk the
+/// scene's uniform grid ([`prism_core::cell_grid`]; any-hit rays walk the
+/// tree's octant copies).
+pub const KERNEL_RENDER_PATH_GRID: &str = "prism_render_path_grid";
+/// The same for the Whitted render kernel.
+pub const KERNEL_RENDER_WHITTED_GRID: &str = "prism_render_whitted_grid";
+/// The same for the ambient-occlusion render kernel.
+pub const KERNEL_RENDER_AO_GRID: &str = "prism_render_ao_grid";
 /// Base name of the closest-hit batch kernel.
 pub const KERNEL_INTERSECT: &str = "prism_intersect";
 /// Base name of the any-hit batch kernel.
@@ -95,7 +104,7 @@ impl SceneKind {
 }
 
 /// Base names of the kernels, in the order of [`KERNEL_NAMES`] within each kind.
-pub const KERNEL_BASES: [&str; 8] = [
+pub const KERNEL_BASES: [&str; 11] = [
     KERNEL_RENDER_PATH,
     KERNEL_RENDER_WHITTED,
     KERNEL_RENDER_AO,
@@ -104,10 +113,13 @@ pub const KERNEL_BASES: [&str; 8] = [
     KERNEL_RENDER_PATH_OCTANTS,
     KERNEL_RENDER_WHITTED_OCTANTS,
     KERNEL_RENDER_AO_OCTANTS,
+    KERNEL_RENDER_PATH_GRID,
+    KERNEL_RENDER_WHITTED_GRID,
+    KERNEL_RENDER_AO_GRID,
 ];
 
 /// Every kernel the module exports: each base name once per [`SceneKind`].
-pub const KERNEL_NAMES: [&str; 24] = [
+pub const KERNEL_NAMES: [&str; 33] = [
     "prism_render_path_spheres",
     "prism_render_whitted_spheres",
     "prism_render_ao_spheres",
@@ -116,6 +128,9 @@ pub const KERNEL_NAMES: [&str; 24] = [
     "prism_render_path_octants_spheres",
     "prism_render_whitted_octants_spheres",
     "prism_render_ao_octants_spheres",
+    "prism_render_path_grid_spheres",
+    "prism_render_whitted_grid_spheres",
+    "prism_render_ao_grid_spheres",
     "prism_render_path_triangles",
     "prism_render_whitted_triangles",
     "prism_render_ao_triangles",
@@ -124,6 +139,9 @@ pub const KERNEL_NAMES: [&str; 24] = [
     "prism_render_path_octants_triangles",
     "prism_render_whitted_octants_triangles",
     "prism_render_ao_octants_triangles",
+    "prism_render_path_grid_triangles",
+    "prism_render_whitted_grid_triangles",
+    "prism_render_ao_grid_triangles",
     "prism_render_path_mixed",
     "prism_render_whitted_mixed",
     "prism_render_ao_mixed",
@@ -132,6 +150,9 @@ pub const KERNEL_NAMES: [&str; 24] = [
     "prism_render_path_octants_mixed",
     "prism_render_whitted_octants_mixed",
     "prism_render_ao_octants_mixed",
+    "prism_render_path_grid_mixed",
+    "prism_render_whitted_grid_mixed",
+    "prism_render_ao_grid_mixed",
 ];
 
 /// The full name of kernel `base` for scenes of `kind` (an entry of
@@ -169,6 +190,18 @@ pub(crate) struct SceneArgs {
     pub light_grid: u64,
     /// [`prism_core::point_grid::PointGrid::reach_squared`] of that grid.
     pub light_reach_squared: f32,
+    /// The uniform grid ([`prism_core::cell_grid::CellGrid`]): its large
+    /// primitives' count, its cell offsets (0 when the scene has no grid), slot
+    /// lists and large primitives' slots, its corner, cell size, reciprocal and
+    /// cells per axis.
+    pub grid_large_count: u32,
+    pub grid_offsets: u64,
+    pub grid_slots: u64,
+    pub grid_large: u64,
+    pub grid_lo: [f32; 3],
+    pub grid_cell: [f32; 3],
+    pub grid_inv_cell: [f32; 3],
+    pub grid_res: [u32; 3],
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -235,6 +268,14 @@ pub struct KernelConfig {
     /// walking the tree, with the same answers. The kernels are the same either
     /// way; this decides what a scene upload holds.
     pub light_grid: bool,
+    /// Scenes whose primitives suit a uniform grid better than the tree, by
+    /// core's cost model ([`prism_core::cell_grid::CellGrid::worthwhile`]),
+    /// get one when the tree's octant copies are uploaded too: the render
+    /// kernels' closest hits then walk the cells a ray crosses (any-hit rays
+    /// still walk the tree), with the same hits except where two primitives
+    /// tie at exactly the same `t`. The kernels are the same either way; this
+    /// decides what a scene upload holds.
+    pub cell_grid: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -256,6 +297,7 @@ impl Default for KernelConfig {
             whitted_skips_camera_rng: true,
             octant_trees: true,
             light_grid: true,
+            cell_grid: true,
             extra_options: Vec::new(),
         }
     }
@@ -405,6 +447,14 @@ fn core_defines() -> Vec<String> {
                     "light_reach_squared",
                     offset_of!(SceneArgs, light_reach_squared),
                 ),
+                ("grid_large_count", offset_of!(SceneArgs, grid_large_count)),
+                ("grid_offsets", offset_of!(SceneArgs, grid_offsets)),
+                ("grid_slots", offset_of!(SceneArgs, grid_slots)),
+                ("grid_large", offset_of!(SceneArgs, grid_large)),
+                ("grid_lo", offset_of!(SceneArgs, grid_lo)),
+                ("grid_cell", offset_of!(SceneArgs, grid_cell)),
+                ("grid_inv_cell", offset_of!(SceneArgs, grid_inv_cell)),
+                ("grid_res", offset_of!(SceneArgs, grid_res)),
             ],
         ),
         (

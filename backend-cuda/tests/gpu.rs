@@ -552,6 +552,73 @@ fn the_light_grid_gives_the_trees_shadows() {
 }
 
 #[test]
+fn the_cell_grid_gives_the_trees_hits() {
+    // A walk that stops after its first cell: hits farther on are lost.
+    let first_cell_only = |name: &str, src: &str| {
+        if name == "cell_grid.cuh" {
+            src.replace(
+                "if (best.t <= exit || !(exit < t1) || ++walked >= steps) {",
+                "if (true) {",
+            )
+        } else {
+            src.to_owned()
+        }
+    };
+    let shipped = prism_cuda::SOURCES
+        .iter()
+        .find(|(name, _)| *name == "cell_grid.cuh")
+        .unwrap()
+        .1;
+    assert_ne!(
+        first_cell_only("cell_grid.cuh", shipped),
+        shipped,
+        "the patch no longer applies"
+    );
+    // rtiow is a scene core's cost model gives a grid.
+    let r = rtiow();
+    let accel = Accel::build(&r.scene).unwrap();
+    let grid = prism_core::cell_grid::CellGrid::build(accel.primitives()).unwrap();
+    assert!(
+        grid.worthwhile(accel.nodes()),
+        "rtiow no longer gets a grid"
+    );
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let mut tree = gpu_with(KernelConfig {
+        cell_grid: false,
+        ..Default::default()
+    });
+    let mut walk = gpu_with(KernelConfig::default());
+    let mut broken = CudaBackend::with_options(CudaOptions {
+        source_patch: Some(std::sync::Arc::new(first_cell_only)),
+        disk_cache: false,
+        ..Default::default()
+    })
+    .unwrap();
+    const ALL: [(Integrator, u32); 3] = [
+        (Integrator::Path, 2),
+        (Integrator::Whitted, 1),
+        (Integrator::Ao, 2),
+    ];
+    let (w, h) = (160, 90);
+    let t = linear_renders(&mut tree, &r, (w, h), &ALL, true);
+    let g = linear_renders(&mut walk, &r, (w, h), &ALL, true);
+    let b = linear_renders(&mut broken, &r, (w, h), &ALL, true);
+    for (k, integrator) in ["path", "whitted", "ao"].iter().enumerate() {
+        let differ =
+            |a: &[[f32; 4]], b: &[[f32; 4]]| a.iter().zip(b).filter(|(p, q)| p != q).count();
+        // The grid's hits are the tree's: not one pixel differs.
+        assert_eq!(differ(&t[k], &g[k]), 0, "rtiow {integrator}");
+        // And the grid is what answered: a walk cut short changes the image.
+        assert!(
+            differ(&t[k], &b[k]) > 0,
+            "rtiow {integrator}: the grid was not used"
+        );
+    }
+}
+
+#[test]
 fn every_trace_kernel_variant_agrees_with_core() {
     if gpu_or_skip().is_none() {
         return;
