@@ -12,7 +12,7 @@
 //! |-------------------|-----------------------------------------------------------|-------------------------------------------------------------------------------------------------|
 //! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`] returns a mesh whose indices are in range, or [`Error::Parse`] naming the file; the mesh traces like brute force |
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`]                                                                      |
-//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; shadow rays from the hit points to a small scene's light (and to the first ray's origin) get from the light grid, where it answers, the answer of testing every primitive (a hit off its primitive's box counting either way, as for traversal); a 3x3 render of the scene succeeds and, for a tame scene, is finite |
+//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; shadow rays from the hit points to a small scene's light (and to the first ray's origin) get from the light grid, where it answers, the answer of testing every primitive (a hit off its primitive's box counting either way, as for traversal); closest hits through the scene's cell grid agree with brute force under the same rule as `intersect`; a 3x3 render of the scene succeeds and, for a tame scene, is finite |
 //! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera finite and the same with both traversals, or, where the images differ, with every ray of the frame tracing like brute force on every traversal (touching spheres tie); cancelling is an error |
 //!
 //! Traversal is compared with brute force under the slab test's documented
@@ -34,6 +34,7 @@
 
 use crate::mesh::{Mesh, parse_obj, parse_ply};
 use glam::Vec3;
+use prism_core::cell_grid::CellGrid;
 use prism_core::integrator::spawn_tmin;
 use prism_core::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle, widen_exit};
 use prism_core::point_grid::{any_hit_listed, build_point_grid};
@@ -486,6 +487,31 @@ fn light_grid_agrees(accel: &Accel, scene: &Scene, rays: &[Ray]) -> Result<(), V
     Ok(())
 }
 
+/// The scene's uniform grid ([`prism_core::cell_grid`], built whatever its
+/// cost model says): the closest hit of every ray through it agrees with brute
+/// force under the rule `intersect` is held to (see [`compare_traversal`]).
+fn cell_grid_agrees(accel: &Accel, scene: &Scene, rays: &[Ray]) -> Result<(), Violation> {
+    let Some(grid) = CellGrid::build(accel.primitives()) else {
+        return Ok(());
+    };
+    let (nodes, prims) = (accel.nodes(), accel.primitives());
+    for (i, ray) in rays.iter().enumerate() {
+        let (t, prim) = brute_force(scene, ray);
+        let mut hit = grid.closest_hit(prims, ray);
+        if let Some(p) = prims.get(hit.prim as usize) {
+            hit.prim = p.id();
+        } else if hit.is_hit() {
+            return violation!("ray {i} {ray:?}: the grid's hit {hit:?} names no slot");
+        }
+        if !closest_hit_agrees(nodes, prims, scene, ray, &hit, (t, prim)).0 {
+            return violation!(
+                "ray {i} {ray:?}: the cell grid gave {hit:?}, brute force gives t = {t} on prim {prim}"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The GPU backends' slab test on the octant copies of a small tree
 /// ([`prism_core::gpu::octant_copies`]): for every ray and every child box, the
 /// near and far planes of the ray's copy give [`ray_aabb`]'s value.
@@ -521,6 +547,34 @@ fn octant_copies_agree(nodes: &[prism_core::gpu::BvhNode], rays: &[Ray]) -> Resu
     Ok(())
 }
 
+/// Whether closest hit `hit` (scene ids) agrees with brute force's `(t, prim)`
+/// for `ray` under the agreement rule, and whether the reference hit is one a
+/// walk may miss. A walk may miss the reference hit (it never finds a closer
+/// one) only under the face-plane convention, or where the reference hit is not
+/// on its primitive at all; and the closest-hit walk, which prunes what lies at
+/// or past the best distance so far (at first `tmax`), may also miss a reference
+/// hit within the rounding of `tmax`: the exact hit can lie at `tmax`, outside
+/// the open interval, and which side `t` rounds to is not defined.
+fn closest_hit_agrees(
+    nodes: &[prism_core::gpu::BvhNode],
+    prims: &[prism_core::gpu::Primitive],
+    scene: &Scene,
+    ray: &Ray,
+    hit: &Hit,
+    (t, prim): (f32, u32),
+) -> (bool, bool) {
+    let hit_ref = prim != Hit::NO_PRIM;
+    let culled = hit_ref
+        && (in_face_plane(nodes, prims, ray, t, prim) || off_primitive_box(scene, ray, t, prim));
+    let at_tmax = hit_ref
+        && (f64::from(ray.tmax) - f64::from(t)).abs()
+            <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()));
+    let missed = hit_ref && (!hit.is_hit() || hit.t > t);
+    let agrees =
+        (missed && (culled || at_tmax)) || classify(ray, hit, t, prim) != Agreement::Mismatch;
+    (agrees, culled)
+}
+
 /// [`compare_with_brute_force`] for the backend's current traversal.
 fn compare_traversal(
     backend: &mut CpuBackend,
@@ -549,26 +603,13 @@ fn compare_traversal(
         {
             return violation!("ray {i} {ray:?}: hit {hit:?} outside the ray or the scene");
         }
-        // Traversal may miss the reference hit (it never finds a closer one) only
-        // under the face-plane convention, or where the reference hit is not on
-        // its primitive at all ...
-        let hit_ref = prim != Hit::NO_PRIM;
-        let culled = hit_ref
-            && (in_face_plane(nodes, prims, ray, t, prim)
-                || off_primitive_box(scene, ray, t, prim));
-        // ... and the closest-hit walk, which prunes boxes entered at or past the
-        // best distance so far (at first `tmax`), may also miss a reference hit
-        // within the rounding of `tmax`: the exact hit can lie at `tmax`, outside
-        // the open interval, and which side `t` rounds to is not defined.
-        let at_tmax = hit_ref
-            && (f64::from(ray.tmax) - f64::from(t)).abs()
-                <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()));
-        let missed = hit_ref && (!hit.is_hit() || hit.t > t);
-        if !(missed && (culled || at_tmax)) && classify(ray, hit, t, prim) == Agreement::Mismatch {
+        let (agrees, culled) = closest_hit_agrees(nodes, prims, scene, ray, hit, (t, prim));
+        if !agrees {
             return violation!(
                 "ray {i} {ray:?}: intersect gave {hit:?}, brute force gives t = {t} on prim {prim}"
             );
         }
+        let hit_ref = prim != Hit::NO_PRIM;
         if occ != hit_ref && !(hit_ref && culled) {
             return violation!(
                 "ray {i} {ray:?}: occluded = {occ}, brute force gives t = {t} on prim {prim}"
@@ -991,6 +1032,7 @@ pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
         compare_with_brute_force(backend, &scene, &good)?;
         if let Some(accel) = backend.accel() {
             light_grid_agrees(accel, &scene, &good)?;
+            cell_grid_agrees(accel, &scene, &good)?;
         }
         // Last, so that inputs saved before this step decode as they did.
         render_scene_check(backend, &scene, &mut b)

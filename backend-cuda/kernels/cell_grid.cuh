@@ -39,6 +39,60 @@ __device__ __forceinline__ int grid_cell(float x, float lo, float inv_cell, u32 
 // The sign of a direction component as a cell step.
 __device__ __forceinline__ int grid_step(float d) { return d > 0.0f ? 1 : (d < 0.0f ? -1 : 0); }
 
+// Test the primitive in `slot` (skipped when out of range); keep it in `best`
+// when it is hit closer.
+template <int K>
+__device__ __forceinline__ void grid_test(const SceneView& s, const RayPre& pre, float tmin, u32 slot, Hit& best) {
+    float t, u, v;
+    if (slot < s.prim_count && ray_primitive<K>(pre, s.prims + slot, tmin, best.t, t, u, v)) {
+        best.t = t;
+        best.u = u;
+        best.v = v;
+        best.prim = slot;
+    }
+}
+
+// A walk through the grid's cells (CellGrid::walk's locals): the ray, the
+// current cell, the step and the distance to the next face along each axis,
+// and where the walk ends.
+struct GridWalk {
+    V3 o, inv, lo, cell;
+    u32 rx, ry, rz;
+    int cx, cy, cz;
+    int sx, sy, sz;
+    float nx, ny, nz;
+    float t1;
+};
+
+// The number of the walk's current cell.
+__device__ __forceinline__ u32 grid_cell_index(const GridWalk& w) {
+    return ((u32)w.cz * w.ry + (u32)w.cy) * w.rx + (u32)w.cx;
+}
+
+// Step to the next cell across the nearest face (x, then y, then z on a tie);
+// false when the walk ends: the best hit lies before that face, or the ray
+// passes t1 or leaves the grid there.
+__device__ __forceinline__ bool grid_advance(GridWalk& w, float best_t) {
+    const int axis = (w.nx <= w.ny && w.nx <= w.nz) ? 0 : (w.ny <= w.nz ? 1 : 2);
+    const float exit = axis == 0 ? w.nx : (axis == 1 ? w.ny : w.nz);
+    if (best_t <= exit || !(exit < w.t1)) {
+        return false;
+    }
+    if (axis == 0) {
+        w.cx += w.sx;
+        w.nx = grid_boundary(w.lo.x, w.cell.x, w.o.x, w.inv.x, w.cx, w.sx);
+        return w.cx >= 0 && w.cx < (int)w.rx;
+    }
+    if (axis == 1) {
+        w.cy += w.sy;
+        w.ny = grid_boundary(w.lo.y, w.cell.y, w.o.y, w.inv.y, w.cy, w.sy);
+        return w.cy >= 0 && w.cy < (int)w.ry;
+    }
+    w.cz += w.sz;
+    w.nz = grid_boundary(w.lo.z, w.cell.z, w.o.z, w.inv.z, w.cz, w.sz);
+    return w.cz >= 0 && w.cz < (int)w.rz;
+}
+
 // mirrors prism_core::cell_grid::CellGrid::closest_hit: the large primitives,
 // then the cells the ray crosses near to far until the best hit lies before the
 // end of the current cell. `prim` of the result is the slot; a miss has
@@ -53,125 +107,65 @@ __device__ __forceinline__ Hit closest_hit_grid(const SceneView& s, const Ray& r
     best.v = 0.0f;
     best.prim = PRISM_NO_PRIM;
     for (u32 k = 0; k < s.grid_large_count; ++k) {
-        const u32 slot = __ldg(s.grid_large + k);
-        float t, u, v;
-        if (slot < s.prim_count && ray_primitive<K>(pre, s.prims + slot, tmin, best.t, t, u, v)) {
-            best.t = t;
-            best.u = u;
-            best.v = v;
-            best.prim = slot;
-        }
+        grid_test<K>(s, pre, tmin, __ldg(s.grid_large + k), best);
     }
     // CellGrid::walk
-    const V3 o = ray.origin;
+    GridWalk w;
+    w.o = ray.origin;
     const V3 d = ray.dir;
-    const V3 inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
-    const V3 lo = v3(s.grid_lo[0], s.grid_lo[1], s.grid_lo[2]);
-    const V3 cell = v3(s.grid_cell[0], s.grid_cell[1], s.grid_cell[2]);
-    const u32 rx = s.grid_res[0], ry = s.grid_res[1], rz = s.grid_res[2];
-    const V3 hi = v3(lo.x + (float)rx * cell.x, lo.y + (float)ry * cell.y, lo.z + (float)rz * cell.z);
+    w.inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+    w.lo = v3(s.grid_lo[0], s.grid_lo[1], s.grid_lo[2]);
+    w.cell = v3(s.grid_cell[0], s.grid_cell[1], s.grid_cell[2]);
+    w.rx = s.grid_res[0];
+    w.ry = s.grid_res[1];
+    w.rz = s.grid_res[2];
+    const V3 hi = w.lo + v3((float)w.rx * w.cell.x, (float)w.ry * w.cell.y, (float)w.rz * w.cell.z);
     // fminf/fmaxf drop the NaN of a 0 * inf, as core's min/max.
-    const V3 ta = (lo - o) * inv;
-    const V3 tb = (hi - o) * inv;
+    const V3 ta = (w.lo - w.o) * w.inv;
+    const V3 tb = (hi - w.o) * w.inv;
     const float t0 = fmaxf(fmaxf(fmaxf(tmin, fminf(ta.x, tb.x)), fminf(ta.y, tb.y)), fminf(ta.z, tb.z));
-    const float t1 = fminf(fminf(fminf(best.t, fmaxf(ta.x, tb.x)), fmaxf(ta.y, tb.y)), fmaxf(ta.z, tb.z));
-    if (t0 <= t1) {
-        const V3 p = o + d * t0;
-        int cx = grid_cell(p.x, lo.x, s.grid_inv_cell[0], rx);
-        int cy = grid_cell(p.y, lo.y, s.grid_inv_cell[1], ry);
-        int cz = grid_cell(p.z, lo.z, s.grid_inv_cell[2], rz);
-        const int sx = grid_step(d.x), sy = grid_step(d.y), sz = grid_step(d.z);
-        float nx = grid_boundary(lo.x, cell.x, o.x, inv.x, cx, sx);
-        float ny = grid_boundary(lo.y, cell.y, o.y, inv.y, cy, sy);
-        float nz = grid_boundary(lo.z, cell.z, o.z, inv.z, cz, sz);
+    w.t1 = fminf(fminf(fminf(best.t, fmaxf(ta.x, tb.x)), fmaxf(ta.y, tb.y)), fmaxf(ta.z, tb.z));
+    if (t0 <= w.t1) {
+        const V3 p = w.o + d * t0;
+        w.cx = grid_cell(p.x, w.lo.x, s.grid_inv_cell[0], w.rx);
+        w.cy = grid_cell(p.y, w.lo.y, s.grid_inv_cell[1], w.ry);
+        w.cz = grid_cell(p.z, w.lo.z, s.grid_inv_cell[2], w.rz);
+        w.sx = grid_step(d.x);
+        w.sy = grid_step(d.y);
+        w.sz = grid_step(d.z);
+        w.nx = grid_boundary(w.lo.x, w.cell.x, w.o.x, w.inv.x, w.cx, w.sx);
+        w.ny = grid_boundary(w.lo.y, w.cell.y, w.o.y, w.inv.y, w.cy, w.sy);
+        w.nz = grid_boundary(w.lo.z, w.cell.z, w.o.z, w.inv.z, w.cz, w.sz);
         // Each step moves one cell along one axis; the bound also ends a walk
         // that rounding stalls.
-        const u32 steps = rx + ry + rz;
+        const u32 steps = w.rx + w.ry + w.rz;
 #if PRISM_GRID_FLAT_LOOP
-        u32 c = ((u32)cz * ry + (u32)cy) * rx + (u32)cx;
+        u32 c = grid_cell_index(w);
         u32 first = __ldg(s.grid_offsets + c);
         u32 end = __ldg(s.grid_offsets + c + 1);
         u32 walked = 0;
         for (;;) {
             if (first < end) {
-                const u32 slot = __ldg(s.grid_slots + first);
-                float t, u, v;
-                if (slot < s.prim_count && ray_primitive<K>(pre, s.prims + slot, tmin, best.t, t, u, v)) {
-                    best.t = t;
-                    best.u = u;
-                    best.v = v;
-                    best.prim = slot;
-                }
+                grid_test<K>(s, pre, tmin, __ldg(s.grid_slots + first), best);
                 ++first;
                 continue;
             }
-            const int axis = (nx <= ny && nx <= nz) ? 0 : (ny <= nz ? 1 : 2);
-            const float exit = axis == 0 ? nx : (axis == 1 ? ny : nz);
-            if (best.t <= exit || !(exit < t1) || ++walked >= steps) {
+            if (++walked >= steps || !grid_advance(w, best.t)) {
                 break;
             }
-            if (axis == 0) {
-                cx += sx;
-                if (cx < 0 || cx >= (int)rx) {
-                    break;
-                }
-                nx = grid_boundary(lo.x, cell.x, o.x, inv.x, cx, sx);
-            } else if (axis == 1) {
-                cy += sy;
-                if (cy < 0 || cy >= (int)ry) {
-                    break;
-                }
-                ny = grid_boundary(lo.y, cell.y, o.y, inv.y, cy, sy);
-            } else {
-                cz += sz;
-                if (cz < 0 || cz >= (int)rz) {
-                    break;
-                }
-                nz = grid_boundary(lo.z, cell.z, o.z, inv.z, cz, sz);
-            }
-            c = ((u32)cz * ry + (u32)cy) * rx + (u32)cx;
+            c = grid_cell_index(w);
             first = __ldg(s.grid_offsets + c);
             end = __ldg(s.grid_offsets + c + 1);
         }
 #else
         for (u32 n = 0; n < steps; ++n) {
-            const u32 c = ((u32)cz * ry + (u32)cy) * rx + (u32)cx;
-            u32 first = __ldg(s.grid_offsets + c);
+            const u32 c = grid_cell_index(w);
             const u32 end = __ldg(s.grid_offsets + c + 1);
-            for (; first < end; ++first) {
-                const u32 slot = __ldg(s.grid_slots + first);
-                float t, u, v;
-                if (slot < s.prim_count && ray_primitive<K>(pre, s.prims + slot, tmin, best.t, t, u, v)) {
-                    best.t = t;
-                    best.u = u;
-                    best.v = v;
-                    best.prim = slot;
-                }
+            for (u32 first = __ldg(s.grid_offsets + c); first < end; ++first) {
+                grid_test<K>(s, pre, tmin, __ldg(s.grid_slots + first), best);
             }
-            // The nearest face crossed next (x, then y, then z on a tie).
-            const int axis = (nx <= ny && nx <= nz) ? 0 : (ny <= nz ? 1 : 2);
-            const float exit = axis == 0 ? nx : (axis == 1 ? ny : nz);
-            if (best.t <= exit || !(exit < t1)) {
+            if (!grid_advance(w, best.t)) {
                 break;
-            }
-            if (axis == 0) {
-                cx += sx;
-                if (cx < 0 || cx >= (int)rx) {
-                    break;
-                }
-                nx = grid_boundary(lo.x, cell.x, o.x, inv.x, cx, sx);
-            } else if (axis == 1) {
-                cy += sy;
-                if (cy < 0 || cy >= (int)ry) {
-                    break;
-                }
-                ny = grid_boundary(lo.y, cell.y, o.y, inv.y, cy, sy);
-            } else {
-                cz += sz;
-                if (cz < 0 || cz >= (int)rz) {
-                    break;
-                }
-                nz = grid_boundary(lo.z, cell.z, o.z, inv.z, cz, sz);
             }
         }
 #endif

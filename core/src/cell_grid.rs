@@ -19,6 +19,26 @@
 //! tests are core's ([`ray_primitive`]); only the order in which primitives are
 //! tested differs from the tree's, so two primitives hit at exactly the same
 //! `t` may resolve the other way.
+//!
+//! ```
+//! use prism_core::cell_grid::CellGrid;
+//! use prism_core::glam::Vec3;
+//! use prism_core::{Accel, Material, Ray, Scene};
+//!
+//! // A ground sphere and a row of small spheres on it.
+//! let mut scene = Scene::new();
+//! let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+//! scene.add_sphere(Vec3::new(0.0, -1000.0, 0.0), 1000.0, grey);
+//! for i in 0..32 {
+//!     scene.add_sphere(Vec3::new(i as f32, 0.2, 0.0), 0.2, grey);
+//! }
+//! let accel = Accel::build(&scene)?;
+//! let grid = CellGrid::build(accel.primitives()).expect("one large sphere, 32 small ones");
+//! assert_eq!(grid.large.len(), 1); // the ground, tested by every ray
+//! let ray = Ray::new(Vec3::new(5.0, 0.2, 5.0), Vec3::NEG_Z);
+//! assert_eq!(grid.closest_hit(accel.primitives(), &ray), accel.intersect_slot(&ray));
+//! # Ok::<(), prism_core::Error>(())
+//! ```
 
 use crate::aabb::Aabb;
 use crate::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, Primitive};
