@@ -497,7 +497,7 @@ fn cell_grid_agrees(accel: &Accel, scene: &Scene, rays: &[Ray]) -> Result<(), Vi
     let (nodes, prims) = (accel.nodes(), accel.primitives());
     for (i, ray) in rays.iter().enumerate() {
         let (t, prim) = brute_force(scene, ray);
-        let mut hit = grid.closest_hit(prims, ray);
+        let mut hit = grid.closest_hit(accel, ray);
         if let Some(p) = prims.get(hit.prim as usize) {
             hit.prim = p.id();
         } else if hit.is_hit() {

@@ -475,7 +475,7 @@ impl prism_core::integrator::Tracer for WideTracer<'_> {
     #[inline(always)]
     fn closest_slot(&self, ray: &Ray) -> Hit {
         if let Some(g) = self.cell_grid {
-            return g.closest_hit(self.accel.primitives(), ray);
+            return g.closest_hit(self.accel, ray);
         }
         Self::with_scratch(|s| self.wide.intersect_slot(self.accel.primitives(), ray, s))
     }

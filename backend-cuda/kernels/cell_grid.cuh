@@ -96,7 +96,11 @@ __device__ __forceinline__ bool grid_advance(GridWalk& w, float best_t) {
 // mirrors prism_core::cell_grid::CellGrid::closest_hit: the large primitives,
 // then the cells the ray crosses near to far until the best hit lies before the
 // end of the current cell. `prim` of the result is the slot; a miss has
-// prim == NO_PRIM and t == +inf. Slots out of range are skipped.
+// prim == NO_PRIM and t == +inf. Slots out of range are skipped. Core answers a
+// ray that starts too far away to walk (CellGrid::walkable) from the tree; the
+// host launches the grid kernels only for frames none of whose rays can start
+// that far (CellGrid::walkable_from the camera and the scene's bounds), so the
+// walk needs no such test.
 template <int K>
 __device__ __forceinline__ Hit closest_hit_grid(const SceneView& s, const Ray& ray) {
     const RayPre pre = ray_pre<K>(ray.origin, ray.dir);

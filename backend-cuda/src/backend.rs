@@ -182,13 +182,15 @@ struct SceneBuffers {
     /// The uniform grid's cell offsets, slot lists and large primitives, one
     /// buffer (`SceneArgs::grid_offsets`).
     _cell_grid: Option<DeviceBuffer>,
+    /// The grid itself, to tell whether a frame's rays can all walk it.
+    cell_grid: Option<CellGrid>,
     args: SceneArgs,
     kind: SceneKind,
 }
 
 /// Where a scene upload's time went.
 struct SceneTimes {
-    /// Host time deriving the octant copies and the light grid from the tree.
+    /// Host time deriving the octant copies, the light grid and the cell grid.
     derive: Duration,
     /// Host to device copies (CUDA events).
     upload: Duration,
@@ -344,7 +346,7 @@ impl DeviceState {
     }
 
     /// Upload `accel` into new buffers and return them with the host time
-    /// spent deriving the octant copies and light grid, and the upload time;
+    /// spent deriving the octant copies, light grid and cell grid, and the upload time;
     /// the current scene is left in place (both exist at once for a moment).
     fn scene_buffers(
         &mut self,
@@ -426,7 +428,7 @@ impl DeviceState {
                 limit: u32::MAX as u64,
             })
         };
-        let args = SceneArgs {
+        let mut args = SceneArgs {
             nodes: b_nodes.ptr(),
             prims: b_prims.ptr(),
             slot_materials: b_slots.ptr(),
@@ -439,7 +441,6 @@ impl DeviceState {
             light_reach_squared: light_grid.as_ref().map_or(0.0, |g| g.reach_squared),
             ..SceneArgs::default()
         };
-        let mut args = args;
         if let (Some(b), Some(g)) = (&b_grid, &cell_grid) {
             // Byte offsets of the three parts of the buffer.
             let slots_at = (g.offsets.len() * 4) as u64;
@@ -460,6 +461,7 @@ impl DeviceState {
             _materials: b_mats,
             _light_grid: b_light,
             _cell_grid: b_grid,
+            cell_grid,
             args,
             kind: SceneKind::of(accel.primitives()),
         };
@@ -483,6 +485,23 @@ impl DeviceState {
             .as_ref()
             .map(|s| (s.args, s.kind))
             .ok_or(Error::NoScene)
+    }
+
+    /// [`DeviceState::scene_args`] for a frame whose rays all start within
+    /// `origin_bound` of zero on every axis: without the cell grid (so that the
+    /// octant kernels run) unless every such ray can walk it
+    /// ([`CellGrid::walkable_from`]); the grid kernels do not test each ray.
+    fn render_scene_args(&self, origin_bound: f32) -> Result<(SceneArgs, SceneKind), Error> {
+        let s = self.scene.as_ref().ok_or(Error::NoScene)?;
+        let mut args = s.args;
+        if !s
+            .cell_grid
+            .as_ref()
+            .is_some_and(|g| g.walkable_from(origin_bound))
+        {
+            args.grid_offsets = 0;
+        }
+        Ok((args, s.kind))
     }
 
     /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of
@@ -1317,6 +1336,13 @@ impl CudaBackend {
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (width, height) = (image.width(), image.height());
         let params = settings.params(accel, camera, width, height)?;
+        // Where this frame's rays can start: on the camera's lens, or on a
+        // primitive (within the scene's bounds, with 1% to spare for points
+        // rounded off their surfaces).
+        let b = accel.bounds();
+        let lens = params.camera.origin_lens;
+        let camera_bound = lens[..3].iter().fold(0.0f32, |m, c| m.max(c.abs())) + lens[3].abs();
+        let origin_bound = (b.min.abs().max(b.max.abs()).max_element() * 1.01).max(camera_bound);
         let (pixel_bytes, format) = match image.format() {
             PixelFormat::LinearF32 => (16u32, 0u32),
             PixelFormat::Srgba8 => (4u32, 1u32),
@@ -1336,7 +1362,7 @@ impl CudaBackend {
         let config = self.options.config.clone();
         let plan = plan_bands(width, height, pixel_bytes, &params, config.render_tile[1]);
         let (st, _g) = self.enter()?;
-        let scene = st.scene_args()?;
+        let scene = st.render_scene_args(origin_bound)?;
         st.ensure_frame(frame_bytes)?;
         let bands = plan.bands as usize;
         // events: 0 before upload, 1 after upload; then per band: kernel done, copy start, copy done.

@@ -605,9 +605,18 @@ fn the_cell_grid_gives_the_trees_hits() {
     let t = linear_renders(&mut tree, &r, (w, h), &ALL, true);
     let g = linear_renders(&mut walk, &r, (w, h), &ALL, true);
     let b = linear_renders(&mut broken, &r, (w, h), &ALL, true);
+    let differ = |a: &[[f32; 4]], b: &[[f32; 4]]| a.iter().zip(b).filter(|(p, q)| p != q).count();
+    // A camera some hundred thousand scene sizes away, zoomed in: its rays are
+    // too far to walk (CellGrid::walkable) and take the tree, so the frames
+    // are the tree kernels' too.
+    let mut far = rtiow();
+    far.camera.look_from *= 1e5;
+    far.camera.vfov_degrees *= 1e-5;
+    far.camera.aperture = 0.0;
+    let ft = linear_renders(&mut tree, &far, (w, h), &ALL[..1], true);
+    let fg = linear_renders(&mut walk, &far, (w, h), &ALL[..1], true);
+    assert_eq!(differ(&ft[0], &fg[0]), 0, "rtiow seen from far away");
     for (k, integrator) in ["path", "whitted", "ao"].iter().enumerate() {
-        let differ =
-            |a: &[[f32; 4]], b: &[[f32; 4]]| a.iter().zip(b).filter(|(p, q)| p != q).count();
         // The grid's hits are the tree's: not one pixel differs.
         assert_eq!(differ(&t[k], &g[k]), 0, "rtiow {integrator}");
         // And the grid is what answered: a walk cut short changes the image.
