@@ -14,6 +14,13 @@ fn closest_hits_from_the_cell_grid_are_the_trees() {
     let grid = cpu.cell_grid().expect("rtiow gets a cell grid");
     // The ground and the three big spheres are kept out of the cells.
     assert_eq!(grid.large.len(), 4);
+    // Every ray of an rtiow frame starts within the scene's bounds (the
+    // ground sphere's box reaches 2,000 units down) or at the camera: the
+    // walk's rounding stays within the padding for all of them.
+    let accel = prism_core::Accel::build(&preset.scene).expect("accel");
+    let b = accel.bounds();
+    let bound = b.min.abs().max(b.max.abs()).max_element() * 1.01;
+    assert!(grid.walkable_from(bound), "pad {}, bound {bound}", grid.pad);
     for (integrator, spp) in [
         (Integrator::Path, 2),
         (Integrator::Whitted, 1),
