@@ -352,11 +352,13 @@ impl CellGrid {
         grid < CELL_GRID_ADVANTAGE * tree
     }
 
-    /// The closest hit of `ray` among `prims` (the slots the grid was built
-    /// over): the large primitives first, then the cells the ray crosses, near
-    /// to far, until the best hit lies before the end of the current cell.
-    /// `Hit::prim` is the slot; a miss is [`Hit::MISS`] with `t = inf`, as
-    /// [`crate::Accel::intersect_slot`]. Slots out of range are skipped.
+    /// The closest hit of `ray` among the primitives of `accel` (the scene the
+    /// grid was built from): the large primitives first, then the cells the
+    /// ray crosses, near to far, until the best hit lies before the end of the
+    /// current cell; a ray that is not [`CellGrid::walkable`] gets the tree's
+    /// answer. `Hit::prim` is the slot; a miss is [`Hit::MISS`] with
+    /// `t = inf`, as [`crate::Accel::intersect_slot`]. Slots out of range are
+    /// skipped.
     pub fn closest_hit(&self, accel: &Accel, ray: &Ray) -> Hit {
         if !self.walkable(ray) {
             return accel.intersect_slot(ray);
