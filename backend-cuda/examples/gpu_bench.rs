@@ -144,6 +144,9 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("no-octants", &|k| k.octant_trees = false),
             c("no-light-grid", &|k| k.light_grid = false),
             c("no-cell-grid", &|k| k.cell_grid = false),
+            c("grid-no-early-miss", &|k| {
+                k.extra_options = vec!["-DPRISM_GRID_EARLY_MISS=0".into()]
+            }),
             c("grid-nested", &|k| {
                 k.extra_options = vec!["-DPRISM_GRID_FLAT_LOOP=0".into()]
             }),

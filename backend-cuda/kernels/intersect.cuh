@@ -202,6 +202,19 @@ __device__ __forceinline__ bool ray_triangle(const RayPre& pre, V3 v0, V3 v1, V3
     return false;
 }
 
+// mirrors prism_core::intersect::sphere_missed_early: whether ray_sphere
+// surely misses, before its division and square root; `a` is
+// RayPre::dir_dot. Its products may contract into FMAs (three instructions a
+// dot product where ray_sphere's exactly rounded dot_rn takes five; sharing
+// ray_sphere's values instead measured 3% slower on rtiow): the margin
+// (SPHERE_EARLY_MISS_MARGIN of a |f|^2) is some 100 times either rounding.
+__device__ __forceinline__ bool sphere_missed_early(V3 origin, V3 dir, float a, V3 center, float radius) {
+    const V3 f = origin - center;
+    const float b = dot(f, dir);
+    const float aff = a * dot(f, f);
+    return aff - b * b - a * (radius * radius) > PRISM_SPHERE_EARLY_MISS_MARGIN * aff;
+}
+
 // mirrors prism_core::intersect::ray_sphere
 //
 // Returns whether the ray meets the sphere within (tmin, tmax); writes the nearest t.

@@ -13,7 +13,9 @@ use prism_core::gpu::{EMPTY_CHILD, KIND_SPHERE, KIND_TRIANGLE, TRAVERSAL_STACK_S
 use prism_core::integrator::{
     PHONG_AMBIENT, PHONG_DIFFUSE, PHONG_EXPONENT, PHONG_SPECULAR, SHADOW_KEEP, WHITTED_LOCAL,
 };
-use prism_core::intersect::{MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::intersect::{
+    MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, SPHERE_EARLY_MISS_MARGIN,
+};
 use prism_core::point_grid::{POINT_GRID_FULL, POINT_GRID_SIDE, PointGridCell};
 use prism_core::{Hit, Ray};
 use std::mem::{offset_of, size_of};
@@ -393,6 +395,10 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_POINT_GRID_SIDE={POINT_GRID_SIDE}"),
         format!("-DPRISM_POINT_GRID_FULL={POINT_GRID_FULL}u"),
         format!("-DPRISM_MIN_DIR_COMPONENT={}", c_float(MIN_DIR_COMPONENT)),
+        format!(
+            "-DPRISM_SPHERE_EARLY_MISS_MARGIN={}",
+            c_float(SPHERE_EARLY_MISS_MARGIN)
+        ),
         format!("-DPRISM_SLAB_EXIT_SCALE={}", c_float(SLAB_EXIT_SCALE)),
         format!(
             "-DPRISM_SLAB_EXIT_SCALE_NEGATIVE={}",

@@ -370,6 +370,9 @@ impl CellGrid {
             t: ray.tmax,
             ..Hit::MISS
         };
+        // The CUDA walk gives spheres crate::intersect::sphere_missed_early
+        // first (the same answers); here it made rtiow's CPU render 1.16x
+        // slower, so this walk goes straight to ray_sphere.
         let test = |slot: u32, best: &mut Hit| {
             if let Some(p) = prims.get(slot as usize)
                 && let Some((t, u, v)) = ray_primitive(&pre, p, tmin, best.t)

@@ -7,8 +7,8 @@ use common::{DVec3, config, d, rotation, unit_vec3, vec3};
 use glam::Vec3;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive, octant_copies, octant_of};
 use prism_core::intersect::{
-    MIN_DIR_COMPONENT, RayPre, ray_aabb, ray_aabb_rows, ray_sphere, ray_triangle,
-    ray_triangle_axes, widen_exit,
+    MIN_DIR_COMPONENT, RayPre, SPHERE_EARLY_MISS_MARGIN, ray_aabb, ray_aabb_rows, ray_sphere,
+    ray_triangle, ray_triangle_axes, sphere_missed_early, widen_exit,
 };
 use prism_core::reference::{AgreementCounts, t_floor};
 use prism_core::traverse::ray_primitive;
@@ -668,6 +668,43 @@ proptest! {
             return Err(TestCaseError::fail(format!("reversed ray missed; roots {} and {}", -(mid + h), -(mid - h))));
         };
         prop_assert!((t as f64 + (mid + h)).abs() <= tol, "t = {t}, expected {}, tolerance {tol}", -(mid + h));
+    }
+}
+
+proptest! {
+    #![proptest_config(config(4000))]
+
+    /// `sphere_missed_early` never says missed where `ray_sphere` meets the
+    /// sphere anywhere on the ray's line, and does say missed where the line
+    /// passes it by more than twice the margin (in `f64`). Half the rays
+    /// graze the silhouette, within 1e-4 radii either way.
+    #[test]
+    fn sphere_early_miss_never_drops_a_hit(
+        c in sphere_case(),
+        graze in prop_oneof![Just(None), (-1e-4f32..1e-4, unit_vec3()).prop_map(Some)],
+    ) {
+        let dir = match graze {
+            None => c.dir,
+            Some((g, side)) => {
+                let to = c.center - c.origin;
+                let perp = side - side.dot(to.normalize()) * to.normalize();
+                prop_assume!(perp.length() > 0.1 && to.length() > c.radius * 1.01);
+                (c.center + perp.normalize() * (c.radius * (1.0 + g))) - c.origin
+            }
+        };
+        let early = sphere_missed_early(c.origin, dir, c.center, c.radius);
+        let line = ray_sphere(c.origin, dir, c.center, c.radius, -f32::MAX, f32::INFINITY);
+        if early {
+            prop_assert_eq!(line, None, "said missed early, but ray_sphere hits");
+        }
+        let (o, dd, ctr, r) = (d(c.origin), d(dir), d(c.center), c.radius as f64);
+        let f = o - ctr;
+        let a = dd.dot(dd);
+        let b = f.dot(dd);
+        let aff = a * f.dot(f);
+        if aff - b * b - a * r * r > 2.0 * SPHERE_EARLY_MISS_MARGIN as f64 * aff {
+            prop_assert!(early, "passes clearly outside, but not said missed early");
+        }
     }
 }
 
