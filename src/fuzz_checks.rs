@@ -36,7 +36,9 @@ use crate::mesh::{Mesh, parse_obj, parse_ply};
 use glam::Vec3;
 use prism_core::cell_grid::CellGrid;
 use prism_core::integrator::spawn_tmin;
-use prism_core::intersect::{RayPre, ray_aabb, ray_sphere, ray_triangle, widen_exit};
+use prism_core::intersect::{
+    RayPre, ray_aabb, ray_sphere, ray_triangle, sphere_missed_early, widen_exit,
+};
 use prism_core::point_grid::{any_hit_listed, build_point_grid};
 use prism_core::reference::{Agreement, classify};
 use prism_core::scene::PrimRef;
@@ -480,6 +482,25 @@ fn light_grid_agrees(accel: &Accel, scene: &Scene, rays: &[Ray]) -> Result<(), V
                 return violation!(
                     "ray {i} {ray:?}: the shadow ray {shadow:?} to {point} is {} by the light grid; blocked by {blocking:?} (t, id), on its box: {on_box}",
                     if listed { "blocked" } else { "clear" },
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The early miss of the CUDA grid walk
+/// ([`prism_core::intersect::sphere_missed_early`]) never says missed where
+/// [`ray_sphere`] meets a sphere anywhere on the ray's line.
+fn sphere_early_miss_agrees(scene: &Scene, rays: &[Ray]) -> Result<(), Violation> {
+    for (i, ray) in rays.iter().enumerate() {
+        for (k, s) in scene.spheres().iter().enumerate() {
+            let (c, r) = (s.truncate(), s.w);
+            if sphere_missed_early(ray.origin, ray.dir, c, r)
+                && let Some(t) = ray_sphere(ray.origin, ray.dir, c, r, -f32::MAX, f32::INFINITY)
+            {
+                return violation!(
+                    "ray {i} {ray:?}: sphere {k} said missed early, but ray_sphere hits it at t = {t}"
                 );
             }
         }
@@ -1034,6 +1055,7 @@ pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
             light_grid_agrees(accel, &scene, &good)?;
             cell_grid_agrees(accel, &scene, &good)?;
         }
+        sphere_early_miss_agrees(&scene, &good)?;
         // Last, so that inputs saved before this step decode as they did.
         render_scene_check(backend, &scene, &mut b)
     })
