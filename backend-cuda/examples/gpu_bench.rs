@@ -147,6 +147,9 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("grid-no-early-miss", &|k| {
                 k.extra_options = vec!["-DPRISM_GRID_EARLY_MISS=0".into()]
             }),
+            c("grid-no-balls", &|k| {
+                k.extra_options = vec!["-DPRISM_GRID_BALLS=0".into()]
+            }),
             c("grid-nested", &|k| {
                 k.extra_options = vec!["-DPRISM_GRID_FLAT_LOOP=0".into()]
             }),

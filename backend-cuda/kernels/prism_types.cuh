@@ -121,6 +121,11 @@ struct SceneView {
     float grid_cell[3];
     float grid_inv_cell[3];
     u32 grid_res[3];
+    // For scenes of spheres only: each listed sphere's centre and radius, in
+    // the order of grid_slots and of grid_large (or null), so that a walk
+    // reads a sphere with one load and its slot only when it is hit.
+    const float4* grid_balls;
+    const float4* grid_large_balls;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -208,6 +213,8 @@ PRISM_CHECK_FIELD(SceneView, grid_lo);
 PRISM_CHECK_FIELD(SceneView, grid_cell);
 PRISM_CHECK_FIELD(SceneView, grid_inv_cell);
 PRISM_CHECK_FIELD(SceneView, grid_res);
+PRISM_CHECK_FIELD(SceneView, grid_balls);
+PRISM_CHECK_FIELD(SceneView, grid_large_balls);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

@@ -182,6 +182,8 @@ struct SceneBuffers {
     /// The uniform grid's cell offsets, slot lists and large primitives, one
     /// buffer (`SceneArgs::grid_offsets`).
     _cell_grid: Option<DeviceBuffer>,
+    /// The grid's spheres, in list order (`SceneArgs::grid_balls`).
+    _grid_balls: Option<DeviceBuffer>,
     /// The grid itself, to tell whether a frame's rays can all walk it.
     cell_grid: Option<CellGrid>,
     args: SceneArgs,
@@ -394,7 +396,33 @@ impl DeviceState {
             w.extend_from_slice(&g.large);
             w
         });
+        // For scenes of spheres only, the listed spheres' centres and radii in
+        // list order (the cell lists, then the large ones): a walk reads a
+        // sphere with one load.
+        let kind = SceneKind::of(accel.primitives());
+        let grid_balls: Option<Vec<[f32; 4]>> = cell_grid
+            .as_ref()
+            .filter(|_| kind == SceneKind::Spheres)
+            .map(|g| {
+                g.slots
+                    .iter()
+                    .chain(&g.large)
+                    .map(|&slot| {
+                        accel
+                            .primitives()
+                            .get(slot as usize)
+                            .map_or([f32::NAN; 4], |p| [p.a[0], p.a[1], p.a[2], p.b[0]])
+                    })
+                    .collect()
+            });
         let derive = t0.elapsed();
+        let mut b_balls = match &grid_balls {
+            Some(b) => Some(DeviceBuffer::alloc(
+                size_of_val(b.as_slice()),
+                "grid balls",
+            )?),
+            None => None,
+        };
         let mut b_grid = match &grid_words {
             Some(w) => Some(DeviceBuffer::alloc(size_of_val(w.as_slice()), "cell grid")?),
             None => None,
@@ -415,6 +443,9 @@ impl DeviceState {
             b.upload(&self.stream, bytemuck::cast_slice(&g.cells))?;
         }
         if let (Some(b), Some(w)) = (b_grid.as_mut(), &grid_words) {
+            b.upload(&self.stream, bytemuck::cast_slice(w))?;
+        }
+        if let (Some(b), Some(w)) = (b_balls.as_mut(), &grid_balls) {
             b.upload(&self.stream, bytemuck::cast_slice(w))?;
         }
         self.events[1].record(&self.stream)?;
@@ -453,6 +484,10 @@ impl DeviceState {
             args.grid_cell = g.cell.to_array();
             args.grid_inv_cell = g.inv_cell.to_array();
             args.grid_res = g.res;
+            if let Some(b) = &b_balls {
+                args.grid_balls = b.ptr();
+                args.grid_large_balls = b.ptr() + (g.slots.len() * 16) as u64;
+            }
         }
         let buffers = SceneBuffers {
             _nodes: b_nodes,
@@ -461,9 +496,10 @@ impl DeviceState {
             _materials: b_mats,
             _light_grid: b_light,
             _cell_grid: b_grid,
+            _grid_balls: b_balls,
             cell_grid,
             args,
-            kind: SceneKind::of(accel.primitives()),
+            kind,
         };
         let times = SceneTimes {
             derive,

@@ -204,6 +204,10 @@ pub(crate) struct SceneArgs {
     pub grid_cell: [f32; 3],
     pub grid_inv_cell: [f32; 3],
     pub grid_res: [u32; 3],
+    /// For scenes of spheres only: each listed sphere's centre and radius in
+    /// the order of `grid_slots`, then of `grid_large` (0 otherwise).
+    pub grid_balls: u64,
+    pub grid_large_balls: u64,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -461,6 +465,8 @@ fn core_defines() -> Vec<String> {
                 ("grid_cell", offset_of!(SceneArgs, grid_cell)),
                 ("grid_inv_cell", offset_of!(SceneArgs, grid_inv_cell)),
                 ("grid_res", offset_of!(SceneArgs, grid_res)),
+                ("grid_balls", offset_of!(SceneArgs, grid_balls)),
+                ("grid_large_balls", offset_of!(SceneArgs, grid_large_balls)),
             ],
         ),
         (
