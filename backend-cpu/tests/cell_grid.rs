@@ -2,9 +2,12 @@
 //! gives the scene one (rtiow); the frames are the binary BVH's (which never
 //! uses one), pixel for pixel.
 
+mod common;
+
+use common::pixels_wide_and_binary_differ;
 use prism::scenes::{cornell, rtiow, whitted19};
-use prism_core::{Backend, Image, Integrator, NoProgress, PixelFormat, RenderSettings};
-use prism_cpu::{CpuBackend, Traversal};
+use prism_core::{Backend, Integrator, RenderSettings};
+use prism_cpu::CpuBackend;
 
 #[test]
 fn closest_hits_from_the_cell_grid_are_the_trees() {
@@ -32,19 +35,7 @@ fn closest_hits_from_the_cell_grid_are_the_trees() {
             ao_shadows: true,
             ..preset.settings
         };
-        let mut frames = Vec::new();
-        for traversal in [Traversal::Wide, Traversal::Binary] {
-            cpu.set_traversal(traversal).expect("traversal");
-            let mut img = Image::new(160, 90, PixelFormat::LinearF32).expect("image");
-            cpu.render(&preset.camera, &settings, &mut img, &NoProgress)
-                .expect("render");
-            frames.push(img.linear().to_vec());
-        }
-        let differ = frames[0]
-            .iter()
-            .zip(&frames[1])
-            .filter(|(a, b)| a != b)
-            .count();
+        let differ = pixels_wide_and_binary_differ(&mut cpu, &preset, &settings, (160, 90));
         assert_eq!(differ, 0, "{integrator:?}: {differ} pixels differ");
     }
 }

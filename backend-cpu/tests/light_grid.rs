@@ -1,10 +1,13 @@
 //! The wide traversals answer shadow rays from the light grid when the scene is
 //! small; the frames are the binary BVH's (which never uses one), pixel for pixel.
 
+mod common;
+
+use common::pixels_wide_and_binary_differ;
 use glam::Vec3;
 use prism::scenes::{rtiow, whitted19};
-use prism_core::{Backend, Image, Integrator, Material, NoProgress, PixelFormat, RenderSettings};
-use prism_cpu::{CpuBackend, Traversal};
+use prism_core::{Backend, Integrator, Material, RenderSettings};
+use prism_cpu::CpuBackend;
 
 #[test]
 fn shadows_from_the_light_grid_are_the_trees() {
@@ -31,19 +34,7 @@ fn shadows_from_the_light_grid_are_the_trees() {
             ao_shadows: true,
             ..preset.settings
         };
-        let mut frames = Vec::new();
-        for traversal in [Traversal::Wide, Traversal::Binary] {
-            cpu.set_traversal(traversal).expect("traversal");
-            let mut img = Image::new(128, 128, PixelFormat::LinearF32).expect("image");
-            cpu.render(&preset.camera, &settings, &mut img, &NoProgress)
-                .expect("render");
-            frames.push(img.linear().to_vec());
-        }
-        let differ = frames[0]
-            .iter()
-            .zip(&frames[1])
-            .filter(|(a, b)| a != b)
-            .count();
+        let differ = pixels_wide_and_binary_differ(&mut cpu, &preset, &settings, (128, 128));
         assert_eq!(differ, 0, "{integrator:?}: {differ} pixels differ");
     }
 }
