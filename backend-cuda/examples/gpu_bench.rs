@@ -159,6 +159,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("node-checks", &|k| {
                 k.extra_options = vec!["-DPRISM_NODE_CHECKS=1".into()]
             }),
+            c("no-persistent-path", &|k| k.persistent_path = false),
             c("none3", &|k| {
                 k.lobe_branches = false;
                 k.tree_checked_on_upload = false;

@@ -206,7 +206,8 @@ struct DeviceState {
     outputs: Option<DeviceBuffer>,
     frame: Option<DeviceBuffer>,
     pinned: Option<PinnedBuffer>,
-    /// The persistent trace kernels' work counter (`u32`).
+    /// The persistent trace and path kernels' work counter (`u32`), zeroed on
+    /// the stream before each launch that takes from it.
     work: DeviceBuffer,
     /// The render kernels' ray tally: `RAY_TALLY_SLOTS` spread `u64` counters,
     /// zeroed before a frame and summed after it (`gpu::ray_tally_sum`).
@@ -657,7 +658,7 @@ impl DeviceState {
     /// Launch the render kernel of `integrator` over rows `[y0, y1)`.
     #[allow(clippy::too_many_arguments)]
     fn launch_render(
-        &self,
+        &mut self,
         config: &KernelConfig,
         integrator: Integrator,
         scene: (SceneArgs, SceneKind),
@@ -684,7 +685,13 @@ impl DeviceState {
         let mut format = format;
         let mut srgb8 = self.srgb8.ptr();
         let mut tally = self.ray_tally.ptr();
-        let mut params: [*mut c_void; 7] = [
+        let mut work = self.work.ptr();
+        if config.persistent_path && integrator == Integrator::Path {
+            // The persistent path kernels' pieces are counted from zero (the
+            // launches before this one on the stream have finished with it).
+            self.work.fill_u32(&self.stream, 0, 1)?;
+        }
+        let mut params: [*mut c_void; 8] = [
             (&mut scene as *mut SceneArgs).cast(),
             (&mut y0 as *mut u32).cast(),
             (&mut y1 as *mut u32).cast(),
@@ -692,15 +699,16 @@ impl DeviceState {
             (&mut format as *mut u32).cast(),
             (&mut srgb8 as *mut u64).cast(),
             (&mut tally as *mut u64).cast(),
+            (&mut work as *mut u64).cast(),
         ];
-        // SAFETY: the seven values match prism_render_*'s parameters (SceneView,
-        // u32, u32, void*, u32, const uint2*, u64*) in order and layout; `out`
+        // SAFETY: the eight values match prism_render_*'s parameters (SceneView,
+        // u32, u32, void*, u32, const uint2*, u64*, u32*) in order and layout; `out`
         // holds a whole frame of the format's pixels for the width/height in
         // c_params, which was written before on the same stream; `srgb8` holds
         // the SRGB8_TABLE_SLOTS + 1 slots the kernels index (uploaded on this
         // stream when the context was made); `tally` is the RAY_TALLY_BYTES
         // tally buffer, whose RAY_TALLY_SLOTS the kernels were
-        // compiled with.
+        // compiled with; `work` is the 16-byte work counter buffer.
         unsafe { f.launch(grid, (tw, th), &self.stream, &mut params) }
     }
 }

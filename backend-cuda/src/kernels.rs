@@ -243,6 +243,12 @@ pub struct KernelConfig {
     /// The path kernel decouples BVH traversal from shading within a warp and
     /// shades once this many lanes (1..=32) are ready; 0 turns it off.
     pub path_defer: u32,
+    /// The path kernels run persistent warps: each takes the next 32 pixels
+    /// (one warp's share of a tile) from a counter until the frame is done,
+    /// instead of each block rendering its own tile, so warps that finish
+    /// early take more work and the launch's tail is one warp's pixels long.
+    /// The same pixels either way (not with `path_defer`, which keeps tiles).
+    pub persistent_path: bool,
     /// `scatter` evaluates only the lobe it picks (branches) instead of every
     /// lobe (core's branchless form): the same directions and weights, with the
     /// sines, cube root and square roots of the other lobes left out.
@@ -298,6 +304,7 @@ impl Default for KernelConfig {
             occluded_refill: 16,
             path_regen: false,
             path_defer: 0,
+            persistent_path: true,
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
@@ -520,6 +527,10 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!("-DPRISM_PERSISTENT={}", config.persistent as u32));
     o.push(format!("-DPRISM_PATH_REGEN={}", config.path_regen as u32));
     o.push(format!("-DPRISM_PATH_DEFER={}", config.path_defer));
+    o.push(format!(
+        "-DPRISM_PATH_PERSISTENT={}",
+        config.persistent_path as u32
+    ));
     o.push(format!("-DPRISM_TRACE_REFILL={}", config.trace_refill));
     o.push(format!(
         "-DPRISM_OCCLUDED_REFILL={}",

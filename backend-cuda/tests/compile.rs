@@ -70,6 +70,7 @@ fn every_kernel_variant_compiles_for_sm_90() {
         persistent: !d.persistent,
         path_regen: !d.path_regen,
         path_defer: if d.path_defer == 0 { 16 } else { 0 },
+        persistent_path: !d.persistent_path,
         trace_refill: if d.trace_refill == 0 { 16 } else { 0 },
         occluded_refill: if d.occluded_refill == 0 { 16 } else { 0 },
         lobe_branches: !d.lobe_branches,

@@ -352,6 +352,43 @@ fn renders_match_core_with_path_regeneration() {
     assert!(AgreementCounts::compare(&rays, &g, &reference).passed());
 }
 
+#[test]
+fn persistent_path_warps_give_the_tiles_pixels() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    assert!(KernelConfig::default().persistent_path);
+    let mut tiles = gpu_with(KernelConfig {
+        persistent_path: false,
+        ..Default::default()
+    });
+    let mut persistent = gpu_with(KernelConfig::default());
+    let path = [(Integrator::Path, 2)];
+    let differing = |a: &[Vec<[f32; 4]>], b: &[Vec<[f32; 4]>]| -> usize {
+        a[0].iter().zip(&b[0]).filter(|(p, q)| p != q).count()
+    };
+    // rtiow walks the cell grid, whitted19 the octant copies, cornell_mix
+    // (triangles and spheres) its tree; 100 x 70 leaves part-covered tiles.
+    for preset in [rtiow(), whitted19(), cornell_mix()] {
+        let size = (100, 70);
+        let a = linear_renders(&mut tiles, &preset, size, &path, false);
+        let b = linear_renders(&mut persistent, &preset, size, &path, false);
+        assert_eq!(differing(&a, &b), 0, "{}", preset.name);
+        // The next frame counts its pieces from zero again.
+        let c = linear_renders(&mut persistent, &preset, size, &path, false);
+        assert_eq!(differing(&b, &c), 0, "{}: second frame", preset.name);
+    }
+    // 64 MiB of linear pixels: a frame of at least two band launches, each of
+    // which takes its own pieces.
+    let r = rtiow();
+    let size = (2048, 2048);
+    let one = [(Integrator::Path, 1)];
+    let a = linear_renders(&mut tiles, &r, size, &one, false);
+    let b = linear_renders(&mut persistent, &r, size, &one, false);
+    assert!(persistent.last_frame_times().bands >= 2);
+    assert_eq!(differing(&a, &b), 0, "rtiow in bands");
+}
+
 /// Every integrator, with the samples per pixel the tests render it at.
 const EVERY_INTEGRATOR: [(Integrator, u32); 3] = [
     (Integrator::Path, 3),
