@@ -237,7 +237,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 // render_rows, taken tile by tile in row order, top rows first. A warp that
 // finishes early takes more work instead of leaving its block's slot idle, and
 // the launch ends within one piece's time of its last piece's start instead of
-// one block's: rtiow 4.45 -> 4.38 ms on an H100 (bench/RESULTS.md). Only for
+// one block's: rtiow 4.44 -> 4.34 ms on an H100 (bench/RESULTS.md). Only for
 // the path integrator, whose pieces are long (spp paths a pixel): whitted19's
 // 2 M one-sample pieces serialise their atomics in the L2 (4.2 against 2.38 ms).
 // The pixels are computed by pixel_color as in render_rows: the same bits.

@@ -246,8 +246,9 @@ pub struct KernelConfig {
     /// The path kernels run persistent warps: each takes the next 32 pixels
     /// (one warp's share of a tile) from a counter until the frame is done,
     /// instead of each block rendering its own tile, so warps that finish
-    /// early take more work and the launch's tail is one warp's pixels long.
-    /// The same pixels either way (not with `path_defer`, which keeps tiles).
+    /// early take more work and the launch ends within one piece of its last
+    /// start. The same pixels either way. With `path_defer` the tree's path
+    /// kernels keep tiles (their warps vote across a tile's lanes).
     pub persistent_path: bool,
     /// `scatter` evaluates only the lobe it picks (branches) instead of every
     /// lobe (core's branchless form): the same directions and weights, with the
