@@ -160,6 +160,13 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
                 k.extra_options = vec!["-DPRISM_NODE_CHECKS=1".into()]
             }),
             c("no-persistent-path", &|k| k.persistent_path = false),
+            c("path-lanes1", &|k| {
+                k.path_lanes = 1;
+                k.path_tail_64ths = 0;
+            }),
+            c("path-no-tail", &|k| k.path_tail_64ths = 0),
+            c("path-lanes4", &|k| k.path_lanes = 4),
+            c("path-tail8", &|k| k.path_tail_64ths = 8),
             c("none3", &|k| {
                 k.lobe_branches = false;
                 k.tree_checked_on_upload = false;

@@ -328,3 +328,37 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
     // sum * (1 / 1) is sum: one sample needs no division.
     return params.spp == 1 ? sum : sum * (1.0f / (float)params.spp);
 }
+
+// The colour of sample `sample` of pixel (x, y), adding the rays traced to
+// `rays`: render_pixel's loop body, for the kernels that spread a pixel's
+// samples over lanes (prism.cu). render_pixel keeps its own copy: calling this
+// from it moved the last bits of rtiow's Whitted pixels in some kernels (NVRTC
+// contracted other products into FMAs).
+template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
+__device__ __forceinline__ V3 render_sample(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32 sample,
+                                            u32& rays) {
+    Pcg rng;
+    Ray ray;
+    if (PRISM_WHITTED_SKIPS_CAMERA_RNG && INTEGRATOR == 1 && camera_numbers_unused(params)) {
+        // The same ray as primary_ray's (see camera_numbers_unused).
+        ray = camera_ray_at(params, x, y, 0.5f, 0.5f, 0.0f, 0.0f);
+    } else {
+        ray = primary_ray(params, x, y, sample, rng);
+    }
+    V3 c;
+    if (INTEGRATOR == 1) {
+        c = trace_whitted<K, OCT, GRID>(s, params, ray, rays);
+    } else if (INTEGRATOR == 2) {
+        c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays);
+    } else {
+        c = trace_path<K, OCT, GRID>(s, params, ray, rng, rays);
+    }
+    return c;
+}
+
+// render_pixel's last step: the sum of a pixel's samples (added in sample
+// order) to their mean. sum * (1 / 1) is sum: one sample needs no division.
+__device__ __forceinline__ V3 pixel_mean(const RenderParams& params, V3 sum) {
+    return params.spp == 1 ? sum : sum * (1.0f / (float)params.spp);
+}
+

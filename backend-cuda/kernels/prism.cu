@@ -26,6 +26,11 @@
 //                       render_pixel_path_deferred); 0: off
 //   PRISM_PATH_PERSISTENT  1: the path kernels' warps take warp-sized pieces of
 //                       the rows from a counter (see render_rows_persistent)
+//   PRISM_PATH_LANES    lanes that share a pixel's samples in a persistent path
+//                       launch's bulk, where they divide spp (power of two <= 32)
+//   PRISM_PATH_TAIL_64THS  sixty-fourths of a persistent path launch's tiles,
+//                       last in its order, whose pixels take as many lanes as
+//                       their samples need
 #include "prism_types.cuh"
 #include "intersect.cuh"
 #include "traverse.cuh"
@@ -226,28 +231,67 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 
 // Whether a render kernel runs persistent warps (render_rows_persistent): the
 // path kernels with PRISM_PATH_PERSISTENT, unless they defer shading (which
-// needs render_rows' lanes).
+// needs render_rows' lanes) or regenerate paths (a pixel's samples on one lane).
 #define PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) \
-    (PRISM_PATH_PERSISTENT && (INTEGRATOR) == 0 && !(PRISM_PATH_DEFER > 0 && !(GRID)))
+    (PRISM_PATH_PERSISTENT && (INTEGRATOR) == 0 && !((PRISM_PATH_DEFER > 0 || PRISM_PATH_REGEN) && !(GRID)))
 
 // Pixels of rows [y0, y1) by persistent warps: the launch has render_rows'
 // blocks, each of whose warps takes the next piece of the rows from `work`
 // (zeroed by the host before the launch; one atomic a piece) until none is
-// left. A piece is the 32 pixels one warp of a tile's block covers in
-// render_rows, taken tile by tile in row order, top rows first. A warp that
-// finishes early takes more work instead of leaving its block's slot idle, and
-// the launch ends within one piece's time of its last piece's start instead of
-// one block's: rtiow 4.44 -> 4.34 ms on an H100 (bench/RESULTS.md). Only for
-// the path integrator, whose pieces are long (spp paths a pixel): whitted19's
-// 2 M one-sample pieces serialise their atomics in the L2 (4.2 against 2.38 ms).
-// The pixels are computed by pixel_color as in render_rows: the same bits.
+// left. A warp that finishes early takes more work instead of leaving its
+// block's slot idle, and the launch ends within one piece's time of its last
+// piece's start instead of one block's: rtiow 4.44 -> 4.34 ms on an H100
+// (bench/RESULTS.md). Only for the path integrator, whose pieces are long (spp
+// paths a pixel): whitted19's 2 M one-sample pieces serialise their atomics in
+// the L2 (4.2 against 2.38 ms).
+//
+// A piece is 32 / lanes pixels, taken in render_rows' thread order tile by tile,
+// top rows first, each pixel's samples spread over `lanes` neighbouring lanes:
+// lane j of a pixel traces samples j, j + lanes, ... (render_sample) and after
+// each step the pixel's first lane adds the step's colours in sample order, so
+// the sum is render_pixel's, added in the same order: the same bits as
+// render_rows. In the launch's bulk a pixel takes PRISM_PATH_LANES lanes where
+// they divide spp (else one): the two samples a warp traces side by side for
+// each of 16 pixels start from one pixel and end closer together than samples
+// of 32 pixels, and a piece takes half the steps (rtiow 4.36 -> 4.21 ms; four
+// lanes a pixel 4.20, eight 4.25). The last PRISM_PATH_TAIL_64THS sixty-fourths
+// of the tiles give a pixel as many lanes as its samples need (at most 32), so
+// the launch's last pieces are a step or two long (4.21 -> 4.15 ms).
+#ifndef PRISM_PATH_LANES
+#define PRISM_PATH_LANES 2
+#endif
+#ifndef PRISM_PATH_TAIL_64THS
+#define PRISM_PATH_TAIL_64THS 4
+#endif
+static_assert(PRISM_PATH_LANES >= 1 && PRISM_PATH_LANES <= 32 && (PRISM_PATH_LANES & (PRISM_PATH_LANES - 1)) == 0,
+              "PRISM_PATH_LANES: a power of two up to 32");
+static_assert(PRISM_PATH_TAIL_64THS >= 0 && PRISM_PATH_TAIL_64THS <= 64, "PRISM_PATH_TAIL_64THS: 0..=64");
+
+// The smallest power of two >= n, at most 32.
+__device__ __forceinline__ u32 lanes_for(u32 n) {
+    u32 lanes = 1;
+    while (lanes < n && lanes < 32u) {
+        lanes <<= 1;
+    }
+    return lanes;
+}
+
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID>
 __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                                        const uint2* srgb8, u64* ray_tally, u32* work) {
     const RenderParams& params = c_params;
     const u32 lane = (threadIdx.y * PRISM_RENDER_TILE_W + threadIdx.x) & 31u;
-    const u32 warps_per_tile = PRISM_RENDER_THREADS / 32u;
-    const u32 pieces = gridDim.x * gridDim.y * warps_per_tile;
+    const u32 spp = params.spp;
+    const u32 bulk_lanes = spp % PRISM_PATH_LANES == 0u ? PRISM_PATH_LANES : 1u;
+    const u32 tail_lanes = lanes_for(spp);
+    const u32 tiles = gridDim.x * gridDim.y;
+    const u32 tail_tiles = (u32)(((u64)tiles * PRISM_PATH_TAIL_64THS) / 64u);
+    const u32 bulk_tiles = tiles - tail_tiles;
+    // A piece is 32 / lanes pixels of one tile, in render_rows' thread order.
+    const u32 bulk_per_tile = PRISM_RENDER_THREADS / 32u * bulk_lanes;
+    const u32 tail_per_tile = PRISM_RENDER_THREADS / 32u * tail_lanes;
+    const u32 bulk_pieces = bulk_tiles * bulk_per_tile;
+    const u32 pieces = bulk_pieces + tail_tiles * tail_per_tile;
     u32 rays = 0;
     for (;;) {
         u32 piece = 0;
@@ -258,14 +302,41 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
         if (piece >= pieces) {
             break;
         }
-        const u32 tile = piece / warps_per_tile;
+        const bool bulk = piece < bulk_pieces;
+        const u32 lanes = bulk ? bulk_lanes : tail_lanes;
+        const u32 per_tile = bulk ? bulk_per_tile : tail_per_tile;
+        const u32 p = bulk ? piece : piece - bulk_pieces;
+        const u32 tile = (bulk ? 0u : bulk_tiles) + p / per_tile;
+        // Which of its pixel's lanes this one is, and the pixel's first lane.
+        const u32 share = lane & (lanes - 1u);
+        const u32 first_lane = lane - share;
         // The thread of the tile's block that would render this lane's pixel.
-        const u32 thread = (piece % warps_per_tile) * 32u + lane;
+        const u32 thread = (p % per_tile) * (32u / lanes) + lane / lanes;
         const u32 x = (tile % gridDim.x) * PRISM_RENDER_TILE_W + thread % PRISM_RENDER_TILE_W;
         const u32 y = y0 + (tile / gridDim.x) * PRISM_RENDER_TILE_H + thread / PRISM_RENDER_TILE_W;
-        if (x < params.width && y < y1 && y < params.height) {
-            const V3 c = pixel_color<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
-            store_pixel(out, format, srgb8, y * params.width + x, c);
+        const bool inside = x < params.width && y < y1 && y < params.height;
+        // Sample k * lanes + share on step k; after each step the pixel's first
+        // lane adds the step's colours in sample order, so the sum is
+        // render_pixel's, added in the same order.
+        const u32 steps = (spp + lanes - 1u) / lanes;
+        V3 sum = v3s(0.0f);
+        for (u32 k = 0; k < steps; ++k) {
+            const u32 sample = k * lanes + share;
+            V3 c = v3s(0.0f);
+            if (inside && sample < spp) {
+                c = render_sample<INTEGRATOR, K, OCT, GRID>(s, params, x, y, sample, rays);
+            }
+            for (u32 i = 0; i < lanes; ++i) {
+                const V3 ci = v3(__shfl_sync(0xffffffffu, c.x, first_lane + i),
+                                 __shfl_sync(0xffffffffu, c.y, first_lane + i),
+                                 __shfl_sync(0xffffffffu, c.z, first_lane + i));
+                if (k * lanes + i < spp) {
+                    sum += ci;
+                }
+            }
+        }
+        if (inside && share == 0) {
+            store_pixel(out, format, srgb8, y * params.width + x, pixel_mean(params, sum));
         }
     }
     count_rays(ray_tally, rays);

@@ -247,9 +247,21 @@ pub struct KernelConfig {
     /// (one warp's share of a tile) from a counter until the frame is done,
     /// instead of each block rendering its own tile, so warps that finish
     /// early take more work and the launch ends within one piece of its last
-    /// start. The same pixels either way. With `path_defer` the tree's path
-    /// kernels keep tiles (their warps vote across a tile's lanes).
+    /// start. The same pixels either way. With `path_defer` or `path_regen`
+    /// the tree's path kernels keep tiles (their warps vote across a tile's
+    /// lanes, or run a pixel's samples on one lane).
     pub persistent_path: bool,
+    /// With `persistent_path`: lanes that share each pixel's samples (a power
+    /// of two up to 32), where they divide the frame's samples per pixel (else
+    /// one lane a pixel). Each traces every `path_lanes`-th sample and the
+    /// pixel's first lane adds their colours in sample order, so the pixels are
+    /// the same; a piece of the frame is then `32 / path_lanes` pixels, whose
+    /// paths share camera rays and end closer together.
+    pub path_lanes: u32,
+    /// With `persistent_path`: the sixty-fourths of a launch's tiles (its last,
+    /// in piece order) whose pixels take as many lanes as their samples need (up
+    /// to 32), so that the launch's last pieces are short. 0..=64.
+    pub path_tail_64ths: u32,
     /// `scatter` evaluates only the lobe it picks (branches) instead of every
     /// lobe (core's branchless form): the same directions and weights, with the
     /// sines, cube root and square roots of the other lobes left out.
@@ -306,6 +318,8 @@ impl Default for KernelConfig {
             path_regen: false,
             path_defer: 0,
             persistent_path: true,
+            path_lanes: 2,
+            path_tail_64ths: 4,
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
@@ -368,6 +382,16 @@ impl KernelConfig {
         }
         if self.path_defer > 32 {
             return bad("path_defer", self.path_defer, "must be in 0..=32");
+        }
+        if !self.path_lanes.is_power_of_two() || self.path_lanes > 32 {
+            return bad(
+                "path_lanes",
+                self.path_lanes,
+                "must be a power of two in 1..=32",
+            );
+        }
+        if self.path_tail_64ths > 64 {
+            return bad("path_tail_64ths", self.path_tail_64ths, "must be in 0..=64");
         }
         Ok(())
     }
@@ -531,6 +555,11 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_PATH_PERSISTENT={}",
         config.persistent_path as u32
+    ));
+    o.push(format!("-DPRISM_PATH_LANES={}", config.path_lanes));
+    o.push(format!(
+        "-DPRISM_PATH_TAIL_64THS={}",
+        config.path_tail_64ths
     ));
     o.push(format!("-DPRISM_TRACE_REFILL={}", config.trace_refill));
     o.push(format!(
@@ -787,6 +816,23 @@ ptxas info    : Used 40 registers, used 0 barriers\n";
             ..Default::default()
         };
         assert!(bad.validate().is_err());
+        for (lanes, tail) in [(0, 4), (3, 4), (64, 4), (2, 65)] {
+            let bad = KernelConfig {
+                path_lanes: lanes,
+                path_tail_64ths: tail,
+                ..Default::default()
+            };
+            assert!(
+                matches!(
+                    bad.validate(),
+                    Err(Error::Setting {
+                        field: "path_lanes" | "path_tail_64ths",
+                        ..
+                    })
+                ),
+                "{lanes} {tail}"
+            );
+        }
     }
 
     #[test]

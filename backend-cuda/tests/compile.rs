@@ -85,6 +85,19 @@ fn every_kernel_variant_compiles_for_sm_90() {
 }
 
 #[test]
+fn every_persistent_path_layout_compiles_for_sm_90() {
+    if nvrtc_or_skip().is_none() {
+        return;
+    }
+    // One lane a pixel and no tail, as against the default's shared pixels and tail.
+    compile_and_check(&KernelConfig {
+        path_lanes: 1,
+        path_tail_64ths: 0,
+        ..KernelConfig::default()
+    });
+}
+
+#[test]
 fn a_broken_kernel_is_a_compile_error_with_the_log() {
     if nvrtc_or_skip().is_none() {
         return;

@@ -363,9 +363,31 @@ fn persistent_path_warps_give_the_tiles_pixels() {
         ..Default::default()
     });
     let mut persistent = gpu_with(KernelConfig::default());
-    let path = [(Integrator::Path, 2)];
+    // Other layouts of a pixel's samples on lanes: four lanes a pixel, and the
+    // whole frame laid out as the default lays out its tail.
+    let mut quads = gpu_with(KernelConfig {
+        path_lanes: 4,
+        path_tail_64ths: 0,
+        ..Default::default()
+    });
+    let mut all_tail = gpu_with(KernelConfig {
+        path_tail_64ths: 64,
+        ..Default::default()
+    });
+    // 2 spp: two lanes a pixel; 3: one lane a pixel, four in the tail (one
+    // idle); 37: one lane a pixel, 32 in the tail (two steps, 27 lanes idle
+    // in the second).
+    let path = [
+        (Integrator::Path, 2),
+        (Integrator::Path, 3),
+        (Integrator::Path, 37),
+    ];
     let differing = |a: &[Vec<[f32; 4]>], b: &[Vec<[f32; 4]>]| -> usize {
-        a[0].iter().zip(&b[0]).filter(|(p, q)| p != q).count()
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| a.iter().zip(b).filter(|(p, q)| p != q).count())
+            .sum()
     };
     // rtiow walks the cell grid, whitted19 the octant copies, cornell_mix
     // (triangles and spheres) its tree; 100 x 70 leaves part-covered tiles.
@@ -377,6 +399,10 @@ fn persistent_path_warps_give_the_tiles_pixels() {
         // The next frame counts its pieces from zero again.
         let c = linear_renders(&mut persistent, &preset, size, &path, false);
         assert_eq!(differing(&b, &c), 0, "{}: second frame", preset.name);
+        for (name, gpu) in [("4 lanes", &mut quads), ("all tail", &mut all_tail)] {
+            let d = linear_renders(gpu, &preset, size, &path, false);
+            assert_eq!(differing(&a, &d), 0, "{}: {name}", preset.name);
+        }
     }
     // 64 MiB of linear pixels: a frame of at least two band launches, each of
     // which takes its own pieces.
