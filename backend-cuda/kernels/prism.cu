@@ -31,6 +31,7 @@
 //   PRISM_PATH_TAIL_64THS  sixty-fourths of a persistent path launch's tiles,
 //                       last in its order, whose pixels take as many lanes as
 //                       their samples need
+//   PRISM_PATH_TILE_W   width of the persistent path kernels' 128-pixel tiles
 #include "prism_types.cuh"
 #include "intersect.cuh"
 #include "traverse.cuh"
@@ -245,8 +246,11 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 // paths a pixel): whitted19's 2 M one-sample pieces serialise their atomics in
 // the L2 (4.2 against 2.38 ms).
 //
-// A piece is 32 / lanes pixels, taken in render_rows' thread order tile by tile,
-// top rows first, each pixel's samples spread over `lanes` neighbouring lanes:
+// A piece is 32 / lanes pixels, taken row by row from tiles of 128 pixels, 8
+// wide (PRISM_PATH_TILE_W), tile by tile, top rows first (rtiow's horizon,
+// where rays graze the ground and walk the most cells, lies near the top, so
+// the heaviest pieces start first), each pixel's samples spread over `lanes`
+// neighbouring lanes:
 // lane j of a pixel traces samples j, j + lanes, ... (render_sample) and after
 // each step the pixel's first lane adds the step's colours in sample order, so
 // the sum is render_pixel's, added in the same order: the same bits as
@@ -256,7 +260,9 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 // of 32 pixels, and a piece takes half the steps (rtiow 4.36 -> 4.21 ms; four
 // lanes a pixel 4.20, eight 4.25). The last PRISM_PATH_TAIL_64THS sixty-fourths
 // of the tiles give a pixel as many lanes as its samples need (at most 32), so
-// the launch's last pieces are a step or two long (4.21 -> 4.15 ms).
+// the launch's last pieces are a step or two long (4.21 -> 4.15 ms). Tiles 8
+// pixels wide make a bulk piece an 8 x 2 block: 4.15 -> 4.09 ms (16 wide 4.16,
+// 4 wide 4.14, 2 wide 4.14, 32 wide 4.16).
 #ifndef PRISM_PATH_LANES
 #define PRISM_PATH_LANES 2
 #endif
@@ -266,6 +272,17 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 static_assert(PRISM_PATH_LANES >= 1 && PRISM_PATH_LANES <= 32 && (PRISM_PATH_LANES & (PRISM_PATH_LANES - 1)) == 0,
               "PRISM_PATH_LANES: a power of two up to 32");
 static_assert(PRISM_PATH_TAIL_64THS >= 0 && PRISM_PATH_TAIL_64THS <= 64, "PRISM_PATH_TAIL_64THS: 0..=64");
+
+// The persistent path kernels' own tiles of the frame (128 pixels, PRISM_PATH_TILE_W
+// wide), whatever the launch's block shape; a piece covers whole rows of a
+// tile, or part of one.
+#ifndef PRISM_PATH_TILE_W
+#define PRISM_PATH_TILE_W 8
+#endif
+#define PRISM_PATH_TILE_PIXELS 128u
+#define PRISM_PATH_TILE_H (PRISM_PATH_TILE_PIXELS / PRISM_PATH_TILE_W)
+static_assert(PRISM_PATH_TILE_W >= 1 && PRISM_PATH_TILE_W <= 128 && (PRISM_PATH_TILE_W & (PRISM_PATH_TILE_W - 1)) == 0,
+              "PRISM_PATH_TILE_W: a power of two up to 128");
 
 // The smallest power of two >= n, at most 32.
 __device__ __forceinline__ u32 lanes_for(u32 n) {
@@ -284,12 +301,14 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     const u32 spp = params.spp;
     const u32 bulk_lanes = spp % PRISM_PATH_LANES == 0u ? PRISM_PATH_LANES : 1u;
     const u32 tail_lanes = lanes_for(spp);
-    const u32 tiles = gridDim.x * gridDim.y;
+    const u32 tiles_x = (params.width + PRISM_PATH_TILE_W - 1u) / PRISM_PATH_TILE_W;
+    const u32 rows = y1 > y0 ? y1 - y0 : 0u;
+    const u32 tiles = tiles_x * ((rows + PRISM_PATH_TILE_H - 1u) / PRISM_PATH_TILE_H);
     const u32 tail_tiles = (u32)(((u64)tiles * PRISM_PATH_TAIL_64THS) / 64u);
     const u32 bulk_tiles = tiles - tail_tiles;
-    // A piece is 32 / lanes pixels of one tile, in render_rows' thread order.
-    const u32 bulk_per_tile = PRISM_RENDER_THREADS / 32u * bulk_lanes;
-    const u32 tail_per_tile = PRISM_RENDER_THREADS / 32u * tail_lanes;
+    // A piece is 32 / lanes pixels of one tile, row by row.
+    const u32 bulk_per_tile = PRISM_PATH_TILE_PIXELS / 32u * bulk_lanes;
+    const u32 tail_per_tile = PRISM_PATH_TILE_PIXELS / 32u * tail_lanes;
     const u32 bulk_pieces = bulk_tiles * bulk_per_tile;
     const u32 pieces = bulk_pieces + tail_tiles * tail_per_tile;
     u32 rays = 0;
@@ -310,10 +329,10 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
         // Which of its pixel's lanes this one is, and the pixel's first lane.
         const u32 share = lane & (lanes - 1u);
         const u32 first_lane = lane - share;
-        // The thread of the tile's block that would render this lane's pixel.
+        // This lane's pixel: the tile's `thread`-th, row by row.
         const u32 thread = (p % per_tile) * (32u / lanes) + lane / lanes;
-        const u32 x = (tile % gridDim.x) * PRISM_RENDER_TILE_W + thread % PRISM_RENDER_TILE_W;
-        const u32 y = y0 + (tile / gridDim.x) * PRISM_RENDER_TILE_H + thread / PRISM_RENDER_TILE_W;
+        const u32 x = (tile % tiles_x) * PRISM_PATH_TILE_W + thread % PRISM_PATH_TILE_W;
+        const u32 y = y0 + (tile / tiles_x) * PRISM_PATH_TILE_H + thread / PRISM_PATH_TILE_W;
         const bool inside = x < params.width && y < y1 && y < params.height;
         // Sample k * lanes + share on step k; after each step the pixel's first
         // lane adds the step's colours in sample order, so the sum is
