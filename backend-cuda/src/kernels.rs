@@ -255,8 +255,9 @@ pub struct KernelConfig {
     /// of two up to 32), where they divide the frame's samples per pixel (else
     /// one lane a pixel). Each traces every `path_lanes`-th sample and the
     /// pixel's first lane adds their colours in sample order, so the pixels are
-    /// the same; a piece of the frame is then `32 / path_lanes` pixels, whose
-    /// paths share camera rays and end closer together.
+    /// the same; a piece of the frame is then `32 / path_lanes` pixels, and the
+    /// paths a warp traces side by side start from fewer pixels and end closer
+    /// together.
     pub path_lanes: u32,
     /// With `persistent_path`: the sixty-fourths of a launch's tiles (its last,
     /// in piece order) whose pixels take as many lanes as their samples need (up
