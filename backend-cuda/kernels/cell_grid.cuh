@@ -55,6 +55,28 @@ __device__ __forceinline__ int grid_step(float d) { return d > 0.0f ? 1 : (d < 0
 #define PRISM_GRID_BALLS 1
 #endif
 
+// 1 (default): the walk takes 1 / d from one approximate reciprocal a component
+// (rcp.approx.ftz: at most an ulp off, +-0 to +-inf) instead of the correctly
+// rounded division (a reciprocal, three FMAs and a range check each). The
+// reciprocals only place the walk's entry and faces, which CELL_GRID_WALK_ROUNDING
+// bounds at about four ulps and the padding covers some 800 times over; one
+// ulp more leaves the hits, and so every pixel, unchanged. 0 divides, to
+// measure it.
+#ifndef PRISM_GRID_APPROX_RCP
+#define PRISM_GRID_APPROX_RCP 1
+#endif
+
+// 1 / x for the walk (see PRISM_GRID_APPROX_RCP).
+__device__ __forceinline__ float grid_rcp(float x) {
+#if PRISM_GRID_APPROX_RCP
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#else
+    return 1.0f / x;
+#endif
+}
+
 // Test the sphere `*ball` listed with slot `*slot` (skipped when out of
 // range); keep it in `best` when it is hit closer: ray_primitive's test of
 // that sphere, whose centre and radius the ball holds.
@@ -166,7 +188,7 @@ __device__ __forceinline__ Hit closest_hit_grid(const SceneView& s, const Ray& r
     GridWalk w;
     w.o = ray.origin;
     const V3 d = ray.dir;
-    w.inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+    w.inv = v3(grid_rcp(d.x), grid_rcp(d.y), grid_rcp(d.z));
     w.lo = v3(s.grid_lo[0], s.grid_lo[1], s.grid_lo[2]);
     w.cell = v3(s.grid_cell[0], s.grid_cell[1], s.grid_cell[2]);
     w.rx = s.grid_res[0];
