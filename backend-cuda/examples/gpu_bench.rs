@@ -167,6 +167,14 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("path-no-tail", &|k| k.path_tail_64ths = 0),
             c("path-lanes4", &|k| k.path_lanes = 4),
             c("path-tail8", &|k| k.path_tail_64ths = 8),
+            c("path-block128", &|k| {
+                k.path_threads = 128;
+                k.path_min_blocks = 8;
+            }),
+            c("path-block512", &|k| {
+                k.path_threads = 512;
+                k.path_min_blocks = 2;
+            }),
             c("none3", &|k| {
                 k.lobe_branches = false;
                 k.tree_checked_on_upload = false;

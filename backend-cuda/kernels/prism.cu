@@ -32,6 +32,8 @@
 //                       last in its order, whose pixels take as many lanes as
 //                       their samples need
 //   PRISM_PATH_TILE_W   width of the persistent path kernels' 128-pixel tiles
+//   PRISM_PATH_THREADS, PRISM_PATH_MIN_BLOCKS  the persistent path kernels'
+//                       block (one row of threads) and launch bound
 #include "prism_types.cuh"
 #include "intersect.cuh"
 #include "traverse.cuh"
@@ -43,6 +45,16 @@
 #include "integrator.cuh"
 
 #define PRISM_RENDER_THREADS (PRISM_RENDER_TILE_W * PRISM_RENDER_TILE_H)
+// The persistent path kernels' blocks: one row of PRISM_PATH_THREADS, whatever
+// the render tile, since their warps take pixels from a counter. 256 threads
+// and 4 blocks an SM (the same 64 registers and 1,024 threads as 16 x 8 tiles
+// and 8 blocks): rtiow 0.5% faster on an H100 (bench/RESULTS.md).
+#ifndef PRISM_PATH_THREADS
+#define PRISM_PATH_THREADS 256
+#endif
+#ifndef PRISM_PATH_MIN_BLOCKS
+#define PRISM_PATH_MIN_BLOCKS 4
+#endif
 
 // Per-frame parameters, written by the host before each frame's launches.
 __constant__ RenderParams c_params;
@@ -236,8 +248,8 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 #define PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) \
     (PRISM_PATH_PERSISTENT && (INTEGRATOR) == 0 && !((PRISM_PATH_DEFER > 0 || PRISM_PATH_REGEN) && !(GRID)))
 
-// Pixels of rows [y0, y1) by persistent warps: the launch has render_rows'
-// blocks, each of whose warps takes the next piece of the rows from `work`
+// Pixels of rows [y0, y1) by persistent warps: the launch has a thread a pixel
+// in rows of PRISM_PATH_THREADS, each of whose warps takes the next piece of the rows from `work`
 // (zeroed by the host before the launch; one atomic a piece) until none is
 // left. A warp that finishes early takes more work instead of leaving its
 // block's slot idle, and the launch ends within one piece's time of its last
@@ -297,7 +309,7 @@ template <u32 INTEGRATOR, int K, bool OCT, bool GRID>
 __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                                        const uint2* srgb8, u64* ray_tally, u32* work) {
     const RenderParams& params = c_params;
-    const u32 lane = (threadIdx.y * PRISM_RENDER_TILE_W + threadIdx.x) & 31u;
+    const u32 lane = threadIdx.x & 31u;  // blocks are one row (PRISM_PATH_THREADS)
     const u32 spp = params.spp;
     const u32 bulk_lanes = spp % PRISM_PATH_LANES == 0u ? PRISM_PATH_LANES : 1u;
     const u32 tail_lanes = lanes_for(spp);
@@ -523,9 +535,12 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // the frame's ray tally (count_rays). OCT: the tree's near-first octant copies
 // (SceneView::octants; traverse.cuh). `work`: a counter the host zeroed before
 // the launch, which the persistent path kernels take their pieces from
-// (render_rows_persistent); the other kernels leave it alone.
+// (render_rows_persistent); the other kernels leave it alone. The persistent
+// ones are launched in rows of PRISM_PATH_THREADS, the others in tiles.
 #define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT, GRID)                                                        \
-    extern "C" __global__ void __launch_bounds__(PRISM_RENDER_THREADS, PRISM_RENDER_MIN_BLOCKS)                    \
+    extern "C" __global__ void __launch_bounds__(                                                                  \
+        PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) ? PRISM_PATH_THREADS : PRISM_RENDER_THREADS,                       \
+        PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) ? PRISM_PATH_MIN_BLOCKS : PRISM_RENDER_MIN_BLOCKS)                 \
         NAME(SceneView s, u32 y0, u32 y1, void* out, u32 format, const uint2* __restrict__ srgb8,                  \
              u64* ray_tally, u32* work) {                                                                          \
         if (PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID)) {                                                             \

@@ -668,9 +668,22 @@ impl DeviceState {
         out_ptr: u64,
         format: u32,
     ) -> Result<(), Error> {
-        let [tw, th] = config.render_tile;
-        let grid = (width.div_ceil(tw), (y1 - y0).div_ceil(th));
         let (mut scene, kind) = scene;
+        let persistent = config.persistent_rows(integrator as u32, scene.grid_offsets != 0);
+        let (grid, block) = if persistent {
+            // Rows of path_threads threads, as many as the band has pixels:
+            // the warps take their pixels from `work`, and those of blocks that
+            // start once the pieces are all taken exit at once.
+            let pixels = width as u64 * (y1 - y0) as u64;
+            let blocks = pixels.div_ceil(config.path_threads as u64);
+            (
+                (u32::try_from(blocks).unwrap_or(u32::MAX).min(MAX_GRID_X), 1),
+                (config.path_threads, 1),
+            )
+        } else {
+            let [tw, th] = config.render_tile;
+            ((width.div_ceil(tw), (y1 - y0).div_ceil(th)), (tw, th))
+        };
         let kernels = &self.kernels.kinds[kind as usize];
         let f = if scene.grid_offsets != 0 {
             kernels.render_grid[integrator as usize]
@@ -686,7 +699,7 @@ impl DeviceState {
         let mut srgb8 = self.srgb8.ptr();
         let mut tally = self.ray_tally.ptr();
         let mut work = self.work.ptr();
-        if config.persistent_path && integrator == Integrator::Path {
+        if persistent {
             // The persistent path kernels' pieces are counted from zero (the
             // launches before this one on the stream have finished with it).
             self.work.fill_u32(&self.stream, 0, 1)?;
@@ -709,7 +722,7 @@ impl DeviceState {
         // stream when the context was made); `tally` is the RAY_TALLY_BYTES
         // tally buffer, whose RAY_TALLY_SLOTS the kernels were
         // compiled with; `work` is the 16-byte work counter buffer.
-        unsafe { f.launch(grid, (tw, th), &self.stream, &mut params) }
+        unsafe { f.launch(grid, block, &self.stream, &mut params) }
     }
 }
 
@@ -777,6 +790,8 @@ struct BandPlan {
 
 /// Largest `gridDim.y` of a launch.
 const MAX_GRID_Y: u32 = 65535;
+/// Largest `gridDim.x` of a launch.
+const MAX_GRID_X: u32 = (1 << 31) - 1;
 
 fn plan_bands(
     width: u32,
@@ -1073,8 +1088,12 @@ impl CudaBackend {
                 k.render_grid[2],
             ];
             for (b, f) in fs.into_iter().enumerate() {
+                // Bases 0, 5 and 8 are the path kernels: the tree's, the octant
+                // copies', the grid's.
                 let threads = if b == 3 || b == 4 {
                     config.trace_threads
+                } else if (b == 0 || b == 5 || b == 8) && config.persistent_rows(0, b == 8) {
+                    config.path_threads
                 } else {
                     config.render_threads()
                 };

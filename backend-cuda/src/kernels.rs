@@ -263,6 +263,14 @@ pub struct KernelConfig {
     /// in piece order) whose pixels take as many lanes as their samples need (up
     /// to 32), so that the launch's last pieces are short. 0..=64.
     pub path_tail_64ths: u32,
+    /// With `persistent_path`: threads per block of the persistent path
+    /// kernels, which are launched as rows of `path_threads` (a multiple of 32,
+    /// at most 1024) whatever `render_tile` is: their warps take their pixels
+    /// from the counter, not from the block's tile.
+    pub path_threads: u32,
+    /// With `persistent_path`: blocks per multiprocessor the persistent path
+    /// kernels are compiled to fit; 1 = no constraint.
+    pub path_min_blocks: u32,
     /// `scatter` evaluates only the lobe it picks (branches) instead of every
     /// lobe (core's branchless form): the same directions and weights, with the
     /// sines, cube root and square roots of the other lobes left out.
@@ -321,6 +329,8 @@ impl Default for KernelConfig {
             persistent_path: true,
             path_lanes: 2,
             path_tail_64ths: 4,
+            path_threads: 256,
+            path_min_blocks: 4,
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
@@ -375,6 +385,19 @@ impl KernelConfig {
                 "must be in 1..=32",
             );
         }
+        if self.path_threads == 0
+            || !self.path_threads.is_multiple_of(32)
+            || self.path_threads > 1024
+        {
+            return bad(
+                "path_threads",
+                self.path_threads,
+                "must be a multiple of 32 in 32..=1024",
+            );
+        }
+        if self.path_min_blocks == 0 || self.path_min_blocks > 32 {
+            return bad("path_min_blocks", self.path_min_blocks, "must be in 1..=32");
+        }
         if self.trace_refill > 32 {
             return bad("trace_refill", self.trace_refill, "must be in 0..=32");
         }
@@ -401,6 +424,17 @@ impl KernelConfig {
     /// refuses tiles of more than 1,024 threads).
     pub fn render_threads(&self) -> u32 {
         self.render_tile[0].saturating_mul(self.render_tile[1])
+    }
+
+    /// Whether the render kernel of integrator `integrator` (0 path, 1
+    /// Whitted, 2 AO) runs persistent warps, launched in blocks of
+    /// `path_threads`: the path kernels with `persistent_path`, except the
+    /// tree's (not the grid's, `grid` false) with `path_defer` or `path_regen`
+    /// (prism.cu's PRISM_PERSISTENT_ROWS).
+    pub fn persistent_rows(&self, integrator: u32, grid: bool) -> bool {
+        self.persistent_path
+            && integrator == 0
+            && !((self.path_defer > 0 || self.path_regen) && !grid)
     }
 }
 
@@ -558,6 +592,11 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
         config.persistent_path as u32
     ));
     o.push(format!("-DPRISM_PATH_LANES={}", config.path_lanes));
+    o.push(format!("-DPRISM_PATH_THREADS={}", config.path_threads));
+    o.push(format!(
+        "-DPRISM_PATH_MIN_BLOCKS={}",
+        config.path_min_blocks
+    ));
     o.push(format!(
         "-DPRISM_PATH_TAIL_64THS={}",
         config.path_tail_64ths
@@ -817,6 +856,23 @@ ptxas info    : Used 40 registers, used 0 barriers\n";
             ..Default::default()
         };
         assert!(bad.validate().is_err());
+        for (threads, min_blocks) in [(0, 4), (100, 4), (2048, 1), (256, 0), (256, 33)] {
+            let bad = KernelConfig {
+                path_threads: threads,
+                path_min_blocks: min_blocks,
+                ..Default::default()
+            };
+            assert!(
+                matches!(
+                    bad.validate(),
+                    Err(Error::Setting {
+                        field: "path_threads" | "path_min_blocks",
+                        ..
+                    })
+                ),
+                "{threads} {min_blocks}"
+            );
+        }
         for (lanes, tail) in [(0, 4), (3, 4), (64, 4), (2, 65)] {
             let bad = KernelConfig {
                 path_lanes: lanes,

@@ -374,6 +374,12 @@ fn persistent_path_warps_give_the_tiles_pixels() {
         path_tail_64ths: 64,
         ..Default::default()
     });
+    // Blocks of 96 threads (three warps), as against the default's 256.
+    let mut small_blocks = gpu_with(KernelConfig {
+        path_threads: 96,
+        path_min_blocks: 8,
+        ..Default::default()
+    });
     // 2 spp: two lanes a pixel; 3: one lane a pixel, four in the tail (one
     // idle); 37: one lane a pixel, 32 in the tail (two steps, 27 lanes idle
     // in the second).
@@ -399,7 +405,11 @@ fn persistent_path_warps_give_the_tiles_pixels() {
         // The next frame counts its pieces from zero again.
         let c = linear_renders(&mut persistent, &preset, size, &path, false);
         assert_eq!(differing(&b, &c), 0, "{}: second frame", preset.name);
-        for (name, gpu) in [("4 lanes", &mut quads), ("all tail", &mut all_tail)] {
+        for (name, gpu) in [
+            ("4 lanes", &mut quads),
+            ("all tail", &mut all_tail),
+            ("96-thread blocks", &mut small_blocks),
+        ] {
             let d = linear_renders(gpu, &preset, size, &path, false);
             assert_eq!(differing(&a, &d), 0, "{}: {name}", preset.name);
         }
