@@ -227,8 +227,10 @@ pub struct KernelConfig {
     /// (`__launch_bounds__`, which caps registers at 65536 / (threads * blocks)); 1 = no constraint.
     pub trace_min_blocks: u32,
     /// Pixels per render block, `[width, height]`; the product is a multiple of 32, at most 1024.
+    /// The persistent path kernels take `path_threads` instead (see `persistent_path`).
     pub render_tile: [u32; 2],
     /// Blocks per multiprocessor the render kernels are compiled to fit; 1 = no constraint.
+    /// The persistent path kernels take `path_min_blocks` instead.
     pub render_min_blocks: u32,
     /// Trace kernels run persistent warps that take 32-ray batches from a global
     /// counter, instead of one thread per ray.
