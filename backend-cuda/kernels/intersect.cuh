@@ -215,22 +215,41 @@ __device__ __forceinline__ bool sphere_missed_early(V3 origin, V3 dir, float a, 
     return aff - b * b - a * (radius * radius) > PRISM_SPHERE_EARLY_MISS_MARGIN * aff;
 }
 
+// mirrors prism_core::intersect::sphere_left_behind, on ray_sphere's own b and
+// c: whether a ray leaving the sphere behind (away from its centre, from outside
+// it or from inside by less than tmin reaches) surely misses it. It costs a
+// compare or two; a ray spawned on a sphere (a bounce, a mirror or a shadow
+// ray) is spared the division, the square root and two more divisions of the
+// test of its own sphere. -DPRISM_SPHERE_LEFT_BEHIND=0 leaves it out, to
+// measure it.
+#ifndef PRISM_SPHERE_LEFT_BEHIND
+#define PRISM_SPHERE_LEFT_BEHIND 1
+#endif
+__device__ __forceinline__ bool sphere_left_behind(float b, float c, float tmin) {
+    return tmin >= 0.0f && b > 0.0f && -c < __fmul_rn(PRISM_SPHERE_LEFT_BEHIND_SCALE, __fmul_rn(tmin, b));
+}
+
 // mirrors prism_core::intersect::ray_sphere
 //
 // Returns whether the ray meets the sphere within (tmin, tmax); writes the nearest t.
 // `a` is dot_rn(dir, dir) (RayPre::dir_dot: the same for every sphere a ray meets).
+// c is computed first for sphere_left_behind (the same value: no product of it
+// can contract into an FMA).
 __device__ __forceinline__ bool ray_sphere(V3 origin, V3 dir, float a, V3 center, float radius, float tmin,
                                            float tmax, float& t_out) {
     const V3 f = origin - center;
     const float b = dot_rn(f, dir);
+    const float r2 = __fmul_rn(radius, radius);
+    const float c = dot_rn(f, f) - r2;
+    if (PRISM_SPHERE_LEFT_BEHIND && sphere_left_behind(b, c, tmin)) {
+        return false;
+    }
     const float s = b / a;
     const V3 l = f - v3(__fmul_rn(s, dir.x), __fmul_rn(s, dir.y), __fmul_rn(s, dir.z));
-    const float r2 = __fmul_rn(radius, radius);
     const float disc = a * (r2 - dot_rn(l, l));
     if (disc < 0.0f) {
         return false;
     }
-    const float c = dot_rn(f, f) - r2;
     const float q = -(b + copysignf(sqrtf(disc), b));
     const float ta = c / q;
     const float tb = q / a;

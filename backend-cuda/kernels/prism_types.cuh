@@ -12,7 +12,7 @@ typedef unsigned long long u64;
 // ---- constants of prism_core, passed in by the host (see src/kernels.rs) ----
 // mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE, EMPTY_CHILD, KIND_TRIANGLE, KIND_SPHERE
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE,
-//   SPHERE_EARLY_MISS_MARGIN
+//   SPHERE_EARLY_MISS_MARGIN, SPHERE_LEFT_BEHIND_SCALE
 // mirrors prism_core::integrator::{SHADOW_KEEP, PHONG_*, WHITTED_LOCAL}
 // mirrors prism_core::ray::Hit::NO_PRIM
 #if !defined(PRISM_TRAVERSAL_STACK_SIZE) || !defined(PRISM_RAY_TALLY_SLOTS)

@@ -15,6 +15,7 @@ use prism_core::integrator::{
 };
 use prism_core::intersect::{
     MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, SPHERE_EARLY_MISS_MARGIN,
+    SPHERE_LEFT_BEHIND_SCALE,
 };
 use prism_core::point_grid::{POINT_GRID_FULL, POINT_GRID_SIDE, PointGridCell};
 use prism_core::{Hit, Ray};
@@ -471,6 +472,10 @@ fn core_defines() -> Vec<String> {
         format!(
             "-DPRISM_SPHERE_EARLY_MISS_MARGIN={}",
             c_float(SPHERE_EARLY_MISS_MARGIN)
+        ),
+        format!(
+            "-DPRISM_SPHERE_LEFT_BEHIND_SCALE={}",
+            c_float(SPHERE_LEFT_BEHIND_SCALE)
         ),
         format!("-DPRISM_SLAB_EXIT_SCALE={}", c_float(SLAB_EXIT_SCALE)),
         format!(

@@ -79,6 +79,7 @@ fn every_kernel_variant_compiles_for_sm_90() {
         extra_options: vec![
             "-DPRISM_SLAB_INT_ENTRY=0".into(),
             "-DPRISM_LEAF_BRANCH=0".into(),
+            "-DPRISM_SPHERE_LEFT_BEHIND=0".into(),
         ],
         ..d.clone()
     });

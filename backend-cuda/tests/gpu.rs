@@ -470,11 +470,13 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         // The tree as it is, not its octant copies.
         octant_trees: false,
         // The slab test's sign test of negative exits, which render rays never
-        // need; its float entry; the leaf block run at every node.
+        // need; its float entry; the leaf block run at every node; the sphere
+        // test's division and square root even for a ray leaving its sphere.
         extra_options: vec![
             "-DPRISM_RENDER_TMIN_NONNEG=0".into(),
             "-DPRISM_SLAB_INT_ENTRY=0".into(),
             "-DPRISM_LEAF_BRANCH=0".into(),
+            "-DPRISM_SPHERE_LEFT_BEHIND=0".into(),
         ],
         ..Default::default()
     };

@@ -262,6 +262,32 @@ pub fn sphere_missed_early(origin: Vec3, dir: Vec3, center: Vec3, radius: f32) -
     aff - b * b - a * (radius * radius) > SPHERE_EARLY_MISS_MARGIN * aff
 }
 
+/// Scale of [`sphere_left_behind`]'s bound `tmin * b`: enough below 1 to cover
+/// that product's rounding (one ulp, 6e-8) and the scale's own.
+pub const SPHERE_LEFT_BEHIND_SCALE: f32 = 0.999;
+
+/// Whether [`ray_sphere`] surely returns `None` for a ray that leaves the
+/// sphere behind: its origin outside the sphere, or inside it by less than
+/// `tmin` can reach, and its direction away from the centre. A test with
+/// neither the division nor the square root, which the CUDA kernels run
+/// first: a ray spawned on a sphere (a bounce, a mirror or a shadow ray) meets
+/// its own sphere's box and, in the grids, its own sphere's cells.
+///
+/// With `f = origin - center`, `b = f . dir` and `c = |f|^2 - r^2` rounded as
+/// [`ray_sphere`] rounds them, it says so where `tmin >= 0`, `b > 0` and
+/// `-c < SPHERE_LEFT_BEHIND_SCALE * (tmin * b)`. Then `q = -(b + sqrt(disc))`
+/// is negative with `|q| >= b` (a rounded sum of `b` and a non-negative number
+/// is at least `b`), so the root `q / a` is at most `-0`, and the root `c / q`
+/// is at most `-0` when `c >= 0` and below `|c| / b < tmin` when `c < 0`;
+/// rounding is monotonic, so neither rounded root exceeds `tmin`. A NaN says no.
+#[inline(always)]
+pub fn sphere_left_behind(origin: Vec3, dir: Vec3, center: Vec3, radius: f32, tmin: f32) -> bool {
+    let f = origin - center;
+    let b = f.dot(dir);
+    let c = f.dot(f) - radius * radius;
+    tmin >= 0.0 && b > 0.0 && -c < SPHERE_LEFT_BEHIND_SCALE * (tmin * b)
+}
+
 /// Robust ray-sphere test: nearest `t` in `(tmin, tmax)` where the ray meets the
 /// sphere, or `None`.
 ///

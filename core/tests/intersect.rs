@@ -7,8 +7,9 @@ use common::{DVec3, config, d, rotation, unit_vec3, vec3};
 use glam::Vec3;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive, octant_copies, octant_of};
 use prism_core::intersect::{
-    MIN_DIR_COMPONENT, RayPre, SPHERE_EARLY_MISS_MARGIN, ray_aabb, ray_aabb_rows, ray_sphere,
-    ray_triangle, ray_triangle_axes, sphere_missed_early, widen_exit,
+    MIN_DIR_COMPONENT, RayPre, SPHERE_EARLY_MISS_MARGIN, SPHERE_LEFT_BEHIND_SCALE, ray_aabb,
+    ray_aabb_rows, ray_sphere, ray_triangle, ray_triangle_axes, sphere_left_behind,
+    sphere_missed_early, widen_exit,
 };
 use prism_core::reference::{AgreementCounts, t_floor};
 use prism_core::traverse::ray_primitive;
@@ -704,6 +705,59 @@ proptest! {
         let aff = a * f.dot(f);
         if aff - b * b - a * r * r > 2.0 * SPHERE_EARLY_MISS_MARGIN as f64 * aff {
             prop_assert!(early, "passes clearly outside, but not said missed early");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(6000))]
+
+    /// `sphere_left_behind` never says missed where `ray_sphere` hits over
+    /// `(tmin, tmax)`. Origins on the sphere (rounded either side of it, as
+    /// spawned rays' are) and up to 0.1 radii inside or outside it, every
+    /// direction, and `tmin` at zero, at spawn-like offsets and around `|c| / b`,
+    /// the distance its bound compares `tmin` with. It must also say missed for
+    /// every ray leaving clearly from outside (whatever `tmin`), and, for some
+    /// rays from just inside, decide by its bound (so the test is not vacuous).
+    #[test]
+    fn sphere_left_behind_never_drops_a_hit(
+        (center, r_exp) in (vec3(100.0), -3.0f32..3.0),
+        (normal, dir_unit) in (unit_vec3(), unit_vec3()),
+        (offset_exp, offset_sign) in (-8.0f32..-1.0, prop_oneof![Just(-1.0f32), Just(0.0), Just(1.0)]),
+        len_exp in -2.0f32..2.0,
+        (tmin_kind, tmin_scale) in (0u32..4, 0.25f32..4.0),
+        tmax in prop_oneof![Just(f32::INFINITY), 0.0f32..1e6],
+    ) {
+        let radius = pow10(r_exp);
+        let origin = center + normal * (radius * (1.0 + offset_sign * pow10(offset_exp)));
+        let dir = dir_unit * pow10(len_exp);
+        let f = origin - center;
+        let (b, c) = (f.dot(dir), f.dot(f) - radius * radius);
+        let tmin = match tmin_kind {
+            0 => 0.0,
+            1 => tmin_scale * (c / b).abs(),
+            2 => tmin_scale * 1e-4 * (1.0 + origin.abs().max_element()),
+            _ => tmin_scale * 1e-6 * (1.0 + radius) / dir.length(),
+        };
+        prop_assume!(tmin.is_finite());
+        let said = sphere_left_behind(origin, dir, center, radius, tmin);
+        if said {
+            prop_assert_eq!(
+                ray_sphere(origin, dir, center, radius, tmin, tmax),
+                None,
+                "said left behind, but ray_sphere hits (b {}, c {}, tmin {})", b, c, tmin
+            );
+        }
+        // In f64: clearly outside and clearly moving away must be said.
+        let (o, dd, ctr, r) = (d(origin), d(dir), d(center), radius as f64);
+        let fd = o - ctr;
+        let (b64, c64) = (fd.dot(dd), fd.dot(fd) - r * r);
+        if c64 > 1e-5 * fd.dot(fd) && b64 > 1e-5 * fd.length() * dd.length() {
+            prop_assert!(said, "leaves from outside, but not said left behind");
+        }
+        // From just inside, moving away, with tmin four times |c| / b: said by the bound.
+        if c < 0.0 && b > 0.0 && tmin_kind == 1 && tmin_scale > 1.5 / SPHERE_LEFT_BEHIND_SCALE {
+            prop_assert!(said, "within tmin of the surface, but not said left behind");
         }
     }
 }
