@@ -173,19 +173,31 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
     return prim_hit_none();
 }
 
-// mirrors prism_core::intersect::ray_sphere
+// mirrors prism_core::intersect::SPHERE_LEFT_BEHIND_SCALE
+const SPHERE_LEFT_BEHIND_SCALE: f32 = 0.999;
+
+// mirrors prism_core::intersect::ray_sphere, with
+// prism_core::intersect::sphere_left_behind first (on the same b and c): a ray
+// leaving its sphere (away from the centre, from outside it or from inside by
+// less than tmin reaches) misses it, so a bounce, mirror or shadow ray spawned
+// on a sphere skips the divisions and the square root for its own sphere. Its
+// proof holds with this backend's divisions too: they keep signs, and their few
+// ulps are far inside the 0.1% that SPHERE_LEFT_BEHIND_SCALE leaves.
 fn ray_sphere(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32, tmin: f32, tmax: f32) -> PrimHit {
     let f = origin - center;
     let a = dot_rn(dir, dir);
     let b = dot_rn(f, dir);
+    let r2 = mul_rn(radius, radius);
+    let c = dot_rn(f, f) - r2;
+    if tmin >= 0.0 && b > 0.0 && -c < mul_rn(SPHERE_LEFT_BEHIND_SCALE, mul_rn(tmin, b)) {
+        return prim_hit_none();
+    }
     // b / a decides hit or miss (through disc): correctly rounded, as core's.
     let l = f - mul3_rn(div_rn(b, a), dir);
-    let r2 = mul_rn(radius, radius);
     let disc = a * (r2 - dot_rn(l, l));
     if disc < 0.0 {
         return prim_hit_none();
     }
-    let c = dot_rn(f, f) - r2;
     let q = -(b + f32_copysign(sqrt(disc), b));
     let ta = c / q;
     let tb = q / a;

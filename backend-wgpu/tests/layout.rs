@@ -161,6 +161,10 @@ fn wgsl_constants_match_core() {
             "SLAB_EXIT_SCALE_NEGATIVE",
             intersect::SLAB_EXIT_SCALE_NEGATIVE as f64,
         ),
+        (
+            "SPHERE_LEFT_BEHIND_SCALE",
+            intersect::SPHERE_LEFT_BEHIND_SCALE as f64,
+        ),
         ("SHADOW_KEEP", integrator::SHADOW_KEEP as f64),
         ("PHONG_AMBIENT", integrator::PHONG_AMBIENT as f64),
         ("PHONG_DIFFUSE", integrator::PHONG_DIFFUSE as f64),
