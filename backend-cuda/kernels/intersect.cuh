@@ -220,8 +220,9 @@ __device__ __forceinline__ bool sphere_missed_early(V3 origin, V3 dir, float a, 
 // it or from inside by less than tmin reaches) surely misses it. It costs a
 // compare or two; a ray spawned on a sphere (a bounce, a mirror or a shadow
 // ray) is spared the division, the square root and two more divisions of the
-// test of its own sphere. -DPRISM_SPHERE_LEFT_BEHIND=0 leaves it out, to
-// measure it.
+// test of its own sphere. Core's ray_sphere returns on it too;
+// -DPRISM_SPHERE_LEFT_BEHIND=0 leaves it out here, to measure it (the answers
+// are the same either way).
 #ifndef PRISM_SPHERE_LEFT_BEHIND
 #define PRISM_SPHERE_LEFT_BEHIND 1
 #endif
@@ -233,8 +234,8 @@ __device__ __forceinline__ bool sphere_left_behind(float b, float c, float tmin)
 //
 // Returns whether the ray meets the sphere within (tmin, tmax); writes the nearest t.
 // `a` is dot_rn(dir, dir) (RayPre::dir_dot: the same for every sphere a ray meets).
-// c is computed first for sphere_left_behind (the same value: no product of it
-// can contract into an FMA).
+// c is computed first, as in core, for sphere_left_behind (no product of it can
+// contract into an FMA).
 __device__ __forceinline__ bool ray_sphere(V3 origin, V3 dir, float a, V3 center, float radius, float tmin,
                                            float tmax, float& t_out) {
     const V3 f = origin - center;

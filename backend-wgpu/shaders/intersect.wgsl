@@ -176,8 +176,8 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
 // mirrors prism_core::intersect::SPHERE_LEFT_BEHIND_SCALE
 const SPHERE_LEFT_BEHIND_SCALE: f32 = 0.999;
 
-// mirrors prism_core::intersect::ray_sphere, with
-// prism_core::intersect::sphere_left_behind first (on the same b and c): a ray
+// mirrors prism_core::intersect::ray_sphere, which returns early on
+// prism_core::intersect::sphere_left_behind (on the same b and c): a ray
 // leaving its sphere (away from the centre, from outside it or from inside by
 // less than tmin reaches) misses it, so a bounce, mirror or shadow ray spawned
 // on a sphere skips the divisions and the square root for its own sphere. Its
