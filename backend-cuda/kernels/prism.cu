@@ -400,29 +400,73 @@ __device__ __forceinline__ void intersect_one(const SceneView& s, const float4* 
     store_hit(s, closest_hit<K>(s, ray), i, hits);
 }
 
+// The trace kernels' rays are split into PRISM_TRACE_SHARDS contiguous ranges,
+// each with its own counter in `work`, one 128-byte line apart: a warp starts
+// on range (its index mod the count) and moves to the next range once its own
+// is used up. With one counter every refill of every warp of the GPU is an
+// atomic on one address, served by one L2 slice; several spread them over
+// slices (-DPRISM_TRACE_SHARDS=1 restores the one counter, to measure it).
+// The host zeroes PRISM_WORK_WORDS words, room for PRISM_TRACE_SHARDS_MAX counters
+// (src/kernels.rs, WORK_WORDS).
+#ifndef PRISM_TRACE_SHARDS
+#define PRISM_TRACE_SHARDS 16
+#endif
+#define PRISM_TRACE_SHARDS_MAX 32
+#define PRISM_TRACE_SHARD_WORDS 32
+static_assert(PRISM_TRACE_SHARDS >= 1 && PRISM_TRACE_SHARDS <= PRISM_TRACE_SHARDS_MAX, "trace shards: 1..=32");
+static_assert(PRISM_TRACE_SHARDS_MAX * PRISM_TRACE_SHARD_WORDS <= PRISM_WORK_WORDS, "the host's work buffer holds every counter");
+
+// The first ray of range `k` of `n` (range PRISM_TRACE_SHARDS ends at n).
+__device__ __forceinline__ u32 shard_start(u32 n, u32 k) {
+    return (u32)(((u64)n * k) / PRISM_TRACE_SHARDS);
+}
+
+// Where a persistent warp claims its rays (warp-uniform): the range it takes
+// from and how many ranges it has not yet found used up.
+struct RayClaim {
+    u32 shard;
+    u32 shards_left;
+};
+
+__device__ __forceinline__ RayClaim ray_claim_begin() {
+    const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    return RayClaim{warp % PRISM_TRACE_SHARDS, PRISM_TRACE_SHARDS};
+}
+
 // The claim of a persistent warp with lane refill (intersect_refill,
 // occluded_refill): once at least REFILL of its lanes are idle and rays are
-// left, the warp takes as many ray indices as it has idle lanes from `work`
-// (one atomic a warp) and hands them out in lane order; an idle lane that gets
-// ray i < n calls start(i) and is busy with ray `ray_index` = i. `exhausted`
-// becomes true, the same in every lane, once the counter has passed n. Called
-// by all 32 lanes.
+// left, the warp takes as many ray indices as it has idle lanes from its
+// range's counter (one atomic a warp) and hands them out in lane order; an
+// idle lane that gets a ray i of the range calls start(i) and is busy with ray
+// `ray_index` = i. A claim that reaches the range's end moves the warp to the
+// next range; `exhausted` becomes true, the same in every lane, once the warp
+// has found every range used up. Called by all 32 lanes.
 template <u32 REFILL, typename Start>
-__device__ __forceinline__ void refill_lanes(u32* work, u32 n, bool& busy, bool& exhausted, u32& ray_index,
-                                             Start start) {
+__device__ __forceinline__ void refill_lanes(u32* work, u32 n, RayClaim& claim, bool& busy, bool& exhausted,
+                                             u32& ray_index, Start start) {
     const u32 idle = __ballot_sync(0xffffffffu, !busy);
-    if (!exhausted && __popc(idle) >= REFILL) {
+    const u32 want = (u32)__popc(idle);
+    if (!exhausted && want >= REFILL) {
         const u32 lane = threadIdx.x & 31u;
         const u32 leader = __ffs(idle) - 1;
+        const u32 lo = shard_start(n, claim.shard);
+        const u32 span = shard_start(n, claim.shard + 1) - lo;
         u32 base = 0;
         if (lane == leader) {
-            base = atomicAdd(work, (u32)__popc(idle));
+            base = atomicAdd(work + claim.shard * PRISM_TRACE_SHARD_WORDS, want);
         }
         base = __shfl_sync(0xffffffffu, base, leader);
-        exhausted = base + (u32)__popc(idle) >= n;
+        // Rays of the range left to this claim (the counter may have passed its end).
+        const u32 avail = base < span ? span - base : 0u;
+        if (avail <= want) {
+            claim.shard = claim.shard + 1 == PRISM_TRACE_SHARDS ? 0u : claim.shard + 1;
+            claim.shards_left -= 1;
+            exhausted = claim.shards_left == 0;
+        }
         if (!busy) {
-            const u32 i = base + (u32)__popc(idle & ((1u << lane) - 1u));
-            if (i < n) {
+            const u32 rank = (u32)__popc(idle & ((1u << lane) - 1u));
+            if (rank < avail) {
+                const u32 i = lo + base + rank;
                 start(i);
                 ray_index = i;
                 busy = true;
@@ -445,9 +489,10 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     u32 ray_index = 0;
     bool busy = false;
-    bool exhausted = false;  // warp-uniform: the counter has passed n
+    bool exhausted = false;  // warp-uniform: every range is used up
+    RayClaim claim = ray_claim_begin();
     for (;;) {
-        refill_lanes<PRISM_TRACE_REFILL>(work, n, busy, exhausted, ray_index, [&](u32 i) {
+        refill_lanes<PRISM_TRACE_REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
             closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i), s);
         });
         if (__ballot_sync(0xffffffffu, busy) == 0) {
@@ -472,9 +517,10 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
     u32 ray_index = 0;
     bool busy = false;
-    bool exhausted = false;  // warp-uniform: the counter has passed n
+    bool exhausted = false;  // warp-uniform: every range is used up
+    RayClaim claim = ray_claim_begin();
     for (;;) {
-        refill_lanes<PRISM_OCCLUDED_REFILL>(work, n, busy, exhausted, ray_index, [&](u32 i) {
+        refill_lanes<PRISM_OCCLUDED_REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
             any_hit_begin<K>(a, load_ray(origins, dirs, stride, i), s);
         });
         if (__ballot_sync(0xffffffffu, busy) == 0) {

@@ -10,7 +10,7 @@ use crate::kernels::{
     KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
     KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED,
     KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL,
-    PtxasReport, RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, kernel_name,
+    PtxasReport, RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, WORK_WORDS, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -160,6 +160,12 @@ struct KindKernels {
     render_grid: [Function; 3],
     intersect: Function,
     occluded: Function,
+    /// Grids of the persistent `intersect` and `occluded` kernels: the blocks
+    /// each kernel keeps resident on the whole device. Taken per kernel, so
+    /// that the registers of one scene kind's kernels do not thin out the
+    /// warps of another's.
+    intersect_grid: u32,
+    occluded_grid: u32,
 }
 
 /// The kernels of the loaded module.
@@ -167,8 +173,6 @@ struct Kernels {
     /// By [`SceneKind`] index.
     kinds: [KindKernels; 3],
     params_ptr: sys::CUdeviceptr,
-    /// Grid of the persistent trace kernels: resident blocks on the whole device.
-    persistent_grid: u32,
 }
 
 /// The scene on the device.
@@ -206,8 +210,8 @@ struct DeviceState {
     outputs: Option<DeviceBuffer>,
     frame: Option<DeviceBuffer>,
     pinned: Option<PinnedBuffer>,
-    /// The persistent trace and path kernels' work counter (`u32`), zeroed on
-    /// the stream before each launch that takes from it.
+    /// The persistent trace and path kernels' work counters (`WORK_WORDS` `u32`),
+    /// zeroed on the stream before each launch that takes from them.
     work: DeviceBuffer,
     /// The render kernels' ray tally: `RAY_TALLY_SLOTS` spread `u64` counters,
     /// zeroed before a frame and summed after it (`gpu::ray_tally_sum`).
@@ -249,6 +253,10 @@ impl DeviceState {
         let ctx = Context::create(device)?;
         let _g = ctx.enter()?;
         let module = Module::load(&kernels.cubin)?;
+        // Resident blocks of a persistent trace kernel on the whole device.
+        let resident_grid = |f: Function| -> Result<u32, Error> {
+            Ok((f.blocks_per_sm(config.trace_threads)?.max(1) * props.sms).max(1))
+        };
         let load = |kind: SceneKind| -> Result<KindKernels, Error> {
             let f = |base: &'static str| {
                 let name = kernel_name(base, kind).ok_or(Error::Device {
@@ -258,6 +266,7 @@ impl DeviceState {
                 })?;
                 module.function(name)
             };
+            let (intersect, occluded) = (f(KERNEL_INTERSECT)?, f(KERNEL_OCCLUDED)?);
             Ok(KindKernels {
                 render: [
                     f(KERNEL_RENDER_PATH)?,
@@ -274,8 +283,10 @@ impl DeviceState {
                     f(KERNEL_RENDER_WHITTED_GRID)?,
                     f(KERNEL_RENDER_AO_GRID)?,
                 ],
-                intersect: f(KERNEL_INTERSECT)?,
-                occluded: f(KERNEL_OCCLUDED)?,
+                intersect,
+                occluded,
+                intersect_grid: resident_grid(intersect)?,
+                occluded_grid: resident_grid(occluded)?,
             })
         };
         let kinds = [
@@ -294,14 +305,7 @@ impl DeviceState {
                 ),
             });
         }
-        let mut per_sm = u32::MAX;
-        for k in &kinds {
-            per_sm = per_sm
-                .min(k.intersect.blocks_per_sm(config.trace_threads)?)
-                .min(k.occluded.blocks_per_sm(config.trace_threads)?);
-        }
-        let persistent_grid = (per_sm.max(1) * props.sms).max(1);
-        let work = DeviceBuffer::alloc(16, "work counter")?;
+        let work = DeviceBuffer::alloc(WORK_WORDS * 4, "work counters")?;
         let ray_tally = DeviceBuffer::alloc(RAY_TALLY_BYTES, "ray tally")?;
         let ray_tally_host = PinnedBuffer::alloc(RAY_TALLY_BYTES, "ray tally readback")?;
         let stream = Stream::create()?;
@@ -324,11 +328,7 @@ impl DeviceState {
             events: Vec::new(),
             copy_stream,
             stream,
-            kernels: Kernels {
-                kinds,
-                params_ptr,
-                persistent_grid,
-            },
+            kernels: Kernels { kinds, params_ptr },
             _module: module,
             ctx,
         })
@@ -615,15 +615,20 @@ impl DeviceState {
         out_ptr: u64,
     ) -> Result<(), Error> {
         let work = self.work.ptr();
+        let (mut scene, kind) = scene;
+        let k = self.kernels.kinds[kind as usize];
+        let (f, resident) = if closest {
+            (k.intersect, k.intersect_grid)
+        } else {
+            (k.occluded, k.occluded_grid)
+        };
         let grid = if config.persistent {
-            self.work.fill_u32(&self.stream, 0, 1)?;
-            self.kernels.persistent_grid
+            // Every ray range's counter (see WORK_WORDS).
+            self.work.fill_u32(&self.stream, 0, WORK_WORDS)?;
+            resident
         } else {
             n.div_ceil(config.trace_threads).max(1)
         };
-        let (mut scene, kind) = scene;
-        let k = self.kernels.kinds[kind as usize];
-        let f = if closest { k.intersect } else { k.occluded };
         let mut origins = rays_ptr;
         let mut dirs = rays_ptr + 16;
         let mut stride = stride;
@@ -644,7 +649,7 @@ impl DeviceState {
         // in order and layout (SceneArgs' layout is asserted in prism_types.cuh);
         // the scene buffers hold the counts in `scene`; rays_ptr holds `n`
         // GpuRay records (stride 2) and out_ptr room for `n` outputs; `work`
-        // is the 16-byte work counter buffer.
+        // is the WORK_WORDS-word work counter buffer.
         unsafe {
             f.launch(
                 (grid, 1),
@@ -721,7 +726,7 @@ impl DeviceState {
         // the SRGB8_TABLE_SLOTS + 1 slots the kernels index (uploaded on this
         // stream when the context was made); `tally` is the RAY_TALLY_BYTES
         // tally buffer, whose RAY_TALLY_SLOTS the kernels were
-        // compiled with; `work` is the 16-byte work counter buffer.
+        // compiled with; `work` is the WORK_WORDS-word work counter buffer.
         unsafe { f.launch(grid, block, &self.stream, &mut params) }
     }
 }

@@ -451,6 +451,12 @@ const _: () = assert!(RAY_TALLY_SLOTS.is_power_of_two());
 /// Bytes of the ray tally: one `u64` a slot.
 pub(crate) const RAY_TALLY_BYTES: usize = RAY_TALLY_SLOTS * 8;
 
+/// Words (`u32`) of the work buffer: the persistent trace kernels' ray-range
+/// counters, one 128-byte line apart, up to 32 ranges (`PRISM_TRACE_SHARDS`
+/// in prism.cu); the render kernels use the first. The host zeroes them all
+/// before a trace launch that claims from them.
+pub(crate) const WORK_WORDS: usize = 32 * 32;
+
 /// A float as a C literal that reads back as the same `f32` (Rust's `{:?}` is
 /// the shortest representation that round-trips).
 fn c_float(v: f32) -> String {
@@ -462,6 +468,7 @@ fn core_defines() -> Vec<String> {
     let mut d = vec![
         format!("-DPRISM_TRAVERSAL_STACK_SIZE={TRAVERSAL_STACK_SIZE}"),
         format!("-DPRISM_RAY_TALLY_SLOTS={RAY_TALLY_SLOTS}"),
+        format!("-DPRISM_WORK_WORDS={WORK_WORDS}"),
         format!("-DPRISM_EMPTY_CHILD={EMPTY_CHILD}u"),
         format!("-DPRISM_KIND_TRIANGLE={KIND_TRIANGLE}u"),
         format!("-DPRISM_KIND_SPHERE={KIND_SPHERE}u"),

@@ -707,11 +707,24 @@ fn every_trace_kernel_variant_agrees_with_core() {
     if gpu_or_skip().is_none() {
         return;
     }
-    for (persistent, trace_refill) in [(true, 0), (true, 16), (true, 1), (true, 32), (false, 0)] {
+    // The refill kernels split the rays into ranges with a counter each
+    // (PRISM_TRACE_SHARDS, 16 by default): one range and 32 ranges too.
+    for (persistent, trace_refill, shards) in [
+        (true, 0, None),
+        (true, 16, None),
+        (true, 1, None),
+        (true, 32, None),
+        (false, 0, None),
+        (true, 16, Some(1)),
+        (true, 16, Some(32)),
+    ] {
         let config = KernelConfig {
             persistent,
             trace_refill,
             occluded_refill: trace_refill,
+            extra_options: shards
+                .map(|n: u32| vec![format!("-DPRISM_TRACE_SHARDS={n}")])
+                .unwrap_or_default(),
             ..Default::default()
         };
         let mut gpu = gpu_with(config);
@@ -724,6 +737,14 @@ fn every_trace_kernel_variant_agrees_with_core() {
             let c = core_hits(&accel, &rays);
             if spheres == 0 {
                 assert_same_hits(&format!("refill {trace_refill} seed {seed}"), &rays, &g, &c);
+                // Fewer rays than ranges: most ranges are empty.
+                let few = gpu_hits(&mut gpu, &rays[..7]);
+                assert_same_hits(
+                    &format!("7 rays, refill {trace_refill}"),
+                    &rays[..7],
+                    &few,
+                    &c[..7],
+                );
             }
             let reference: Vec<(f32, u32)> = c.iter().map(|h| (h.t, h.prim)).collect();
             let counts = AgreementCounts::compare(&rays, &g, &reference);
