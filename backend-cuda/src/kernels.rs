@@ -233,11 +233,14 @@ pub struct KernelConfig {
     /// Blocks per multiprocessor the render kernels are compiled to fit; 1 = no constraint.
     /// The persistent path kernels take `path_min_blocks` instead.
     pub render_min_blocks: u32,
-    /// Trace kernels run persistent warps that take 32-ray batches from a global
-    /// counter, instead of one thread per ray.
+    /// Trace kernels run persistent warps (as many blocks as each kernel keeps
+    /// resident on the device) that take their rays from global counters,
+    /// instead of one thread per ray.
     pub persistent: bool,
     /// With `persistent`: `prism_intersect` refills a warp's finished lanes with
-    /// new rays once this many (1..=32) are done; 0 takes 32-ray batches per warp.
+    /// new rays once this many (1..=32) are done, claiming them from one of 16
+    /// ray ranges with a counter each (prism.cu, `PRISM_TRACE_SHARDS`); 0 takes
+    /// 32-ray batches per warp from one counter.
     pub trace_refill: u32,
     /// The same for `prism_occluded`.
     pub occluded_refill: u32,
