@@ -10,6 +10,8 @@
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
 //                       new rays once N lanes are done (see intersect_refill)
 //   PRISM_OCCLUDED_REFILL  the same for occluded
+//   PRISM_TRACE_SHARDS  ray ranges, each with its own counter, that the refill
+//                       kernels claim from (default 16; see refill_lanes)
 //   PRISM_LOBE_BRANCHES 1: scatter evaluates only the lobe it picks (see material.cuh)
 //   PRISM_TREE_CHECKS   0: the host checked the tree at upload, the kernels skip
 //                       core's per-leaf and per-node checks (see traverse.cuh)
