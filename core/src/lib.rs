@@ -4,7 +4,7 @@
 //! Rust: the scene as structure-of-arrays ([`scene`]), the binned-SAH BVH
 //! ([`bvh`]) and its flattened GPU layout ([`gpu`]), intersection and traversal
 //! ([`intersect`], [`traverse`]), candidate lists for rays through one point
-//! ([`point_grid`]), PCG random numbers ([`rng`]), sampling
+//! ([`point_grid`]) and for camera rays ([`camera_bounds`]), PCG random numbers ([`rng`]), sampling
 //! ([`sampling`]), branchless materials ([`material`]), the thin-lens camera
 //! ([`camera`]), the integrators ([`integrator`]) and the [`Backend`] trait.
 //!
@@ -34,6 +34,7 @@ pub mod aabb;
 pub mod backend;
 pub mod bvh;
 pub mod camera;
+pub mod camera_bounds;
 pub mod cell_grid;
 pub mod error;
 pub mod gpu;

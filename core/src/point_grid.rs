@@ -147,7 +147,7 @@ fn cell_cone(cell: usize) -> (DVec3, f64, f64) {
 
 /// A sphere around primitive `p`: a sphere itself, or a triangle's centroid
 /// and its farthest vertex.
-fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
+pub(crate) fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
     let row = |r: [f32; 4]| DVec3::new(r[0] as f64, r[1] as f64, r[2] as f64);
     if p.kind() == crate::gpu::KIND_SPHERE {
         // The sphere test squares the radius, so a negative one is its magnitude.

@@ -1,0 +1,443 @@
+//! Which primitives a tile of a pinhole camera's rays can meet: a cone from
+//! the eye around each primitive, so that the camera rays of a tile of pixels
+//! test only the primitives whose cones come near the tile's direction instead
+//! of walking the tree (the CUDA kernels find a mask per tile of
+//! [`CAMERA_MASK_TILE`] pixels once a frame).
+//!
+//! Every camera ray of a pinhole camera starts at the eye, so the rays of a
+//! tile of pixels lie in a narrow cone around the ray through the tile's
+//! centre, and a primitive can only be hit by rays inside the cone from the
+//! eye around its bounding sphere. Two cones meet when the angle between their
+//! axes is at most the sum of their half angles. The test is conservative:
+//! - each sphere is widened by [`CAMERA_BOUNDS_MARGIN`] of its radius plus its
+//!   distance from the eye, far more than the f32 rounding of the sphere and
+//!   triangle tests at that distance (the margin of the light's candidate
+//!   lists, [`crate::point_grid`]);
+//! - a tile's half angle covers its pixels widened by
+//!   [`CAMERA_BOUNDS_PIXEL_PAD`] on every side, the rounding bound of the
+//!   camera rays' f32 directions and [`CAMERA_BOUNDS_SLACK`] for the rounding
+//!   of the tile's own direction and of the cosine test;
+//! - a primitive whose widened sphere holds the eye can be seen anywhere: its
+//!   threshold is below every cosine.
+//!
+//! [`closest_hit_listed`] over [`camera_candidates`] is therefore the closest
+//! hit of every primitive the ray can meet: the tree's closest hit, except
+//! where two primitives tie at exactly the same `t`.
+
+use crate::gpu::{GpuCamera, Primitive};
+use crate::intersect::RayPre;
+use crate::point_grid::bounding_sphere;
+use crate::ray::{Hit, Ray};
+use crate::traverse::ray_primitive;
+use alloc::vec::Vec;
+use glam::{DVec3, Vec3};
+
+/// Cones are made for scenes of at most this many primitives: a tile's
+/// candidates are one 64-bit mask.
+pub const CAMERA_BOUNDS_MAX_PRIMS: usize = 64;
+/// How far each bounding sphere is widened, relative to its radius plus its
+/// distance from the eye: 1e-4, as [`crate::point_grid::POINT_GRID_MARGIN`].
+pub const CAMERA_BOUNDS_MARGIN: f64 = 1e-4;
+/// Whole pixels added on every side of a tile: a jittered sample reaches the
+/// far edge of its pixel, and one more pixel costs a sliver of candidates.
+pub const CAMERA_BOUNDS_PIXEL_PAD: f64 = 1.0;
+/// Radians added to every tile's half angle: the GPU takes a tile's direction
+/// with approximate reciprocals and square roots (some 1e-6 of a radian) and
+/// the cosine test in f32; 1e-5 covers both ten times.
+pub const CAMERA_BOUNDS_SLACK: f64 = 1e-5;
+/// Side, in pixels, of the square tiles whose candidates the GPU kernels take
+/// once a frame (one mask a tile, before the render launches): 32 keeps a
+/// whitted19 frame's 65,536 masks in 512 KB, and adds about a tile's width of
+/// candidates around each silhouette to a warp's 16 x 2 pixels.
+pub const CAMERA_MASK_TILE: u32 = 32;
+/// The threshold of a primitive every direction may meet.
+pub const CAMERA_CONE_ALL: f32 = -2.0;
+/// Bound of the f32 rounding of a camera ray's direction, in units of
+/// `f32::EPSILON` times the camera's largest coordinate:
+/// `lower_left + s * horizontal + t * vertical - origin` rounds each
+/// component by at most about 4 ulps of those magnitudes (with or without
+/// fused products), and normalising turns no direction; 32 is the margin.
+const DIRECTION_ROUNDING_ULPS: f64 = 32.0;
+
+/// `[x, y, z]` of a row as f64.
+#[inline]
+fn dvec(r: [f32; 4]) -> DVec3 {
+    DVec3::new(r[0] as f64, r[1] as f64, r[2] as f64)
+}
+
+/// The largest absolute component.
+#[inline]
+fn max_abs(v: DVec3) -> f64 {
+    v.abs().max_element()
+}
+
+/// The cone from the eye of each primitive of `prims` (an [`crate::Accel`]'s,
+/// in slot order) for tiles of `tile_w` x `tile_h` pixels of a `width` x
+/// `height` image seen through the pinhole `camera`: the unit axis towards the
+/// primitive's bounding sphere in `xyz`, and in `w` the least cosine between
+/// that axis and a tile's direction ([`tile_direction`]) for which a camera ray
+/// of the tile may hit the primitive ([`CAMERA_CONE_ALL`] when any may).
+///
+/// `None` when the camera has a lens (its rays do not share an origin), the
+/// scene has more than [`CAMERA_BOUNDS_MAX_PRIMS`] primitives, the image or
+/// the tile is empty, or the camera or a primitive is not finite or
+/// degenerate: camera rays then walk the tree.
+///
+/// ```
+/// use prism_core::camera_bounds::{camera_candidates, camera_cones, tile_direction};
+/// use prism_core::glam::Vec3;
+/// use prism_core::{Accel, Camera, Material, Scene};
+///
+/// let mut scene = Scene::new();
+/// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+/// scene.add_sphere(Vec3::new(0.0, 0.0, -5.0), 1.0, grey);
+/// let accel = Accel::build(&scene)?;
+/// let camera = Camera::look_at(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y, 90.0).frame(64, 64)?;
+/// let cones = camera_cones(&camera, 64, 64, [16, 2], accel.primitives()).unwrap(); // ok: pinhole
+/// // The sphere lies in the middle of the image, away from its corners.
+/// let middle = tile_direction(&camera, 64, 64, 24, 32, [16, 2]);
+/// let corner = tile_direction(&camera, 64, 64, 0, 0, [16, 2]);
+/// assert_eq!(camera_candidates(&cones, middle), 1);
+/// assert_eq!(camera_candidates(&cones, corner), 0);
+/// # Ok::<(), prism_core::Error>(())
+/// ```
+pub fn camera_cones(
+    camera: &GpuCamera,
+    width: u32,
+    height: u32,
+    tile: [u32; 2],
+    prims: &[Primitive],
+) -> Option<Vec<[f32; 4]>> {
+    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
+        || camera.origin_lens[3] != 0.0
+        || width == 0
+        || height == 0
+        || tile[0] == 0
+        || tile[1] == 0
+    {
+        return None;
+    }
+    let eye = dvec(camera.origin_lens);
+    let (lower_left, h, v) = (
+        dvec(camera.lower_left),
+        dvec(camera.horizontal),
+        dvec(camera.vertical),
+    );
+    if !(eye.is_finite() && lower_left.is_finite() && h.is_finite() && v.is_finite()) {
+        return None;
+    }
+    // The image plane: the points corner + s h + t v, `depth` from the eye.
+    let corner = lower_left - eye;
+    let normal = h.cross(v);
+    let depth = (corner.dot(normal) / normal.length()).abs();
+    if !(depth > 0.0 && depth.is_finite()) {
+        return None;
+    }
+    // A tile's half angle: a pixel ray of the tile meets the plane within
+    // `half` of the tile's centre, and two points of the plane `d` apart are
+    // seen from the eye at most asin(d / depth) apart (the law of sines; each
+    // lies at least `depth` away). The rounding of a ray's direction moves its
+    // point on the plane by at most `shift` (an error e of the direction moves
+    // it by e (1 + |d| / depth) for d towards a point of the plane, largest at
+    // the image's corners).
+    let pad = CAMERA_BOUNDS_PIXEL_PAD;
+    let half = (tile[0] as f64 * 0.5 + pad) / width as f64 * h.length()
+        + (tile[1] as f64 * 0.5 + pad) / height as f64 * v.length();
+    let error = DIRECTION_ROUNDING_ULPS
+        * f32::EPSILON as f64
+        * (max_abs(lower_left) + max_abs(h) + max_abs(v) + max_abs(eye))
+        * 1.8; // > sqrt(3): the component bound as a length
+    let stretch = [corner, corner + h, corner + v, corner + h + v]
+        .iter()
+        .map(|d| d.length() / depth)
+        .fold(0.0f64, f64::max);
+    let spread = (half + error * (1.0 + stretch)) / depth;
+    if spread.is_nan() || spread >= 1.0 {
+        // Tiles wider than their distance: every primitive is a candidate.
+        return Some(
+            prims
+                .iter()
+                .map(|_| [0.0, 0.0, 0.0, CAMERA_CONE_ALL])
+                .collect(),
+        );
+    }
+    let tile_angle = libm::asin(spread) + CAMERA_BOUNDS_SLACK;
+    let mut cones = Vec::with_capacity(prims.len());
+    for p in prims {
+        let (centre, r) = bounding_sphere(p);
+        if !(centre.is_finite() && r.is_finite()) {
+            return None;
+        }
+        let to = centre - eye;
+        let dist = to.length();
+        let rho = r + CAMERA_BOUNDS_MARGIN * (r + dist);
+        let angle = if dist > rho {
+            libm::asin(rho / dist) + tile_angle
+        } else {
+            core::f64::consts::PI
+        };
+        if angle >= core::f64::consts::PI {
+            cones.push([0.0, 0.0, 0.0, CAMERA_CONE_ALL]);
+            continue;
+        }
+        let axis = to / dist;
+        // The least cosine, in f32 rounded down.
+        let cos = libm::cos(angle) - 1e-6;
+        let mut threshold = cos as f32;
+        if threshold as f64 > cos {
+            threshold = threshold.next_down();
+        }
+        cones.push([axis.x as f32, axis.y as f32, axis.z as f32, threshold]);
+    }
+    Some(cones)
+}
+
+/// The unit direction of the ray through the centre of the tile of `tile[0]`
+/// x `tile[1]` pixels whose first pixel is `(x0, y0)`, the direction
+/// [`camera_cones`] measures tiles from: the GPU kernels compute it with
+/// approximate reciprocals and square roots, which [`CAMERA_BOUNDS_SLACK`]
+/// covers.
+pub fn tile_direction(
+    camera: &GpuCamera,
+    width: u32,
+    height: u32,
+    x0: u32,
+    y0: u32,
+    tile: [u32; 2],
+) -> Vec3 {
+    let v3 = |a: [f32; 4]| Vec3::new(a[0], a[1], a[2]);
+    let s = (x0 as f32 + tile[0] as f32 * 0.5) / width as f32;
+    let t = 1.0 - (y0 as f32 + tile[1] as f32 * 0.5) / height as f32;
+    let target = v3(camera.lower_left) + s * v3(camera.horizontal) + t * v3(camera.vertical);
+    (target - v3(camera.origin_lens)).normalize_or_zero()
+}
+
+/// The slots (bit `i` for slot `i`) of the primitives a camera ray of the tile
+/// whose unit direction is `dir` ([`tile_direction`]) may hit, from `cones`
+/// ([`camera_cones`], at most 64).
+#[inline]
+pub fn camera_candidates(cones: &[[f32; 4]], dir: Vec3) -> u64 {
+    cones
+        .iter()
+        .take(CAMERA_BOUNDS_MAX_PRIMS)
+        .enumerate()
+        .filter(|(_, c)| Vec3::new(c[0], c[1], c[2]).dot(dir) >= c[3])
+        .fold(0u64, |mask, (i, _)| mask | (1u64 << i))
+}
+
+/// The closest hit of `ray` among the primitives of `candidates` (bit `i` for
+/// slot `i` of `prims`), tested in slot order; `prim` of the result is the
+/// slot, and a miss has `prim == NO_PRIM` and `t == +inf`, as the tree's
+/// closest hit. Slots out of range are skipped.
+pub fn closest_hit_listed(prims: &[Primitive], candidates: u64, ray: &Ray) -> Hit {
+    let pre = RayPre::new(ray);
+    let mut best = Hit {
+        t: ray.tmax,
+        ..Hit::MISS
+    };
+    let mut left = candidates;
+    while left != 0 {
+        let slot = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let Some(p) = prims.get(slot) else { continue };
+        if let Some((t, u, v)) = ray_primitive(&pre, p, ray.tmin, best.t) {
+            best = Hit {
+                t,
+                u,
+                v,
+                prim: slot as u32,
+            };
+        }
+    }
+    if !best.is_hit() {
+        best.t = f32::INFINITY;
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::camera::{Camera, camera_ray};
+    use crate::traverse::closest_hit;
+    use crate::{Accel, Material, Scene};
+    use alloc::vec;
+    use glam::Vec3;
+    use proptest::prelude::*;
+
+    fn v3(r: f32) -> impl Strategy<Value = Vec3> {
+        (-r..r, -r..r, -r..r).prop_map(|(x, y, z)| Vec3::new(x, y, z))
+    }
+
+    /// Spheres and triangles, and a big ground sphere when `ground`; `None` if
+    /// the scene is refused (a degenerate triangle).
+    fn scene(spheres: &[(Vec3, f32)], tris: &[(Vec3, Vec3, Vec3)], ground: bool) -> Option<Accel> {
+        let mut s = Scene::new();
+        let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+        for &(c, r) in spheres {
+            s.add_sphere(c, r, m);
+        }
+        for &(a, b, c) in tris {
+            s.add_triangle(a, b, c, m);
+        }
+        if ground {
+            s.add_sphere(Vec3::new(0.0, -1004.0, 0.0), 1000.0, m);
+        }
+        Accel::build(&s).ok()
+    }
+
+    /// The camera ray of pixel (x, y) with jitter (jx, jy), as render_pixel makes it.
+    fn pixel_ray(cam: &GpuCamera, w: u32, h: u32, x: u32, y: u32, jx: f32, jy: f32) -> Ray {
+        let s = (x as f32 + jx) / w as f32;
+        let t = 1.0 - (y as f32 + jy) / h as f32;
+        camera_ray(cam, s, t, 0.0, 0.0)
+    }
+
+    /// Every pixel whose camera ray (at the pixel's centre and its corners)
+    /// hits a primitive has that primitive among its tile's candidates (tiles
+    /// of `tile` pixels, cones made for tiles of `cone_tile`), and the listed
+    /// closest hit is the tree's. Returns the number of hits seen.
+    fn check_scene(
+        accel: &Accel,
+        cam: &GpuCamera,
+        w: u32,
+        h: u32,
+        tile: [u32; 2],
+        cone_tile: [u32; 2],
+    ) -> Result<usize, TestCaseError> {
+        let prims = accel.primitives();
+        let cones = camera_cones(cam, w, h, cone_tile, prims).unwrap(); // ok: pinhole, small scene
+        let mut hits = 0;
+        for y in 0..h {
+            for x in 0..w {
+                let (x0, y0) = (x - x % tile[0], y - y % tile[1]);
+                let listed = camera_candidates(&cones, tile_direction(cam, w, h, x0, y0, tile));
+                let edge = 1.0f32.next_down();
+                for (jx, jy) in [
+                    (0.5, 0.5),
+                    (0.0, 0.0),
+                    (edge, 0.0),
+                    (0.0, edge),
+                    (edge, edge),
+                ] {
+                    let ray = pixel_ray(cam, w, h, x, y, jx, jy);
+                    let pre = RayPre::new(&ray);
+                    for (slot, p) in prims.iter().enumerate() {
+                        if ray_primitive(&pre, p, ray.tmin, ray.tmax).is_some() {
+                            hits += 1;
+                            prop_assert!(
+                                listed & (1u64 << slot) != 0,
+                                "pixel ({}, {}) jitter ({}, {}) hits slot {}, not listed",
+                                x,
+                                y,
+                                jx,
+                                jy,
+                                slot
+                            );
+                        }
+                    }
+                    let tree = closest_hit(accel.nodes(), prims, &ray);
+                    let list = closest_hit_listed(prims, listed, &ray);
+                    prop_assert_eq!(list, tree, "pixel ({}, {})", x, y);
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+        /// Random scenes seen by random pinhole cameras from inside and
+        /// outside them, at small resolutions (whose pixels are wide), in
+        /// tiles of several shapes.
+        #[test]
+        fn every_hit_is_a_candidate_of_its_tile(
+            spheres in prop::collection::vec((v3(4.0), 0.05f32..1.5), 1..10),
+            tris in prop::collection::vec((v3(4.0), v3(4.0), v3(4.0)), 0..6),
+            ground in any::<bool>(),
+            from in v3(8.0),
+            at in v3(2.0),
+            fov in 20.0f32..150.0,
+            w in 8u32..40,
+            h in 8u32..40,
+            shape in 0usize..3,
+        ) {
+            let Some(accel) = scene(&spheres, &tris, ground) else { return Ok(()) };
+            let Ok(cam) = Camera::look_at(from, at, Vec3::Y, fov).frame(w, h) else { return Ok(()) };
+            // Warp-sized tiles, and the GPU kernels' mask tiles.
+            let tile = [[16, 2], [32, 1], [CAMERA_MASK_TILE, CAMERA_MASK_TILE]][shape];
+            check_scene(&accel, &cam, w, h, tile, tile)?;
+        }
+    }
+
+    #[test]
+    fn cones_for_smaller_tiles_miss_hits() {
+        // A tile's cone must reach its edges: cones made for one-pixel tiles
+        // leave out hits of the edge pixels of 16 x 2 tiles, so the check
+        // above can fail.
+        let accel = scene(
+            &[
+                (Vec3::new(0.0, 0.0, -5.0), 1.0),
+                (Vec3::new(1.5, 0.5, -7.0), 0.7),
+            ],
+            &[(
+                Vec3::new(-2.0, -1.0, -6.0),
+                Vec3::new(-1.0, -1.0, -6.0),
+                Vec3::new(-1.5, 0.0, -6.0),
+            )],
+            true,
+        )
+        .unwrap(); // ok: a valid scene
+        let cam = Camera::look_at(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y, 60.0)
+            .frame(48, 48)
+            .unwrap(); // ok: a valid camera
+        assert!(check_scene(&accel, &cam, 48, 48, [16, 2], [16, 2]).unwrap() > 0); // ok: the cones hold
+        assert!(check_scene(&accel, &cam, 48, 48, [16, 2], [1, 1]).is_err());
+    }
+
+    #[test]
+    fn whitted19s_sky_has_no_candidates() {
+        // The scene the cones are for: the upper rows of whitted19 (above the
+        // small spheres; the ground lies below the horizon) list no primitive.
+        let preset = {
+            let mut s = Scene::new();
+            let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+            s.add_sphere(Vec3::new(0.0, -1002.0, 0.0), 1000.0, m);
+            s.add_sphere(Vec3::new(0.0, 0.75, -2.0), 0.25, m);
+            s
+        };
+        let accel = Accel::build(&preset).unwrap(); // ok: a valid scene
+        let cam = Camera::look_at(Vec3::new(0.0, 0.0, 1.0), Vec3::ZERO, Vec3::Y, 90.0)
+            .frame(512, 512)
+            .unwrap(); // ok: a valid camera
+        let cones = camera_cones(&cam, 512, 512, [16, 2], accel.primitives()).unwrap(); // ok: pinhole
+        let at = |x, y| camera_candidates(&cones, tile_direction(&cam, 512, 512, x, y, [16, 2]));
+        assert_eq!(at(0, 0), 0);
+        assert_eq!(at(496, 100), 0);
+        assert_eq!(at(0, 510).count_ones(), 1);
+        assert_eq!(at(256, 200).count_ones(), 1);
+    }
+
+    #[test]
+    fn lens_cameras_and_large_scenes_get_no_cones() {
+        let accel = scene(&[(Vec3::new(0.0, 0.0, -5.0), 1.0)], &[], false).unwrap(); // ok: a valid scene
+        let pinhole = Camera::look_at(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y, 60.0)
+            .frame(16, 16)
+            .unwrap(); // ok: a valid camera
+        assert!(camera_cones(&pinhole, 16, 16, [16, 2], accel.primitives()).is_some());
+        let mut lens = pinhole;
+        lens.origin_lens[3] = 0.1;
+        assert!(camera_cones(&lens, 16, 16, [16, 2], accel.primitives()).is_none());
+        assert!(camera_cones(&pinhole, 0, 16, [16, 2], accel.primitives()).is_none());
+        let many = vec![accel.primitives()[0]; CAMERA_BOUNDS_MAX_PRIMS + 1];
+        assert!(camera_cones(&pinhole, 16, 16, [16, 2], &many).is_none());
+        let mut bad = pinhole;
+        bad.horizontal = [0.0; 4];
+        assert!(camera_cones(&bad, 16, 16, [16, 2], accel.primitives()).is_none());
+        // A camera inside a sphere sees it everywhere.
+        let around = scene(&[(Vec3::ZERO, 3.0)], &[], false).unwrap(); // ok: a valid scene
+        let cones = camera_cones(&pinhole, 16, 16, [16, 2], around.primitives()).unwrap(); // ok: pinhole
+        assert_eq!(cones[0][3], CAMERA_CONE_ALL);
+    }
+}
