@@ -135,7 +135,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("defer16", &|k| k.path_defer = 16),
             c("defer24", &|k| k.path_defer = 24),
             c("defer28", &|k| k.path_defer = 28),
-            c("rmin7", &|k| k.render_min_blocks = 7),
+            c("rmin8", &|k| k.render_min_blocks = 8),
             c("rmin9", &|k| k.render_min_blocks = 9),
             c("rmin10", &|k| k.render_min_blocks = 10),
             c("branchless", &|k| k.lobe_branches = false),
@@ -144,6 +144,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("no-octants", &|k| k.octant_trees = false),
             c("no-light-grid", &|k| k.light_grid = false),
             c("no-cell-grid", &|k| k.cell_grid = false),
+            c("no-camera-cones", &|k| k.camera_cones = false),
             c("grid-no-early-miss", &|k| {
                 k.extra_options = vec!["-DPRISM_GRID_EARLY_MISS=0".into()]
             }),

@@ -6,6 +6,7 @@
 //   PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS    intersect/occluded launch bounds
 //   PRISM_RENDER_TILE_W, PRISM_RENDER_TILE_H      render block = one tile of pixels
 //   PRISM_RENDER_MIN_BLOCKS                       render launch bounds
+//   PRISM_CAMERA_MASKS_THREADS                    prism_camera_masks's block
 //   PRISM_PERSISTENT    1: intersect/occluded warps fetch 32-ray batches from a counter
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
 //                       new rays once N lanes are done (see intersect_refill)
@@ -15,6 +16,9 @@
 //   PRISM_LOBE_BRANCHES 1: scatter evaluates only the lobe it picks (see material.cuh)
 //   PRISM_TREE_CHECKS   0: the host checked the tree at upload, the kernels skip
 //                       core's per-leaf and per-node checks (see traverse.cuh)
+//   PRISM_CAMERA_LIST   0: camera rays with candidates walk the tree (see
+//                       render_or_listed_hit in integrator.cuh)
+//   PRISM_CAMERA_MASK_TILE  pixels on a side of a camera mask's tile
 //   PRISM_WHITTED_SKIPS_CAMERA_RNG  1: the Whitted kernel makes one-sample pinhole
 //                       camera rays without drawing their unused random numbers
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as
@@ -636,6 +640,22 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
             PRISM_FOR_EACH_RAY(n, work, occluded_one<K>(s, origins, dirs, stride, i, out))                         \
         }                                                                                                          \
     }
+
+// prism_camera_masks: masks[i] = the camera candidates of tile i of
+// PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`
+// cones (camera_bounds.cuh); launched before a frame's render kernels.
+#ifndef PRISM_CAMERA_MASKS_THREADS
+#define PRISM_CAMERA_MASKS_THREADS 128
+#endif
+extern "C" __global__ void __launch_bounds__(PRISM_CAMERA_MASKS_THREADS)
+    prism_camera_masks(const float4* __restrict__ cones, u32 count, u64* __restrict__ masks, u32 tiles_x,
+                       u32 tiles_y) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < tiles_x * tiles_y) {
+        masks[i] = camera_tile_mask(c_params, cones, count, (i % tiles_x) * PRISM_CAMERA_MASK_TILE,
+                                    (i / tiles_x) * PRISM_CAMERA_MASK_TILE);
+    }
+}
 
 PRISM_KERNELS(_spheres, PRISM_SPHERES)
 PRISM_KERNELS(_triangles, PRISM_TRIANGLES)

@@ -126,6 +126,12 @@ struct SceneView {
     // reads a sphere with one load and its slot only when it is hit.
     const float4* grid_balls;
     const float4* grid_large_balls;
+    // For a pinhole frame of a scene of at most 64 primitives: the camera
+    // candidates of each tile of PRISM_CAMERA_MASK_TILE pixels, row by row,
+    // found before the frame (see camera_bounds.cuh); null otherwise, and
+    // camera rays walk the tree. Then the tiles per row and the rows of tiles.
+    const u64* camera_masks;
+    u32 camera_mask_tiles[2];
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -215,6 +221,8 @@ PRISM_CHECK_FIELD(SceneView, grid_inv_cell);
 PRISM_CHECK_FIELD(SceneView, grid_res);
 PRISM_CHECK_FIELD(SceneView, grid_balls);
 PRISM_CHECK_FIELD(SceneView, grid_large_balls);
+PRISM_CHECK_FIELD(SceneView, camera_masks);
+PRISM_CHECK_FIELD(SceneView, camera_mask_tiles);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

@@ -6,16 +6,18 @@ use crate::driver::{
     PinnedBuffer, Stream,
 };
 use crate::kernels::{
-    self, CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
-    KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
-    KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED,
-    KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL,
-    PtxasReport, RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, WORK_WORDS, kernel_name,
+    self, CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS,
+    KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
+    KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
+    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
+    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, PtxasReport, RAY_TALLY_BYTES,
+    SceneArgs, SceneKind, SourcePatch, WORK_WORDS, kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
+use prism_core::camera_bounds;
 use prism_core::cell_grid::CellGrid;
 use prism_core::gpu::{RenderParams, check_tree, ray_tally_sum};
 use prism_core::image::Srgb8Table;
@@ -172,6 +174,8 @@ struct KindKernels {
 struct Kernels {
     /// By [`SceneKind`] index.
     kinds: [KindKernels; 3],
+    /// `prism_camera_masks`: each tile's camera candidates, before a frame.
+    camera_masks: Function,
     params_ptr: sys::CUdeviceptr,
 }
 
@@ -190,6 +194,9 @@ struct SceneBuffers {
     _grid_balls: Option<DeviceBuffer>,
     /// The grid itself, to tell whether a frame's rays can all walk it.
     cell_grid: Option<CellGrid>,
+    /// Room for a pinhole frame's camera cones (`SceneArgs::camera_cones`),
+    /// for scenes of at most `CAMERA_BOUNDS_MAX_PRIMS` primitives.
+    camera_cones: Option<DeviceBuffer>,
     args: SceneArgs,
     kind: SceneKind,
 }
@@ -210,6 +217,9 @@ struct DeviceState {
     outputs: Option<DeviceBuffer>,
     frame: Option<DeviceBuffer>,
     pinned: Option<PinnedBuffer>,
+    /// A pinhole frame's camera candidates, a mask per tile
+    /// (`SceneArgs::camera_masks`); grow-only.
+    camera_masks: Option<DeviceBuffer>,
     /// The persistent trace and path kernels' work counters (`WORK_WORDS` `u32`),
     /// zeroed on the stream before each launch that takes from them.
     work: DeviceBuffer,
@@ -294,6 +304,7 @@ impl DeviceState {
             load(SceneKind::Triangles)?,
             load(SceneKind::Mixed)?,
         ];
+        let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
         let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
         if params_bytes != std::mem::size_of::<RenderParams>() {
             return Err(Error::Device {
@@ -321,6 +332,7 @@ impl DeviceState {
             outputs: None,
             frame: None,
             pinned: None,
+            camera_masks: None,
             work,
             ray_tally,
             ray_tally_host,
@@ -328,7 +340,11 @@ impl DeviceState {
             events: Vec::new(),
             copy_stream,
             stream,
-            kernels: Kernels { kinds, params_ptr },
+            kernels: Kernels {
+                kinds,
+                camera_masks,
+                params_ptr,
+            },
             _module: module,
             ctx,
         })
@@ -428,6 +444,17 @@ impl DeviceState {
             Some(w) => Some(DeviceBuffer::alloc(size_of_val(w.as_slice()), "cell grid")?),
             None => None,
         };
+        // Room for the camera cones of each frame (KernelConfig::camera_cones).
+        let b_cones = if config.camera_cones
+            && accel.primitives().len() <= camera_bounds::CAMERA_BOUNDS_MAX_PRIMS
+        {
+            Some(DeviceBuffer::alloc(
+                accel.primitives().len().max(1) * 16,
+                "camera cones",
+            )?)
+        } else {
+            None
+        };
         let mut b_light = match &light_grid {
             Some(g) => Some(DeviceBuffer::alloc(
                 size_of_val(g.cells.as_slice()),
@@ -499,6 +526,7 @@ impl DeviceState {
             _cell_grid: b_grid,
             _grid_balls: b_balls,
             cell_grid,
+            camera_cones: b_cones,
             args,
             kind,
         };
@@ -600,6 +628,61 @@ impl DeviceState {
             self.pinned = Some(PinnedBuffer::alloc(bytes, "pinned frame buffer")?);
         }
         Ok(())
+    }
+
+    /// Upload a pinhole frame's camera cones (`cones`, one a slot of the
+    /// scene) and launch `prism_camera_masks` over the frame's tiles of
+    /// `CAMERA_MASK_TILE` pixels, after c_params was written on the stream:
+    /// the masks' pointer and tiles per row and column, or `None` when the
+    /// scene has no room for cones (KernelConfig::camera_cones).
+    fn find_camera_masks(
+        &mut self,
+        cones: &[[f32; 4]],
+        width: u32,
+        height: u32,
+    ) -> Result<Option<(u64, [u32; 2])>, Error> {
+        let Some(b) = self.scene.as_mut().and_then(|s| s.camera_cones.as_mut()) else {
+            return Ok(None);
+        };
+        b.upload(&self.stream, bytemuck::cast_slice(cones))?;
+        let mut cones_ptr = b.ptr();
+        let mut count = cones.len() as u32;
+        let tile = camera_bounds::CAMERA_MASK_TILE;
+        let mut tiles_x = width.div_ceil(tile);
+        let mut tiles_y = height.div_ceil(tile);
+        let n = tiles_x as usize * tiles_y as usize;
+        if self.camera_masks.as_ref().is_none_or(|b| b.bytes() < n * 8) {
+            self.camera_masks = None;
+            self.camera_masks = Some(DeviceBuffer::alloc(n * 8, "camera masks")?);
+        }
+        let mut masks = self.camera_masks.as_ref().map_or(0, |b| b.ptr());
+        let mut params: [*mut c_void; 5] = [
+            (&mut cones_ptr as *mut u64).cast(),
+            (&mut count as *mut u32).cast(),
+            (&mut masks as *mut u64).cast(),
+            (&mut tiles_x as *mut u32).cast(),
+            (&mut tiles_y as *mut u32).cast(),
+        ];
+        let blocks = (n as u64).div_ceil(CAMERA_MASKS_THREADS as u64);
+        let Some(blocks) = u32::try_from(blocks).ok().filter(|&b| b <= MAX_GRID_X) else {
+            // More tiles than one launch covers: camera rays walk the tree.
+            return Ok(None);
+        };
+        let grid = (blocks, 1);
+        // SAFETY: the five values match prism_camera_masks's parameters
+        // (const float4*, u32, u64*, u32, u32) in order and layout; `cones`
+        // holds `count` float4 (uploaded above, `upload` waits for the copy),
+        // `masks` holds tiles_x * tiles_y u64 (grown above), and the kernel
+        // reads c_params, written before on the same stream.
+        unsafe {
+            self.kernels.camera_masks.launch(
+                grid,
+                (CAMERA_MASKS_THREADS, 1),
+                &self.stream,
+                &mut params,
+            )?;
+        }
+        Ok(Some((masks, [tiles_x, tiles_y])))
     }
 
     /// Launch a trace kernel over `n` rays (`origins`/`dirs` with `stride` float4s per ray).
@@ -1109,6 +1192,11 @@ impl CudaBackend {
                 ));
             }
         }
+        list.push((
+            KERNEL_CAMERA_MASKS,
+            st.kernels.camera_masks,
+            CAMERA_MASKS_THREADS,
+        ));
         let mut out = Vec::new();
         use sys::CUfunction_attribute::*;
         for (name, f, threads) in list {
@@ -1428,9 +1516,24 @@ impl CudaBackend {
             return Err(Error::Cancelled);
         }
         let config = self.options.config.clone();
+        // A pinhole frame's camera cones, for the tiles of CAMERA_MASK_TILE
+        // pixels whose masks the camera rays read.
+        let tile = camera_bounds::CAMERA_MASK_TILE;
+        let cones = config
+            .camera_cones
+            .then(|| {
+                camera_bounds::camera_cones(
+                    &params.camera,
+                    width,
+                    height,
+                    [tile, tile],
+                    accel.primitives(),
+                )
+            })
+            .flatten();
         let plan = plan_bands(width, height, pixel_bytes, &params, config.render_tile[1]);
         let (st, _g) = self.enter()?;
-        let scene = st.render_scene_args(origin_bound)?;
+        let mut scene = st.render_scene_args(origin_bound)?;
         st.ensure_frame(frame_bytes)?;
         let bands = plan.bands as usize;
         // events: 0 before upload, 1 after upload; then per band: kernel done, copy start, copy done.
@@ -1459,6 +1562,13 @@ impl CudaBackend {
         synced?;
         st.ray_tally.fill_u32(&st.stream, 0, RAY_TALLY_BYTES / 4)?;
         st.events[1].record(&st.stream)?;
+        // The tiles' camera candidates, counted in the frame's kernel time.
+        if let Some(c) = &cones
+            && let Some((masks, tiles)) = st.find_camera_masks(c, width, height)?
+        {
+            scene.0.camera_masks = masks;
+            scene.0.camera_mask_tiles = tiles;
+        }
 
         let row_bytes = width as usize * pixel_bytes as usize;
         let band_rows = |b: usize| {

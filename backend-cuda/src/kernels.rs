@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 12] = [
+pub const SOURCES: [(&str, &str); 13] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -34,6 +34,10 @@ pub const SOURCES: [(&str, &str); 12] = [
     ("traverse.cuh", include_str!("../kernels/traverse.cuh")),
     ("point_grid.cuh", include_str!("../kernels/point_grid.cuh")),
     ("cell_grid.cuh", include_str!("../kernels/cell_grid.cuh")),
+    (
+        "camera_bounds.cuh",
+        include_str!("../kernels/camera_bounds.cuh"),
+    ),
     ("rng.cuh", include_str!("../kernels/rng.cuh")),
     ("sampling.cuh", include_str!("../kernels/sampling.cuh")),
     ("material.cuh", include_str!("../kernels/material.cuh")),
@@ -63,6 +67,11 @@ pub const KERNEL_RENDER_PATH_GRID: &str = "prism_render_path_grid";
 pub const KERNEL_RENDER_WHITTED_GRID: &str = "prism_render_whitted_grid";
 /// The same for the ambient-occlusion render kernel.
 pub const KERNEL_RENDER_AO_GRID: &str = "prism_render_ao_grid";
+/// The kernel that finds each tile's camera candidates before a frame
+/// ([`KernelConfig::camera_cones`]); one for every scene kind.
+pub const KERNEL_CAMERA_MASKS: &str = "prism_camera_masks";
+/// Threads per block of [`KERNEL_CAMERA_MASKS`] (its `__launch_bounds__`).
+pub const CAMERA_MASKS_THREADS: u32 = 128;
 /// Base name of the closest-hit batch kernel.
 pub const KERNEL_INTERSECT: &str = "prism_intersect";
 /// Base name of the any-hit batch kernel.
@@ -209,6 +218,14 @@ pub(crate) struct SceneArgs {
     /// the order of `grid_slots`, then of `grid_large` (0 otherwise).
     pub grid_balls: u64,
     pub grid_large_balls: u64,
+    /// For a pinhole frame of a scene of at most
+    /// [`prism_core::camera_bounds::CAMERA_BOUNDS_MAX_PRIMS`] primitives: the
+    /// camera candidates of each tile of
+    /// [`prism_core::camera_bounds::CAMERA_MASK_TILE`] pixels, row by row
+    /// (`prism_camera_masks`, launched before the frame); 0 otherwise.
+    pub camera_masks: u64,
+    /// Tiles of `camera_masks` per row and rows of tiles.
+    pub camera_mask_tiles: [u32; 2],
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -316,6 +333,16 @@ pub struct KernelConfig {
     /// tie at exactly the same `t`. The kernels are the same either way; this
     /// decides what a scene upload holds.
     pub cell_grid: bool,
+    /// Frames of a pinhole camera, in scenes of at most
+    /// [`prism_core::camera_bounds::CAMERA_BOUNDS_MAX_PRIMS`] primitives, get
+    /// a cone from the eye around each primitive
+    /// ([`prism_core::camera_bounds`]) and, before the render kernels, a mask
+    /// per tile of [`prism_core::camera_bounds::CAMERA_MASK_TILE`] pixels of
+    /// the primitives its camera rays can meet (`prism_camera_masks`): camera
+    /// rays test those instead of walking the tree, with the same hits except
+    /// where two primitives tie at exactly the same `t`. The kernels are the
+    /// same either way; this decides what a frame uploads and launches.
+    pub camera_cones: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -326,7 +353,7 @@ impl Default for KernelConfig {
             trace_threads: 128,
             trace_min_blocks: 1,
             render_tile: [16, 8],
-            render_min_blocks: 8,
+            render_min_blocks: 7,
             persistent: true,
             trace_refill: 16,
             occluded_refill: 16,
@@ -343,6 +370,7 @@ impl Default for KernelConfig {
             octant_trees: true,
             light_grid: true,
             cell_grid: true,
+            camera_cones: true,
             extra_options: Vec::new(),
         }
     }
@@ -477,6 +505,10 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_KIND_SPHERE={KIND_SPHERE}u"),
         format!("-DPRISM_NO_PRIM={}u", Hit::NO_PRIM),
         format!("-DPRISM_POINT_GRID_SIDE={POINT_GRID_SIDE}"),
+        format!(
+            "-DPRISM_CAMERA_MASK_TILE={}",
+            prism_core::camera_bounds::CAMERA_MASK_TILE
+        ),
         format!("-DPRISM_POINT_GRID_FULL={POINT_GRID_FULL}u"),
         format!("-DPRISM_MIN_DIR_COMPONENT={}", c_float(MIN_DIR_COMPONENT)),
         format!(
@@ -551,6 +583,11 @@ fn core_defines() -> Vec<String> {
                 ("grid_res", offset_of!(SceneArgs, grid_res)),
                 ("grid_balls", offset_of!(SceneArgs, grid_balls)),
                 ("grid_large_balls", offset_of!(SceneArgs, grid_large_balls)),
+                ("camera_masks", offset_of!(SceneArgs, camera_masks)),
+                (
+                    "camera_mask_tiles",
+                    offset_of!(SceneArgs, camera_mask_tiles),
+                ),
             ],
         ),
         (
@@ -594,6 +631,9 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_TRACE_MIN_BLOCKS={}",
         config.trace_min_blocks
+    ));
+    o.push(format!(
+        "-DPRISM_CAMERA_MASKS_THREADS={CAMERA_MASKS_THREADS}"
     ));
     o.push(format!("-DPRISM_RENDER_TILE_W={}", config.render_tile[0]));
     o.push(format!("-DPRISM_RENDER_TILE_H={}", config.render_tile[1]));
@@ -755,7 +795,7 @@ pub(crate) fn compile_files(
     };
     let headers: Vec<(&str, String)> = headers.iter().map(|(n, s)| (*n, s.clone())).collect();
     let compiled = nvrtc::compile((main_name, main_src), &headers, &options)?;
-    for name in KERNEL_NAMES {
+    for name in KERNEL_NAMES.iter().chain([&KERNEL_CAMERA_MASKS]) {
         if !contains_symbol(&compiled.cubin, name) {
             return Err(Error::Compile {
                 backend: BACKEND,

@@ -51,11 +51,11 @@ pub use backend::{
 };
 pub use cache::cache_dir;
 pub use kernels::{
-    CompiledKernels, KERNEL_BASES, KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED,
-    KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
-    KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED,
-    KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PtxasReport, SOURCES,
-    SceneKind, SourcePatch, compile_kernels, compile_kernels_patched, compile_options, kernel_name,
-    parse_ptxas_log,
+    CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS, KERNEL_INTERSECT,
+    KERNEL_NAMES, KERNEL_OCCLUDED, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
+    KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
+    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
+    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PtxasReport, SOURCES, SceneKind, SourcePatch,
+    compile_kernels, compile_kernels_patched, compile_options, kernel_name, parse_ptxas_log,
 };
 pub use nvrtc::nvrtc_version;

@@ -467,8 +467,9 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         lobe_branches: false,
         tree_checked_on_upload: false,
         whitted_skips_camera_rng: false,
-        // The tree as it is, not its octant copies.
+        // The tree as it is, not its octant copies, and camera rays walk it.
         octant_trees: false,
+        camera_cones: false,
         // The slab test's sign test of negative exits, which render rays never
         // need; its float entry; the leaf block run at every node; the sphere
         // test's division and square root even for a ray leaving its sphere.
@@ -481,11 +482,14 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         ..Default::default()
     };
     let mut plain = gpu_with(plain);
+    // Camera rays walk the tree here too (camera_cones_give_the_trees_hits
+    // covers their candidates).
     let lean_config = KernelConfig {
         lobe_branches: true,
         tree_checked_on_upload: true,
         whitted_skips_camera_rng: true,
         octant_trees: true,
+        camera_cones: false,
         ..Default::default()
     };
     // The lean kernels on the tree itself: the same visiting order as `plain`.
@@ -498,6 +502,7 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
     let mut checked_copies = gpu_with(KernelConfig {
         tree_checked_on_upload: false,
         octant_trees: true,
+        camera_cones: false,
         ..Default::default()
     });
     let differ = |a: &[Vec<[f32; 4]>], b: &[Vec<[f32; 4]>]| -> Vec<usize> {
@@ -622,6 +627,87 @@ fn the_light_grid_gives_the_trees_shadows() {
                 "{} {integrator}: the grid was not used",
                 preset.name
             );
+        }
+    }
+}
+
+#[test]
+fn camera_cones_give_the_trees_hits() {
+    // Tiles that list nothing: camera rays see only the sky.
+    let listing_nothing = |name: &str, src: &str| {
+        if name == "camera_bounds.cuh" {
+            src.replace(">= c.w)", ">= 2.0f)")
+        } else {
+            src.to_owned()
+        }
+    };
+    let shipped = prism_cuda::SOURCES
+        .iter()
+        .find(|(name, _)| *name == "camera_bounds.cuh")
+        .unwrap()
+        .1;
+    assert_ne!(
+        listing_nothing("camera_bounds.cuh", shipped),
+        shipped,
+        "the patch no longer applies"
+    );
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    // Whitted (one sample, pixel centres) and AO (jittered samples).
+    const KINDS: [(Integrator, u32); 2] = [(Integrator::Whitted, 1), (Integrator::Ao, 3)];
+    let (w, h) = (160, 96);
+    // Warp tiles of 16 x 2 (the default), 8 x 4 and 32 x 1 pixels.
+    for tile in [[16, 8], [8, 4], [64, 2]] {
+        let mut tree = gpu_with(KernelConfig {
+            camera_cones: false,
+            render_tile: tile,
+            ..Default::default()
+        });
+        let mut cones = gpu_with(KernelConfig {
+            render_tile: tile,
+            ..Default::default()
+        });
+        let mut broken = CudaBackend::with_options(CudaOptions {
+            config: KernelConfig {
+                render_tile: tile,
+                ..Default::default()
+            },
+            source_patch: Some(std::sync::Arc::new(listing_nothing)),
+            disk_cache: false,
+            ..Default::default()
+        })
+        .unwrap();
+        for preset in [whitted19(), cornell_mix(), lamp_in_a_crowd()] {
+            let t = linear_renders(&mut tree, &preset, (w, h), &KINDS, true);
+            let c = linear_renders(&mut cones, &preset, (w, h), &KINDS, true);
+            let b = linear_renders(&mut broken, &preset, (w, h), &KINDS, true);
+            for (k, integrator) in ["whitted", "ao"].iter().enumerate() {
+                let differ = |a: &[[f32; 4]], b: &[[f32; 4]]| {
+                    a.iter().zip(b).filter(|(p, q)| p != q).count()
+                };
+                // The candidates' hits are the tree's, tested in another
+                // order, which keeps a different primitive only where two tie
+                // at exactly the same t: never among spheres, now and then
+                // where the triangles of cornell_mix's walls meet.
+                let reordered = differ(&t[k], &c[k]);
+                if preset.name == "cornell_mix" {
+                    assert!(
+                        reordered * 200 <= (w * h) as usize,
+                        "{} {integrator} tile {tile:?}: {reordered} pixels differ",
+                        preset.name
+                    );
+                } else {
+                    assert_eq!(reordered, 0, "{} {integrator} tile {tile:?}", preset.name);
+                }
+                // And the cones are what answered: listing nothing loses the
+                // camera rays' hits.
+                assert!(
+                    differ(&t[k], &b[k]) > 0,
+                    "{} {integrator} tile {tile:?}: the cones were not used",
+                    preset.name
+                );
+            }
         }
     }
 }
@@ -1128,7 +1214,8 @@ fn the_disk_cache_is_used_and_survives_corruption() {
 fn resources_and_resident_bench_report() {
     let Some(mut gpu) = gpu_or_skip() else { return };
     let res = gpu.kernel_resources().unwrap();
-    assert_eq!(res.len(), prism_cuda::KERNEL_NAMES.len());
+    // Every kernel of every scene kind, and prism_camera_masks.
+    assert_eq!(res.len(), prism_cuda::KERNEL_NAMES.len() + 1);
     for r in &res {
         eprintln!("{r:?}");
         assert!(r.registers > 0 && r.blocks_per_sm > 0 && r.occupancy > 0.0);
