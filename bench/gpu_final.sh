@@ -27,7 +27,7 @@ phase() { echo "$(date +%H:%M:%S.%N | cut -c1-12) $1" >> "$OUT/phases.txt"; }
 $B/prism info 2>&1 | tee "$OUT/info.txt"
 
 # (The CPU-only kernel compile test runs in CI; here the GPU tests.)
-timeout 150 $B/gpu --test-threads 6 --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
+timeout 240 $B/gpu --test-threads 6 --nocapture > "$OUT/cuda_tests.log" 2>&1; echo "cuda gpu tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/cuda_tests.log" | tee -a "$OUT/summary.txt"
 
 PRISM_FULL_RAYS=1 PRISM_REQUIRE_LANE_REFILL=1 timeout 120 $B/wgpu_adapter_tests --nocapture > "$OUT/wgpu_tests.log" 2>&1; echo "wgpu adapter tests: exit $?" | tee -a "$OUT/summary.txt"
