@@ -104,11 +104,12 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             f(&mut k);
             (name, k)
         };
-        // A render tile shape with the default's 1,024 resident threads per SM.
+        // A render tile shape with the default's resident threads per SM.
+        let resident = d.render_min_blocks * d.render_tile[0] * d.render_tile[1];
         let tile = |name: &'static str, shape: [u32; 2]| {
             c(name, &|k| {
                 k.render_tile = shape;
-                k.render_min_blocks = (1024 / (shape[0] * shape[1])).max(1);
+                k.render_min_blocks = (resident / (shape[0] * shape[1])).max(1);
             })
         };
         v.extend([
