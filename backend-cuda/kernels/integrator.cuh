@@ -299,38 +299,16 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     return xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
 }
 
-// The image coordinate s of column x + jx, and t of row y + jy (core's
-// render_pixel).
-__device__ __forceinline__ float pixel_s(const RenderParams& params, u32 x, float jx) {
-    return ((float)x + jx) / (float)params.width;
-}
-__device__ __forceinline__ float pixel_t(const RenderParams& params, u32 y, float jy) {
-    return 1.0f - ((float)y + jy) / (float)params.height;
-}
-
-// The camera ray through image coordinates (s, t), lens sample (l1, l2).
-__device__ __forceinline__ Ray camera_ray_st(const RenderParams& params, float s, float t, float l1, float l2) {
+// The camera ray through (x + jx, y + jy) of the image, lens sample (l1, l2).
+__device__ __forceinline__ Ray camera_ray_at(const RenderParams& params, u32 x, u32 y, float jx, float jy, float l1,
+                                             float l2) {
+    const float s = ((float)x + jx) / (float)params.width;
+    const float t = 1.0f - ((float)y + jy) / (float)params.height;
     Ray ray;
     camera_ray(params.camera, s, t, l1, l2, ray.origin, ray.dir);
     ray.tmin = 0.0f;
     ray.tmax = PRISM_INF;
     return ray;
-}
-
-// The camera ray through (x + jx, y + jy) of the image, lens sample (l1, l2).
-__device__ __forceinline__ Ray camera_ray_at(const RenderParams& params, u32 x, u32 y, float jx, float jy, float l1,
-                                             float l2) {
-    return camera_ray_st(params, pixel_s(params, x, jx), pixel_t(params, y, jy), l1, l2);
-}
-
-// The one-sample pinhole camera ray of pixel (x, y) (pixel centre, no lens):
-// its s and t from the frame's table when there is one (SceneView::pixel_st,
-// the same divisions done once a column and row), else divided here.
-__device__ __forceinline__ Ray pixel_centre_ray(const SceneView& s, const RenderParams& params, u32 x, u32 y) {
-    if (s.pixel_st != nullptr) {
-        return camera_ray_st(params, __ldg(s.pixel_st + x), __ldg(s.pixel_st + params.width + y), 0.0f, 0.0f);
-    }
-    return camera_ray_at(params, x, y, 0.5f, 0.5f, 0.0f, 0.0f);
 }
 
 // The camera ray of sample `sample` of pixel (x, y), and the path's generator
@@ -367,7 +345,7 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         Ray ray;
         if (PRISM_WHITTED_SKIPS_CAMERA_RNG && INTEGRATOR == 1 && camera_numbers_unused(params)) {
             // The same ray as primary_ray's (see camera_numbers_unused).
-            ray = pixel_centre_ray(s, params, x, y);
+            ray = camera_ray_at(params, x, y, 0.5f, 0.5f, 0.0f, 0.0f);
         } else {
             ray = primary_ray(params, x, y, sample, rng);
         }
@@ -397,7 +375,7 @@ __device__ __forceinline__ V3 render_sample(const SceneView& s, const RenderPara
     Ray ray;
     if (PRISM_WHITTED_SKIPS_CAMERA_RNG && INTEGRATOR == 1 && camera_numbers_unused(params)) {
         // The same ray as primary_ray's (see camera_numbers_unused).
-        ray = pixel_centre_ray(s, params, x, y);
+        ray = camera_ray_at(params, x, y, 0.5f, 0.5f, 0.0f, 0.0f);
     } else {
         ray = primary_ray(params, x, y, sample, rng);
     }

@@ -643,27 +643,17 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 
 // prism_camera_masks: masks[i] = the camera candidates of tile i of
 // PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`
-// cones (camera_bounds.cuh); and st[x] = (x + 0.5) / width for each column,
-// st[width + y] = 1 - (y + 0.5) / height for each row: camera_ray_at's s and
-// t of a one-sample frame, by the same divisions. Launched before a frame's
-// render kernels, over max(tiles, width, height) threads.
+// cones (camera_bounds.cuh); launched before a frame's render kernels.
 #ifndef PRISM_CAMERA_MASKS_THREADS
 #define PRISM_CAMERA_MASKS_THREADS 128
 #endif
 extern "C" __global__ void __launch_bounds__(PRISM_CAMERA_MASKS_THREADS)
     prism_camera_masks(const float4* __restrict__ cones, u32 count, u64* __restrict__ masks, u32 tiles_x,
-                       u32 tiles_y, float* __restrict__ st) {
-    const RenderParams& params = c_params;
+                       u32 tiles_y) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < tiles_x * tiles_y) {
-        masks[i] = camera_tile_mask(params, cones, count, (i % tiles_x) * PRISM_CAMERA_MASK_TILE,
+        masks[i] = camera_tile_mask(c_params, cones, count, (i % tiles_x) * PRISM_CAMERA_MASK_TILE,
                                     (i / tiles_x) * PRISM_CAMERA_MASK_TILE);
-    }
-    if (i < params.width) {
-        st[i] = pixel_s(params, i, 0.5f);
-    }
-    if (i < params.height) {
-        st[params.width + i] = pixel_t(params, i, 0.5f);
     }
 }
 

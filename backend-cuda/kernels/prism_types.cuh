@@ -132,10 +132,6 @@ struct SceneView {
     // camera rays walk the tree. Then the tiles per row and the rows of tiles.
     const u64* camera_masks;
     u32 camera_mask_tiles[2];
-    // With camera_masks: the one-sample camera coordinates of the frame's
-    // columns, s = (x + 0.5) / width, then of its rows, t = 1 - (y + 0.5) /
-    // height (the same divisions, done once a column and row); null otherwise.
-    const float* pixel_st;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -227,7 +223,6 @@ PRISM_CHECK_FIELD(SceneView, grid_balls);
 PRISM_CHECK_FIELD(SceneView, grid_large_balls);
 PRISM_CHECK_FIELD(SceneView, camera_masks);
 PRISM_CHECK_FIELD(SceneView, camera_mask_tiles);
-PRISM_CHECK_FIELD(SceneView, pixel_st);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

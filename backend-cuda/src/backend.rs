@@ -632,16 +632,15 @@ impl DeviceState {
 
     /// Upload a pinhole frame's camera cones (`cones`, one a slot of the
     /// scene) and launch `prism_camera_masks` over the frame's tiles of
-    /// `CAMERA_MASK_TILE` pixels, columns and rows, after c_params was written
-    /// on the stream: the masks' pointer, tiles per row and column, and the
-    /// columns' and rows' one-sample `s` and `t`; or `None` when the scene has
-    /// no room for cones (KernelConfig::camera_cones).
+    /// `CAMERA_MASK_TILE` pixels, after c_params was written on the stream:
+    /// the masks' pointer and tiles per row and column, or `None` when the
+    /// scene has no room for cones (KernelConfig::camera_cones).
     fn find_camera_masks(
         &mut self,
         cones: &[[f32; 4]],
         width: u32,
         height: u32,
-    ) -> Result<Option<(u64, [u32; 2], u64)>, Error> {
+    ) -> Result<Option<(u64, [u32; 2])>, Error> {
         let Some(b) = self.scene.as_mut().and_then(|s| s.camera_cones.as_mut()) else {
             return Ok(None);
         };
@@ -652,35 +651,29 @@ impl DeviceState {
         let mut tiles_x = width.div_ceil(tile);
         let mut tiles_y = height.div_ceil(tile);
         let n = tiles_x as usize * tiles_y as usize;
-        // The masks, then the columns' s and the rows' t.
-        let bytes = n * 8 + (width as usize + height as usize) * 4;
-        if self.camera_masks.as_ref().is_none_or(|b| b.bytes() < bytes) {
+        if self.camera_masks.as_ref().is_none_or(|b| b.bytes() < n * 8) {
             self.camera_masks = None;
-            self.camera_masks = Some(DeviceBuffer::alloc(bytes, "camera masks")?);
+            self.camera_masks = Some(DeviceBuffer::alloc(n * 8, "camera masks")?);
         }
         let mut masks = self.camera_masks.as_ref().map_or(0, |b| b.ptr());
-        let mut st = masks + (n * 8) as u64;
-        let mut params: [*mut c_void; 6] = [
+        let mut params: [*mut c_void; 5] = [
             (&mut cones_ptr as *mut u64).cast(),
             (&mut count as *mut u32).cast(),
             (&mut masks as *mut u64).cast(),
             (&mut tiles_x as *mut u32).cast(),
             (&mut tiles_y as *mut u32).cast(),
-            (&mut st as *mut u64).cast(),
         ];
-        let threads = n.max(width as usize).max(height as usize);
-        let blocks = (threads as u64).div_ceil(CAMERA_MASKS_THREADS as u64);
+        let blocks = (n as u64).div_ceil(CAMERA_MASKS_THREADS as u64);
         let Some(blocks) = u32::try_from(blocks).ok().filter(|&b| b <= MAX_GRID_X) else {
             // More tiles than one launch covers: camera rays walk the tree.
             return Ok(None);
         };
         let grid = (blocks, 1);
-        // SAFETY: the six values match prism_camera_masks's parameters
-        // (const float4*, u32, u64*, u32, u32, float*) in order and layout;
-        // `cones` holds `count` float4 (uploaded above, `upload` waits for
-        // the copy), `masks` tiles_x * tiles_y u64 followed by `st`'s width +
-        // height f32 (grown above), and the kernel reads c_params (width and
-        // height among them), written before on the same stream.
+        // SAFETY: the five values match prism_camera_masks's parameters
+        // (const float4*, u32, u64*, u32, u32) in order and layout; `cones`
+        // holds `count` float4 (uploaded above, `upload` waits for the copy),
+        // `masks` holds tiles_x * tiles_y u64 (grown above), and the kernel
+        // reads c_params, written before on the same stream.
         unsafe {
             self.kernels.camera_masks.launch(
                 grid,
@@ -689,7 +682,7 @@ impl DeviceState {
                 &mut params,
             )?;
         }
-        Ok(Some((masks, [tiles_x, tiles_y], st)))
+        Ok(Some((masks, [tiles_x, tiles_y])))
     }
 
     /// Launch a trace kernel over `n` rays (`origins`/`dirs` with `stride` float4s per ray).
@@ -1571,11 +1564,10 @@ impl CudaBackend {
         st.events[1].record(&st.stream)?;
         // The tiles' camera candidates, counted in the frame's kernel time.
         if let Some(c) = &cones
-            && let Some((masks, tiles, pixel_st)) = st.find_camera_masks(c, width, height)?
+            && let Some((masks, tiles)) = st.find_camera_masks(c, width, height)?
         {
             scene.0.camera_masks = masks;
             scene.0.camera_mask_tiles = tiles;
-            scene.0.pixel_st = pixel_st;
         }
 
         let row_bytes = width as usize * pixel_bytes as usize;

@@ -226,9 +226,6 @@ pub(crate) struct SceneArgs {
     pub camera_masks: u64,
     /// Tiles of `camera_masks` per row and rows of tiles.
     pub camera_mask_tiles: [u32; 2],
-    /// With `camera_masks`: `s` of each column of a one-sample frame, then
-    /// `t` of each row (written by `prism_camera_masks`); 0 otherwise.
-    pub pixel_st: u64,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -343,11 +340,8 @@ pub struct KernelConfig {
     /// per tile of [`prism_core::camera_bounds::CAMERA_MASK_TILE`] pixels of
     /// the primitives its camera rays can meet (`prism_camera_masks`): camera
     /// rays test those instead of walking the tree, with the same hits except
-    /// where two primitives tie at exactly the same `t`. The same kernel
-    /// divides out each column's `s` and each row's `t` for the one-sample
-    /// Whitted kernel, which then reads them instead of dividing per pixel
-    /// (the same values). The kernels are the same either way; this decides
-    /// what a frame uploads and launches.
+    /// where two primitives tie at exactly the same `t`. The kernels are the
+    /// same either way; this decides what a frame uploads and launches.
     pub camera_cones: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
@@ -594,7 +588,6 @@ fn core_defines() -> Vec<String> {
                     "camera_mask_tiles",
                     offset_of!(SceneArgs, camera_mask_tiles),
                 ),
-                ("pixel_st", offset_of!(SceneArgs, pixel_st)),
             ],
         ),
         (
