@@ -24,6 +24,36 @@ fn gpu_with(config: KernelConfig) -> CudaBackend {
     .unwrap()
 }
 
+/// Check that `patch` changes the shipped kernel file `file` (so that a test
+/// built on it still breaks what it means to break).
+fn assert_patch_applies(file: &str, patch: &dyn Fn(&str, &str) -> String) {
+    let shipped = prism_cuda::SOURCES
+        .iter()
+        .find(|(name, _)| *name == file)
+        .unwrap()
+        .1;
+    assert_ne!(
+        patch(file, shipped),
+        shipped,
+        "the patch of {file} no longer applies"
+    );
+}
+
+/// A backend whose kernels are built for `config` from sources changed by
+/// `patch`, not cached on disk (a GPU is known to be present).
+fn gpu_patched(
+    config: KernelConfig,
+    patch: impl Fn(&str, &str) -> String + Send + Sync + 'static,
+) -> CudaBackend {
+    CudaBackend::with_options(CudaOptions {
+        config,
+        source_patch: Some(std::sync::Arc::new(patch)),
+        disk_cache: false,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<Hit> {
     rays.iter().map(|r| accel.intersect(r)).collect()
 }
@@ -584,16 +614,7 @@ fn the_light_grid_gives_the_trees_shadows() {
             src.to_owned()
         }
     };
-    let shipped = prism_cuda::SOURCES
-        .iter()
-        .find(|(name, _)| *name == "point_grid.cuh")
-        .unwrap()
-        .1;
-    assert_ne!(
-        unblocked("point_grid.cuh", shipped),
-        shipped,
-        "the patch no longer applies"
-    );
+    assert_patch_applies("point_grid.cuh", &unblocked);
     if gpu_or_skip().is_none() {
         return;
     }
@@ -602,12 +623,7 @@ fn the_light_grid_gives_the_trees_shadows() {
         ..Default::default()
     });
     let mut grid = gpu_with(KernelConfig::default());
-    let mut broken = CudaBackend::with_options(CudaOptions {
-        source_patch: Some(std::sync::Arc::new(unblocked)),
-        disk_cache: false,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut broken = gpu_patched(KernelConfig::default(), unblocked);
     // Whitted (one sample) and AO (two samples), with shadow rays.
     const SHADOWED: [(Integrator, u32); 2] = [(Integrator::Whitted, 1), (Integrator::Ao, 2)];
     let (w, h) = (128, 96);
@@ -641,16 +657,7 @@ fn camera_cones_give_the_trees_hits() {
             src.to_owned()
         }
     };
-    let shipped = prism_cuda::SOURCES
-        .iter()
-        .find(|(name, _)| *name == "camera_bounds.cuh")
-        .unwrap()
-        .1;
-    assert_ne!(
-        listing_nothing("camera_bounds.cuh", shipped),
-        shipped,
-        "the patch no longer applies"
-    );
+    assert_patch_applies("camera_bounds.cuh", &listing_nothing);
     if gpu_or_skip().is_none() {
         return;
     }
@@ -669,16 +676,13 @@ fn camera_cones_give_the_trees_hits() {
             render_tile: tile,
             ..Default::default()
         });
-        let mut broken = CudaBackend::with_options(CudaOptions {
-            config: KernelConfig {
+        let mut broken = gpu_patched(
+            KernelConfig {
                 render_tile: tile,
                 ..Default::default()
             },
-            source_patch: Some(std::sync::Arc::new(listing_nothing)),
-            disk_cache: false,
-            ..Default::default()
-        })
-        .unwrap();
+            listing_nothing,
+        );
         for preset in [whitted19(), cornell_mix(), lamp_in_a_crowd()] {
             let t = linear_renders(&mut tree, &preset, (w, h), &KINDS, true);
             let c = linear_renders(&mut cones, &preset, (w, h), &KINDS, true);
@@ -726,16 +730,7 @@ fn the_cell_grid_gives_the_trees_hits() {
             src.to_owned()
         }
     };
-    let shipped = prism_cuda::SOURCES
-        .iter()
-        .find(|(name, _)| *name == "cell_grid.cuh")
-        .unwrap()
-        .1;
-    assert_ne!(
-        first_cell_only("cell_grid.cuh", shipped),
-        shipped,
-        "the patch no longer applies"
-    );
+    assert_patch_applies("cell_grid.cuh", &first_cell_only);
     // rtiow is a scene core's cost model gives a grid.
     let r = rtiow();
     let accel = Accel::build(&r.scene).unwrap();
@@ -752,12 +747,7 @@ fn the_cell_grid_gives_the_trees_hits() {
         ..Default::default()
     });
     let mut walk = gpu_with(KernelConfig::default());
-    let mut broken = CudaBackend::with_options(CudaOptions {
-        source_patch: Some(std::sync::Arc::new(first_cell_only)),
-        disk_cache: false,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut broken = gpu_patched(KernelConfig::default(), first_cell_only);
     const ALL: [(Integrator, u32); 3] = [
         (Integrator::Path, 2),
         (Integrator::Whitted, 1),
