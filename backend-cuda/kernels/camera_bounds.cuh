@@ -1,5 +1,5 @@
-// Camera rays against the few primitives their warp can meet: mirrors
-// prism_core::camera_bounds.
+// Camera rays against the few primitives their tile of pixels can meet:
+// mirrors prism_core::camera_bounds.
 //
 // For a pinhole camera and a scene of at most 64 primitives the host uploads,
 // each frame, a cone from the eye around every primitive: its unit axis and

@@ -18,7 +18,8 @@
 //                       core's per-leaf and per-node checks (see traverse.cuh)
 //   PRISM_CAMERA_LIST   0: camera rays with candidates walk the tree (see
 //                       render_or_listed_hit in integrator.cuh)
-//   PRISM_CAMERA_MASK_TILE  pixels on a side of a camera mask's tile
+//   PRISM_CAMERA_MASK_TILE  pixels on a side of a camera mask's tile (the host
+//                       passes core's CAMERA_MASK_TILE, which its cones are made for)
 //   PRISM_WHITTED_SKIPS_CAMERA_RNG  1: the Whitted kernel makes one-sample pinhole
 //                       camera rays without drawing their unused random numbers
 //   PRISM_PATH_REGEN    1: the path kernel starts a pixel's next sample as soon as

@@ -194,8 +194,9 @@ struct SceneBuffers {
     _grid_balls: Option<DeviceBuffer>,
     /// The grid itself, to tell whether a frame's rays can all walk it.
     cell_grid: Option<CellGrid>,
-    /// Room for a pinhole frame's camera cones (`SceneArgs::camera_cones`),
-    /// for scenes of at most `CAMERA_BOUNDS_MAX_PRIMS` primitives.
+    /// Room for a pinhole frame's camera cones, one a slot, which
+    /// `prism_camera_masks` reads (scenes of at most `CAMERA_BOUNDS_MAX_PRIMS`
+    /// primitives, with `KernelConfig::camera_cones`).
     camera_cones: Option<DeviceBuffer>,
     args: SceneArgs,
     kind: SceneKind,
