@@ -126,6 +126,9 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
                 k.occluded_refill = 0;
             }),
             c("rmin6", &|k| k.render_min_blocks = 6),
+            c("tiles1", &|k| k.render_tiles_per_block = 1),
+            c("tiles2", &|k| k.render_tiles_per_block = 2),
+            c("tiles8", &|k| k.render_tiles_per_block = 8),
             c("regen", &|k| k.path_regen = true),
             tile("tile8x4", [8, 4]),
             tile("tile16x2", [16, 2]),

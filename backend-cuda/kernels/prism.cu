@@ -6,6 +6,7 @@
 //   PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS    intersect/occluded launch bounds
 //   PRISM_RENDER_TILE_W, PRISM_RENDER_TILE_H      render block = one tile of pixels
 //   PRISM_RENDER_MIN_BLOCKS                       render launch bounds
+//   PRISM_RENDER_TILES_PER_BLOCK                  tiles a render block renders in turn
 //   PRISM_CAMERA_MASKS_THREADS                    prism_camera_masks's block
 //   PRISM_PERSISTENT    1: intersect/occluded warps fetch 32-ray batches from a counter
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
@@ -222,29 +223,39 @@ __device__ __forceinline__ V3 pixel_color(const SceneView& s, const RenderParams
     return render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
 }
 
-// Pixels of rows [y0, y1): one thread per pixel, one block per tile.
+// Pixels of rows [y0, y1): one block per PRISM_RENDER_TILES_PER_BLOCK tiles,
+// one below the other, and one thread per pixel of each tile, taken in turn:
+// a thread's fixed costs (its indices, the frame's constants, the ray tally)
+// are shared by that many pixels (whitted19 2.01 -> 1.87 ms on an H100 with 4
+// tiles of 16 x 8). A lane's ray count stays below 2^32: at most 16 pixels
+// (KernelConfig::validate) of at most 2^16 samples of at most 2 * 1025 rays.
+#ifndef PRISM_RENDER_TILES_PER_BLOCK
+#define PRISM_RENDER_TILES_PER_BLOCK 1
+#endif
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                             const uint2* srgb8, u64* ray_tally) {
     const RenderParams& params = c_params;
     const u32 x = blockIdx.x * PRISM_RENDER_TILE_W + threadIdx.x;
-    const u32 y = y0 + blockIdx.y * PRISM_RENDER_TILE_H + threadIdx.y;
-    const bool active = x < params.width && y < y1 && y < params.height;
     u32 rays = 0;
+#pragma unroll 1
+    for (u32 i = 0; i < PRISM_RENDER_TILES_PER_BLOCK; ++i) {
+        const u32 y = y0 + (blockIdx.y * PRISM_RENDER_TILES_PER_BLOCK + i) * PRISM_RENDER_TILE_H + threadIdx.y;
+        const bool active = x < params.width && y < y1 && y < params.height;
 #if PRISM_PATH_DEFER > 0
-    if (INTEGRATOR == 0 && !GRID) {
-        // Every lane takes part (warp votes); only pixels of the image are stored.
-        const V3 c = render_pixel_path_deferred<K, OCT>(s, params, x, y, active, rays);
+        if (INTEGRATOR == 0 && !GRID) {
+            // Every lane takes part (warp votes); only pixels of the image are stored.
+            const V3 c = render_pixel_path_deferred<K, OCT>(s, params, x, y, active, rays);
+            if (active) {
+                store_pixel(out, format, srgb8, y * params.width + x, c);
+            }
+            continue;
+        }
+#endif
         if (active) {
+            const V3 c = pixel_color<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
             store_pixel(out, format, srgb8, y * params.width + x, c);
         }
-        count_rays(ray_tally, rays);
-        return;
-    }
-#endif
-    if (active) {
-        const V3 c = pixel_color<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
-        store_pixel(out, format, srgb8, y * params.width + x, c);
     }
     count_rays(ray_tally, rays);
 }

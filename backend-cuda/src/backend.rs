@@ -771,7 +771,11 @@ impl DeviceState {
             )
         } else {
             let [tw, th] = config.render_tile;
-            ((width.div_ceil(tw), (y1 - y0).div_ceil(th)), (tw, th))
+            let block_rows = th * config.render_tiles_per_block;
+            (
+                (width.div_ceil(tw), (y1 - y0).div_ceil(block_rows)),
+                (tw, th),
+            )
         };
         let kernels = &self.kernels.kinds[kind as usize];
         let f = if scene.grid_offsets != 0 {

@@ -250,6 +250,13 @@ pub struct KernelConfig {
     /// Blocks per multiprocessor the render kernels are compiled to fit; 1 = no constraint.
     /// The persistent path kernels take `path_min_blocks` instead.
     pub render_min_blocks: u32,
+    /// Tiles of `render_tile` pixels each render block renders, one below the
+    /// other, a pixel of each in turn on every thread (1..=16): a thread's
+    /// fixed costs (its indices, the frame's constants, the ray tally) are
+    /// shared by that many pixels, and a frame has that many times fewer
+    /// blocks. 4: whitted19 2.01 -> 1.87 ms on an H100 (2: 1.91, 8: 1.90).
+    /// The persistent path kernels ignore it.
+    pub render_tiles_per_block: u32,
     /// Trace kernels run persistent warps (as many blocks as each kernel keeps
     /// resident on the device) that take their rays from global counters,
     /// instead of one thread per ray.
@@ -354,6 +361,7 @@ impl Default for KernelConfig {
             trace_min_blocks: 1,
             render_tile: [16, 8],
             render_min_blocks: 7,
+            render_tiles_per_block: 4,
             persistent: true,
             trace_refill: 16,
             occluded_refill: 16,
@@ -417,6 +425,13 @@ impl KernelConfig {
                 "render_min_blocks",
                 self.render_min_blocks,
                 "must be in 1..=32",
+            );
+        }
+        if self.render_tiles_per_block == 0 || self.render_tiles_per_block > 16 {
+            return bad(
+                "render_tiles_per_block",
+                self.render_tiles_per_block,
+                "must be in 1..=16",
             );
         }
         if self.path_threads == 0
@@ -640,6 +655,10 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_RENDER_MIN_BLOCKS={}",
         config.render_min_blocks
+    ));
+    o.push(format!(
+        "-DPRISM_RENDER_TILES_PER_BLOCK={}",
+        config.render_tiles_per_block
     ));
     o.push(format!("-DPRISM_PERSISTENT={}", config.persistent as u32));
     o.push(format!("-DPRISM_PATH_REGEN={}", config.path_regen as u32));
@@ -928,6 +947,22 @@ ptxas info    : Used 40 registers, used 0 barriers\n";
                     })
                 ),
                 "{threads} {min_blocks}"
+            );
+        }
+        for tiles in [0, 17] {
+            let bad = KernelConfig {
+                render_tiles_per_block: tiles,
+                ..Default::default()
+            };
+            assert!(
+                matches!(
+                    bad.validate(),
+                    Err(Error::Setting {
+                        field: "render_tiles_per_block",
+                        ..
+                    })
+                ),
+                "{tiles}"
             );
         }
         for (lanes, tail) in [(0, 4), (3, 4), (64, 4), (2, 65)] {

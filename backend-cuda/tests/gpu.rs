@@ -718,6 +718,61 @@ fn camera_cones_give_the_trees_hits() {
 }
 
 #[test]
+fn blocks_of_several_tiles_render_what_one_tile_blocks_do() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    // The persistent path kernels ignore render_tiles_per_block; with them
+    // off, the path kernels take it too.
+    let config = |tiles| KernelConfig {
+        render_tiles_per_block: tiles,
+        persistent_path: false,
+        ..Default::default()
+    };
+    let mut one = gpu_with(config(1));
+    let mut three = gpu_with(config(3));
+    let mut four = gpu_with(config(4));
+    let bits = |renders: &[Vec<[f32; 4]>]| -> Vec<Vec<[u32; 4]>> {
+        renders
+            .iter()
+            .map(|r| r.iter().map(|p| p.map(f32::to_bits)).collect())
+            .collect()
+    };
+    const ALL: [(Integrator, u32); 3] = [
+        (Integrator::Path, 2),
+        (Integrator::Whitted, 1),
+        (Integrator::Ao, 2),
+    ];
+    // 150 x 77: neither side a multiple of a tile or of a block's tiles.
+    for preset in [whitted19(), cornell_mix()] {
+        let a = bits(&linear_renders(&mut one, &preset, (150, 77), &ALL, true));
+        for (tiles, gpu) in [(3, &mut three), (4, &mut four)] {
+            let b = bits(&linear_renders(gpu, &preset, (150, 77), &ALL, true));
+            assert!(a == b, "{}: {tiles} tiles a block", preset.name);
+        }
+    }
+    // Two bands (over 32 MB of linear pixels): the second band's blocks
+    // start at its own first row, 728, not a multiple of 3 tiles' 24 rows.
+    let preset = whitted19();
+    let whitted = [(Integrator::Whitted, 1)];
+    let a = bits(&linear_renders(
+        &mut one,
+        &preset,
+        (1448, 1450),
+        &whitted,
+        true,
+    ));
+    let b = bits(&linear_renders(
+        &mut three,
+        &preset,
+        (1448, 1450),
+        &whitted,
+        true,
+    ));
+    assert!(a == b, "whitted19 in two bands, 3 tiles a block");
+}
+
+#[test]
 fn the_cell_grid_gives_the_trees_hits() {
     // A walk that stops after its first cell: hits farther on are lost.
     let first_cell_only = |name: &str, src: &str| {
