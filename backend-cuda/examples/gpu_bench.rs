@@ -128,7 +128,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("rmin6", &|k| k.render_min_blocks = 6),
             c("tiles1", &|k| k.render_tiles_per_block = 1),
             c("tiles2", &|k| k.render_tiles_per_block = 2),
-            c("tiles8", &|k| k.render_tiles_per_block = 8),
+            c("tiles4", &|k| k.render_tiles_per_block = 4),
             c("regen", &|k| k.path_regen = true),
             tile("tile8x4", [8, 4]),
             tile("tile16x2", [16, 2]),
@@ -149,6 +149,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("no-light-grid", &|k| k.light_grid = false),
             c("no-cell-grid", &|k| k.cell_grid = false),
             c("no-camera-cones", &|k| k.camera_cones = false),
+            c("serial-bands", &|k| k.overlap_bands = false),
             c("grid-no-early-miss", &|k| {
                 k.extra_options = vec!["-DPRISM_GRID_EARLY_MISS=0".into()]
             }),

@@ -227,7 +227,7 @@ __device__ __forceinline__ V3 pixel_color(const SceneView& s, const RenderParams
 // one below the other, and one thread per pixel of each tile, taken in turn:
 // a thread's fixed costs (its indices, the frame's constants, the ray tally)
 // are shared by that many pixels (whitted19 2.01 -> 1.87 ms on an H100 with 4
-// tiles of 16 x 8). A lane's ray count stays below 2^32: at most 16 pixels
+// tiles of 16 x 8, see KernelConfig). A lane's ray count stays below 2^32: at most 16 pixels
 // (KernelConfig::validate) of at most 2^16 samples of at most 2 * 1025 rays.
 #ifndef PRISM_RENDER_TILES_PER_BLOCK
 #define PRISM_RENDER_TILES_PER_BLOCK 1

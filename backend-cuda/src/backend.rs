@@ -3,7 +3,7 @@
 use crate::cache;
 use crate::driver::{
     self, BACKEND, Context, CtxGuard, Device, DeviceBuffer, DeviceProps, Event, Function, Module,
-    PinnedBuffer, Stream,
+    PinnedBuffer, Stream, StreamJoin,
 };
 use crate::kernels::{
     self, CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS,
@@ -234,6 +234,9 @@ struct DeviceState {
     ray_tally_host: PinnedBuffer,
     events: Vec<Event>,
     copy_stream: Stream,
+    /// Where every other band of an overlapped frame runs
+    /// ([`KernelConfig::overlap_bands`]).
+    band_stream: Stream,
     stream: Stream,
     kernels: Kernels,
     _module: Module,
@@ -322,6 +325,7 @@ impl DeviceState {
         let ray_tally_host = PinnedBuffer::alloc(RAY_TALLY_BYTES, "ray tally readback")?;
         let stream = Stream::create()?;
         let copy_stream = Stream::create()?;
+        let band_stream = Stream::create()?;
         let table = Srgb8Table::new();
         let table_bytes: &[u8] = bytemuck::cast_slice(table.slots());
         let mut srgb8 = DeviceBuffer::alloc(table_bytes.len(), "sRGB encoding table")?;
@@ -340,6 +344,7 @@ impl DeviceState {
             srgb8,
             events: Vec::new(),
             copy_stream,
+            band_stream,
             stream,
             kernels: Kernels {
                 kinds,
@@ -756,6 +761,7 @@ impl DeviceState {
         y1: u32,
         out_ptr: u64,
         format: u32,
+        on_band_stream: bool,
     ) -> Result<(), Error> {
         let (mut scene, kind) = scene;
         let persistent = config.persistent_rows(integrator as u32, scene.grid_offsets != 0);
@@ -815,7 +821,13 @@ impl DeviceState {
         // stream when the context was made); `tally` is the RAY_TALLY_BYTES
         // tally buffer, whose RAY_TALLY_SLOTS the kernels were
         // compiled with; `work` is the WORK_WORDS-word work counter buffer.
-        unsafe { f.launch(grid, block, &self.stream, &mut params) }
+        // The band stream waited for the frame's uploads (render_inner).
+        let stream = if on_band_stream {
+            &self.band_stream
+        } else {
+            &self.stream
+        };
+        unsafe { f.launch(grid, block, stream, &mut params) }
     }
 }
 
@@ -1538,11 +1550,21 @@ impl CudaBackend {
             .flatten();
         let plan = plan_bands(width, height, pixel_bytes, &params, config.render_tile[1]);
         let (st, _g) = self.enter()?;
+        // A frame that failed midway may have left a band running on the band
+        // stream; c_params is about to change.
+        st.band_stream.synchronize()?;
         let mut scene = st.render_scene_args(origin_bound)?;
         st.ensure_frame(frame_bytes)?;
         let bands = plan.bands as usize;
-        // events: 0 before upload, 1 after upload; then per band: kernel done, copy start, copy done.
-        st.ensure_events(2 + 3 * bands)?;
+        // Odd bands on the band stream: the persistent path kernels' warps
+        // share one work counter, so their bands stay on one stream.
+        let overlap = config.overlap_bands
+            && bands > 1
+            && !config.persistent_rows(settings.integrator as u32, scene.0.grid_offsets != 0);
+        // events: 0 before upload, 1 after upload; then per band: kernel done,
+        // copy start, copy done; then the band stream's start.
+        st.ensure_events(3 + 3 * bands)?;
+        let ready = 2 + 3 * bands;
         let frame_ptr = st.frame.as_ref().map(|b| b.ptr()).ok_or(Error::Device {
             backend: BACKEND,
             operation: "render",
@@ -1574,6 +1596,12 @@ impl CudaBackend {
             scene.0.camera_masks = masks;
             scene.0.camera_mask_tiles = tiles;
         }
+        // Whatever returns from here on, no band is left running.
+        let _join = StreamJoin::new(&st.band_stream);
+        if overlap {
+            st.events[ready].record(&st.stream)?;
+            st.band_stream.wait(&st.events[ready])?;
+        }
 
         let row_bytes = width as usize * pixel_bytes as usize;
         let band_rows = |b: usize| {
@@ -1591,9 +1619,14 @@ impl CudaBackend {
                 y1,
                 frame_ptr,
                 format,
+                overlap && b % 2 == 1,
             )?;
             let k_done = 2 + 3 * b;
-            st.events[k_done].record(&st.stream)?;
+            if overlap && b % 2 == 1 {
+                st.events[k_done].record(&st.band_stream)?;
+            } else {
+                st.events[k_done].record(&st.stream)?;
+            }
             st.copy_stream.wait(&st.events[k_done])?;
             st.events[k_done + 1].record(&st.copy_stream)?;
             let (offset, bytes) = (y0 as usize * row_bytes, (y1 - y0) as usize * row_bytes);
@@ -1636,6 +1669,7 @@ impl CudaBackend {
             progress.advance(y1 as u64, height as u64);
             if progress.cancelled() {
                 st.stream.synchronize()?;
+                st.band_stream.synchronize()?;
                 st.copy_stream.synchronize()?;
                 return Err(Error::Cancelled);
             }
@@ -1658,7 +1692,11 @@ impl CudaBackend {
             .map_or(0, ray_tally_sum);
         let last = 2 + 3 * (bands - 1);
         let upload_ms = st.events[0].elapsed_ms(&st.events[1])? as f64;
-        let kernel_ms = st.events[1].elapsed_ms(&st.events[last])? as f64;
+        // Until the band that ends last (of either stream).
+        let mut kernel_ms = 0.0f64;
+        for b in 0..bands {
+            kernel_ms = kernel_ms.max(st.events[1].elapsed_ms(&st.events[2 + 3 * b])? as f64);
+        }
         let to_pinned_ms = st.events[1].elapsed_ms(&st.events[last + 2])? as f64;
         let mut download_ms = 0.0;
         for b in 0..bands {

@@ -492,6 +492,27 @@ impl Stream {
     }
 }
 
+/// Waits for a stream when dropped: a frame that fails between two launches
+/// on it leaves no kernel running when the call returns.
+pub(crate) struct StreamJoin(sys::CUstream);
+
+impl StreamJoin {
+    /// A guard for `stream`, which must outlive it (the backend's streams live
+    /// in its device state; a guard lives within one call).
+    pub(crate) fn new(stream: &Stream) -> StreamJoin {
+        StreamJoin(stream.0)
+    }
+}
+
+impl Drop for StreamJoin {
+    fn drop(&mut self) {
+        // SAFETY: the stream outlives the guard (see `new`); waiting on a live
+        // stream has no other effect, and an error is one the next call on
+        // the stream reports.
+        let _ = unsafe { sys::cuStreamSynchronize(self.0) };
+    }
+}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: destroys the stream this value owns.

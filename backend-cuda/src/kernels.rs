@@ -254,7 +254,9 @@ pub struct KernelConfig {
     /// other, a pixel of each in turn on every thread (1..=16): a thread's
     /// fixed costs (its indices, the frame's constants, the ray tally) are
     /// shared by that many pixels, and a frame has that many times fewer
-    /// blocks. 4: whitted19 2.01 -> 1.87 ms on an H100 (2: 1.91, 8: 1.90).
+    /// blocks. 8: whitted19 2.01 -> 1.76 ms on an H100, with `overlap_bands`
+    /// (2: 1.86, 4: 1.79; without overlapped bands, where each band's last
+    /// blocks leave the device idle, 4 was best: 1.87, 2: 1.91, 8: 1.90).
     /// The persistent path kernels ignore it.
     pub render_tiles_per_block: u32,
     /// Trace kernels run persistent warps (as many blocks as each kernel keeps
@@ -350,6 +352,14 @@ pub struct KernelConfig {
     /// where two primitives tie at exactly the same `t`. The kernels are the
     /// same either way; this decides what a frame uploads and launches.
     pub camera_cones: bool,
+    /// A frame of several bands (see `render`'s stage table) launches every
+    /// other band on a second stream, so that the blocks of one band start
+    /// while the last blocks of the one before still run, instead of the
+    /// device idling at each band's end: whitted19's eight bands 1.87 -> 1.79
+    /// ms on an H100 with 4 tiles a block (the same frame in one band: 1.79). The persistent path kernels' bands stay on
+    /// one stream (they share a work counter). The kernels are the same
+    /// either way.
+    pub overlap_bands: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
 }
@@ -361,7 +371,7 @@ impl Default for KernelConfig {
             trace_min_blocks: 1,
             render_tile: [16, 8],
             render_min_blocks: 7,
-            render_tiles_per_block: 4,
+            render_tiles_per_block: 8,
             persistent: true,
             trace_refill: 16,
             occluded_refill: 16,
@@ -379,6 +389,7 @@ impl Default for KernelConfig {
             light_grid: true,
             cell_grid: true,
             camera_cones: true,
+            overlap_bands: true,
             extra_options: Vec::new(),
         }
     }

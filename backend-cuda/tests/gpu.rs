@@ -718,7 +718,7 @@ fn camera_cones_give_the_trees_hits() {
 }
 
 #[test]
-fn blocks_of_several_tiles_render_what_one_tile_blocks_do() {
+fn several_tiles_a_block_and_overlapped_bands_render_the_same_pixels() {
     if gpu_or_skip().is_none() {
         return;
     }
@@ -729,9 +729,13 @@ fn blocks_of_several_tiles_render_what_one_tile_blocks_do() {
         persistent_path: false,
         ..Default::default()
     };
-    let mut one = gpu_with(config(1));
+    // One tile a block, and bands one after the other on one stream.
+    let mut one = gpu_with(KernelConfig {
+        overlap_bands: false,
+        ..config(1)
+    });
     let mut three = gpu_with(config(3));
-    let mut four = gpu_with(config(4));
+    let mut eight = gpu_with(config(8));
     let bits = |renders: &[Vec<[f32; 4]>]| -> Vec<Vec<[u32; 4]>> {
         renders
             .iter()
@@ -746,13 +750,14 @@ fn blocks_of_several_tiles_render_what_one_tile_blocks_do() {
     // 150 x 77: neither side a multiple of a tile or of a block's tiles.
     for preset in [whitted19(), cornell_mix()] {
         let a = bits(&linear_renders(&mut one, &preset, (150, 77), &ALL, true));
-        for (tiles, gpu) in [(3, &mut three), (4, &mut four)] {
+        for (tiles, gpu) in [(3, &mut three), (8, &mut eight)] {
             let b = bits(&linear_renders(gpu, &preset, (150, 77), &ALL, true));
             assert!(a == b, "{}: {tiles} tiles a block", preset.name);
         }
     }
-    // Two bands (over 32 MB of linear pixels): the second band's blocks
-    // start at its own first row, 728, not a multiple of 3 tiles' 24 rows.
+    // Two bands (over 32 MB of linear pixels), overlapped on two streams:
+    // the second band's blocks start at its own first row, 728, not a
+    // multiple of 3 tiles' 24 rows.
     let preset = whitted19();
     let whitted = [(Integrator::Whitted, 1)];
     let a = bits(&linear_renders(
