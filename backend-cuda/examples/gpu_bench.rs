@@ -129,6 +129,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("tiles1", &|k| k.render_tiles_per_block = 1),
             c("tiles2", &|k| k.render_tiles_per_block = 2),
             c("tiles4", &|k| k.render_tiles_per_block = 4),
+            c("tiles16", &|k| k.render_tiles_per_block = 16),
             c("regen", &|k| k.path_regen = true),
             tile("tile8x4", [8, 4]),
             tile("tile16x2", [16, 2]),
