@@ -813,20 +813,20 @@ impl DeviceState {
             (&mut tally as *mut u64).cast(),
             (&mut work as *mut u64).cast(),
         ];
-        // SAFETY: the eight values match prism_render_*'s parameters (SceneView,
-        // u32, u32, void*, u32, const uint2*, u64*, u32*) in order and layout; `out`
-        // holds a whole frame of the format's pixels for the width/height in
-        // c_params, which was written before on the same stream; `srgb8` holds
-        // the SRGB8_TABLE_SLOTS + 1 slots the kernels index (uploaded on this
-        // stream when the context was made); `tally` is the RAY_TALLY_BYTES
-        // tally buffer, whose RAY_TALLY_SLOTS the kernels were
-        // compiled with; `work` is the WORK_WORDS-word work counter buffer.
-        // The band stream waited for the frame's uploads (render_inner).
         let stream = if on_band_stream {
             &self.band_stream
         } else {
             &self.stream
         };
+        // SAFETY: the eight values match prism_render_*'s parameters (SceneView,
+        // u32, u32, void*, u32, const uint2*, u64*, u32*) in order and layout; `out`
+        // holds a whole frame of the format's pixels for the width/height in
+        // c_params, which was written before on the main stream (the band
+        // stream waited for an event recorded after it, see render_inner);
+        // `srgb8` holds the SRGB8_TABLE_SLOTS + 1 slots the kernels index
+        // (uploaded when the context was made, waited for); `tally` is the
+        // RAY_TALLY_BYTES tally buffer, whose RAY_TALLY_SLOTS the kernels were
+        // compiled with; `work` is the WORK_WORDS-word work counter buffer.
         unsafe { f.launch(grid, block, stream, &mut params) }
     }
 }
@@ -1610,6 +1610,7 @@ impl CudaBackend {
         };
         let enqueue = |st: &mut DeviceState, b: usize| -> Result<(), Error> {
             let (y0, y1) = band_rows(b);
+            let on_band_stream = overlap && b % 2 == 1;
             st.launch_render(
                 &config,
                 settings.integrator,
@@ -1619,14 +1620,14 @@ impl CudaBackend {
                 y1,
                 frame_ptr,
                 format,
-                overlap && b % 2 == 1,
+                on_band_stream,
             )?;
             let k_done = 2 + 3 * b;
-            if overlap && b % 2 == 1 {
-                st.events[k_done].record(&st.band_stream)?;
+            st.events[k_done].record(if on_band_stream {
+                &st.band_stream
             } else {
-                st.events[k_done].record(&st.stream)?;
-            }
+                &st.stream
+            })?;
             st.copy_stream.wait(&st.events[k_done])?;
             st.events[k_done + 1].record(&st.copy_stream)?;
             let (offset, bytes) = (y0 as usize * row_bytes, (y1 - y0) as usize * row_bytes);
