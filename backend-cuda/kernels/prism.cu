@@ -6,7 +6,6 @@
 //   PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS    intersect/occluded launch bounds
 //   PRISM_RENDER_TILE_W, PRISM_RENDER_TILE_H      render block = one tile of pixels
 //   PRISM_RENDER_MIN_BLOCKS                       render launch bounds
-//   PRISM_RENDER_TILES_PER_BLOCK                  tiles a render block renders in turn
 //   PRISM_CAMERA_MASKS_THREADS                    prism_camera_masks's block
 //   PRISM_PERSISTENT    1: intersect/occluded warps fetch 32-ray batches from a counter
 //   PRISM_TRACE_REFILL  N > 0 (with PRISM_PERSISTENT): intersect refills lanes with
@@ -223,24 +222,22 @@ __device__ __forceinline__ V3 pixel_color(const SceneView& s, const RenderParams
     return render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
 }
 
-// Pixels of rows [y0, y1): one block per PRISM_RENDER_TILES_PER_BLOCK tiles,
-// one below the other, and one thread per pixel of each tile, taken in turn:
-// a thread's fixed costs (its indices, the frame's constants, the ray tally)
-// are shared by that many pixels (whitted19 2.01 -> 1.87 ms on an H100 with 4
-// tiles of 16 x 8, see KernelConfig). A lane's ray count stays below 2^32: at most 16 pixels
-// (KernelConfig::validate) of at most 2^16 samples of at most 2 * 1025 rays.
-#ifndef PRISM_RENDER_TILES_PER_BLOCK
-#define PRISM_RENDER_TILES_PER_BLOCK 1
-#endif
+// Pixels of rows [y0, y1): one block per `tiles` tiles, one below the other,
+// and one thread per pixel of each tile, taken in turn: a thread's fixed
+// costs (its indices, the frame's constants, the ray tally) are shared by
+// that many pixels (whitted19 2.01 -> 1.87 ms on an H100 with 4 tiles of
+// 16 x 8, see KernelConfig::render_tiles_per_block). A lane's ray count stays
+// below 2^32: at most 16 pixels (KernelConfig::validate) of at most 2^16
+// samples of at most 2 * 1025 rays.
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
-                                            const uint2* srgb8, u64* ray_tally) {
+                                            const uint2* srgb8, u64* ray_tally, u32 tiles) {
     const RenderParams& params = c_params;
     const u32 x = blockIdx.x * PRISM_RENDER_TILE_W + threadIdx.x;
     u32 rays = 0;
 #pragma unroll 1
-    for (u32 i = 0; i < PRISM_RENDER_TILES_PER_BLOCK; ++i) {
-        const u32 y = y0 + (blockIdx.y * PRISM_RENDER_TILES_PER_BLOCK + i) * PRISM_RENDER_TILE_H + threadIdx.y;
+    for (u32 i = 0; i < tiles; ++i) {
+        const u32 y = y0 + (blockIdx.y * tiles + i) * PRISM_RENDER_TILE_H + threadIdx.y;
         const bool active = x < params.width && y < y1 && y < params.height;
 #if PRISM_PATH_DEFER > 0
         if (INTEGRATOR == 0 && !GRID) {
@@ -600,17 +597,18 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // (SceneView::octants; traverse.cuh). `work`: a counter the host zeroed before
 // the launch, which the persistent path kernels take their pieces from
 // (render_rows_persistent); the other kernels leave it alone. The persistent
-// ones are launched in rows of PRISM_PATH_THREADS, the others in tiles.
+// ones are launched in rows of PRISM_PATH_THREADS, the others in blocks of
+// `tiles` tiles (render_rows).
 #define PRISM_RENDER_KERNEL(NAME, INTEGRATOR, K, OCT, GRID)                                                        \
     extern "C" __global__ void __launch_bounds__(                                                                  \
         PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) ? PRISM_PATH_THREADS : PRISM_RENDER_THREADS,                       \
         PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) ? PRISM_PATH_MIN_BLOCKS : PRISM_RENDER_MIN_BLOCKS)                 \
         NAME(SceneView s, u32 y0, u32 y1, void* out, u32 format, const uint2* __restrict__ srgb8,                  \
-             u64* ray_tally, u32* work) {                                                                          \
+             u64* ray_tally, u32* work, u32 tiles) {                                                               \
         if (PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID)) {                                                             \
             render_rows_persistent<INTEGRATOR, K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally, work);      \
         } else {                                                                                                   \
-            render_rows<INTEGRATOR, K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally);                       \
+            render_rows<INTEGRATOR, K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally, tiles);                \
         }                                                                                                          \
     }
 

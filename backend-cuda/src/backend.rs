@@ -762,6 +762,7 @@ impl DeviceState {
         out_ptr: u64,
         format: u32,
         on_band_stream: bool,
+        tiles: u32,
     ) -> Result<(), Error> {
         let (mut scene, kind) = scene;
         let persistent = config.persistent_rows(integrator as u32, scene.grid_offsets != 0);
@@ -777,7 +778,7 @@ impl DeviceState {
             )
         } else {
             let [tw, th] = config.render_tile;
-            let block_rows = th * config.render_tiles_per_block;
+            let block_rows = th * tiles;
             (
                 (width.div_ceil(tw), (y1 - y0).div_ceil(block_rows)),
                 (tw, th),
@@ -798,12 +799,13 @@ impl DeviceState {
         let mut srgb8 = self.srgb8.ptr();
         let mut tally = self.ray_tally.ptr();
         let mut work = self.work.ptr();
+        let mut tiles = tiles;
         if persistent {
             // The persistent path kernels' pieces are counted from zero (the
             // launches before this one on the stream have finished with it).
             self.work.fill_u32(&self.stream, 0, 1)?;
         }
-        let mut params: [*mut c_void; 8] = [
+        let mut params: [*mut c_void; 9] = [
             (&mut scene as *mut SceneArgs).cast(),
             (&mut y0 as *mut u32).cast(),
             (&mut y1 as *mut u32).cast(),
@@ -812,14 +814,15 @@ impl DeviceState {
             (&mut srgb8 as *mut u64).cast(),
             (&mut tally as *mut u64).cast(),
             (&mut work as *mut u64).cast(),
+            (&mut tiles as *mut u32).cast(),
         ];
         let stream = if on_band_stream {
             &self.band_stream
         } else {
             &self.stream
         };
-        // SAFETY: the eight values match prism_render_*'s parameters (SceneView,
-        // u32, u32, void*, u32, const uint2*, u64*, u32*) in order and layout; `out`
+        // SAFETY: the nine values match prism_render_*'s parameters (SceneView,
+        // u32, u32, void*, u32, const uint2*, u64*, u32*, u32) in order and layout; `out`
         // holds a whole frame of the format's pixels for the width/height in
         // c_params, which was written before on the main stream (the band
         // stream waited for an event recorded after it, see render_inner);
@@ -929,6 +932,18 @@ fn plan_bands(
         bands,
         window,
     }
+}
+
+/// Tiles a render block of a launch takes (`KernelConfig::render_tiles_per_block`
+/// at most): as many as leave the launch's blocks filling the `resident` blocks
+/// the device holds at once `min_waves` times, so that a small frame still
+/// spreads over every multiprocessor; `min_waves` 0 always takes the most.
+fn tiles_per_block(most: u32, blocks_of_one_tile: u64, resident: u64, min_waves: u32) -> u32 {
+    if min_waves == 0 {
+        return most.max(1);
+    }
+    let fill = resident.max(1).saturating_mul(min_waves as u64);
+    (blocks_of_one_tile / fill).clamp(1, most.max(1) as u64) as u32
 }
 
 /// The CUDA backend: kernels compiled by NVRTC for the device at hand, the
@@ -1549,6 +1564,8 @@ impl CudaBackend {
             })
             .flatten();
         let plan = plan_bands(width, height, pixel_bytes, &params, config.render_tile[1]);
+        // Blocks of the render kernels the device holds at once.
+        let resident = self.props.sms as u64 * config.render_min_blocks as u64;
         let (st, _g) = self.enter()?;
         // A frame that failed midway may have left a band running on the band
         // stream; c_params is about to change.
@@ -1611,6 +1628,13 @@ impl CudaBackend {
         let enqueue = |st: &mut DeviceState, b: usize| -> Result<(), Error> {
             let (y0, y1) = band_rows(b);
             let on_band_stream = overlap && b % 2 == 1;
+            let [tw, th] = config.render_tile;
+            let tiles = tiles_per_block(
+                config.render_tiles_per_block,
+                width.div_ceil(tw) as u64 * (y1 - y0).div_ceil(th) as u64,
+                resident,
+                config.render_min_waves,
+            );
             st.launch_render(
                 &config,
                 settings.integrator,
@@ -1621,6 +1645,7 @@ impl CudaBackend {
                 frame_ptr,
                 format,
                 on_band_stream,
+                tiles,
             )?;
             let k_done = 2 + 3 * b;
             st.events[k_done].record(if on_band_stream {
@@ -1800,6 +1825,22 @@ mod tests {
     fn the_backend_can_move_between_threads() {
         fn is_send<T: Send>() {}
         is_send::<CudaBackend>();
+    }
+
+    #[test]
+    fn render_blocks_take_fewer_tiles_where_the_frame_is_small() {
+        // whitted19's bands of 1,024 rows on an H100 (132 SMs x 7 blocks):
+        // 65,536 one-tile blocks fill the device 71 times.
+        assert_eq!(tiles_per_block(8, 65_536, 924, 8), 8);
+        // 1920 x 1080 in one band: 16,200 one-tile blocks, 17.5 fills.
+        assert_eq!(tiles_per_block(8, 16_200, 924, 8), 2);
+        // 512 x 512: 2,048 blocks, fewer than 8 fills: one tile a block.
+        assert_eq!(tiles_per_block(8, 2_048, 924, 8), 1);
+        assert_eq!(tiles_per_block(8, 0, 924, 8), 1);
+        // No floor: the most, whatever the frame; never 0.
+        assert_eq!(tiles_per_block(8, 2_048, 924, 0), 8);
+        assert_eq!(tiles_per_block(0, 65_536, 924, 8), 1);
+        assert_eq!(tiles_per_block(4, u64::MAX, 0, u32::MAX), 4);
     }
 
     #[test]

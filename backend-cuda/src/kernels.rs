@@ -250,15 +250,21 @@ pub struct KernelConfig {
     /// Blocks per multiprocessor the render kernels are compiled to fit; 1 = no constraint.
     /// The persistent path kernels take `path_min_blocks` instead.
     pub render_min_blocks: u32,
-    /// Tiles of `render_tile` pixels each render block renders, one below the
-    /// other, a pixel of each in turn on every thread (1..=16): a thread's
-    /// fixed costs (its indices, the frame's constants, the ray tally) are
-    /// shared by that many pixels, and a frame has that many times fewer
-    /// blocks. 8: whitted19 2.01 -> 1.76 ms on an H100, with `overlap_bands`
+    /// The most tiles of `render_tile` pixels a render block renders, one
+    /// below the other, a pixel of each in turn on every thread (1..=16): a
+    /// thread's fixed costs (its indices, the frame's constants, the ray
+    /// tally) are shared by that many pixels, and a frame has that many times
+    /// fewer blocks. A launch takes fewer where its blocks would fill the
+    /// device fewer than `render_min_waves` times. 8: whitted19 2.01 -> 1.76 ms on an H100, with `overlap_bands`
     /// (2: 1.86, 4: 1.79; without overlapped bands, where each band's last
     /// blocks leave the device idle, 4 was best: 1.87, 2: 1.91, 8: 1.90).
     /// The persistent path kernels ignore it.
     pub render_tiles_per_block: u32,
+    /// How many times over a render launch's blocks must fill the blocks the
+    /// device holds at once before its blocks take several tiles (8): a small
+    /// frame keeps one tile a block and so every multiprocessor busy. 0: every
+    /// launch takes `render_tiles_per_block`.
+    pub render_min_waves: u32,
     /// Trace kernels run persistent warps (as many blocks as each kernel keeps
     /// resident on the device) that take their rays from global counters,
     /// instead of one thread per ray.
@@ -372,6 +378,7 @@ impl Default for KernelConfig {
             render_tile: [16, 8],
             render_min_blocks: 7,
             render_tiles_per_block: 8,
+            render_min_waves: 8,
             persistent: true,
             trace_refill: 16,
             occluded_refill: 16,
@@ -666,10 +673,6 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_RENDER_MIN_BLOCKS={}",
         config.render_min_blocks
-    ));
-    o.push(format!(
-        "-DPRISM_RENDER_TILES_PER_BLOCK={}",
-        config.render_tiles_per_block
     ));
     o.push(format!("-DPRISM_PERSISTENT={}", config.persistent as u32));
     o.push(format!("-DPRISM_PATH_REGEN={}", config.path_regen as u32));
