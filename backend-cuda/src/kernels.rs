@@ -255,10 +255,11 @@ pub struct KernelConfig {
     /// thread's fixed costs (its indices, the frame's constants, the ray
     /// tally) are shared by that many pixels, and a frame has that many times
     /// fewer blocks. A launch takes fewer where its blocks would fill the
-    /// device fewer than `render_min_waves` times. 8: whitted19 2.01 -> 1.76 ms on an H100, with `overlap_bands`
-    /// (2: 1.86, 4: 1.79; without overlapped bands, where each band's last
-    /// blocks leave the device idle, 4 was best: 1.87, 2: 1.91, 8: 1.90).
-    /// The persistent path kernels ignore it.
+    /// device fewer than `render_min_waves` times. 8: whitted19 2.01 -> 1.76
+    /// ms on an H100, with `overlap_bands` (2: 1.86, 4: 1.79; without
+    /// overlapped bands, where each band's last blocks leave the device idle,
+    /// 4 was best: 1.87, 2: 1.91, 8: 1.90). The persistent path kernels
+    /// ignore it.
     pub render_tiles_per_block: u32,
     /// How many times over a render launch's blocks must fill the blocks the
     /// device holds at once before its blocks take several tiles (8): a small
@@ -362,9 +363,9 @@ pub struct KernelConfig {
     /// other band on a second stream, so that the blocks of one band start
     /// while the last blocks of the one before still run, instead of the
     /// device idling at each band's end: whitted19's eight bands 1.87 -> 1.79
-    /// ms on an H100 with 4 tiles a block (the same frame in one band: 1.79). The persistent path kernels' bands stay on
-    /// one stream (they share a work counter). The kernels are the same
-    /// either way.
+    /// ms on an H100 with 4 tiles a block (the same frame in one band: 1.79).
+    /// The persistent path kernels' bands stay on one stream (they share a
+    /// work counter). The kernels are the same either way.
     pub overlap_bands: bool,
     /// Further NVRTC options, appended last (for experiments).
     pub extra_options: Vec<String>,
