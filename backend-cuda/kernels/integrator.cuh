@@ -94,9 +94,9 @@ __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, cons
     V3 n;
     const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
     if (sphere) {
-        n = (p - xyz(a)) * (1.0f / b.x);
-        // the size, as prism_core::integrator::primitive_size takes it
-        size = max_element(vabs(xyz(a))) + b.x;
+        // The record's 1 / radius and size (prism_core::gpu::Primitive::sphere).
+        n = (p - xyz(a)) * b.y;
+        size = b.z;
     } else {
         const float4 c = __ldg(&prim->c);
         n = cross(xyz(b) - xyz(a), xyz(c) - xyz(a));

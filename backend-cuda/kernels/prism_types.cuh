@@ -30,7 +30,7 @@ struct __align__(16) BvhNode {
 // mirrors prism_core::gpu::Primitive
 struct __align__(16) Primitive {
     float4 a;  // v0.xyz | center.xyz, w = scene id bits
-    float4 b;  // v1.xyz | (radius, 0, 0), w = kind bits
+    float4 b;  // v1.xyz | (radius, 1 / radius, size), w = kind bits
     float4 c;  // v2.xyz | 0
 };
 

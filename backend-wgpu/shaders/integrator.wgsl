@@ -54,8 +54,9 @@ fn surface(ray: Ray, hit: Hit) -> Surface {
     // the size, as prism_core::integrator::primitive_size takes it
     var size: f32;
     if bitcast<u32>(prim.b.w) == KIND_SPHERE {
-        n = (p - prim.a.xyz) * (1.0 / prim.b.x);
-        size = vec3_max_element(abs(prim.a.xyz)) + prim.b.x;
+        // The record's 1 / radius and size (prism_core::gpu::Primitive::sphere).
+        n = (p - prim.a.xyz) * prim.b.y;
+        size = prim.b.z;
     } else {
         n = cross(prim.b.xyz - prim.a.xyz, prim.c.xyz - prim.a.xyz);
         size = vec3_max_element(max(max(abs(prim.a.xyz), abs(prim.b.xyz)), abs(prim.c.xyz)));

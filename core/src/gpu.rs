@@ -339,9 +339,13 @@ pub fn ray_tally_sum(bytes: &[u8]) -> u64 {
 /// | kind     | `a`                   | `b`                          | `c`             |
 /// |----------|-----------------------|------------------------------|-----------------|
 /// | triangle | `v0.xyz`, id bits     | `v1.xyz`, `KIND_TRIANGLE`    | `v2.xyz`, 0     |
-/// | sphere   | `center.xyz`, id bits | `radius, 0, 0`, `KIND_SPHERE`| 0               |
+/// | sphere   | `center.xyz`, id bits | `radius, 1 / radius, size`, `KIND_SPHERE`| 0 |
 ///
 /// `id` is the primitive's id in the [`crate::Scene`] (what a [`crate::Hit`] reports).
+/// A sphere's `1 / radius` and `size` (its largest `|centre|` component plus its
+/// radius, [`crate::integrator::primitive_size`]) are worked out once here, in
+/// the same `f32` operations a shader would repeat at every hit: an IEEE division
+/// costs a GPU some ten instructions.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct Primitive {
@@ -363,12 +367,13 @@ impl Primitive {
             c: [v2[0], v2[1], v2[2], 0.0],
         }
     }
-    /// A sphere record.
+    /// A sphere record, with its `1 / radius` and size (see the table above).
     #[inline]
     pub fn sphere(id: u32, center: [f32; 3], radius: f32) -> Self {
+        let size = glam::Vec3::from(center).abs().max_element() + radius;
         Self {
             a: [center[0], center[1], center[2], f32::from_bits(id)],
-            b: [radius, 0.0, 0.0, f32::from_bits(KIND_SPHERE)],
+            b: [radius, 1.0 / radius, size, f32::from_bits(KIND_SPHERE)],
             c: [0.0; 4],
         }
     }

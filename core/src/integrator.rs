@@ -88,12 +88,12 @@ pub fn spawn_tmin(p: Vec3, origin: Vec3) -> f32 {
 }
 
 /// Rounding scale of a primitive's own coordinates, for [`surface_margin`]: a
-/// sphere's largest `|centre|` component plus its radius, a triangle's largest
-/// `|vertex|` component.
+/// sphere's largest `|centre|` component plus its radius (which its record
+/// holds, [`Primitive::sphere`]), a triangle's largest `|vertex|` component.
 #[inline(always)]
 pub fn primitive_size(prim: &Primitive) -> f32 {
     if prim.kind() == KIND_SPHERE {
-        xyz(prim.a).abs().max_element() + prim.b[0]
+        prim.b[2]
     } else {
         xyz(prim.a)
             .abs()
@@ -147,7 +147,8 @@ fn shading_point<'a, T: Tracer + ?Sized>(
         .get(*accel.slot_materials().get(slot)? as usize)?;
     let p = ray.at(hit.t);
     let n = if prim.kind() == KIND_SPHERE {
-        (p - xyz(prim.a)) * (1.0 / prim.b[0])
+        // `b[1]` is the sphere's `1 / radius` (Primitive::sphere).
+        (p - xyz(prim.a)) * prim.b[1]
     } else {
         (xyz(prim.b) - xyz(prim.a)).cross(xyz(prim.c) - xyz(prim.a))
     };

@@ -521,6 +521,19 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
         })
         .collect();
     check_tree(accel.nodes(), &slot_bounds, accel.depth())?;
+    // A sphere record carries its 1 / radius and its size, as computed at a hit.
+    for p in accel
+        .primitives()
+        .iter()
+        .filter(|p| p.kind() == KIND_SPHERE)
+    {
+        let centre = Vec3::new(p.a[0], p.a[1], p.a[2]);
+        prop_assert_eq!(p.b[1].to_bits(), (1.0 / p.b[0]).to_bits());
+        prop_assert_eq!(
+            p.b[2].to_bits(),
+            (centre.abs().max_element() + p.b[0]).to_bits()
+        );
+    }
     let mut ids: Vec<u32> = accel.primitives().iter().map(|p| p.id()).collect();
     ids.sort_unstable();
     prop_assert!(
