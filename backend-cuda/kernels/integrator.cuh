@@ -75,10 +75,15 @@ __device__ __forceinline__ float spawn_tmin(V3 p, V3 origin) {
     return 1e-4f * (1.0f + max_element(vmax(vabs(p), vabs(origin))));
 }
 
-// mirrors prism_core::integrator::sky_color
+// mirrors prism_core::integrator::sky_color (a constant sky is its colour;
+// the test is on the frame's constants, the same for every lane)
 __device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
+    const V3 horizon = xyz(params.sky_horizon), zenith = xyz(params.sky_zenith);
+    if (horizon.x == zenith.x && horizon.y == zenith.y && horizon.z == zenith.z) {
+        return horizon;
+    }
     const float t = 0.5f * (normalize_or_zero(dir).y + 1.0f);
-    return (1.0f - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith);
+    return (1.0f - t) * horizon + t * zenith;
 }
 
 // mirrors the point, normal and size of prism_core::integrator::shading_point:
@@ -105,9 +110,15 @@ __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, cons
     n_out = normalize_or(n, v3(0.0f, 1.0f, 0.0f));
 }
 
-// mirrors prism_core::integrator::surface_margin
+// mirrors prism_core::integrator::recip_pow2_up
+__device__ __forceinline__ float recip_pow2_up(float c) {
+    return __int_as_float((254 << 23) - (__float_as_int(c) & 0x7f800000));
+}
+
+// mirrors prism_core::integrator::surface_margin (fmaxf: a NaN cosine takes
+// 1e-3, as core's max does)
 __device__ __forceinline__ float surface_margin(float size, float cos_theta) {
-    return 1e-6f * (1.0f + size) / fmaxf(fabsf(cos_theta), 1e-3f);
+    return 1e-6f * (1.0f + size) * recip_pow2_up(fminf(fmaxf(fabsf(cos_theta), 1e-3f), 1.0f));
 }
 
 // mirrors the material of prism_core::integrator::shading_point (slot -> material). Core validated
@@ -242,7 +253,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         V3 p, n;
         float size;
         surface<K>(s, ray, hit, p, n, size);
-        const V3 d = normalize(ray.dir);
+        const V3 d = ray.dir;  // of unit length (see core)
         n = dot(n, d) < 0.0f ? n : -n;
         const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
         const float spawn = spawn_tmin(p, ray.origin);

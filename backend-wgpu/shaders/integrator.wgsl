@@ -34,16 +34,26 @@ fn spawn_tmin(p: vec3<f32>, origin: vec3<f32>) -> f32 {
     return 1e-4 * (1.0 + vec3_max_element(max(abs(p), abs(origin))));
 }
 
-// mirrors prism_core::integrator::surface_margin (f32_max: a NaN cosine takes
-// the cap, as core's max does)
-fn surface_margin(size: f32, cos_theta: f32) -> f32 {
-    return 1e-6 * (1.0 + size) / f32_max(abs(cos_theta), 1e-3);
+// mirrors prism_core::integrator::recip_pow2_up
+fn recip_pow2_up(c: f32) -> f32 {
+    return bitcast<f32>(0x7f000000u - (bitcast<u32>(c) & 0x7f800000u));
 }
 
-// mirrors prism_core::integrator::sky_color
+// mirrors prism_core::integrator::surface_margin (f32_max: a NaN cosine takes
+// 1e-3, as core's max does)
+fn surface_margin(size: f32, cos_theta: f32) -> f32 {
+    return 1e-6 * (1.0 + size) * recip_pow2_up(min(f32_max(abs(cos_theta), 1e-3), 1.0));
+}
+
+// mirrors prism_core::integrator::sky_color (a constant sky is its colour)
 fn sky_color(dir: vec3<f32>) -> vec3<f32> {
+    let horizon = params.sky_horizon.xyz;
+    let zenith = params.sky_zenith.xyz;
+    if all(horizon == zenith) {
+        return horizon;
+    }
     let t = 0.5 * (vec3_normalize_or_zero(dir).y + 1.0);
-    return (1.0 - t) * params.sky_horizon.xyz + t * params.sky_zenith.xyz;
+    return (1.0 - t) * horizon + t * zenith;
 }
 
 // mirrors the point and normal of prism_core::integrator::shading_point
@@ -142,7 +152,7 @@ fn trace_whitted(first_ray: Ray) -> Traced {
             break;
         }
         let surf = surface(ray, hit);
-        let d = vec3_normalize(ray.dir);
+        let d = ray.dir; // of unit length (see core)
         let n = select(-surf.n, surf.n, dot(surf.n, d) < 0.0);
         let albedo = material_of(hit.prim).albedo_fuzz.xyz;
         let spawn = spawn_tmin(surf.p, ray.origin);

@@ -110,18 +110,40 @@ pub fn primitive_size(prim: &Primitive) -> f32 {
 /// the surface by rounding in proportion to `size` (about 5e-8 of it for
 /// spheres, 2.2e-7 for triangles), whatever `|p|`: the ground sphere of radius
 /// 1000 under rtiow's spheres. A ray leaving at a grazing angle meets that
-/// error `1 / cos` further on, so the margin grows as `1 / cos`, capped at a
-/// cosine of 1e-3 (a NaN cosine takes the cap).
+/// error `1 / cos` further on, so the margin grows as `1 / cos`, for a cosine
+/// kept within `[1e-3, 1]` (a NaN cosine takes 1e-3). `1 / cos` is rounded up
+/// to a power of two ([`recip_pow2_up`]): at most twice the margin, never
+/// less, for two integer operations where a division costs a GPU some ten
+/// instructions, and the same bits on every backend.
 #[inline(always)]
+#[allow(
+    clippy::manual_clamp,
+    reason = "clamp keeps a NaN; max turns it into 1e-3"
+)]
 pub fn surface_margin(size: f32, cos: f32) -> f32 {
-    1e-6 * (1.0 + size) / cos.abs().max(1e-3)
+    1e-6 * (1.0 + size) * recip_pow2_up(cos.abs().max(1e-3).min(1.0))
 }
 
-/// The sky seen along `dir`: the vertical gradient of [`crate::Sky`].
+/// The least power of two at or above `1 / c`, for a normal positive `c`
+/// below 2^127: with `c = m 2^e`, `m` in `[1, 2)`, it is `2^-e`, whose
+/// exponent field is 254 minus `c`'s.
+#[inline(always)]
+pub fn recip_pow2_up(c: f32) -> f32 {
+    f32::from_bits((254 << 23) - (c.to_bits() & 0x7f80_0000))
+}
+
+/// The sky seen along `dir`: the vertical gradient of [`crate::Sky`]. A
+/// constant sky (horizon and zenith the same colour) is that colour exactly,
+/// along any direction: the blend `(1 - t) c + t c` would round it, and its
+/// square root and division are a sixth of a Whitted sky pixel's work on a GPU.
 #[inline(always)]
 pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
+    let (horizon, zenith) = (xyz(params.sky_horizon), xyz(params.sky_zenith));
+    if horizon == zenith {
+        return horizon;
+    }
     let t = 0.5 * (dir.normalize_or_zero().y + 1.0);
-    (1.0 - t) * xyz(params.sky_horizon) + t * xyz(params.sky_zenith)
+    (1.0 - t) * horizon + t * zenith
 }
 
 /// What the integrators shade at a closest hit: hit point, unit geometric
@@ -234,6 +256,12 @@ fn whitted_local<T: Tracer + ?Sized>(
 
 /// One Whitted sample: Phong at each hit, `max_depth` mirror bounces, each hit
 /// keeping [`WHITTED_LOCAL`] of its own colour; returns colour and rays traced.
+///
+/// `ray.dir` is taken to be of unit length, as the camera's rays are
+/// ([`crate::camera::camera_ray`] normalises them); a mirror bounce keeps that
+/// length to within a few ulps, so no direction is normalised again (a square
+/// root and a division a hit on a GPU). A longer direction scales the view
+/// vector of the highlight.
 pub fn trace_whitted<T: Tracer + ?Sized>(
     accel: &T,
     params: &RenderParams,
@@ -249,7 +277,8 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
             color += weight * sky_color(params, ray.dir);
             break;
         };
-        let d = ray.dir.normalize();
+        // A unit direction: the camera's, or its mirror image (see above).
+        let d = ray.dir;
         let n = if n.dot(d) < 0.0 { n } else { -n };
         let albedo = xyz(m.albedo_fuzz);
         let spawn = spawn_tmin(p, ray.origin);

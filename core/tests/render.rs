@@ -9,7 +9,8 @@ use prism_core::image::{
     Image, PixelFormat, SRGB8_TABLE_SLOTS, Srgb8Table, encode_srgba8, linear_to_srgb8,
 };
 use prism_core::integrator::{
-    PHONG_AMBIENT, Tracer, render_pixel, spawn_tmin, surface_margin, trace_ao, trace_whitted,
+    PHONG_AMBIENT, Tracer, recip_pow2_up, render_pixel, spawn_tmin, surface_margin, trace_ao,
+    trace_whitted,
 };
 use prism_core::rng::Pcg;
 use prism_core::scene::Sky;
@@ -793,6 +794,52 @@ proptest! {
             worst = worst.max((c / sky).max_element());
         });
         prop_assert!(worst <= 1.0 + 1e-5, "a pixel reached {worst} times the sky");
+    }
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// `recip_pow2_up(c)` is the least power of two at or above `1 / c`.
+    #[test]
+    fn recip_pow2_up_is_the_next_power_of_two(c in 1e-3f32..=1.0) {
+        let r = recip_pow2_up(c);
+        let exact = 1.0 / c as f64;
+        prop_assert_eq!(r.to_bits() & 0x007f_ffff, 0, "{} is not a power of two", r);
+        prop_assert!(r as f64 >= exact && (r as f64) < 2.0 * exact, "{} for 1 / {}", r, c);
+    }
+
+    /// The surface margin is 1e-6 (1 + size) / cos for a cosine kept within
+    /// [1e-3, 1], rounded up by less than a factor of two, whatever the sign
+    /// of the cosine; a NaN cosine takes the smallest, as a zero one.
+    #[test]
+    fn surface_margin_is_at_most_twice_the_exact_margin(size in 0.0f32..1e6, cos in -2.0f32..2.0) {
+        let m = surface_margin(size, cos) as f64;
+        let capped = (cos.abs() as f64).clamp(1e-3, 1.0);
+        let exact = 1e-6 * (1.0 + size as f64) / capped;
+        let rounding = 1.0 + 4.0 * f32::EPSILON as f64;
+        prop_assert!(m * rounding >= exact && m <= 2.0 * exact * rounding, "{} against {}", m, exact);
+        prop_assert_eq!(surface_margin(size, f32::NAN), surface_margin(size, 0.0));
+    }
+
+    /// A constant sky is its colour exactly along every camera ray: no blend
+    /// rounds it (a scene with nothing in view, any colour, every integrator).
+    #[test]
+    fn a_constant_sky_is_its_colour_exactly(
+        colour in (0.0f32..4.0, 0.0f32..4.0, 0.0f32..4.0),
+        integrator in prop::sample::select(vec![Integrator::Path, Integrator::Whitted, Integrator::Ao]),
+    ) {
+        let sky = Vec3::new(colour.0, colour.1, colour.2);
+        let mut scene = Scene::new();
+        scene.sky = Sky::constant(sky);
+        // A scene needs a primitive: this one lies behind the camera.
+        let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+        scene.add_sphere(Vec3::new(0.0, 0.0, 50.0), 0.1, grey);
+        let settings = RenderSettings { integrator, spp: 1, ..RenderSettings::default() };
+        let cam = Camera::look_at(Vec3::ZERO, Vec3::new(0.3, 0.8, -1.0), Vec3::Y, 120.0);
+        let mut off = 0;
+        render(&scene, &cam, &settings, (9, 9), |_, _, c| off += (c != sky) as u32);
+        prop_assert_eq!(off, 0);
     }
 }
 
