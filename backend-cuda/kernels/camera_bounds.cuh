@@ -53,6 +53,99 @@ __device__ __forceinline__ u64 camera_candidates(const SceneView& s, u32 x, u32 
     return __ldg(s.camera_masks + ty * s.camera_mask_tiles[0] + tx);
 }
 
+// mirrors prism_core::camera_bounds::REFLECTION_WALK
+#define PRISM_REFLECTION_WALK 0xffffffffffffffffull
+
+// The reflection candidates of pixel (x, y): the mask of its tile, stored
+// after every tile's camera mask (prism_camera_masks), or
+// PRISM_REFLECTION_WALK.
+__device__ __forceinline__ u64 reflection_candidates(const SceneView& s, u32 x, u32 y) {
+    const u32 tx = min(x / PRISM_CAMERA_MASK_TILE, s.camera_mask_tiles[0] - 1);
+    const u32 ty = min(y / PRISM_CAMERA_MASK_TILE, s.camera_mask_tiles[1] - 1);
+    const u32 tiles = s.camera_mask_tiles[0] * s.camera_mask_tiles[1];
+    return __ldg(s.camera_masks + tiles + ty * s.camera_mask_tiles[0] + tx);
+}
+
+// mirrors prism_core::camera_bounds::reflection_candidates in f32 (its
+// margins, 1e-4 of each length and angle, cover f32's rounding a hundred
+// times): the slots a mirror ray off a camera hit of the tile of unit
+// direction `dir` and half angle `tile_angle` may hit, from the tile's camera
+// candidates `camera_mask`, the scene's primitives and their bounding spheres
+// `balls` (centre, radius; `count` of them).
+#define PRISM_REFLECTION_MARGIN 1e-4f
+#define PRISM_REFLECTION_MAX_ANGLE 1.0f
+__device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
+                                                    const Primitive* __restrict__ prims,
+                                                    const float4* __restrict__ balls, u32 count) {
+    if (count > 64u || !(tile_angle < PRISM_REFLECTION_MAX_ANGLE)) {
+        return PRISM_REFLECTION_WALK;
+    }
+    const float margin = PRISM_REFLECTION_MARGIN;
+    const float pi = 3.14159265358979f;
+    u64 mask = 0;
+    u64 left = camera_mask;
+    while (left != 0) {
+        const u32 slot = (u32)__ffsll((long long)left) - 1u;
+        left &= left - 1;
+        if (slot >= count) {
+            continue;
+        }
+        if (__float_as_uint(__ldg(&prims[slot].b).w) != PRISM_KIND_SPHERE) {
+            return PRISM_REFLECTION_WALK;
+        }
+        const float4 sphere = __ldg(balls + slot);
+        const V3 centre = xyz(sphere);
+        const float radius = sphere.w;
+        const V3 to = centre - eye;
+        const float dist = length(to);
+        if (!(dist > radius * (1.0f + margin) && isfinite(dist))) {
+            return PRISM_REFLECTION_WALK;
+        }
+        const float alpha = acosf(fminf(fmaxf(dot(to, dir) / dist, -1.0f), 1.0f));
+        const float b_hi = dist * cosf(fmaxf(alpha - tile_angle, 0.0f));
+        const float b_lo = dist * cosf(fminf(alpha + tile_angle, pi));
+        const float c = (dist - radius) * (dist + radius);
+        const float tangent = sqrtf(c);
+        if (b_hi < tangent * (1.0f - margin)) {
+            continue;  // no ray of the cone meets this sphere
+        }
+        const float bh = fmaxf(b_hi, tangent);
+        const float t_min = c / (bh + sqrtf(fmaxf(bh * bh - c, 0.0f)));
+        const float t_max = b_lo > tangent ? c / (b_lo + sqrtf(fmaxf(b_lo * b_lo - c, 0.0f))) : tangent;
+        const float t_mid = 0.5f * (t_min + t_max);
+        const V3 at = eye + t_mid * dir;
+        const float scale = max_element(vabs(eye)) + t_max + dist + radius;
+        const float delta = 0.5f * (t_max - t_min) + t_max * tile_angle + margin * scale;
+        const V3 out = at - centre;
+        const float out_len = length(out);
+        if (!(delta < 0.5f * radius && out_len > 0.0f)) {
+            return PRISM_REFLECTION_WALK;
+        }
+        const float psi = asinf(fminf(delta / (radius - delta), 1.0f));
+        const V3 normal = out * (1.0f / out_len);
+        const V3 mirror = dir - 2.0f * dot(dir, normal) * normal;
+        const float phi = tile_angle + 2.0f * psi + margin;
+        if (!(phi < PRISM_REFLECTION_MAX_ANGLE)) {
+            return PRISM_REFLECTION_WALK;
+        }
+        for (u32 k = 0; k < count; ++k) {
+            const float4 q = __ldg(balls + k);
+            const V3 w = xyz(q) - at;
+            const float len = length(w);
+            const float reach = q.w + delta + margin * (q.w + len);
+            bool seen = len <= reach;
+            if (!seen) {
+                const float angle = phi + asinf(fminf(reach / len, 1.0f));
+                seen = angle >= pi || dot(w, mirror) >= len * cosf(angle);
+            }
+            if (seen) {
+                mask |= 1ull << k;
+            }
+        }
+    }
+    return mask;
+}
+
 // mirrors prism_core::camera_bounds::closest_hit_listed: the closest hit among
 // the primitives of `candidates`, in slot order (spheres take core's
 // sphere_missed_early first, as the grid walk's, with ray_sphere's answers);

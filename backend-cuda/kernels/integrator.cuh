@@ -38,26 +38,29 @@ __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray&
     return GRID ? closest_hit_grid<K>(s, ray) : closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
 }
 
-// The closest hit of a render ray that may be the camera ray of pixel (x, y)
-// (`camera`): from the candidates of the pixel's tile when the frame has them
-// (camera_bounds.cuh), else render_closest_hit. The same hits either way,
-// except where two primitives tie at exactly the same t. The Whitted and AO
-// kernels take it; the path kernels' camera rays walk the tree (their other
-// bounces dominate, and the branch costs rtiow's kernel registers).
-// -DPRISM_CAMERA_LIST=0 only answers a pixel with no candidates without the
-// tree, and walks it otherwise, to measure the list (whitted19 2.17 against
-// 2.01 ms on an H100).
+// The closest hit of a Whitted or AO ray of pixel (x, y) after `bounce`
+// mirror bounces: a camera ray (bounce 0) from the camera candidates of the
+// pixel's tile, and the first mirror ray (bounce 1) from its reflection
+// candidates unless they are PRISM_REFLECTION_WALK, when the frame has them
+// (camera_bounds.cuh); else render_closest_hit. The same hits either way,
+// except where two primitives tie at exactly the same t. The path kernels'
+// camera rays walk the tree (their other bounces dominate, and the branch
+// costs rtiow's kernel registers). -DPRISM_CAMERA_LIST=0 only answers a
+// camera ray with no candidates without the tree, and walks it otherwise, to
+// measure the list (whitted19 2.17 against 2.01 ms on an H100).
 #ifndef PRISM_CAMERA_LIST
 #define PRISM_CAMERA_LIST 1
 #endif
 template <int K, bool OCT, bool GRID>
-__device__ __forceinline__ Hit render_or_listed_hit(const SceneView& s, const Ray& ray, bool camera, u32 x, u32 y) {
-    if (camera && s.camera_masks != nullptr) {
-        const u64 candidates = camera_candidates(s, x, y);
+__device__ __forceinline__ Hit render_or_listed_hit(const SceneView& s, const Ray& ray, u32 bounce, u32 x, u32 y) {
+    if (bounce <= 1 && s.camera_masks != nullptr) {
+        const u64 candidates = bounce == 0 ? camera_candidates(s, x, y) : reflection_candidates(s, x, y);
 #if PRISM_CAMERA_LIST
-        return closest_hit_listed<K>(s, ray, candidates);
+        if (bounce == 0 || candidates != PRISM_REFLECTION_WALK) {
+            return closest_hit_listed<K>(s, ray, candidates);
+        }
 #else
-        if (candidates == 0) {
+        if (bounce == 0 && candidates == 0) {
             Hit miss;
             miss.t = PRISM_INF;
             miss.u = 0.0f;
@@ -244,7 +247,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
     V3 color = v3s(0.0f);
     float weight = 1.0f;
     for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
-        const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, bounce == 0, x, y);
+        const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, bounce, x, y);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             color += weight * sky_color(params, ray.dir);
@@ -275,7 +278,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
 template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
                                        u32& rays, u32 x, u32 y) {
-    const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, true, x, y);
+    const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, 0u, x, y);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
         return sky_color(params, ray.dir);

@@ -653,17 +653,25 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 
 // prism_camera_masks: masks[i] = the camera candidates of tile i of
 // PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`
-// cones (camera_bounds.cuh); launched before a frame's render kernels.
+// cones (camera_bounds.cuh), and masks[tiles + i] its reflection candidates,
+// from the `count` bounding spheres that follow the cones and the tiles' half
+// angle `tile_angle` (at least PRISM_REFLECTION_MAX_ANGLE: none, every
+// mirror ray walks the tree); launched before a frame's render kernels.
 #ifndef PRISM_CAMERA_MASKS_THREADS
 #define PRISM_CAMERA_MASKS_THREADS 128
 #endif
 extern "C" __global__ void __launch_bounds__(PRISM_CAMERA_MASKS_THREADS)
     prism_camera_masks(const float4* __restrict__ cones, u32 count, u64* __restrict__ masks, u32 tiles_x,
-                       u32 tiles_y) {
+                       u32 tiles_y, const Primitive* __restrict__ prims, float tile_angle) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < tiles_x * tiles_y) {
-        masks[i] = camera_tile_mask(c_params, cones, count, (i % tiles_x) * PRISM_CAMERA_MASK_TILE,
-                                    (i / tiles_x) * PRISM_CAMERA_MASK_TILE);
+    const u32 tiles = tiles_x * tiles_y;
+    if (i < tiles) {
+        const u32 x0 = (i % tiles_x) * PRISM_CAMERA_MASK_TILE, y0 = (i / tiles_x) * PRISM_CAMERA_MASK_TILE;
+        const u64 camera = camera_tile_mask(c_params, cones, count, x0, y0);
+        masks[i] = camera;
+        const V3 dir = camera_tile_direction(c_params, x0, y0, PRISM_CAMERA_MASK_TILE, PRISM_CAMERA_MASK_TILE);
+        masks[tiles + i] = reflection_tile_mask(xyz(c_params.camera.origin_lens), dir, tile_angle, camera, prims,
+                                                cones + count, count);
     }
 }
 

@@ -454,8 +454,9 @@ impl DeviceState {
         let b_cones = if config.camera_cones
             && accel.primitives().len() <= camera_bounds::CAMERA_BOUNDS_MAX_PRIMS
         {
+            // A cone and a bounding sphere a slot (find_camera_masks).
             Some(DeviceBuffer::alloc(
-                accel.primitives().len().max(1) * 16,
+                accel.primitives().len().max(1) * 2 * 16,
                 "camera cones",
             )?)
         } else {
@@ -637,37 +638,57 @@ impl DeviceState {
     }
 
     /// Upload a pinhole frame's camera cones (`cones`, one a slot of the
-    /// scene) and launch `prism_camera_masks` over the frame's tiles of
-    /// `CAMERA_MASK_TILE` pixels, after c_params was written on the stream:
-    /// the masks' pointer and tiles per row and column, or `None` when the
-    /// scene has no room for cones (KernelConfig::camera_cones).
+    /// scene) and the slots' bounding spheres (`balls`), and launch
+    /// `prism_camera_masks` over the frame's tiles of `CAMERA_MASK_TILE`
+    /// pixels, after c_params was written on the stream: each tile's camera
+    /// candidates, then each tile's reflection candidates (for tiles of half
+    /// angle `tile_angle`; none at `REFLECTION_MAX_ANGLE` or more). The masks'
+    /// pointer and tiles per row and column, or `None` when the scene has no
+    /// room for cones (KernelConfig::camera_cones).
     fn find_camera_masks(
         &mut self,
         cones: &[[f32; 4]],
-        width: u32,
-        height: u32,
+        balls: &[[f32; 4]],
+        tile_angle: f32,
+        (width, height): (u32, u32),
     ) -> Result<Option<(u64, [u32; 2])>, Error> {
-        let Some(b) = self.scene.as_mut().and_then(|s| s.camera_cones.as_mut()) else {
+        let Some(scene) = self.scene.as_mut() else {
             return Ok(None);
         };
-        b.upload(&self.stream, bytemuck::cast_slice(cones))?;
+        let mut prims = scene.args.prims;
+        let Some(b) = scene.camera_cones.as_mut() else {
+            return Ok(None);
+        };
+        if balls.len() != cones.len() {
+            return Ok(None);
+        }
+        let both: Vec<[f32; 4]> = cones.iter().chain(balls).copied().collect();
+        b.upload(&self.stream, bytemuck::cast_slice(&both))?;
         let mut cones_ptr = b.ptr();
         let mut count = cones.len() as u32;
         let tile = camera_bounds::CAMERA_MASK_TILE;
         let mut tiles_x = width.div_ceil(tile);
         let mut tiles_y = height.div_ceil(tile);
         let n = tiles_x as usize * tiles_y as usize;
-        if self.camera_masks.as_ref().is_none_or(|b| b.bytes() < n * 8) {
+        // A camera mask and a reflection mask a tile.
+        if self
+            .camera_masks
+            .as_ref()
+            .is_none_or(|b| b.bytes() < 2 * n * 8)
+        {
             self.camera_masks = None;
-            self.camera_masks = Some(DeviceBuffer::alloc(n * 8, "camera masks")?);
+            self.camera_masks = Some(DeviceBuffer::alloc(2 * n * 8, "camera masks")?);
         }
         let mut masks = self.camera_masks.as_ref().map_or(0, |b| b.ptr());
-        let mut params: [*mut c_void; 5] = [
+        let mut angle = tile_angle;
+        let mut params: [*mut c_void; 7] = [
             (&mut cones_ptr as *mut u64).cast(),
             (&mut count as *mut u32).cast(),
             (&mut masks as *mut u64).cast(),
             (&mut tiles_x as *mut u32).cast(),
             (&mut tiles_y as *mut u32).cast(),
+            (&mut prims as *mut u64).cast(),
+            (&mut angle as *mut f32).cast(),
         ];
         let blocks = (n as u64).div_ceil(CAMERA_MASKS_THREADS as u64);
         let Some(blocks) = u32::try_from(blocks).ok().filter(|&b| b <= MAX_GRID_X) else {
@@ -675,11 +696,14 @@ impl DeviceState {
             return Ok(None);
         };
         let grid = (blocks, 1);
-        // SAFETY: the five values match prism_camera_masks's parameters
-        // (const float4*, u32, u64*, u32, u32) in order and layout; `cones`
-        // holds `count` float4 (uploaded above, `upload` waits for the copy),
-        // `masks` holds tiles_x * tiles_y u64 (grown above), and the kernel
-        // reads c_params, written before on the same stream.
+        // SAFETY: the seven values match prism_camera_masks's parameters
+        // (const float4*, u32, u64*, u32, u32, const Primitive*, float) in
+        // order and layout; `cones` holds `count` cones then `count` balls
+        // (uploaded above, `upload` waits for the copy), `masks` holds
+        // 2 * tiles_x * tiles_y u64 (grown above), `prims` is the scene's
+        // primitive buffer of `count` (at most CAMERA_BOUNDS_MAX_PRIMS)
+        // records, and the kernel reads c_params, written before on the same
+        // stream.
         unsafe {
             self.kernels.camera_masks.launch(
                 grid,
@@ -1563,6 +1587,17 @@ impl CudaBackend {
                 )
             })
             .flatten();
+        // Their reflection candidates' inputs: the slots' bounding spheres and
+        // the tiles' half angle, rounded up (none: every mirror ray walks the
+        // tree).
+        let balls = camera_bounds::bounding_balls(accel.primitives());
+        let tile_angle = match config
+            .reflection_masks
+            .then(|| camera_bounds::tile_half_angle(&params.camera, width, height, [tile, tile]))
+        {
+            Some(Some(Some(a))) => (a as f32).next_up(),
+            _ => camera_bounds::REFLECTION_MAX_ANGLE as f32,
+        };
         let plan = plan_bands(width, height, pixel_bytes, &params, config.render_tile[1]);
         // Blocks of the render kernels the device holds at once.
         let resident = self.props.sms as u64 * config.render_min_blocks as u64;
@@ -1608,7 +1643,8 @@ impl CudaBackend {
         st.events[1].record(&st.stream)?;
         // The tiles' camera candidates, counted in the frame's kernel time.
         if let Some(c) = &cones
-            && let Some((masks, tiles)) = st.find_camera_masks(c, width, height)?
+            && let Some((masks, tiles)) =
+                st.find_camera_masks(c, &balls, tile_angle, (width, height))?
         {
             scene.0.camera_masks = masks;
             scene.0.camera_mask_tiles = tiles;

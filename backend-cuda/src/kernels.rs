@@ -359,6 +359,13 @@ pub struct KernelConfig {
     /// where two primitives tie at exactly the same `t`. The kernels are the
     /// same either way; this decides what a frame uploads and launches.
     pub camera_cones: bool,
+    /// With [`Self::camera_cones`], `prism_camera_masks` also finds each
+    /// tile's reflection candidates
+    /// ([`prism_core::camera_bounds::reflection_candidates`]): the Whitted
+    /// integrator's first mirror ray off a camera hit tests those instead of
+    /// walking the tree, with the same hits except where two primitives tie
+    /// at exactly the same `t`. The kernels are the same either way.
+    pub reflection_masks: bool,
     /// A frame of several bands (see `render`'s stage table) launches every
     /// other band on a second stream, so that the blocks of one band start
     /// while the last blocks of the one before still run, instead of the
@@ -397,6 +404,7 @@ impl Default for KernelConfig {
             light_grid: true,
             cell_grid: true,
             camera_cones: true,
+            reflection_masks: true,
             overlap_bands: true,
             extra_options: Vec::new(),
         }

@@ -512,7 +512,7 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         ..Default::default()
     };
     let mut plain = gpu_with(plain);
-    // Camera rays walk the tree here too (camera_cones_give_the_trees_hits
+    // Camera rays walk the tree here too (camera_cones_and_reflection_masks_give_the_trees_hits
     // covers their candidates).
     let lean_config = KernelConfig {
         lobe_branches: true,
@@ -648,7 +648,7 @@ fn the_light_grid_gives_the_trees_shadows() {
 }
 
 #[test]
-fn camera_cones_give_the_trees_hits() {
+fn camera_cones_and_reflection_masks_give_the_trees_hits() {
     // Tiles that list nothing: camera rays see only the sky.
     let listing_nothing = |name: &str, src: &str| {
         if name == "camera_bounds.cuh" {
@@ -658,6 +658,18 @@ fn camera_cones_give_the_trees_hits() {
         }
     };
     assert_patch_applies("camera_bounds.cuh", &listing_nothing);
+    // Tiles whose mirror rays list nothing: those see only the sky.
+    let mirrors_listing_nothing = |name: &str, src: &str| {
+        if name == "prism.cu" {
+            src.replace(
+                "masks[tiles + i] = reflection_tile_mask(",
+                "masks[tiles + i] = 0ull & reflection_tile_mask(",
+            )
+        } else {
+            src.to_owned()
+        }
+    };
+    assert_patch_applies("prism.cu", &mirrors_listing_nothing);
     if gpu_or_skip().is_none() {
         return;
     }
@@ -683,10 +695,18 @@ fn camera_cones_give_the_trees_hits() {
             },
             listing_nothing,
         );
+        let mut no_mirrors = gpu_patched(
+            KernelConfig {
+                render_tile: tile,
+                ..Default::default()
+            },
+            mirrors_listing_nothing,
+        );
         for preset in [whitted19(), cornell_mix(), lamp_in_a_crowd()] {
             let t = linear_renders(&mut tree, &preset, (w, h), &KINDS, true);
             let c = linear_renders(&mut cones, &preset, (w, h), &KINDS, true);
             let b = linear_renders(&mut broken, &preset, (w, h), &KINDS, true);
+            let m = linear_renders(&mut no_mirrors, &preset, (w, h), &KINDS, true);
             for (k, integrator) in ["whitted", "ao"].iter().enumerate() {
                 let differ = |a: &[[f32; 4]], b: &[[f32; 4]]| {
                     a.iter().zip(b).filter(|(p, q)| p != q).count()
@@ -712,6 +732,16 @@ fn camera_cones_give_the_trees_hits() {
                     "{} {integrator} tile {tile:?}: the cones were not used",
                     preset.name
                 );
+                // As are whitted19's reflection masks (its tiles see one
+                // sphere at a time; cornell_mix's walls are triangles, and
+                // AO has no mirrors).
+                if preset.name == "whitted19" && *integrator == "whitted" {
+                    assert!(
+                        differ(&t[k], &m[k]) > 0,
+                        "{} tile {tile:?}: the reflection masks were not used",
+                        preset.name
+                    );
+                }
             }
         }
     }

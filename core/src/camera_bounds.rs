@@ -108,13 +108,63 @@ pub fn camera_cones(
     tile: [u32; 2],
     prims: &[Primitive],
 ) -> Option<Vec<[f32; 4]>> {
-    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
-        || camera.origin_lens[3] != 0.0
-        || width == 0
-        || height == 0
-        || tile[0] == 0
-        || tile[1] == 0
-    {
+    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS {
+        return None;
+    }
+    let Some(tile_angle) = tile_half_angle(camera, width, height, tile)? else {
+        // Tiles wider than their distance: every primitive is a candidate.
+        return Some(
+            prims
+                .iter()
+                .map(|_| [0.0, 0.0, 0.0, CAMERA_CONE_ALL])
+                .collect(),
+        );
+    };
+    let eye = dvec(camera.origin_lens);
+    let mut cones = Vec::with_capacity(prims.len());
+    for p in prims {
+        let (centre, r) = bounding_sphere(p);
+        if !(centre.is_finite() && r.is_finite()) {
+            return None;
+        }
+        let to = centre - eye;
+        let dist = to.length();
+        let rho = r + CAMERA_BOUNDS_MARGIN * (r + dist);
+        let angle = if dist > rho {
+            libm::asin(rho / dist) + tile_angle
+        } else {
+            core::f64::consts::PI
+        };
+        if angle >= core::f64::consts::PI {
+            cones.push([0.0, 0.0, 0.0, CAMERA_CONE_ALL]);
+            continue;
+        }
+        let axis = to / dist;
+        // The least cosine, in f32 rounded down.
+        let cos = libm::cos(angle) - 1e-6;
+        let mut threshold = cos as f32;
+        if threshold as f64 > cos {
+            threshold = threshold.next_down();
+        }
+        cones.push([axis.x as f32, axis.y as f32, axis.z as f32, threshold]);
+    }
+    Some(cones)
+}
+
+/// The half angle, in radians, of the cone from the eye that holds every
+/// camera ray of a tile of `tile[0]` x `tile[1]` pixels of a `width` x
+/// `height` image seen through the pinhole `camera`, around the tile's
+/// direction ([`tile_direction`]); [`camera_cones`]'s tiles. `Some(None)` when
+/// tiles are wider than their distance (no cone holds them), `None` when the
+/// camera has a lens, the image or the tile is empty, or the camera is not
+/// finite or degenerate.
+pub fn tile_half_angle(
+    camera: &GpuCamera,
+    width: u32,
+    height: u32,
+    tile: [u32; 2],
+) -> Option<Option<f64>> {
+    if camera.origin_lens[3] != 0.0 || width == 0 || height == 0 || tile[0] == 0 || tile[1] == 0 {
         return None;
     }
     let eye = dvec(camera.origin_lens);
@@ -153,43 +203,141 @@ pub fn camera_cones(
         .fold(0.0f64, f64::max);
     let spread = (half + error * (1.0 + stretch)) / depth;
     if spread.is_nan() || spread >= 1.0 {
-        // Tiles wider than their distance: every primitive is a candidate.
-        return Some(
-            prims
-                .iter()
-                .map(|_| [0.0, 0.0, 0.0, CAMERA_CONE_ALL])
-                .collect(),
-        );
+        return Some(None);
     }
-    let tile_angle = libm::asin(spread) + CAMERA_BOUNDS_SLACK;
-    let mut cones = Vec::with_capacity(prims.len());
-    for p in prims {
-        let (centre, r) = bounding_sphere(p);
-        if !(centre.is_finite() && r.is_finite()) {
-            return None;
+    Some(Some(libm::asin(spread) + CAMERA_BOUNDS_SLACK))
+}
+
+/// A reflection mask that lists nothing: the mirror rays of the tile walk the
+/// tree ([`reflection_candidates`]).
+pub const REFLECTION_WALK: u64 = u64::MAX;
+/// How far the mirror bounds are widened: hit points by this much of the
+/// scene's scale around them, directions by this many radians, and each
+/// bounding sphere as the camera's are ([`CAMERA_BOUNDS_MARGIN`]); some 100
+/// times the f32 rounding of a hit point, a normal and a reflected direction.
+pub const REFLECTION_BOUNDS_MARGIN: f64 = 1e-4;
+/// Mirror cones wider than this (radians) are not worth a list: the tile's
+/// mirror rays walk the tree.
+pub const REFLECTION_MAX_ANGLE: f64 = 1.0;
+
+/// The bounding sphere of each primitive of `prims` as `[centre, radius]` in
+/// f32 (the radius rounded up), for the GPU kernels' [`reflection_candidates`]
+/// (whose margins cover the centre's rounding).
+pub fn bounding_balls(prims: &[Primitive]) -> Vec<[f32; 4]> {
+    prims
+        .iter()
+        .map(|p| {
+            let (c, r) = bounding_sphere(p);
+            let mut radius = r as f32;
+            if (radius as f64) < r {
+                radius = radius.next_up();
+            }
+            [c.x as f32, c.y as f32, c.z as f32, radius]
+        })
+        .collect()
+}
+
+/// The slots (bit `i` for slot `i`) of the primitives a mirror ray of a tile
+/// may hit, or [`REFLECTION_WALK`]: the Whitted integrator's first bounce off
+/// a camera hit of the tile, whose camera candidates are `camera_mask`, seen
+/// from `eye` in the cone of unit axis `dir` and half angle `tile_angle`
+/// ([`tile_direction`], [`tile_half_angle`]).
+///
+/// A mirror ray starts where a camera ray of the tile hits one of its
+/// candidates. For a sphere of centre `C` and radius `R` seen from outside,
+/// the rays of the cone meet it at distances `t = b - sqrt(b^2 - c)`, `b = d .
+/// (C - eye)`, `c = |C - eye|^2 - R^2`, decreasing in `b`, and `b` ranges
+/// over the cone's angles to `C`: the hit points lie within `delta` = half
+/// the range of `t` plus `t_max` times the cone's angle of the point at
+/// `t_mid` on the axis, their unit normals within `psi = asin(delta / (R -
+/// delta))` of the normal towards that point, and their mirror directions
+/// within `phi = tile_angle + 2 psi` of the axis's mirror image (a mirror
+/// turns a direction by as much as the incoming one turns, and by twice as
+/// much as its normal turns). A primitive can then only be met if its
+/// bounding sphere, widened by `delta`, comes within `phi` of that axis as
+/// seen from that point. A camera candidate that is a triangle, an eye
+/// inside or on a sphere, or bounds wider than [`REFLECTION_MAX_ANGLE`] give
+/// [`REFLECTION_WALK`]. The bounds hold for every ray of the cone, whichever
+/// candidate it hits first, so the mask holds every hit of every mirror ray
+/// of the tile: the listed closest hit is the tree's, except where two
+/// primitives tie at exactly the same `t`.
+pub fn reflection_candidates(
+    eye: Vec3,
+    dir: Vec3,
+    tile_angle: f64,
+    camera_mask: u64,
+    prims: &[Primitive],
+) -> u64 {
+    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
+        || tile_angle.is_nan()
+        || tile_angle >= REFLECTION_MAX_ANGLE
+    {
+        return REFLECTION_WALK;
+    }
+    let (eye, axis) = (eye.as_dvec3(), dir.as_dvec3().normalize_or_zero());
+    if !(eye.is_finite() && axis != DVec3::ZERO) {
+        return REFLECTION_WALK;
+    }
+    let margin = REFLECTION_BOUNDS_MARGIN;
+    let mut mask = 0u64;
+    let mut left = camera_mask;
+    while left != 0 {
+        let slot = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let Some(p) = prims.get(slot) else { continue };
+        if p.kind() != crate::gpu::KIND_SPHERE {
+            return REFLECTION_WALK;
         }
+        let (centre, radius) = bounding_sphere(p);
         let to = centre - eye;
         let dist = to.length();
-        let rho = r + CAMERA_BOUNDS_MARGIN * (r + dist);
-        let angle = if dist > rho {
-            libm::asin(rho / dist) + tile_angle
-        } else {
-            core::f64::consts::PI
-        };
-        if angle >= core::f64::consts::PI {
-            cones.push([0.0, 0.0, 0.0, CAMERA_CONE_ALL]);
+        if !(dist > radius * (1.0 + margin) && dist.is_finite()) {
+            return REFLECTION_WALK;
+        }
+        // The range of b over the cone; the tangent rays have b = sqrt(c).
+        let alpha = libm::acos((to.dot(axis) / dist).clamp(-1.0, 1.0));
+        let b_hi = dist * libm::cos((alpha - tile_angle).max(0.0));
+        let b_lo = dist * libm::cos((alpha + tile_angle).min(core::f64::consts::PI));
+        let c = (dist - radius) * (dist + radius);
+        let tangent = libm::sqrt(c);
+        if b_hi < tangent * (1.0 - margin) {
+            // No ray of the cone meets this sphere.
             continue;
         }
-        let axis = to / dist;
-        // The least cosine, in f32 rounded down.
-        let cos = libm::cos(angle) - 1e-6;
-        let mut threshold = cos as f32;
-        if threshold as f64 > cos {
-            threshold = threshold.next_down();
+        let t_of = |b: f64| c / (b + libm::sqrt((b * b - c).max(0.0)));
+        let t_min = t_of(b_hi.max(tangent));
+        let t_max = if b_lo > tangent { t_of(b_lo) } else { tangent };
+        let t_mid = 0.5 * (t_min + t_max);
+        let at = eye + t_mid * axis;
+        let scale = eye.abs().max_element() + t_max + dist + radius;
+        let delta = 0.5 * (t_max - t_min) + t_max * tile_angle + margin * scale;
+        let out = at - centre;
+        let out_len = out.length();
+        if !(delta < 0.5 * radius && out_len > 0.0) {
+            return REFLECTION_WALK;
         }
-        cones.push([axis.x as f32, axis.y as f32, axis.z as f32, threshold]);
+        let psi = libm::asin((delta / (radius - delta)).min(1.0));
+        let normal = out / out_len;
+        let mirror = axis - 2.0 * axis.dot(normal) * normal;
+        let phi = tile_angle + 2.0 * psi + margin;
+        if phi.is_nan() || phi >= REFLECTION_MAX_ANGLE {
+            return REFLECTION_WALK;
+        }
+        for (k, q) in prims.iter().enumerate() {
+            let (ball, r) = bounding_sphere(q);
+            let w = ball - at;
+            let len = w.length();
+            let reach = r + delta + margin * (r + len);
+            let seen = len <= reach || {
+                let angle = phi + libm::asin(reach / len);
+                angle >= core::f64::consts::PI || w.dot(mirror) >= len * libm::cos(angle)
+            };
+            if seen {
+                mask |= 1u64 << k;
+            }
+        }
     }
-    Some(cones)
+    mask
 }
 
 /// The unit direction of the ray through the centre of the tile of `tile[0]`
@@ -369,6 +517,183 @@ mod tests {
             let tile = [[16, 2], [32, 1], [CAMERA_MASK_TILE, CAMERA_MASK_TILE]][shape];
             check_scene(&accel, &cam, w, h, tile, tile)?;
         }
+    }
+
+    /// The Whitted integrator's first mirror ray off the camera hit `hit` of
+    /// `ray` (trace_whitted's arithmetic).
+    fn mirror_ray(prims: &[Primitive], ray: &Ray, hit: &Hit) -> Ray {
+        use crate::integrator::{primitive_size, spawn_tmin, surface_margin};
+        let prim = &prims[hit.prim as usize];
+        let row = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
+        let p = ray.at(hit.t);
+        let n = ((p - row(prim.a)) * prim.b[1]).normalize_or(Vec3::Y);
+        let d = ray.dir;
+        let n = if n.dot(d) < 0.0 { n } else { -n };
+        let r = crate::material::reflect(d, n);
+        let tmin = spawn_tmin(p, ray.origin) + surface_margin(primitive_size(prim), r.dot(n));
+        Ray::segment(p, r, tmin, f32::INFINITY)
+    }
+
+    /// Every mirror ray of every pixel of a tile (the pixel's centre and
+    /// corners) that the tile's reflection mask lists, hits only listed
+    /// primitives: the listed closest hit is the tree's. Returns how many
+    /// mirror rays were answered by a list.
+    fn check_mirrors(
+        accel: &Accel,
+        cam: &GpuCamera,
+        (w, h): (u32, u32),
+        tile: [u32; 2],
+        pixels: &[(u32, u32)],
+    ) -> Result<usize, TestCaseError> {
+        let prims = accel.primitives();
+        let cones = camera_cones(cam, w, h, tile, prims).unwrap(); // ok: pinhole, small scene
+        let Some(angle) = tile_half_angle(cam, w, h, tile).unwrap() else {
+            return Ok(0);
+        }; // ok: pinhole
+        let eye = Vec3::new(cam.origin_lens[0], cam.origin_lens[1], cam.origin_lens[2]);
+        let mut listed = 0;
+        for &(x, y) in pixels {
+            let (x0, y0) = (x - x % tile[0], y - y % tile[1]);
+            let dir = tile_direction(cam, w, h, x0, y0, tile);
+            let camera_mask = camera_candidates(&cones, dir);
+            let mask = reflection_candidates(eye, dir, angle, camera_mask, prims);
+            if mask == REFLECTION_WALK {
+                continue;
+            }
+            let edge = 1.0f32.next_down();
+            for (jx, jy) in [
+                (0.5, 0.5),
+                (0.0, 0.0),
+                (edge, 0.0),
+                (0.0, edge),
+                (edge, edge),
+            ] {
+                let ray = pixel_ray(cam, w, h, x, y, jx, jy);
+                let hit = closest_hit(accel.nodes(), prims, &ray);
+                if !hit.is_hit() {
+                    continue;
+                }
+                let mirror = mirror_ray(prims, &ray, &hit);
+                let tree = closest_hit(accel.nodes(), prims, &mirror);
+                if tree.is_hit() {
+                    prop_assert!(
+                        mask & (1u64 << tree.prim) != 0,
+                        "pixel ({}, {}) jitter ({}, {}): the mirror ray hits slot {}, not in {:#x}",
+                        x,
+                        y,
+                        jx,
+                        jy,
+                        tree.prim,
+                        mask
+                    );
+                }
+                prop_assert_eq!(
+                    closest_hit_listed(prims, mask, &mirror),
+                    tree,
+                    "pixel ({}, {})",
+                    x,
+                    y
+                );
+                listed += 1;
+            }
+        }
+        Ok(listed)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Random spheres over a ground sphere, seen from above the ground by
+        /// random pinhole cameras, in small tiles and in the GPU kernels' mask
+        /// tiles (every pixel of a small image, and a sample of a large one).
+        #[test]
+        fn every_mirror_hit_is_a_candidate_of_its_tile(
+            spheres in prop::collection::vec((v3(4.0), 0.05f32..1.5), 1..10),
+            from in v3(6.0),
+            at in v3(2.0),
+            fov in 20.0f32..120.0,
+            shape in 0usize..3,
+            seed in any::<u64>(),
+        ) {
+            let Some(accel) = scene(&spheres, &[], true) else { return Ok(()) };
+            let (w, h, tile) = [(48, 40, [4, 4]), (64, 16, [16, 2]), (1024, 768, [CAMERA_MASK_TILE; 2])][shape];
+            let Ok(cam) = Camera::look_at(from, at, Vec3::Y, fov).frame(w, h) else { return Ok(()) };
+            let pixels: Vec<(u32, u32)> = if w * h <= 4096 {
+                (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).collect()
+            } else {
+                let mut state = seed | 1;
+                (0..3000)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        ((state % w as u64) as u32, ((state >> 32) % h as u64) as u32)
+                    })
+                    .collect()
+            };
+            check_mirrors(&accel, &cam, (w, h), tile, &pixels)?;
+        }
+    }
+
+    #[test]
+    fn whitted19s_ground_mirrors_list_few_primitives() {
+        // The scene the reflection masks are for: most of whitted19's tiles
+        // with one camera candidate (the ground's, but for the top spheres')
+        // list their mirror rays' candidates, and few of them (at 2048 x 2048:
+        // 1910 of 2128 tiles, 1.6 candidates a tile; the top spheres' tiles
+        // turn their mirror rays too widely and walk the tree).
+        let mut s = Scene::new();
+        let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+        s.add_sphere(Vec3::new(0.0, -1002.0, 0.0), 1000.0, m);
+        for (z, y, x0, n) in [
+            (-4.0, -0.25, -1.5, 7),
+            (-3.0, 0.25, -1.25, 6),
+            (-2.0, 0.75, -1.0, 5),
+        ] {
+            for i in 0..n {
+                s.add_sphere(Vec3::new(x0 + 0.5 * i as f32, y, z), 0.25, m);
+            }
+        }
+        let accel = Accel::build(&s).unwrap(); // ok: a valid scene
+        let (w, h) = (2048, 2048);
+        let cam = Camera::look_at(Vec3::new(0.0, 0.0, 1.0), Vec3::ZERO, Vec3::Y, 90.0)
+            .frame(w, h)
+            .unwrap(); // ok: a valid camera
+        let tile = [CAMERA_MASK_TILE; 2];
+        let cones = camera_cones(&cam, w, h, tile, accel.primitives()).unwrap(); // ok: pinhole
+        let angle = tile_half_angle(&cam, w, h, tile).unwrap().unwrap(); // ok: narrow tiles
+        let (mut ground, mut listed, mut bits) = (0, 0, 0);
+        for ty in 0..h / tile[1] {
+            for tx in 0..w / tile[0] {
+                let dir = tile_direction(&cam, w, h, tx * tile[0], ty * tile[1], tile);
+                let camera_mask = camera_candidates(&cones, dir);
+                if camera_mask.count_ones() != 1 {
+                    continue;
+                }
+                ground += 1;
+                let mask = reflection_candidates(
+                    Vec3::new(0.0, 0.0, 1.0),
+                    dir,
+                    angle,
+                    camera_mask,
+                    accel.primitives(),
+                );
+                if mask != REFLECTION_WALK {
+                    listed += 1;
+                    bits += mask.count_ones();
+                }
+            }
+        }
+        assert!(
+            listed * 10 >= ground * 8,
+            "{listed} of {ground} one-candidate tiles listed"
+        );
+        assert!(bits <= 2 * listed, "{bits} candidates over {listed} tiles");
+        // And the lists hold every mirror hit of a sample of pixels.
+        let pixels: Vec<(u32, u32)> = (0..64)
+            .flat_map(|i| (0..64).map(move |j| (i * 32 + 7, j * 32 + 19)))
+            .collect();
+        assert!(check_mirrors(&accel, &cam, (w, h), tile, &pixels).unwrap() > 1000); // ok: the lists hold
     }
 
     #[test]
