@@ -23,6 +23,10 @@
 //! [`closest_hit_listed`] over [`camera_candidates`] is therefore the closest
 //! hit of every primitive the ray can meet: the tree's closest hit, except
 //! where two primitives tie at exactly the same `t`.
+//!
+//! The Whitted integrator's first mirror rays start where the tile's camera
+//! rays hit, so [`reflection_candidates`] bounds them as well, from the
+//! tile's cone and its camera candidates (spheres), with the same guarantee.
 
 use crate::gpu::{GpuCamera, Primitive};
 use crate::intersect::RayPre;
