@@ -1587,10 +1587,13 @@ impl CudaBackend {
                 )
             })
             .flatten();
-        // Their reflection candidates' inputs: the slots' bounding spheres and
-        // the tiles' half angle, rounded up (none: every mirror ray walks the
-        // tree).
-        let balls = camera_bounds::bounding_balls(accel.primitives());
+        // Their reflection candidates' inputs: the slots' bounding spheres (only
+        // for a frame with cones, as their scenes are small) and the tiles'
+        // half angle, rounded up (none: every mirror ray walks the tree).
+        let balls = match &cones {
+            Some(_) => camera_bounds::bounding_balls(accel.primitives()),
+            None => Vec::new(),
+        };
         let tile_angle = match config
             .reflection_masks
             .then(|| camera_bounds::tile_half_angle(&params.camera, width, height, [tile, tile]))
