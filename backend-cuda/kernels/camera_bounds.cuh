@@ -45,25 +45,25 @@ __device__ __forceinline__ u64 camera_tile_mask(const RenderParams& params, cons
     return mask;
 }
 
-// The camera candidates of pixel (x, y): the mask of its tile (pixels past
-// the image's edge read the edge's tiles; they are not rendered).
-__device__ __forceinline__ u64 camera_candidates(const SceneView& s, u32 x, u32 y) {
+// The index of pixel (x, y)'s tile among the frame's tiles (pixels past the
+// image's edge take the edge's tiles; they are not rendered): computed once a
+// pixel, for the masks of each of its bounces.
+__device__ __forceinline__ u32 camera_mask_tile(const SceneView& s, u32 x, u32 y) {
     const u32 tx = min(x / PRISM_CAMERA_MASK_TILE, s.camera_mask_tiles[0] - 1);
     const u32 ty = min(y / PRISM_CAMERA_MASK_TILE, s.camera_mask_tiles[1] - 1);
-    return __ldg(s.camera_masks + ty * s.camera_mask_tiles[0] + tx);
+    return ty * s.camera_mask_tiles[0] + tx;
 }
 
 // mirrors prism_core::camera_bounds::REFLECTION_WALK
 #define PRISM_REFLECTION_WALK 0xffffffffffffffffull
 
-// The reflection candidates of pixel (x, y): the mask of its tile, stored
-// after every tile's camera mask (prism_camera_masks), or
-// PRISM_REFLECTION_WALK.
-__device__ __forceinline__ u64 reflection_candidates(const SceneView& s, u32 x, u32 y) {
-    const u32 tx = min(x / PRISM_CAMERA_MASK_TILE, s.camera_mask_tiles[0] - 1);
-    const u32 ty = min(y / PRISM_CAMERA_MASK_TILE, s.camera_mask_tiles[1] - 1);
-    const u32 tiles = s.camera_mask_tiles[0] * s.camera_mask_tiles[1];
-    return __ldg(s.camera_masks + tiles + ty * s.camera_mask_tiles[0] + tx);
+// The candidates of tile `tile` (camera_mask_tile) for a ray after `bounce`
+// (0 or 1) mirror bounces: its camera candidates, or its reflection candidates
+// (stored after every tile's camera mask by prism_camera_masks; possibly
+// PRISM_REFLECTION_WALK).
+__device__ __forceinline__ u64 tile_candidates(const SceneView& s, u32 tile, u32 bounce) {
+    const u32 first = bounce == 0 ? 0u : s.camera_mask_tiles[0] * s.camera_mask_tiles[1];
+    return __ldg(s.camera_masks + first + tile);
 }
 
 // mirrors prism_core::camera_bounds::reflection_candidates in f32 (its
@@ -146,6 +146,10 @@ __device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_a
     return mask;
 }
 
+#ifndef PRISM_LIST_WORDS
+#define PRISM_LIST_WORDS 1
+#endif
+
 // mirrors prism_core::camera_bounds::closest_hit_listed: the closest hit among
 // the primitives of `candidates`, in slot order (spheres take core's
 // sphere_missed_early first, as the grid walk's, with ray_sphere's answers);
@@ -158,9 +162,28 @@ __device__ __forceinline__ Hit closest_hit_listed(const SceneView& s, const Ray&
     best.u = 0.0f;
     best.v = 0.0f;
     best.prim = PRISM_NO_PRIM;
+#if PRISM_LIST_WORDS
+    // The mask a 32-bit word at a time: a word's lowest bit is two
+    // instructions and clearing it two, where a 64-bit mask takes some twelve.
+    u32 word = (u32)candidates;
+    u32 high = (u32)(candidates >> 32);
+    u32 base = 0;
+    for (;;) {
+        if (word == 0) {
+            if (high == 0) {
+                break;
+            }
+            word = high;
+            high = 0;
+            base = 32;
+        }
+        const u32 slot = base + (u32)__ffs(word) - 1u;
+        word &= word - 1;
+#else
     while (candidates != 0) {
         const u32 slot = (u32)__ffsll((long long)candidates) - 1u;
         candidates &= candidates - 1;
+#endif
         if (slot >= s.prim_count) {
             continue;
         }

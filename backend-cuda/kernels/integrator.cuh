@@ -38,11 +38,11 @@ __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray&
     return GRID ? closest_hit_grid<K>(s, ray) : closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
 }
 
-// The closest hit of a Whitted or AO ray of pixel (x, y) after `bounce`
-// mirror bounces: a camera ray (bounce 0) from the camera candidates of the
-// pixel's tile, and the first mirror ray (bounce 1) from its reflection
-// candidates unless they are PRISM_REFLECTION_WALK, when the frame has them
-// (camera_bounds.cuh); else render_closest_hit. The same hits either way,
+// The closest hit of a Whitted or AO ray after `bounce` mirror bounces, of a
+// pixel of mask tile `tile` (camera_mask_tile): a camera ray (bounce 0) from
+// the camera candidates of the tile, and the first mirror ray (bounce 1) from
+// its reflection candidates unless they are PRISM_REFLECTION_WALK, when the
+// frame has them (camera_bounds.cuh); else render_closest_hit. The same hits either way,
 // except where two primitives tie at exactly the same t. The path kernels'
 // camera rays walk the tree (their other bounces dominate, and the branch
 // costs rtiow's kernel registers). -DPRISM_CAMERA_LIST=0 only answers a
@@ -52,9 +52,9 @@ __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray&
 #define PRISM_CAMERA_LIST 1
 #endif
 template <int K, bool OCT, bool GRID>
-__device__ __forceinline__ Hit render_or_listed_hit(const SceneView& s, const Ray& ray, u32 bounce, u32 x, u32 y) {
+__device__ __forceinline__ Hit render_or_listed_hit(const SceneView& s, const Ray& ray, u32 bounce, u32 tile) {
     if (bounce <= 1 && s.camera_masks != nullptr) {
-        const u64 candidates = bounce == 0 ? camera_candidates(s, x, y) : reflection_candidates(s, x, y);
+        const u64 candidates = tile_candidates(s, tile, bounce);
 #if PRISM_CAMERA_LIST
         if (bounce == 0 || candidates != PRISM_REFLECTION_WALK) {
             return closest_hit_listed<K>(s, ray, candidates);
@@ -243,11 +243,11 @@ __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderPara
 // mirrors prism_core::integrator::trace_whitted
 template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderParams& params, Ray ray, u32& rays,
-                                            u32 x, u32 y) {
+                                            u32 tile) {
     V3 color = v3s(0.0f);
     float weight = 1.0f;
     for (u32 bounce = 0; bounce <= params.max_depth; ++bounce) {
-        const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, bounce, x, y);
+        const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, bounce, tile);
         rays += 1;
         if (hit.prim == PRISM_NO_PRIM) {
             color += weight * sky_color(params, ray.dir);
@@ -277,8 +277,8 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
 // mirrors prism_core::integrator::trace_ao
 template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
-                                       u32& rays, u32 x, u32 y) {
-    const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, 0u, x, y);
+                                       u32& rays, u32 tile) {
+    const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, 0u, tile);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
         return sky_color(params, ray.dir);
@@ -365,9 +365,9 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         }
         V3 c;
         if (INTEGRATOR == 1) {
-            c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, x, y);
+            c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, camera_mask_tile(s, x, y));
         } else if (INTEGRATOR == 2) {
-            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, x, y);
+            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, camera_mask_tile(s, x, y));
         } else {
             c = trace_path<K, OCT, GRID>(s, params, ray, rng, rays);
         }
@@ -395,9 +395,9 @@ __device__ __forceinline__ V3 render_sample(const SceneView& s, const RenderPara
     }
     V3 c;
     if (INTEGRATOR == 1) {
-        c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, x, y);
+        c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, camera_mask_tile(s, x, y));
     } else if (INTEGRATOR == 2) {
-        c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, x, y);
+        c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, camera_mask_tile(s, x, y));
     } else {
         c = trace_path<K, OCT, GRID>(s, params, ray, rng, rays);
     }
