@@ -24,9 +24,11 @@
 //! hit of every primitive the ray can meet: the tree's closest hit, except
 //! where two primitives tie at exactly the same `t`.
 //!
-//! The Whitted integrator's first mirror rays start where the tile's camera
-//! rays hit, so [`reflection_candidates`] bounds them as well, from the
-//! tile's cone and its camera candidates (spheres), with the same guarantee.
+//! The Whitted integrator's first mirror rays and the shadow rays of its
+//! first hits start where the tile's camera rays hit, so
+//! [`reflection_candidates`] and [`shadow_candidates`] bound them as well,
+//! from the tile's cone and its camera candidates (spheres), with the same
+//! guarantee.
 
 use crate::gpu::{GpuCamera, Primitive};
 use crate::intersect::RayPre;
@@ -241,6 +243,55 @@ pub fn bounding_balls(prims: &[Primitive]) -> Vec<[f32; 4]> {
         .collect()
 }
 
+/// Where the rays of a tile's cone meet one sphere.
+enum ConeHits {
+    /// No ray of the cone meets it.
+    Missed,
+    /// Every hit lies within `delta` of `at` (margins included).
+    Within { at: DVec3, delta: f64 },
+    /// The eye lies inside or on it, or it is not finite: no bound.
+    Unbounded,
+}
+
+/// Where the rays from `eye` in the cone of unit axis `axis` and half angle
+/// `tile_angle` first meet the sphere of `centre` and `radius`: for a sphere
+/// seen from outside, a ray meets it at `t = b - sqrt(b^2 - c)`, `b = d . (C -
+/// eye)`, `c = |C - eye|^2 - R^2`, decreasing in `b`, and `b` ranges over the
+/// cone's angles to `C`; the hits lie within half the range of `t` plus
+/// `t_max` times the cone's angle of the point at `t_mid` on the axis, widened
+/// by [`REFLECTION_BOUNDS_MARGIN`] of the scene's scale.
+fn cone_hits_sphere(
+    eye: DVec3,
+    axis: DVec3,
+    tile_angle: f64,
+    centre: DVec3,
+    radius: f64,
+) -> ConeHits {
+    let margin = REFLECTION_BOUNDS_MARGIN;
+    let to = centre - eye;
+    let dist = to.length();
+    if !(dist > radius * (1.0 + margin) && dist.is_finite()) {
+        return ConeHits::Unbounded;
+    }
+    // The range of b over the cone; the tangent rays have b = sqrt(c).
+    let alpha = libm::acos((to.dot(axis) / dist).clamp(-1.0, 1.0));
+    let b_hi = dist * libm::cos((alpha - tile_angle).max(0.0));
+    let b_lo = dist * libm::cos((alpha + tile_angle).min(core::f64::consts::PI));
+    let c = (dist - radius) * (dist + radius);
+    let tangent = libm::sqrt(c);
+    if b_hi < tangent * (1.0 - margin) {
+        return ConeHits::Missed;
+    }
+    let t_of = |b: f64| c / (b + libm::sqrt((b * b - c).max(0.0)));
+    let t_min = t_of(b_hi.max(tangent));
+    let t_max = if b_lo > tangent { t_of(b_lo) } else { tangent };
+    let t_mid = 0.5 * (t_min + t_max);
+    let at = eye + t_mid * axis;
+    let scale = eye.abs().max_element() + t_max + dist + radius;
+    let delta = 0.5 * (t_max - t_min) + t_max * tile_angle + margin * scale;
+    ConeHits::Within { at, delta }
+}
+
 /// The slots (bit `i` for slot `i`) of the primitives a mirror ray of a tile
 /// may hit, or [`REFLECTION_WALK`]: the Whitted integrator's first bounce off
 /// a camera hit of the tile, whose camera candidates are `camera_mask`, seen
@@ -293,28 +344,11 @@ pub fn reflection_candidates(
             return REFLECTION_WALK;
         }
         let (centre, radius) = bounding_sphere(p);
-        let to = centre - eye;
-        let dist = to.length();
-        if !(dist > radius * (1.0 + margin) && dist.is_finite()) {
-            return REFLECTION_WALK;
-        }
-        // The range of b over the cone; the tangent rays have b = sqrt(c).
-        let alpha = libm::acos((to.dot(axis) / dist).clamp(-1.0, 1.0));
-        let b_hi = dist * libm::cos((alpha - tile_angle).max(0.0));
-        let b_lo = dist * libm::cos((alpha + tile_angle).min(core::f64::consts::PI));
-        let c = (dist - radius) * (dist + radius);
-        let tangent = libm::sqrt(c);
-        if b_hi < tangent * (1.0 - margin) {
-            // No ray of the cone meets this sphere.
-            continue;
-        }
-        let t_of = |b: f64| c / (b + libm::sqrt((b * b - c).max(0.0)));
-        let t_min = t_of(b_hi.max(tangent));
-        let t_max = if b_lo > tangent { t_of(b_lo) } else { tangent };
-        let t_mid = 0.5 * (t_min + t_max);
-        let at = eye + t_mid * axis;
-        let scale = eye.abs().max_element() + t_max + dist + radius;
-        let delta = 0.5 * (t_max - t_min) + t_max * tile_angle + margin * scale;
+        let (at, delta) = match cone_hits_sphere(eye, axis, tile_angle, centre, radius) {
+            ConeHits::Missed => continue,
+            ConeHits::Unbounded => return REFLECTION_WALK,
+            ConeHits::Within { at, delta } => (at, delta),
+        };
         let out = at - centre;
         let out_len = out.length();
         if !(delta < 0.5 * radius && out_len > 0.0) {
@@ -340,6 +374,98 @@ pub fn reflection_candidates(
                 mask |= 1u64 << k;
             }
         }
+    }
+    mask
+}
+
+/// A shadow mask that lists nothing: the shadow rays of the tile's camera
+/// hits take the light's candidate lists ([`crate::point_grid`]) or walk the
+/// tree ([`shadow_candidates`]).
+pub const SHADOW_WALK: u64 = u64::MAX;
+/// A tile's shadow rays take its list only if it holds at most this many
+/// primitives: a longer list costs more tests than the light's cell lookup.
+pub const SHADOW_MAX_CANDIDATES: u32 = 4;
+
+/// The slots (bit `i` for slot `i`) of the primitives that may block a shadow
+/// ray towards the point light at `light` from a camera hit of a tile, or
+/// [`SHADOW_WALK`]: the tile's camera candidates are `camera_mask`, seen from
+/// `eye` in the cone of unit axis `dir` and half angle `tile_angle`
+/// ([`tile_direction`], [`tile_half_angle`]).
+///
+/// The camera hits on each candidate sphere lie within `delta` of a point
+/// `at` (as for [`reflection_candidates`]), and a shadow ray from a point
+/// `p` of that ball runs along the segment from `p` to the light, which lies
+/// within `delta` of the segment from `at` to the light (the points `(1 - s)
+/// p + s L` and `(1 - s) at + s L` are `(1 - s) |p - at|` apart). A primitive
+/// can then only block it if its bounding sphere, widened by `delta` and by
+/// [`REFLECTION_BOUNDS_MARGIN`] of the lengths involved (some 100 times the
+/// f32 rounding of the hit point and the shadow ray's direction), meets that
+/// segment. A camera candidate that is a triangle, an eye inside or on a
+/// sphere, a light or bounds that are not finite, or more than
+/// [`SHADOW_MAX_CANDIDATES`] primitives give [`SHADOW_WALK`]. The bounds hold
+/// for every ray of the cone, whichever candidate it hits first, so the mask
+/// holds every primitive that blocks any of the tile's shadow rays:
+/// [`occluded_listed`] over it answers as testing every primitive does (the
+/// tree's answer, but for the slab test's face-plane convention, as
+/// [`crate::point_grid`]'s lists).
+pub fn shadow_candidates(
+    eye: Vec3,
+    dir: Vec3,
+    tile_angle: f64,
+    camera_mask: u64,
+    prims: &[Primitive],
+    light: Vec3,
+) -> u64 {
+    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
+        || tile_angle.is_nan()
+        || tile_angle >= REFLECTION_MAX_ANGLE
+    {
+        return SHADOW_WALK;
+    }
+    let (eye, axis, light) = (
+        eye.as_dvec3(),
+        dir.as_dvec3().normalize_or_zero(),
+        light.as_dvec3(),
+    );
+    if !(eye.is_finite() && axis != DVec3::ZERO && light.is_finite()) {
+        return SHADOW_WALK;
+    }
+    let margin = REFLECTION_BOUNDS_MARGIN;
+    let mut mask = 0u64;
+    let mut left = camera_mask;
+    while left != 0 {
+        let slot = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let Some(p) = prims.get(slot) else { continue };
+        if p.kind() != crate::gpu::KIND_SPHERE {
+            return SHADOW_WALK;
+        }
+        let (centre, radius) = bounding_sphere(p);
+        let (at, delta) = match cone_hits_sphere(eye, axis, tile_angle, centre, radius) {
+            ConeHits::Missed => continue,
+            ConeHits::Unbounded => return SHADOW_WALK,
+            ConeHits::Within { at, delta } => (at, delta),
+        };
+        let segment = light - at;
+        let length = segment.length();
+        for (k, q) in prims.iter().enumerate() {
+            let (ball, r) = bounding_sphere(q);
+            let w = ball - at;
+            // The point of the segment closest to the ball's centre.
+            let s = if length > 0.0 {
+                (w.dot(segment) / (length * length)).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            let gap = (w - s * segment).length();
+            let reach = r + delta + margin * (r + w.length() + length);
+            if gap <= reach {
+                mask |= 1u64 << k;
+            }
+        }
+    }
+    if mask.count_ones() > SHADOW_MAX_CANDIDATES {
+        return SHADOW_WALK;
     }
     mask
 }
@@ -407,11 +533,28 @@ pub fn closest_hit_listed(prims: &[Primitive], candidates: u64, ray: &Ray) -> Hi
     best
 }
 
+/// Whether anything among the primitives of `candidates` (bit `i` for slot
+/// `i` of `prims`) lies on `ray`, tested in slot order; slots out of range are
+/// skipped. Over a tile's [`shadow_candidates`], the tree's any-hit answer.
+pub fn occluded_listed(prims: &[Primitive], candidates: u64, ray: &Ray) -> bool {
+    let pre = RayPre::new(ray);
+    let mut left = candidates;
+    while left != 0 {
+        let slot = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let Some(p) = prims.get(slot) else { continue };
+        if ray_primitive(&pre, p, ray.tmin, ray.tmax).is_some() {
+            return true;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::camera::{Camera, camera_ray};
-    use crate::traverse::closest_hit;
+    use crate::traverse::{any_hit, closest_hit};
     use crate::{Accel, Material, Scene};
     use alloc::vec;
     use glam::Vec3;
@@ -639,13 +782,126 @@ mod tests {
         }
     }
 
-    #[test]
-    fn whitted19s_ground_mirrors_list_few_primitives() {
-        // The scene the reflection masks are for: most of whitted19's tiles
-        // with one camera candidate (the ground's, but for the top spheres')
-        // list their mirror rays' candidates, and few of them (at 2048 x 2048:
-        // 1910 of 2128 tiles, 1.6 candidates a tile; the top spheres' tiles
-        // turn their mirror rays too widely and walk the tree).
+    /// The Whitted integrator's shadow ray towards `light` off the camera hit
+    /// `hit` of `ray` (whitted_local's arithmetic).
+    fn shadow_ray(prims: &[Primitive], ray: &Ray, hit: &Hit, light: Vec3) -> Ray {
+        use crate::integrator::{primitive_size, spawn_tmin, surface_margin};
+        let prim = &prims[hit.prim as usize];
+        let row = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
+        let p = ray.at(hit.t);
+        let n = ((p - row(prim.a)) * prim.b[1]).normalize_or(Vec3::Y);
+        let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
+        let to_light = light - p;
+        let dist = to_light.length();
+        let l = to_light * (1.0 / dist);
+        let tmin = spawn_tmin(p, ray.origin) + surface_margin(primitive_size(prim), l.dot(n));
+        Ray::segment(p, l, tmin, dist)
+    }
+
+    /// Every primitive that blocks the shadow ray of a camera hit of a pixel
+    /// of a tile (the pixel's centre and corners) is in the tile's shadow
+    /// mask, when it lists them, and the listed answer is the tree's. Returns
+    /// how many shadow rays were answered by a list, and how many of those
+    /// were blocked.
+    fn check_shadows(
+        accel: &Accel,
+        cam: &GpuCamera,
+        (w, h): (u32, u32),
+        tile: [u32; 2],
+        pixels: &[(u32, u32)],
+        light: Vec3,
+    ) -> Result<(usize, usize), TestCaseError> {
+        let prims = accel.primitives();
+        let cones = camera_cones(cam, w, h, tile, prims).unwrap(); // ok: pinhole, small scene
+        let Some(Some(angle)) = tile_half_angle(cam, w, h, tile) else {
+            return Ok((0, 0));
+        };
+        let eye = Vec3::new(cam.origin_lens[0], cam.origin_lens[1], cam.origin_lens[2]);
+        let (mut listed, mut blocked) = (0, 0);
+        for &(x, y) in pixels {
+            let (x0, y0) = (x - x % tile[0], y - y % tile[1]);
+            let dir = tile_direction(cam, w, h, x0, y0, tile);
+            let camera_mask = camera_candidates(&cones, dir);
+            let mask = shadow_candidates(eye, dir, angle, camera_mask, prims, light);
+            if mask == SHADOW_WALK {
+                continue;
+            }
+            prop_assert!(mask.count_ones() <= SHADOW_MAX_CANDIDATES);
+            for (jx, jy) in PIXEL_SAMPLES {
+                let ray = pixel_ray(cam, w, h, x, y, jx, jy);
+                let hit = closest_hit(accel.nodes(), prims, &ray);
+                if !hit.is_hit() {
+                    continue;
+                }
+                let shadow = shadow_ray(prims, &ray, &hit, light);
+                let pre = RayPre::new(&shadow);
+                for (slot, p) in prims.iter().enumerate() {
+                    if ray_primitive(&pre, p, shadow.tmin, shadow.tmax).is_some() {
+                        prop_assert!(
+                            mask & (1u64 << slot) != 0,
+                            "pixel ({}, {}) jitter ({}, {}): slot {} blocks the shadow ray, not in {:#x}",
+                            x,
+                            y,
+                            jx,
+                            jy,
+                            slot,
+                            mask
+                        );
+                    }
+                }
+                let tree = any_hit(accel.nodes(), prims, &shadow);
+                prop_assert_eq!(
+                    occluded_listed(prims, mask, &shadow),
+                    tree,
+                    "pixel ({}, {})",
+                    x,
+                    y
+                );
+                listed += 1;
+                blocked += usize::from(tree);
+            }
+        }
+        Ok((listed, blocked))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Random spheres over a ground sphere and a random light, seen by
+        /// random pinhole cameras, in small tiles and in the GPU kernels' mask
+        /// tiles (every pixel of a small image, and a sample of a large one).
+        #[test]
+        fn every_shadow_blocker_is_a_candidate_of_its_tile(
+            spheres in prop::collection::vec((v3(4.0), 0.05f32..1.5), 1..10),
+            from in v3(6.0),
+            at in v3(2.0),
+            light in v3(6.0),
+            fov in 20.0f32..120.0,
+            shape in 0usize..3,
+            seed in any::<u64>(),
+        ) {
+            let Some(accel) = scene(&spheres, &[], true) else { return Ok(()) };
+            let (w, h, tile) = [(48, 40, [4, 4]), (64, 16, [16, 2]), (1024, 768, [CAMERA_MASK_TILE; 2])][shape];
+            let Ok(cam) = Camera::look_at(from, at, Vec3::Y, fov).frame(w, h) else { return Ok(()) };
+            let pixels: Vec<(u32, u32)> = if w * h <= 4096 {
+                (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).collect()
+            } else {
+                let mut state = seed | 1;
+                (0..3000)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        ((state % w as u64) as u32, ((state >> 32) % h as u64) as u32)
+                    })
+                    .collect()
+            };
+            check_shadows(&accel, &cam, (w, h), tile, &pixels, light)?;
+        }
+    }
+
+    /// whitted19's spheres (prism's built-in scene) and camera, at 2048 x 2048.
+    fn whitted19_at_2048() -> (Accel, GpuCamera, (u32, u32)) {
         let mut s = Scene::new();
         let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
         s.add_sphere(Vec3::new(0.0, -1002.0, 0.0), 1000.0, m);
@@ -663,6 +919,62 @@ mod tests {
         let cam = Camera::look_at(Vec3::new(0.0, 0.0, 1.0), Vec3::ZERO, Vec3::Y, 90.0)
             .frame(w, h)
             .unwrap(); // ok: a valid camera
+        (accel, cam, (w, h))
+    }
+
+    #[test]
+    fn whitted19s_ground_shadows_list_few_primitives() {
+        // The scene the shadow masks are for: most of whitted19's tiles with
+        // one camera candidate list their shadow rays' blockers, and few of
+        // them (at 2048 x 2048: 1567 of 2128 tiles, 1.2 candidates a tile, the
+        // ground's own sphere among them; tiles near the horizon, whose hits
+        // spread far, list too many); the lists hold every blocker of a sample
+        // of pixels, some of whose shadow rays are blocked.
+        let (accel, cam, (w, h)) = whitted19_at_2048();
+        let tile = [CAMERA_MASK_TILE; 2];
+        let cones = camera_cones(&cam, w, h, tile, accel.primitives()).unwrap(); // ok: pinhole
+        let angle = tile_half_angle(&cam, w, h, tile).unwrap().unwrap(); // ok: narrow tiles
+        let (eye, light) = (Vec3::new(0.0, 0.0, 1.0), Vec3::ONE);
+        let (mut ground, mut listed, mut bits) = (0, 0, 0);
+        for ty in 0..h / tile[1] {
+            for tx in 0..w / tile[0] {
+                let dir = tile_direction(&cam, w, h, tx * tile[0], ty * tile[1], tile);
+                let camera_mask = camera_candidates(&cones, dir);
+                if camera_mask.count_ones() != 1 {
+                    continue;
+                }
+                ground += 1;
+                let mask =
+                    shadow_candidates(eye, dir, angle, camera_mask, accel.primitives(), light);
+                if mask != SHADOW_WALK {
+                    listed += 1;
+                    bits += mask.count_ones();
+                }
+            }
+        }
+        assert!(
+            listed * 10 >= ground * 7,
+            "{listed} of {ground} one-candidate tiles listed"
+        );
+        assert!(bits <= 2 * listed, "{bits} candidates over {listed} tiles");
+        let pixels: Vec<(u32, u32)> = (0..128)
+            .flat_map(|i| (0..128).map(move |j| (i * 16 + 7, j * 16 + 11)))
+            .collect();
+        let (rays, blocked) = check_shadows(&accel, &cam, (w, h), tile, &pixels, light).unwrap(); // ok: the lists hold
+        assert!(
+            rays > 10_000 && blocked > 100,
+            "{rays} listed shadow rays, {blocked} blocked"
+        );
+    }
+
+    #[test]
+    fn whitted19s_ground_mirrors_list_few_primitives() {
+        // The scene the reflection masks are for: most of whitted19's tiles
+        // with one camera candidate (the ground's, but for the top spheres')
+        // list their mirror rays' candidates, and few of them (at 2048 x 2048:
+        // 1910 of 2128 tiles, 1.6 candidates a tile; the top spheres' tiles
+        // turn their mirror rays too widely and walk the tree).
+        let (accel, cam, (w, h)) = whitted19_at_2048();
         let tile = [CAMERA_MASK_TILE; 2];
         let cones = camera_cones(&cam, w, h, tile, accel.primitives()).unwrap(); // ok: pinhole
         let angle = tile_half_angle(&cam, w, h, tile).unwrap().unwrap(); // ok: narrow tiles
