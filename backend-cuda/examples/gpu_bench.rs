@@ -151,6 +151,7 @@ fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
             c("no-cell-grid", &|k| k.cell_grid = false),
             c("no-camera-cones", &|k| k.camera_cones = false),
             c("no-reflection-masks", &|k| k.reflection_masks = false),
+            c("no-shadow-masks", &|k| k.shadow_masks = false),
             c("serial-bands", &|k| k.overlap_bands = false),
             c("grid-no-early-miss", &|k| {
                 k.extra_options = vec!["-DPRISM_GRID_EARLY_MISS=0".into()]

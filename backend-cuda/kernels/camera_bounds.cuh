@@ -57,13 +57,17 @@ __device__ __forceinline__ u32 camera_mask_tile(const SceneView& s, u32 x, u32 y
 // mirrors prism_core::camera_bounds::REFLECTION_WALK
 #define PRISM_REFLECTION_WALK 0xffffffffffffffffull
 
-// The candidates of tile `tile` (camera_mask_tile) for a ray after `bounce`
-// (0 or 1) mirror bounces: its camera candidates, or its reflection candidates
-// (stored after every tile's camera mask by prism_camera_masks; possibly
-// PRISM_REFLECTION_WALK).
-__device__ __forceinline__ u64 tile_candidates(const SceneView& s, u32 tile, u32 bounce) {
-    const u32 first = bounce == 0 ? 0u : s.camera_mask_tiles[0] * s.camera_mask_tiles[1];
-    return __ldg(s.camera_masks + first + tile);
+// The masks prism_camera_masks stores for each tile, one after the other:
+// every tile's camera candidates, then every tile's reflection candidates
+// (possibly PRISM_REFLECTION_WALK), then every tile's shadow candidates
+// (possibly PRISM_SHADOW_WALK).
+#define PRISM_MASK_CAMERA 0u
+#define PRISM_MASK_REFLECTION 1u
+#define PRISM_MASK_SHADOW 2u
+
+// Mask `which` (PRISM_MASK_*) of tile `tile` (camera_mask_tile).
+__device__ __forceinline__ u64 tile_candidates(const SceneView& s, u32 tile, u32 which) {
+    return __ldg(s.camera_masks + which * (s.camera_mask_tiles[0] * s.camera_mask_tiles[1]) + tile);
 }
 
 // mirrors prism_core::camera_bounds::reflection_candidates in f32 (its
@@ -74,6 +78,41 @@ __device__ __forceinline__ u64 tile_candidates(const SceneView& s, u32 tile, u32
 // `balls` (centre, radius; `count` of them).
 #define PRISM_REFLECTION_MARGIN 1e-4f
 #define PRISM_REFLECTION_MAX_ANGLE 1.0f
+// mirrors prism_core::camera_bounds::cone_hits_sphere in f32: where the rays
+// from `eye` in the cone of unit axis `dir` and half angle `tile_angle` first
+// meet the sphere of `centre` and `radius`: PRISM_CONE_MISSED (none does),
+// PRISM_CONE_UNBOUNDED (the eye inside or on it, or not finite), or
+// PRISM_CONE_WITHIN with every hit within `delta` of `at`.
+#define PRISM_CONE_MISSED 0
+#define PRISM_CONE_WITHIN 1
+#define PRISM_CONE_UNBOUNDED 2
+__device__ __forceinline__ int cone_hits_sphere(V3 eye, V3 dir, float tile_angle, V3 centre, float radius, V3& at,
+                                                float& delta) {
+    const float margin = PRISM_REFLECTION_MARGIN;
+    const float pi = 3.14159265358979f;
+    const V3 to = centre - eye;
+    const float dist = length(to);
+    if (!(dist > radius * (1.0f + margin) && isfinite(dist))) {
+        return PRISM_CONE_UNBOUNDED;
+    }
+    const float alpha = acosf(fminf(fmaxf(dot(to, dir) / dist, -1.0f), 1.0f));
+    const float b_hi = dist * cosf(fmaxf(alpha - tile_angle, 0.0f));
+    const float b_lo = dist * cosf(fminf(alpha + tile_angle, pi));
+    const float c = (dist - radius) * (dist + radius);
+    const float tangent = sqrtf(c);
+    if (b_hi < tangent * (1.0f - margin)) {
+        return PRISM_CONE_MISSED;
+    }
+    const float bh = fmaxf(b_hi, tangent);
+    const float t_min = c / (bh + sqrtf(fmaxf(bh * bh - c, 0.0f)));
+    const float t_max = b_lo > tangent ? c / (b_lo + sqrtf(fmaxf(b_lo * b_lo - c, 0.0f))) : tangent;
+    const float t_mid = 0.5f * (t_min + t_max);
+    at = eye + t_mid * dir;
+    const float scale = max_element(vabs(eye)) + t_max + dist + radius;
+    delta = 0.5f * (t_max - t_min) + t_max * tile_angle + margin * scale;
+    return PRISM_CONE_WITHIN;
+}
+
 __device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
                                                     const Primitive* __restrict__ prims,
                                                     const float4* __restrict__ balls, u32 count) {
@@ -96,26 +135,15 @@ __device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_a
         const float4 sphere = __ldg(balls + slot);
         const V3 centre = xyz(sphere);
         const float radius = sphere.w;
-        const V3 to = centre - eye;
-        const float dist = length(to);
-        if (!(dist > radius * (1.0f + margin) && isfinite(dist))) {
+        V3 at;
+        float delta;
+        const int hits = cone_hits_sphere(eye, dir, tile_angle, centre, radius, at, delta);
+        if (hits == PRISM_CONE_MISSED) {
+            continue;
+        }
+        if (hits == PRISM_CONE_UNBOUNDED) {
             return PRISM_REFLECTION_WALK;
         }
-        const float alpha = acosf(fminf(fmaxf(dot(to, dir) / dist, -1.0f), 1.0f));
-        const float b_hi = dist * cosf(fmaxf(alpha - tile_angle, 0.0f));
-        const float b_lo = dist * cosf(fminf(alpha + tile_angle, pi));
-        const float c = (dist - radius) * (dist + radius);
-        const float tangent = sqrtf(c);
-        if (b_hi < tangent * (1.0f - margin)) {
-            continue;  // no ray of the cone meets this sphere
-        }
-        const float bh = fmaxf(b_hi, tangent);
-        const float t_min = c / (bh + sqrtf(fmaxf(bh * bh - c, 0.0f)));
-        const float t_max = b_lo > tangent ? c / (b_lo + sqrtf(fmaxf(b_lo * b_lo - c, 0.0f))) : tangent;
-        const float t_mid = 0.5f * (t_min + t_max);
-        const V3 at = eye + t_mid * dir;
-        const float scale = max_element(vabs(eye)) + t_max + dist + radius;
-        const float delta = 0.5f * (t_max - t_min) + t_max * tile_angle + margin * scale;
         const V3 out = at - centre;
         const float out_len = length(out);
         if (!(delta < 0.5f * radius && out_len > 0.0f)) {
@@ -144,6 +172,64 @@ __device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_a
         }
     }
     return mask;
+}
+
+// mirrors prism_core::camera_bounds::SHADOW_WALK and SHADOW_MAX_CANDIDATES
+#define PRISM_SHADOW_WALK 0xffffffffffffffffull
+#ifndef PRISM_SHADOW_MAX_CANDIDATES
+#define PRISM_SHADOW_MAX_CANDIDATES 4
+#endif
+
+// mirrors prism_core::camera_bounds::shadow_candidates in f32 (as
+// reflection_tile_mask): the slots that may block a shadow ray towards the
+// light at `light` from a camera hit of the tile of unit direction `dir` and
+// half angle `tile_angle`, from the tile's camera candidates `camera_mask`,
+// the scene's primitives and their bounding spheres `balls` (`count` of
+// them), or PRISM_SHADOW_WALK.
+__device__ __forceinline__ u64 shadow_tile_mask(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
+                                                const Primitive* __restrict__ prims,
+                                                const float4* __restrict__ balls, u32 count, V3 light) {
+    if (count > 64u || !(tile_angle < PRISM_REFLECTION_MAX_ANGLE) ||
+        !(isfinite(light.x) && isfinite(light.y) && isfinite(light.z))) {
+        return PRISM_SHADOW_WALK;
+    }
+    const float margin = PRISM_REFLECTION_MARGIN;
+    u64 mask = 0;
+    u64 left = camera_mask;
+    while (left != 0) {
+        const u32 slot = (u32)__ffsll((long long)left) - 1u;
+        left &= left - 1;
+        if (slot >= count) {
+            continue;
+        }
+        if (__float_as_uint(__ldg(&prims[slot].b).w) != PRISM_KIND_SPHERE) {
+            return PRISM_SHADOW_WALK;
+        }
+        const float4 sphere = __ldg(balls + slot);
+        V3 at;
+        float delta;
+        const int hits = cone_hits_sphere(eye, dir, tile_angle, xyz(sphere), sphere.w, at, delta);
+        if (hits == PRISM_CONE_MISSED) {
+            continue;
+        }
+        if (hits == PRISM_CONE_UNBOUNDED) {
+            return PRISM_SHADOW_WALK;
+        }
+        const V3 segment = light - at;
+        const float seg_len = length(segment);
+        for (u32 k = 0; k < count; ++k) {
+            const float4 q = __ldg(balls + k);
+            const V3 w = xyz(q) - at;
+            // The point of the segment closest to the ball's centre.
+            const float t = seg_len > 0.0f ? fminf(fmaxf(dot(w, segment) / (seg_len * seg_len), 0.0f), 1.0f) : 0.0f;
+            const float gap = length(w - t * segment);
+            const float reach = q.w + delta + margin * (q.w + length(w) + seg_len);
+            if (gap <= reach) {
+                mask |= 1ull << k;
+            }
+        }
+    }
+    return __popcll((long long)mask) > PRISM_SHADOW_MAX_CANDIDATES ? PRISM_SHADOW_WALK : mask;
 }
 
 #ifndef PRISM_LIST_WORDS
@@ -206,4 +292,34 @@ __device__ __forceinline__ Hit closest_hit_listed(const SceneView& s, const Ray&
         best.t = PRISM_INF;
     }
     return best;
+}
+
+// mirrors prism_core::camera_bounds::occluded_listed: whether anything among
+// the primitives of `candidates` lies on `ray`, in slot order (a 32-bit word
+// at a time, as closest_hit_listed).
+template <int K>
+__device__ __forceinline__ bool occluded_listed(const SceneView& s, const Ray& ray, u64 candidates) {
+    const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
+    u32 word = (u32)candidates;
+    u32 high = (u32)(candidates >> 32);
+    u32 base = 0;
+    for (;;) {
+        if (word == 0) {
+            if (high == 0) {
+                return false;
+            }
+            word = high;
+            high = 0;
+            base = 32;
+        }
+        const u32 slot = base + (u32)__ffs(word) - 1u;
+        word &= word - 1;
+        if (slot >= s.prim_count) {
+            continue;
+        }
+        float t, u, v;
+        if (ray_primitive<K>(pre, s.prims + slot, ray.tmin, ray.tmax, t, u, v)) {
+            return true;
+        }
+    }
 }

@@ -21,10 +21,15 @@
 
 // mirrors prism_core::integrator::Tracer::light_blocked (as prism-cpu answers
 // it): whether the shadow ray `ray` (towards the light, which it reaches at
-// tmax) is blocked, from the candidates of its cell around the light when the
-// host uploaded them, else by walking the tree. The same answer either way.
+// tmax) is blocked, from `shadow_list` (the shadow candidates of the tile of
+// the camera hit the ray leaves) unless it is PRISM_SHADOW_WALK, else from the
+// candidates of its cell around the light when the host uploaded them, else
+// by walking the tree. The same answer every way.
 template <int K, bool OCT>
-__device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray) {
+__device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray, u64 shadow_list) {
+    if (shadow_list != PRISM_SHADOW_WALK) {
+        return occluded_listed<K>(s, ray, shadow_list);
+    }
     const int listed = s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
     return listed < 0 ? any_hit<K, PRISM_RENDER_NN, OCT>(s, ray) : listed != 0;
 }
@@ -54,7 +59,7 @@ __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray&
 template <int K, bool OCT, bool GRID>
 __device__ __forceinline__ Hit render_or_listed_hit(const SceneView& s, const Ray& ray, u32 bounce, u32 tile) {
     if (bounce <= 1 && s.camera_masks != nullptr) {
-        const u64 candidates = tile_candidates(s, tile, bounce);
+        const u64 candidates = tile_candidates(s, tile, bounce == 0 ? PRISM_MASK_CAMERA : PRISM_MASK_REFLECTION);
 #if PRISM_CAMERA_LIST
         if (bounce == 0 || candidates != PRISM_REFLECTION_WALK) {
             return closest_hit_listed<K>(s, ray, candidates);
@@ -224,12 +229,12 @@ __device__ __forceinline__ float pow32(float x) {
 // with a hard shadow.
 template <int K, bool OCT>
 __device__ __forceinline__ V3 whitted_local(const SceneView& s, const RenderParams& params, V3 p, float spawn,
-                                            float size, V3 n, V3 view, V3 albedo) {
+                                            float size, V3 n, V3 view, V3 albedo, u64 shadow_list) {
     const V3 to_light = xyz(params.light_position) - p;
     const float dist = length(to_light);
     const V3 l = to_light * (1.0f / dist);
     const float tmin = spawn + surface_margin(size, dot(l, n));
-    const bool shadowed = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist));
+    const bool shadowed = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), shadow_list);
     const float n_dot_l = fmaxf(dot(n, l), 0.0f);
     const V3 r = reflect(-l, n);
     // No highlight from a light behind the surface.
@@ -260,7 +265,10 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         n = dot(n, d) < 0.0f ? n : -n;
         const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
         const float spawn = spawn_tmin(p, ray.origin);
-        const V3 local = whitted_local<K, OCT>(s, params, p, spawn, size, n, -d, albedo);
+        // The shadow candidates of the pixel's tile answer a camera hit's shadow ray.
+        const u64 shadow_list =
+            bounce == 0 && s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
+        const V3 local = whitted_local<K, OCT>(s, params, p, spawn, size, n, -d, albedo, shadow_list);
         rays += 1;
         if (bounce == params.max_depth) {
             color += weight * local;
@@ -304,7 +312,9 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float dist = length(to_light);
         const V3 l = to_light * (1.0f / dist);
         const float tmin = spawn + surface_margin(size, dot(l, n));
-        const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist));
+        const u64 shadow_list =
+            s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
+        const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), shadow_list);
         keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
         r += 1;
     }
@@ -349,10 +359,12 @@ __device__ __forceinline__ bool camera_numbers_unused(const RenderParams& params
 }
 
 // mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
-// averaged over spp samples; adds the rays traced to `rays`. Core's
+// (of mask tile `tile`, camera_mask_tile) averaged over spp samples; adds the
+// rays traced to `rays`. Core's
 // `match params.integrator` is resolved at compile time: one kernel per integrator.
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
-__device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32& rays) {
+__device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32 tile,
+                                           u32& rays) {
     V3 sum = v3s(0.0f);
     for (u32 sample = 0; sample < params.spp; ++sample) {
         Pcg rng;
@@ -365,9 +377,9 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         }
         V3 c;
         if (INTEGRATOR == 1) {
-            c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, camera_mask_tile(s, x, y));
+            c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, tile);
         } else if (INTEGRATOR == 2) {
-            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, camera_mask_tile(s, x, y));
+            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, tile);
         } else {
             c = trace_path<K, OCT, GRID>(s, params, ray, rng, rays);
         }

@@ -213,13 +213,14 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
 // The colour of pixel (x, y) by INTEGRATOR, adding its rays to `rays`: the
 // path kernel on the tree regenerates paths when PRISM_PATH_REGEN is on.
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID>
-__device__ __forceinline__ V3 pixel_color(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32& rays) {
+__device__ __forceinline__ V3 pixel_color(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32 tile,
+                                          u32& rays) {
 #if PRISM_PATH_REGEN
     if (INTEGRATOR == 0 && !GRID) {
         return render_pixel_path_regen<K, OCT>(s, params, x, y, rays);
     }
 #endif
-    return render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
+    return render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, tile, rays);
 }
 
 // Pixels of rows [y0, y1): one block per `tiles` tiles, one below the other,
@@ -250,7 +251,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
         }
 #endif
         if (active) {
-            const V3 c = pixel_color<INTEGRATOR, K, OCT, GRID>(s, params, x, y, rays);
+            const V3 c = pixel_color<INTEGRATOR, K, OCT, GRID>(s, params, x, y, camera_mask_tile(s, x, y), rays);
             store_pixel(out, format, srgb8, y * params.width + x, c);
         }
     }
@@ -653,25 +654,37 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 
 // prism_camera_masks: masks[i] = the camera candidates of tile i of
 // PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`
-// cones (camera_bounds.cuh), and masks[tiles + i] its reflection candidates,
-// from the `count` bounding spheres that follow the cones and the tiles' half
-// angle `tile_angle` (at least PRISM_REFLECTION_MAX_ANGLE: none, every
-// mirror ray walks the tree); launched before a frame's render kernels.
+// cones (camera_bounds.cuh); masks[tiles + i] its reflection candidates and
+// masks[2 tiles + i] its shadow candidates (for the light of c_params), from
+// the `count` bounding spheres that follow the cones and the tiles' half
+// angle `tile_angle`. `lists` says which of those two are wanted
+// (PRISM_LIST_REFLECTIONS, PRISM_LIST_SHADOWS); the others, and all of them
+// when `tile_angle` is at least PRISM_REFLECTION_MAX_ANGLE, are
+// PRISM_REFLECTION_WALK and PRISM_SHADOW_WALK (their rays walk the tree).
+// Launched before a frame's render kernels.
 #ifndef PRISM_CAMERA_MASKS_THREADS
 #define PRISM_CAMERA_MASKS_THREADS 128
 #endif
+#define PRISM_LIST_REFLECTIONS 1u
+#define PRISM_LIST_SHADOWS 2u
 extern "C" __global__ void __launch_bounds__(PRISM_CAMERA_MASKS_THREADS)
     prism_camera_masks(const float4* __restrict__ cones, u32 count, u64* __restrict__ masks, u32 tiles_x,
-                       u32 tiles_y, const Primitive* __restrict__ prims, float tile_angle) {
+                       u32 tiles_y, const Primitive* __restrict__ prims, float tile_angle, u32 lists) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 tiles = tiles_x * tiles_y;
     if (i < tiles) {
         const u32 x0 = (i % tiles_x) * PRISM_CAMERA_MASK_TILE, y0 = (i / tiles_x) * PRISM_CAMERA_MASK_TILE;
         const u64 camera = camera_tile_mask(c_params, cones, count, x0, y0);
         masks[i] = camera;
+        const V3 eye = xyz(c_params.camera.origin_lens);
         const V3 dir = camera_tile_direction(c_params, x0, y0, PRISM_CAMERA_MASK_TILE, PRISM_CAMERA_MASK_TILE);
-        masks[tiles + i] = reflection_tile_mask(xyz(c_params.camera.origin_lens), dir, tile_angle, camera, prims,
-                                                cones + count, count);
+        masks[tiles + i] = (lists & PRISM_LIST_REFLECTIONS) != 0
+                               ? reflection_tile_mask(eye, dir, tile_angle, camera, prims, cones + count, count)
+                               : PRISM_REFLECTION_WALK;
+        masks[2 * tiles + i] = (lists & PRISM_LIST_SHADOWS) != 0
+                                   ? shadow_tile_mask(eye, dir, tile_angle, camera, prims, cones + count, count,
+                                                      xyz(c_params.light_position))
+                                   : PRISM_SHADOW_WALK;
     }
 }
 

@@ -10,8 +10,9 @@ use crate::kernels::{
     KERNEL_INTERSECT, KERNEL_NAMES, KERNEL_OCCLUDED, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
     KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
     KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
-    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, PtxasReport, RAY_TALLY_BYTES,
-    SceneArgs, SceneKind, SourcePatch, WORK_WORDS, kernel_name,
+    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, LIST_REFLECTIONS, LIST_SHADOWS, MASKS_PER_TILE,
+    PARAMS_SYMBOL, PtxasReport, RAY_TALLY_BYTES, SceneArgs, SceneKind, SourcePatch, WORK_WORDS,
+    kernel_name,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -641,15 +642,16 @@ impl DeviceState {
     /// scene) and the slots' bounding spheres (`balls`), and launch
     /// `prism_camera_masks` over the frame's tiles of `CAMERA_MASK_TILE`
     /// pixels, after c_params was written on the stream: each tile's camera
-    /// candidates, then each tile's reflection candidates (for tiles of half
-    /// angle `tile_angle`; none at `REFLECTION_MAX_ANGLE` or more). The masks'
-    /// pointer and tiles per row and column, or `None` when the scene has no
-    /// room for cones (KernelConfig::camera_cones).
+    /// candidates, then each tile's reflection and shadow candidates (for
+    /// tiles of half angle `tile_angle`, those `lists` asks for:
+    /// `LIST_REFLECTIONS`, `LIST_SHADOWS`; none at `REFLECTION_MAX_ANGLE` or
+    /// more). The masks' pointer and tiles per row and column, or `None` when
+    /// the scene has no room for cones (KernelConfig::camera_cones).
     fn find_camera_masks(
         &mut self,
         cones: &[[f32; 4]],
         balls: &[[f32; 4]],
-        tile_angle: f32,
+        (tile_angle, lists): (f32, u32),
         (width, height): (u32, u32),
     ) -> Result<Option<(u64, [u32; 2])>, Error> {
         let Some(scene) = self.scene.as_mut() else {
@@ -670,18 +672,20 @@ impl DeviceState {
         let mut tiles_x = width.div_ceil(tile);
         let mut tiles_y = height.div_ceil(tile);
         let n = tiles_x as usize * tiles_y as usize;
-        // A camera mask and a reflection mask a tile.
-        if self
-            .camera_masks
-            .as_ref()
-            .is_none_or(|b| b.bytes() < 2 * n * 8)
-        {
+        if MASKS_PER_TILE * n > u32::MAX as usize {
+            // The kernels index the masks in 32 bits: camera rays walk the tree.
+            return Ok(None);
+        }
+        // A camera, a reflection and a shadow mask a tile.
+        let bytes = MASKS_PER_TILE * n * 8;
+        if self.camera_masks.as_ref().is_none_or(|b| b.bytes() < bytes) {
             self.camera_masks = None;
-            self.camera_masks = Some(DeviceBuffer::alloc(2 * n * 8, "camera masks")?);
+            self.camera_masks = Some(DeviceBuffer::alloc(bytes, "camera masks")?);
         }
         let mut masks = self.camera_masks.as_ref().map_or(0, |b| b.ptr());
         let mut angle = tile_angle;
-        let mut params: [*mut c_void; 7] = [
+        let mut lists = lists;
+        let mut params: [*mut c_void; 8] = [
             (&mut cones_ptr as *mut u64).cast(),
             (&mut count as *mut u32).cast(),
             (&mut masks as *mut u64).cast(),
@@ -689,6 +693,7 @@ impl DeviceState {
             (&mut tiles_y as *mut u32).cast(),
             (&mut prims as *mut u64).cast(),
             (&mut angle as *mut f32).cast(),
+            (&mut lists as *mut u32).cast(),
         ];
         let blocks = (n as u64).div_ceil(CAMERA_MASKS_THREADS as u64);
         let Some(blocks) = u32::try_from(blocks).ok().filter(|&b| b <= MAX_GRID_X) else {
@@ -696,11 +701,11 @@ impl DeviceState {
             return Ok(None);
         };
         let grid = (blocks, 1);
-        // SAFETY: the seven values match prism_camera_masks's parameters
-        // (const float4*, u32, u64*, u32, u32, const Primitive*, float) in
-        // order and layout; `cones` holds `count` cones then `count` balls
+        // SAFETY: the eight values match prism_camera_masks's parameters
+        // (const float4*, u32, u64*, u32, u32, const Primitive*, float, u32)
+        // in order and layout; `cones` holds `count` cones then `count` balls
         // (uploaded above, `upload` waits for the copy), `masks` holds
-        // 2 * tiles_x * tiles_y u64 (grown above), `prims` is the scene's
+        // 3 * tiles_x * tiles_y u64 (grown above), `prims` is the scene's
         // primitive buffer of `count` (at most CAMERA_BOUNDS_MAX_PRIMS)
         // records, and the kernel reads c_params, written before on the same
         // stream.
@@ -1594,8 +1599,12 @@ impl CudaBackend {
             Some(_) => camera_bounds::bounding_balls(accel.primitives()),
             None => Vec::new(),
         };
-        let tile_angle = match config
-            .reflection_masks
+        let lists = if config.reflection_masks {
+            LIST_REFLECTIONS
+        } else {
+            0
+        } | if config.shadow_masks { LIST_SHADOWS } else { 0 };
+        let tile_angle = match (lists != 0)
             .then(|| camera_bounds::tile_half_angle(&params.camera, width, height, [tile, tile]))
         {
             Some(Some(Some(a))) => (a as f32).next_up(),
@@ -1647,7 +1656,7 @@ impl CudaBackend {
         // The tiles' camera candidates, counted in the frame's kernel time.
         if let Some(c) = &cones
             && let Some((masks, tiles)) =
-                st.find_camera_masks(c, &balls, tile_angle, (width, height))?
+                st.find_camera_masks(c, &balls, (tile_angle, lists), (width, height))?
         {
             scene.0.camera_masks = masks;
             scene.0.camera_mask_tiles = tiles;

@@ -72,6 +72,15 @@ pub const KERNEL_RENDER_AO_GRID: &str = "prism_render_ao_grid";
 pub const KERNEL_CAMERA_MASKS: &str = "prism_camera_masks";
 /// Threads per block of [`KERNEL_CAMERA_MASKS`] (its `__launch_bounds__`).
 pub const CAMERA_MASKS_THREADS: u32 = 128;
+/// The masks [`KERNEL_CAMERA_MASKS`] stores for each tile: camera, reflection
+/// and shadow candidates (`PRISM_MASK_*` in camera_bounds.cuh).
+pub const MASKS_PER_TILE: usize = 3;
+/// [`KERNEL_CAMERA_MASKS`]'s `lists` bit for reflection candidates
+/// (`PRISM_LIST_REFLECTIONS`).
+pub const LIST_REFLECTIONS: u32 = 1;
+/// [`KERNEL_CAMERA_MASKS`]'s `lists` bit for shadow candidates
+/// (`PRISM_LIST_SHADOWS`).
+pub const LIST_SHADOWS: u32 = 2;
 /// Base name of the closest-hit batch kernel.
 pub const KERNEL_INTERSECT: &str = "prism_intersect";
 /// Base name of the any-hit batch kernel.
@@ -366,6 +375,13 @@ pub struct KernelConfig {
     /// walking the tree, with the same hits except where two primitives tie
     /// at exactly the same `t`. The kernels are the same either way.
     pub reflection_masks: bool,
+    /// With [`Self::camera_cones`], `prism_camera_masks` also finds each
+    /// tile's shadow candidates
+    /// ([`prism_core::camera_bounds::shadow_candidates`]): the shadow ray
+    /// towards the light from a camera hit (Whitted, and ambient occlusion
+    /// with shadows) tests those instead of the light's cell or the tree,
+    /// with the same answer. The kernels are the same either way.
+    pub shadow_masks: bool,
     /// A frame of several bands (see `render`'s stage table) launches every
     /// other band on a second stream, so that the blocks of one band start
     /// while the last blocks of the one before still run, instead of the
@@ -405,6 +421,7 @@ impl Default for KernelConfig {
             cell_grid: true,
             camera_cones: true,
             reflection_masks: true,
+            shadow_masks: true,
             overlap_bands: true,
             extra_options: Vec::new(),
         }

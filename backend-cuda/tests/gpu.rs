@@ -512,7 +512,7 @@ fn skipping_unneeded_work_leaves_every_pixel_as_it_was() {
         ..Default::default()
     };
     let mut plain = gpu_with(plain);
-    // Camera rays walk the tree here too (camera_cones_and_reflection_masks_give_the_trees_hits
+    // Camera rays walk the tree here too (camera_cones_and_bounce_masks_give_the_trees_answers
     // covers their candidates).
     let lean_config = KernelConfig {
         lobe_branches: true,
@@ -648,7 +648,7 @@ fn the_light_grid_gives_the_trees_shadows() {
 }
 
 #[test]
-fn camera_cones_and_reflection_masks_give_the_trees_hits() {
+fn camera_cones_and_bounce_masks_give_the_trees_answers() {
     // Tiles that list nothing: camera rays see only the sky.
     let listing_nothing = |name: &str, src: &str| {
         if name == "camera_bounds.cuh" {
@@ -661,15 +661,21 @@ fn camera_cones_and_reflection_masks_give_the_trees_hits() {
     // Tiles whose mirror rays list nothing: those see only the sky.
     let mirrors_listing_nothing = |name: &str, src: &str| {
         if name == "prism.cu" {
-            src.replace(
-                "masks[tiles + i] = reflection_tile_mask(",
-                "masks[tiles + i] = 0ull & reflection_tile_mask(",
-            )
+            src.replace("? reflection_tile_mask(", "? 0ull & reflection_tile_mask(")
         } else {
             src.to_owned()
         }
     };
     assert_patch_applies("prism.cu", &mirrors_listing_nothing);
+    // Tiles whose shadow rays list nothing: nothing blocks them.
+    let shadows_listing_nothing = |name: &str, src: &str| {
+        if name == "prism.cu" {
+            src.replace("? shadow_tile_mask(", "? 0ull & shadow_tile_mask(")
+        } else {
+            src.to_owned()
+        }
+    };
+    assert_patch_applies("prism.cu", &shadows_listing_nothing);
     if gpu_or_skip().is_none() {
         return;
     }
@@ -702,11 +708,19 @@ fn camera_cones_and_reflection_masks_give_the_trees_hits() {
             },
             mirrors_listing_nothing,
         );
+        let mut no_shadows = gpu_patched(
+            KernelConfig {
+                render_tile: tile,
+                ..Default::default()
+            },
+            shadows_listing_nothing,
+        );
         for preset in [whitted19(), cornell_mix(), lamp_in_a_crowd()] {
             let t = linear_renders(&mut tree, &preset, (w, h), &KINDS, true);
             let c = linear_renders(&mut cones, &preset, (w, h), &KINDS, true);
             let b = linear_renders(&mut broken, &preset, (w, h), &KINDS, true);
             let m = linear_renders(&mut no_mirrors, &preset, (w, h), &KINDS, true);
+            let n = linear_renders(&mut no_shadows, &preset, (w, h), &KINDS, true);
             for (k, integrator) in ["whitted", "ao"].iter().enumerate() {
                 let differ = |a: &[[f32; 4]], b: &[[f32; 4]]| {
                     a.iter().zip(b).filter(|(p, q)| p != q).count()
@@ -739,6 +753,15 @@ fn camera_cones_and_reflection_masks_give_the_trees_hits() {
                     assert!(
                         differ(&t[k], &m[k]) > 0,
                         "{} tile {tile:?}: the reflection masks were not used",
+                        preset.name
+                    );
+                }
+                // And whitted19's shadow masks, which answer the shadow rays
+                // of Whitted's and AO's camera hits.
+                if preset.name == "whitted19" {
+                    assert!(
+                        differ(&t[k], &n[k]) > 0,
+                        "{} {integrator} tile {tile:?}: the shadow masks were not used",
                         preset.name
                     );
                 }
