@@ -70,14 +70,11 @@ __device__ __forceinline__ u64 tile_candidates(const SceneView& s, u32 tile, u32
     return __ldg(s.camera_masks + which * (s.camera_mask_tiles[0] * s.camera_mask_tiles[1]) + tile);
 }
 
-// mirrors prism_core::camera_bounds::reflection_candidates in f32 (its
-// margins, 1e-4 of each length and angle, cover f32's rounding a hundred
-// times): the slots a mirror ray off a camera hit of the tile of unit
-// direction `dir` and half angle `tile_angle` may hit, from the tile's camera
-// candidates `camera_mask`, the scene's primitives and their bounding spheres
-// `balls` (centre, radius; `count` of them).
+// mirrors prism_core::camera_bounds::REFLECTION_BOUNDS_MARGIN and
+// REFLECTION_MAX_ANGLE, the margins and the widest cone of the bounce masks.
 #define PRISM_REFLECTION_MARGIN 1e-4f
 #define PRISM_REFLECTION_MAX_ANGLE 1.0f
+
 // mirrors prism_core::camera_bounds::cone_hits_sphere in f32: where the rays
 // from `eye` in the cone of unit axis `dir` and half angle `tile_angle` first
 // meet the sphere of `centre` and `radius`: PRISM_CONE_MISSED (none does),
@@ -113,15 +110,21 @@ __device__ __forceinline__ int cone_hits_sphere(V3 eye, V3 dir, float tile_angle
     return PRISM_CONE_WITHIN;
 }
 
-__device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
-                                                    const Primitive* __restrict__ prims,
-                                                    const float4* __restrict__ balls, u32 count) {
+// mirrors prism_core::camera_bounds::camera_hit_balls: calls
+// each(at, delta, centre, radius) for every sphere among the camera
+// candidates `camera_mask` that the tile's cone (from `eye`, unit axis `dir`,
+// half angle `tile_angle`) meets, every hit on it within `delta` of `at`
+// (cone_hits_sphere); false when the tile's bounce rays walk the tree instead
+// (more than 64 primitives, a cone of PRISM_REFLECTION_MAX_ANGLE or more, a
+// triangle among the candidates, an eye inside or on a sphere) or when `each`
+// returns false.
+template <typename Each>
+__device__ __forceinline__ bool each_camera_hit_ball(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
+                                                     const Primitive* __restrict__ prims,
+                                                     const float4* __restrict__ balls, u32 count, Each each) {
     if (count > 64u || !(tile_angle < PRISM_REFLECTION_MAX_ANGLE)) {
-        return PRISM_REFLECTION_WALK;
+        return false;
     }
-    const float margin = PRISM_REFLECTION_MARGIN;
-    const float pi = 3.14159265358979f;
-    u64 mask = 0;
     u64 left = camera_mask;
     while (left != 0) {
         const u32 slot = (u32)__ffsll((long long)left) - 1u;
@@ -130,48 +133,62 @@ __device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_a
             continue;
         }
         if (__float_as_uint(__ldg(&prims[slot].b).w) != PRISM_KIND_SPHERE) {
-            return PRISM_REFLECTION_WALK;
+            return false;
         }
         const float4 sphere = __ldg(balls + slot);
-        const V3 centre = xyz(sphere);
-        const float radius = sphere.w;
         V3 at;
         float delta;
-        const int hits = cone_hits_sphere(eye, dir, tile_angle, centre, radius, at, delta);
-        if (hits == PRISM_CONE_MISSED) {
-            continue;
-        }
-        if (hits == PRISM_CONE_UNBOUNDED) {
-            return PRISM_REFLECTION_WALK;
-        }
-        const V3 out = at - centre;
-        const float out_len = length(out);
-        if (!(delta < 0.5f * radius && out_len > 0.0f)) {
-            return PRISM_REFLECTION_WALK;
-        }
-        const float psi = asinf(fminf(delta / (radius - delta), 1.0f));
-        const V3 normal = out * (1.0f / out_len);
-        const V3 mirror = dir - 2.0f * dot(dir, normal) * normal;
-        const float phi = tile_angle + 2.0f * psi + margin;
-        if (!(phi < PRISM_REFLECTION_MAX_ANGLE)) {
-            return PRISM_REFLECTION_WALK;
-        }
-        for (u32 k = 0; k < count; ++k) {
-            const float4 q = __ldg(balls + k);
-            const V3 w = xyz(q) - at;
-            const float len = length(w);
-            const float reach = q.w + delta + margin * (q.w + len);
-            bool seen = len <= reach;
-            if (!seen) {
-                const float angle = phi + asinf(fminf(reach / len, 1.0f));
-                seen = angle >= pi || dot(w, mirror) >= len * cosf(angle);
-            }
-            if (seen) {
-                mask |= 1ull << k;
-            }
+        const int hits = cone_hits_sphere(eye, dir, tile_angle, xyz(sphere), sphere.w, at, delta);
+        if (hits == PRISM_CONE_UNBOUNDED || (hits == PRISM_CONE_WITHIN && !each(at, delta, xyz(sphere), sphere.w))) {
+            return false;
         }
     }
-    return mask;
+    return true;
+}
+
+// mirrors prism_core::camera_bounds::reflection_candidates in f32 (its
+// margins, 1e-4 of each length and angle, cover f32's rounding a hundred
+// times): the slots a mirror ray off a camera hit of the tile of unit
+// direction `dir` and half angle `tile_angle` may hit, from the tile's camera
+// candidates `camera_mask`, the scene's primitives and their bounding spheres
+// `balls` (centre, radius; `count` of them).
+__device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
+                                                    const Primitive* __restrict__ prims,
+                                                    const float4* __restrict__ balls, u32 count) {
+    const float margin = PRISM_REFLECTION_MARGIN;
+    const float pi = 3.14159265358979f;
+    u64 mask = 0;
+    const bool bounded = each_camera_hit_ball(
+        eye, dir, tile_angle, camera_mask, prims, balls, count, [&](V3 at, float delta, V3 centre, float radius) {
+            const V3 out = at - centre;
+            const float out_len = length(out);
+            if (!(delta < 0.5f * radius && out_len > 0.0f)) {
+                return false;
+            }
+            const float psi = asinf(fminf(delta / (radius - delta), 1.0f));
+            const V3 normal = out * (1.0f / out_len);
+            const V3 mirror = dir - 2.0f * dot(dir, normal) * normal;
+            const float phi = tile_angle + 2.0f * psi + margin;
+            if (!(phi < PRISM_REFLECTION_MAX_ANGLE)) {
+                return false;
+            }
+            for (u32 k = 0; k < count; ++k) {
+                const float4 q = __ldg(balls + k);
+                const V3 w = xyz(q) - at;
+                const float len = length(w);
+                const float reach = q.w + delta + margin * (q.w + len);
+                bool seen = len <= reach;
+                if (!seen) {
+                    const float angle = phi + asinf(fminf(reach / len, 1.0f));
+                    seen = angle >= pi || dot(w, mirror) >= len * cosf(angle);
+                }
+                if (seen) {
+                    mask |= 1ull << k;
+                }
+            }
+            return true;
+        });
+    return bounded ? mask : PRISM_REFLECTION_WALK;
 }
 
 // mirrors prism_core::camera_bounds::SHADOW_WALK and SHADOW_MAX_CANDIDATES
@@ -189,47 +206,30 @@ __device__ __forceinline__ u64 reflection_tile_mask(V3 eye, V3 dir, float tile_a
 __device__ __forceinline__ u64 shadow_tile_mask(V3 eye, V3 dir, float tile_angle, u64 camera_mask,
                                                 const Primitive* __restrict__ prims,
                                                 const float4* __restrict__ balls, u32 count, V3 light) {
-    if (count > 64u || !(tile_angle < PRISM_REFLECTION_MAX_ANGLE) ||
-        !(isfinite(light.x) && isfinite(light.y) && isfinite(light.z))) {
+    if (!(isfinite(light.x) && isfinite(light.y) && isfinite(light.z))) {
         return PRISM_SHADOW_WALK;
     }
     const float margin = PRISM_REFLECTION_MARGIN;
     u64 mask = 0;
-    u64 left = camera_mask;
-    while (left != 0) {
-        const u32 slot = (u32)__ffsll((long long)left) - 1u;
-        left &= left - 1;
-        if (slot >= count) {
-            continue;
-        }
-        if (__float_as_uint(__ldg(&prims[slot].b).w) != PRISM_KIND_SPHERE) {
-            return PRISM_SHADOW_WALK;
-        }
-        const float4 sphere = __ldg(balls + slot);
-        V3 at;
-        float delta;
-        const int hits = cone_hits_sphere(eye, dir, tile_angle, xyz(sphere), sphere.w, at, delta);
-        if (hits == PRISM_CONE_MISSED) {
-            continue;
-        }
-        if (hits == PRISM_CONE_UNBOUNDED) {
-            return PRISM_SHADOW_WALK;
-        }
-        const V3 segment = light - at;
-        const float seg_len = length(segment);
-        for (u32 k = 0; k < count; ++k) {
-            const float4 q = __ldg(balls + k);
-            const V3 w = xyz(q) - at;
-            // The point of the segment closest to the ball's centre.
-            const float t = seg_len > 0.0f ? fminf(fmaxf(dot(w, segment) / (seg_len * seg_len), 0.0f), 1.0f) : 0.0f;
-            const float gap = length(w - t * segment);
-            const float reach = q.w + delta + margin * (q.w + length(w) + seg_len);
-            if (gap <= reach) {
-                mask |= 1ull << k;
+    const bool bounded = each_camera_hit_ball(
+        eye, dir, tile_angle, camera_mask, prims, balls, count, [&](V3 at, float delta, V3, float) {
+            const V3 segment = light - at;
+            const float seg_len = length(segment);
+            for (u32 k = 0; k < count; ++k) {
+                const float4 q = __ldg(balls + k);
+                const V3 w = xyz(q) - at;
+                // The point of the segment closest to the ball's centre.
+                const float t =
+                    seg_len > 0.0f ? fminf(fmaxf(dot(w, segment) / (seg_len * seg_len), 0.0f), 1.0f) : 0.0f;
+                const float gap = length(w - t * segment);
+                const float reach = q.w + delta + margin * (q.w + length(w) + seg_len);
+                if (gap <= reach) {
+                    mask |= 1ull << k;
+                }
             }
-        }
-    }
-    return __popcll((long long)mask) > PRISM_SHADOW_MAX_CANDIDATES ? PRISM_SHADOW_WALK : mask;
+            return true;
+        });
+    return bounded && __popcll((long long)mask) <= PRISM_SHADOW_MAX_CANDIDATES ? mask : PRISM_SHADOW_WALK;
 }
 
 #ifndef PRISM_LIST_WORDS

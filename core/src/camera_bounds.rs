@@ -292,6 +292,62 @@ fn cone_hits_sphere(
     ConeHits::Within { at, delta }
 }
 
+/// Where a tile's camera rays hit one of its camera candidates: every hit on
+/// the sphere of `centre` and `radius` lies within `delta` of `at`.
+struct HitBall {
+    at: DVec3,
+    delta: f64,
+    centre: DVec3,
+    radius: f64,
+}
+
+/// The [`HitBall`]s of the camera candidates `camera_mask` (spheres) of the
+/// tile seen from `eye` in the cone of unit axis `dir` and half angle
+/// `tile_angle`, for those the cone meets; `None` when the tile's bounce rays
+/// walk the tree instead: a scene of more than [`CAMERA_BOUNDS_MAX_PRIMS`], a
+/// cone of [`REFLECTION_MAX_ANGLE`] or more, an eye or axis that is not
+/// finite, a triangle among the candidates or an eye inside or on a sphere.
+fn camera_hit_balls(
+    eye: Vec3,
+    dir: Vec3,
+    tile_angle: f64,
+    camera_mask: u64,
+    prims: &[Primitive],
+) -> Option<Vec<HitBall>> {
+    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
+        || tile_angle.is_nan()
+        || tile_angle >= REFLECTION_MAX_ANGLE
+    {
+        return None;
+    }
+    let (eye, axis) = (eye.as_dvec3(), dir.as_dvec3().normalize_or_zero());
+    if !(eye.is_finite() && axis != DVec3::ZERO) {
+        return None;
+    }
+    let mut hits = Vec::new();
+    let mut left = camera_mask;
+    while left != 0 {
+        let slot = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let Some(p) = prims.get(slot) else { continue };
+        if p.kind() != crate::gpu::KIND_SPHERE {
+            return None;
+        }
+        let (centre, radius) = bounding_sphere(p);
+        match cone_hits_sphere(eye, axis, tile_angle, centre, radius) {
+            ConeHits::Missed => {}
+            ConeHits::Unbounded => return None,
+            ConeHits::Within { at, delta } => hits.push(HitBall {
+                at,
+                delta,
+                centre,
+                radius,
+            }),
+        }
+    }
+    Some(hits)
+}
+
 /// The slots (bit `i` for slot `i`) of the primitives a mirror ray of a tile
 /// may hit, or [`REFLECTION_WALK`]: the Whitted integrator's first bounce off
 /// a camera hit of the tile, whose camera candidates are `camera_mask`, seen
@@ -323,32 +379,19 @@ pub fn reflection_candidates(
     camera_mask: u64,
     prims: &[Primitive],
 ) -> u64 {
-    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
-        || tile_angle.is_nan()
-        || tile_angle >= REFLECTION_MAX_ANGLE
-    {
+    let Some(hits) = camera_hit_balls(eye, dir, tile_angle, camera_mask, prims) else {
         return REFLECTION_WALK;
-    }
-    let (eye, axis) = (eye.as_dvec3(), dir.as_dvec3().normalize_or_zero());
-    if !(eye.is_finite() && axis != DVec3::ZERO) {
-        return REFLECTION_WALK;
-    }
+    };
+    let axis = dir.as_dvec3().normalize_or_zero();
     let margin = REFLECTION_BOUNDS_MARGIN;
     let mut mask = 0u64;
-    let mut left = camera_mask;
-    while left != 0 {
-        let slot = left.trailing_zeros() as usize;
-        left &= left - 1;
-        let Some(p) = prims.get(slot) else { continue };
-        if p.kind() != crate::gpu::KIND_SPHERE {
-            return REFLECTION_WALK;
-        }
-        let (centre, radius) = bounding_sphere(p);
-        let (at, delta) = match cone_hits_sphere(eye, axis, tile_angle, centre, radius) {
-            ConeHits::Missed => continue,
-            ConeHits::Unbounded => return REFLECTION_WALK,
-            ConeHits::Within { at, delta } => (at, delta),
-        };
+    for HitBall {
+        at,
+        delta,
+        centre,
+        radius,
+    } in hits
+    {
         let out = at - centre;
         let out_len = out.length();
         if !(delta < 0.5 * radius && out_len > 0.0) {
@@ -416,36 +459,16 @@ pub fn shadow_candidates(
     prims: &[Primitive],
     light: Vec3,
 ) -> u64 {
-    if prims.len() > CAMERA_BOUNDS_MAX_PRIMS
-        || tile_angle.is_nan()
-        || tile_angle >= REFLECTION_MAX_ANGLE
-    {
+    let light = light.as_dvec3();
+    if !light.is_finite() {
         return SHADOW_WALK;
     }
-    let (eye, axis, light) = (
-        eye.as_dvec3(),
-        dir.as_dvec3().normalize_or_zero(),
-        light.as_dvec3(),
-    );
-    if !(eye.is_finite() && axis != DVec3::ZERO && light.is_finite()) {
+    let Some(hits) = camera_hit_balls(eye, dir, tile_angle, camera_mask, prims) else {
         return SHADOW_WALK;
-    }
+    };
     let margin = REFLECTION_BOUNDS_MARGIN;
     let mut mask = 0u64;
-    let mut left = camera_mask;
-    while left != 0 {
-        let slot = left.trailing_zeros() as usize;
-        left &= left - 1;
-        let Some(p) = prims.get(slot) else { continue };
-        if p.kind() != crate::gpu::KIND_SPHERE {
-            return SHADOW_WALK;
-        }
-        let (centre, radius) = bounding_sphere(p);
-        let (at, delta) = match cone_hits_sphere(eye, axis, tile_angle, centre, radius) {
-            ConeHits::Missed => continue,
-            ConeHits::Unbounded => return SHADOW_WALK,
-            ConeHits::Within { at, delta } => (at, delta),
-        };
+    for HitBall { at, delta, .. } in hits {
         let segment = light - at;
         let length = segment.length();
         for (k, q) in prims.iter().enumerate() {
@@ -672,18 +695,50 @@ mod tests {
         }
     }
 
-    /// The Whitted integrator's first mirror ray off the camera hit `hit` of
-    /// `ray` (trace_whitted's arithmetic).
-    fn mirror_ray(prims: &[Primitive], ray: &Ray, hit: &Hit) -> Ray {
-        use crate::integrator::{primitive_size, spawn_tmin, surface_margin};
+    /// The images and tiles the bounce masks are checked at: small tiles, and
+    /// the GPU kernels' mask tiles.
+    const BOUNCE_IMAGES: [(u32, u32, [u32; 2]); 3] = [
+        (48, 40, [4, 4]),
+        (64, 16, [16, 2]),
+        (1024, 768, [CAMERA_MASK_TILE; 2]),
+    ];
+
+    /// Every pixel of a small image, and 3,000 pseudo-random pixels of a
+    /// large one.
+    fn pixels_to_check(w: u32, h: u32, seed: u64) -> Vec<(u32, u32)> {
+        if w * h <= 4096 {
+            return (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).collect();
+        }
+        let mut state = seed | 1;
+        (0..3000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state % w as u64) as u32, ((state >> 32) % h as u64) as u32)
+            })
+            .collect()
+    }
+
+    /// The point of the camera hit `hit` of `ray`, its unit normal facing the
+    /// ray, and the spawn distance of rays leaving it (trace_whitted's
+    /// arithmetic), with the primitive's size.
+    fn camera_hit_surface(prims: &[Primitive], ray: &Ray, hit: &Hit) -> (Vec3, Vec3, f32, f32) {
+        use crate::integrator::{primitive_size, spawn_tmin};
         let prim = &prims[hit.prim as usize];
         let row = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
         let p = ray.at(hit.t);
         let n = ((p - row(prim.a)) * prim.b[1]).normalize_or(Vec3::Y);
-        let d = ray.dir;
-        let n = if n.dot(d) < 0.0 { n } else { -n };
-        let r = crate::material::reflect(d, n);
-        let tmin = spawn_tmin(p, ray.origin) + surface_margin(primitive_size(prim), r.dot(n));
+        let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
+        (p, n, spawn_tmin(p, ray.origin), primitive_size(prim))
+    }
+
+    /// The Whitted integrator's first mirror ray off the camera hit `hit` of
+    /// `ray` (trace_whitted's arithmetic).
+    fn mirror_ray(prims: &[Primitive], ray: &Ray, hit: &Hit) -> Ray {
+        let (p, n, spawn, size) = camera_hit_surface(prims, ray, hit);
+        let r = crate::material::reflect(ray.dir, n);
+        let tmin = spawn + crate::integrator::surface_margin(size, r.dot(n));
         Ray::segment(p, r, tmin, f32::INFINITY)
     }
 
@@ -763,21 +818,9 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let Some(accel) = scene(&spheres, &[], true) else { return Ok(()) };
-            let (w, h, tile) = [(48, 40, [4, 4]), (64, 16, [16, 2]), (1024, 768, [CAMERA_MASK_TILE; 2])][shape];
+            let (w, h, tile) = BOUNCE_IMAGES[shape];
             let Ok(cam) = Camera::look_at(from, at, Vec3::Y, fov).frame(w, h) else { return Ok(()) };
-            let pixels: Vec<(u32, u32)> = if w * h <= 4096 {
-                (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).collect()
-            } else {
-                let mut state = seed | 1;
-                (0..3000)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        ((state % w as u64) as u32, ((state >> 32) % h as u64) as u32)
-                    })
-                    .collect()
-            };
+            let pixels = pixels_to_check(w, h, seed);
             check_mirrors(&accel, &cam, (w, h), tile, &pixels)?;
         }
     }
@@ -785,16 +828,11 @@ mod tests {
     /// The Whitted integrator's shadow ray towards `light` off the camera hit
     /// `hit` of `ray` (whitted_local's arithmetic).
     fn shadow_ray(prims: &[Primitive], ray: &Ray, hit: &Hit, light: Vec3) -> Ray {
-        use crate::integrator::{primitive_size, spawn_tmin, surface_margin};
-        let prim = &prims[hit.prim as usize];
-        let row = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
-        let p = ray.at(hit.t);
-        let n = ((p - row(prim.a)) * prim.b[1]).normalize_or(Vec3::Y);
-        let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
+        let (p, n, spawn, size) = camera_hit_surface(prims, ray, hit);
         let to_light = light - p;
         let dist = to_light.length();
         let l = to_light * (1.0 / dist);
-        let tmin = spawn_tmin(p, ray.origin) + surface_margin(primitive_size(prim), l.dot(n));
+        let tmin = spawn + crate::integrator::surface_margin(size, l.dot(n));
         Ray::segment(p, l, tmin, dist)
     }
 
@@ -881,21 +919,9 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let Some(accel) = scene(&spheres, &[], true) else { return Ok(()) };
-            let (w, h, tile) = [(48, 40, [4, 4]), (64, 16, [16, 2]), (1024, 768, [CAMERA_MASK_TILE; 2])][shape];
+            let (w, h, tile) = BOUNCE_IMAGES[shape];
             let Ok(cam) = Camera::look_at(from, at, Vec3::Y, fov).frame(w, h) else { return Ok(()) };
-            let pixels: Vec<(u32, u32)> = if w * h <= 4096 {
-                (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).collect()
-            } else {
-                let mut state = seed | 1;
-                (0..3000)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        ((state % w as u64) as u32, ((state >> 32) % h as u64) as u32)
-                    })
-                    .collect()
-            };
+            let pixels = pixels_to_check(w, h, seed);
             check_shadows(&accel, &cam, (w, h), tile, &pixels, light)?;
         }
     }
@@ -922,6 +948,38 @@ mod tests {
         (accel, cam, (w, h))
     }
 
+    /// Over whitted19's mask tiles at 2048 x 2048 that have one camera
+    /// candidate: how many there are, how many `mask_of` (eye, tile direction,
+    /// half angle, camera mask) lists (not [`REFLECTION_WALK`] or
+    /// [`SHADOW_WALK`], both `u64::MAX`), and their candidates in all.
+    fn whitted19_ground_tiles(
+        accel: &Accel,
+        cam: &GpuCamera,
+        mask_of: impl Fn(Vec3, Vec3, f64, u64) -> u64,
+    ) -> (u32, u32, u32) {
+        let (w, h, tile) = (2048, 2048, [CAMERA_MASK_TILE; 2]);
+        let cones = camera_cones(cam, w, h, tile, accel.primitives()).unwrap(); // ok: pinhole
+        let angle = tile_half_angle(cam, w, h, tile).unwrap().unwrap(); // ok: narrow tiles
+        let eye = Vec3::new(cam.origin_lens[0], cam.origin_lens[1], cam.origin_lens[2]);
+        let (mut ground, mut listed, mut bits) = (0, 0, 0);
+        for ty in 0..h / tile[1] {
+            for tx in 0..w / tile[0] {
+                let dir = tile_direction(cam, w, h, tx * tile[0], ty * tile[1], tile);
+                let camera_mask = camera_candidates(&cones, dir);
+                if camera_mask.count_ones() != 1 {
+                    continue;
+                }
+                ground += 1;
+                let mask = mask_of(eye, dir, angle, camera_mask);
+                if mask != u64::MAX {
+                    listed += 1;
+                    bits += mask.count_ones();
+                }
+            }
+        }
+        (ground, listed, bits)
+    }
+
     #[test]
     fn whitted19s_ground_shadows_list_few_primitives() {
         // The scene the shadow masks are for: most of whitted19's tiles with
@@ -932,26 +990,11 @@ mod tests {
         // of pixels, some of whose shadow rays are blocked.
         let (accel, cam, (w, h)) = whitted19_at_2048();
         let tile = [CAMERA_MASK_TILE; 2];
-        let cones = camera_cones(&cam, w, h, tile, accel.primitives()).unwrap(); // ok: pinhole
-        let angle = tile_half_angle(&cam, w, h, tile).unwrap().unwrap(); // ok: narrow tiles
-        let (eye, light) = (Vec3::new(0.0, 0.0, 1.0), Vec3::ONE);
-        let (mut ground, mut listed, mut bits) = (0, 0, 0);
-        for ty in 0..h / tile[1] {
-            for tx in 0..w / tile[0] {
-                let dir = tile_direction(&cam, w, h, tx * tile[0], ty * tile[1], tile);
-                let camera_mask = camera_candidates(&cones, dir);
-                if camera_mask.count_ones() != 1 {
-                    continue;
-                }
-                ground += 1;
-                let mask =
-                    shadow_candidates(eye, dir, angle, camera_mask, accel.primitives(), light);
-                if mask != SHADOW_WALK {
-                    listed += 1;
-                    bits += mask.count_ones();
-                }
-            }
-        }
+        let light = Vec3::ONE;
+        let (ground, listed, bits) =
+            whitted19_ground_tiles(&accel, &cam, |eye, dir, angle, camera| {
+                shadow_candidates(eye, dir, angle, camera, accel.primitives(), light)
+            });
         assert!(
             listed * 10 >= ground * 7,
             "{listed} of {ground} one-candidate tiles listed"
@@ -976,30 +1019,10 @@ mod tests {
         // turn their mirror rays too widely and walk the tree).
         let (accel, cam, (w, h)) = whitted19_at_2048();
         let tile = [CAMERA_MASK_TILE; 2];
-        let cones = camera_cones(&cam, w, h, tile, accel.primitives()).unwrap(); // ok: pinhole
-        let angle = tile_half_angle(&cam, w, h, tile).unwrap().unwrap(); // ok: narrow tiles
-        let (mut ground, mut listed, mut bits) = (0, 0, 0);
-        for ty in 0..h / tile[1] {
-            for tx in 0..w / tile[0] {
-                let dir = tile_direction(&cam, w, h, tx * tile[0], ty * tile[1], tile);
-                let camera_mask = camera_candidates(&cones, dir);
-                if camera_mask.count_ones() != 1 {
-                    continue;
-                }
-                ground += 1;
-                let mask = reflection_candidates(
-                    Vec3::new(0.0, 0.0, 1.0),
-                    dir,
-                    angle,
-                    camera_mask,
-                    accel.primitives(),
-                );
-                if mask != REFLECTION_WALK {
-                    listed += 1;
-                    bits += mask.count_ones();
-                }
-            }
-        }
+        let (ground, listed, bits) =
+            whitted19_ground_tiles(&accel, &cam, |eye, dir, angle, camera| {
+                reflection_candidates(eye, dir, angle, camera, accel.primitives())
+            });
         assert!(
             listed * 10 >= ground * 8,
             "{listed} of {ground} one-candidate tiles listed"
