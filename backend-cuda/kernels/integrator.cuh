@@ -47,8 +47,8 @@ __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray&
 // pixel of mask tile `tile` (camera_mask_tile): a camera ray (bounce 0) from
 // the camera candidates of the tile, and the first mirror ray (bounce 1) from
 // its reflection candidates unless they are PRISM_REFLECTION_WALK, when the
-// frame has them (camera_bounds.cuh); else render_closest_hit. The same hits either way,
-// except where two primitives tie at exactly the same t. The path kernels'
+// frame has them (camera_bounds.cuh); else render_closest_hit. The same hits
+// either way, except where two primitives tie at exactly the same t. The path kernels'
 // camera rays walk the tree (their other bounces dominate, and the branch
 // costs rtiow's kernel registers). -DPRISM_CAMERA_LIST=0 only answers a
 // camera ray with no candidates without the tree, and walks it otherwise, to
@@ -360,8 +360,8 @@ __device__ __forceinline__ bool camera_numbers_unused(const RenderParams& params
 
 // mirrors prism_core::integrator::render_pixel: the linear colour of pixel (x, y)
 // (of mask tile `tile`, camera_mask_tile) averaged over spp samples; adds the
-// rays traced to `rays`. Core's
-// `match params.integrator` is resolved at compile time: one kernel per integrator.
+// rays traced to `rays`. Core's `match params.integrator` is resolved at
+// compile time: one kernel per integrator.
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32 tile,
                                            u32& rays) {
