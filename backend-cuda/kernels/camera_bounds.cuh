@@ -232,9 +232,34 @@ __device__ __forceinline__ u64 shadow_tile_mask(V3 eye, V3 dir, float tile_angle
     return bounded && __popcll((long long)mask) <= PRISM_SHADOW_MAX_CANDIDATES ? mask : PRISM_SHADOW_WALK;
 }
 
-#ifndef PRISM_LIST_WORDS
-#define PRISM_LIST_WORDS 1
-#endif
+// The set bits of a candidate mask in ascending order, a 32-bit word at a
+// time: a word's lowest bit is two instructions and clearing it two, where a
+// 64-bit mask takes some twelve (the same kernel time, and fewer spilled
+// registers in the Whitted kernel).
+struct MaskBits {
+    u32 word;
+    u32 high;
+    u32 base;
+};
+
+__device__ __forceinline__ MaskBits mask_bits(u64 mask) {
+    return MaskBits{(u32)mask, (u32)(mask >> 32), 0u};
+}
+
+// The next set bit of `bits` into `slot`, and clears it; false when none is left.
+__device__ __forceinline__ bool next_mask_bit(MaskBits& bits, u32& slot) {
+    if (bits.word == 0) {
+        if (bits.high == 0) {
+            return false;
+        }
+        bits.word = bits.high;
+        bits.high = 0;
+        bits.base = 32;
+    }
+    slot = bits.base + (u32)__ffs(bits.word) - 1u;
+    bits.word &= bits.word - 1;
+    return true;
+}
 
 // mirrors prism_core::camera_bounds::closest_hit_listed: the closest hit among
 // the primitives of `candidates`, in slot order (spheres take core's
@@ -248,28 +273,9 @@ __device__ __forceinline__ Hit closest_hit_listed(const SceneView& s, const Ray&
     best.u = 0.0f;
     best.v = 0.0f;
     best.prim = PRISM_NO_PRIM;
-#if PRISM_LIST_WORDS
-    // The mask a 32-bit word at a time: a word's lowest bit is two
-    // instructions and clearing it two, where a 64-bit mask takes some twelve.
-    u32 word = (u32)candidates;
-    u32 high = (u32)(candidates >> 32);
-    u32 base = 0;
-    for (;;) {
-        if (word == 0) {
-            if (high == 0) {
-                break;
-            }
-            word = high;
-            high = 0;
-            base = 32;
-        }
-        const u32 slot = base + (u32)__ffs(word) - 1u;
-        word &= word - 1;
-#else
-    while (candidates != 0) {
-        const u32 slot = (u32)__ffsll((long long)candidates) - 1u;
-        candidates &= candidates - 1;
-#endif
+    MaskBits bits = mask_bits(candidates);
+    u32 slot;
+    while (next_mask_bit(bits, slot)) {
         if (slot >= s.prim_count) {
             continue;
         }
@@ -295,25 +301,13 @@ __device__ __forceinline__ Hit closest_hit_listed(const SceneView& s, const Ray&
 }
 
 // mirrors prism_core::camera_bounds::occluded_listed: whether anything among
-// the primitives of `candidates` lies on `ray`, in slot order (a 32-bit word
-// at a time, as closest_hit_listed).
+// the primitives of `candidates` lies on `ray`, in slot order.
 template <int K>
 __device__ __forceinline__ bool occluded_listed(const SceneView& s, const Ray& ray, u64 candidates) {
     const RayPre pre = ray_pre<K>(ray.origin, ray.dir);
-    u32 word = (u32)candidates;
-    u32 high = (u32)(candidates >> 32);
-    u32 base = 0;
-    for (;;) {
-        if (word == 0) {
-            if (high == 0) {
-                return false;
-            }
-            word = high;
-            high = 0;
-            base = 32;
-        }
-        const u32 slot = base + (u32)__ffs(word) - 1u;
-        word &= word - 1;
+    MaskBits bits = mask_bits(candidates);
+    u32 slot;
+    while (next_mask_bit(bits, slot)) {
         if (slot >= s.prim_count) {
             continue;
         }
@@ -322,4 +316,5 @@ __device__ __forceinline__ bool occluded_listed(const SceneView& s, const Ray& r
             return true;
         }
     }
+    return false;
 }
