@@ -296,6 +296,8 @@ struct Builder<'a, F> {
     bins: Bins,
     /// Where the two halves of a large range go, if anywhere.
     fork: Option<&'a F>,
+    /// Largest leaf: [`MAX_LEAF_SIZE`], or 1 for the tree over instances.
+    max_leaf: usize,
 }
 
 impl Bvh {
@@ -324,17 +326,24 @@ impl Bvh {
     /// [`MAX_PRIMITIVES`](crate::scene::MAX_PRIMITIVES) boxes (the limit the
     /// tree's 32-bit indices and its depth bound are proven for).
     pub fn try_build(bounds: &[Aabb]) -> Result<Bvh, Error> {
-        Self::build_in(bounds, None::<&Sequential>)
+        Self::build_in(bounds, None::<&Sequential>, MAX_LEAF_SIZE)
+    }
+
+    /// [`Bvh::try_build`] with leaves of one primitive each (the tree over a
+    /// scene's instances, where a leaf entry costs a whole walk of a geometry's
+    /// tree and is never worth sharing a leaf with another).
+    pub fn try_build_single_leaves(bounds: &[Aabb]) -> Result<Bvh, Error> {
+        Self::build_in(bounds, None::<&Sequential>, 1)
     }
 
     /// [`Bvh::build_with`], or [`Error::HostOutOfMemory`] as for
     /// [`Bvh::try_build`] (also when a forked subtree's own node list cannot
     /// grow).
     pub fn try_build_with<F: Fork>(bounds: &[Aabb], fork: &F) -> Result<Bvh, Error> {
-        Self::build_in(bounds, Some(fork))
+        Self::build_in(bounds, Some(fork), MAX_LEAF_SIZE)
     }
 
-    fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>) -> Result<Bvh, Error> {
+    fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>, max_leaf: usize) -> Result<Bvh, Error> {
         let n = bounds.len();
         if n > crate::scene::MAX_PRIMITIVES {
             return Err(Error::TooManyPrimitives {
@@ -370,6 +379,7 @@ impl Bvh {
             depth: 0,
             bins: Bins::new(),
             fork,
+            max_leaf,
         };
         let root = b.range_bounds(0, n);
         if n == 0 {
@@ -472,6 +482,7 @@ impl<F: Fork> Builder<'_, F> {
                 depth: 0,
                 bins: Bins::new(),
                 fork: Some(fork),
+                max_leaf: self.max_leaf,
             };
             let mut left = half(prims_left, order_left, self.first_slot + start);
             let mut right = half(prims_right, order_right, self.first_slot + mid);
@@ -580,13 +591,13 @@ impl<F: Fork> Builder<'_, F> {
         let Some((axis, bin, cost)) = self.best_binned_split(start, end, &cb) else {
             // Coincident centroids: no axis to bin on. Small ranges stay leaves,
             // larger ones are split in index order.
-            return if count > MAX_LEAF_SIZE {
+            return if count > self.max_leaf {
                 Plan::Split(start + count / 2)
             } else {
                 Plan::Leaf
             };
         };
-        if count <= MAX_LEAF_SIZE {
+        if count <= self.max_leaf {
             let area = bounds.half_area();
             // cost is sum(A_child * N_child); normalise by the parent's area.
             let split_cost = if area > 0.0 {

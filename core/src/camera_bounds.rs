@@ -542,12 +542,7 @@ pub fn closest_hit_listed(prims: &[Primitive], candidates: u64, ray: &Ray) -> Hi
         left &= left - 1;
         let Some(p) = prims.get(slot) else { continue };
         if let Some((t, u, v)) = ray_primitive(&pre, p, ray.tmin, best.t) {
-            best = Hit {
-                t,
-                u,
-                v,
-                prim: slot as u32,
-            };
+            best = Hit::new(t, u, v, slot as u32, 0);
         }
     }
     if !best.is_hit() {

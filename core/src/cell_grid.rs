@@ -377,12 +377,7 @@ impl CellGrid {
             if let Some(p) = prims.get(slot as usize)
                 && let Some((t, u, v)) = ray_primitive(&pre, p, tmin, best.t)
             {
-                *best = Hit {
-                    t,
-                    u,
-                    v,
-                    prim: slot,
-                };
+                *best = Hit::new(t, u, v, slot, 0);
             }
         };
         for &slot in &self.large {
@@ -559,7 +554,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &(o, d, tmin))| {
                     let o = if i % 2 == 0 { o } else { o - d * 1e6 };
-                    Ray { origin: o, dir: d, tmin: tmin.max(0.0), tmax: f32::INFINITY }
+                    Ray::segment(o, d, tmin.max(0.0), f32::INFINITY)
                 })
                 .collect();
             check_against_tree(&scene, &rays)?;
@@ -584,9 +579,9 @@ mod tests {
                     let (a, e1, e2) = tris[k % tris.len()];
                     let on = a + e1 * (u * 0.5) + e2 * (v * 0.5);
                     if i % 2 == 0 {
-                        Ray { origin: on, dir: d, tmin: 1e-4, tmax: f32::INFINITY }
+                        Ray::segment(on, d, 1e-4, f32::INFINITY)
                     } else {
-                        Ray { origin: o, dir: d, tmin: 0.0, tmax: 30.0 }
+                        Ray::segment(o, d, 0.0, 30.0)
                     }
                 })
                 .collect();

@@ -254,9 +254,120 @@ pub enum Error {
         /// The names that exist.
         known: &'static str,
     },
+    /// A scene with more instances than an instance index can name.
+    #[error("the scene has {count} instances; at most {limit} are supported")]
+    TooManyInstances {
+        /// Instances given (or there would be).
+        count: usize,
+        /// The limit ([`crate::instance::MAX_INSTANCES`]).
+        limit: usize,
+    },
+    /// A two-level scene (one with geometries) also holds primitives of its
+    /// own; they belong in a geometry placed by an instance.
+    #[error(
+        "the scene has geometries and {count} primitives of its own: put them in a Geometry and place it with an Instance"
+    )]
+    LoosePrimitives {
+        /// The scene's own primitives.
+        count: usize,
+    },
+    /// A geometry without primitives.
+    #[error("geometry {geometry} is empty: add at least one sphere or triangle")]
+    EmptyGeometry {
+        /// Geometry id.
+        geometry: usize,
+    },
+    /// A problem inside one geometry of a two-level scene (the inner error
+    /// names the primitive, by its id within the geometry).
+    #[error("geometry {geometry}: {source}")]
+    InGeometry {
+        /// Geometry id.
+        geometry: usize,
+        /// What is wrong there.
+        source: alloc::boxed::Box<Error>,
+    },
+    /// An instance places a geometry the scene does not have.
+    #[error("instance {instance}: geometry {geometry} does not exist (the scene has {count})")]
+    GeometryOutOfRange {
+        /// Instance index.
+        instance: usize,
+        /// The bad geometry id.
+        geometry: u32,
+        /// Geometries in the scene.
+        count: usize,
+    },
+    /// An instance's material override names a material the scene does not have.
+    #[error("instance {instance}: material {material} does not exist (the scene has {count})")]
+    InstanceMaterialOutOfRange {
+        /// Instance index.
+        instance: usize,
+        /// The bad material id.
+        material: u32,
+        /// Materials in the scene.
+        count: usize,
+    },
+    /// An instance's transform is not finite, or singular or nearly so.
+    #[error("instance {instance}: transform {transform:?} {reason}")]
+    TransformInvalid {
+        /// Instance index.
+        instance: usize,
+        /// The transform as rows `(m00 m01 m02 tx)`, `(m10 ...)`, `(m20 ...)`.
+        transform: [[f32; 4]; 3],
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An update names an instance the scene does not have (never added, or
+    /// removed).
+    #[error("instance {instance} does not exist ({reason})")]
+    InstanceOutOfRange {
+        /// The instance index given.
+        instance: u32,
+        /// Why: past the last instance, or removed.
+        reason: &'static str,
+    },
+    /// An update names a geometry the scene does not have.
+    #[error("geometry {geometry} does not exist (the scene has {count})")]
+    UnknownGeometry {
+        /// The geometry id given.
+        geometry: u32,
+        /// Geometries in the scene.
+        count: usize,
+    },
+    /// New vertices for a geometry that is not one indexed mesh.
+    #[error("geometry {geometry} is not one indexed mesh, so its vertices cannot be replaced")]
+    NotAMesh {
+        /// Geometry id.
+        geometry: u32,
+    },
+    /// New vertices whose count differs from the mesh's.
+    #[error("geometry {geometry}: {given} new vertices for a mesh of {expected}")]
+    VertexCountMismatch {
+        /// Geometry id.
+        geometry: u32,
+        /// Vertices given.
+        given: usize,
+        /// Vertices the mesh has.
+        expected: usize,
+    },
+    /// An update for a flat scene: updates move instances and geometries of
+    /// a two-level scene.
+    #[error(
+        "the scene is flat: place its geometry with an instance to move it (updates need a two-level scene)"
+    )]
+    NotTwoLevel,
     /// The caller's progress sink asked to stop.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl Error {
+    /// `error` inside geometry `geometry` ([`Error::InGeometry`]).
+    pub(crate) fn in_geometry(geometry: usize, error: Error) -> Error {
+        Error::InGeometry {
+            geometry,
+            source: alloc::boxed::Box::new(error),
+        }
+    }
 }
 
 /// An empty vector with room for `n` items, or [`Error::HostOutOfMemory`]

@@ -420,10 +420,10 @@ pub struct Srgb8Slot {
     pub base: u32,
 }
 
-/// A ray as two rows: `(origin.xyz, tmin)`, `(dir.xyz, tmax)`.
+/// A ray as three rows: `(origin.xyz, tmin)`, `(dir.xyz, tmax)`, `(mask, 0, 0, 0)`.
 ///
-/// The same bytes as [`crate::Ray`] and as one record of the `.rays` files, so
-/// ray batches upload without conversion.
+/// The same bytes as [`crate::Ray`] (whose first two rows are one record of
+/// the `.rays` files), so ray batches upload without conversion.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuRay {
@@ -431,6 +431,56 @@ pub struct GpuRay {
     pub origin_tmin: [f32; 4],
     /// `dir.xyz`, `tmax`.
     pub dir_tmax: [f32; 4],
+    /// `x` = visibility mask, `yzw` = 0.
+    pub mask: [u32; 4],
+}
+
+/// An instance as the traversals read it: its world-to-object transform and
+/// what a walk and a shading point need of it, in four rows.
+///
+/// | row | contents |
+/// |-----|----------|
+/// | `world_to_object[k]` | row `k` of the world-to-object transform: `(m_k0, m_k1, m_k2, t_k)` |
+/// | `info` | root node of the geometry's tree, mask, material override ([`GpuInstance::NO_MATERIAL`]: none), scale |
+///
+/// The integers of `info` are stored as `f32` bits. The scale bounds how
+/// much the object-to-world transform stretches a length (the Frobenius norm
+/// of its linear part), for the surface margin of a hit on the instance
+/// ([`crate::integrator::surface_margin`]). A removed instance has root
+/// [`EMPTY_CHILD`] and mask 0.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuInstance {
+    /// World-to-object rows `(m_k0, m_k1, m_k2, t_k)`.
+    pub world_to_object: [[f32; 4]; 3],
+    /// Root node, mask, material override (bits) and scale.
+    pub info: [f32; 4],
+}
+
+impl GpuInstance {
+    /// The material override of an instance that keeps its geometry's.
+    pub const NO_MATERIAL: u32 = u32::MAX;
+
+    /// Root node of the instance's geometry tree.
+    #[inline]
+    pub fn root(&self) -> u32 {
+        self.info[0].to_bits()
+    }
+    /// Visibility mask (low 8 bits).
+    #[inline]
+    pub fn mask(&self) -> u32 {
+        self.info[1].to_bits()
+    }
+    /// Material override, or [`GpuInstance::NO_MATERIAL`].
+    #[inline]
+    pub fn material(&self) -> u32 {
+        self.info[2].to_bits()
+    }
+    /// Bound on the object-to-world stretch of a length.
+    #[inline]
+    pub fn scale(&self) -> f32 {
+        self.info[3]
+    }
 }
 
 /// The thin-lens camera frame for one image size (see [`crate::Camera::frame`]).
@@ -518,16 +568,27 @@ const _: () = {
     assert!(offset_of!(Srgb8Slot, step) == 0);
     assert!(offset_of!(Srgb8Slot, base) == 4);
 
-    assert!(size_of::<GpuRay>() == 32);
+    assert!(size_of::<GpuRay>() == 48);
     assert!(offset_of!(GpuRay, origin_tmin) == 0);
     assert!(offset_of!(GpuRay, dir_tmax) == 16);
+    assert!(offset_of!(GpuRay, mask) == 32);
 
-    assert!(size_of::<crate::Ray>() == 32);
-    assert!(size_of::<crate::Hit>() == 16);
+    assert!(size_of::<GpuInstance>() == 64);
+    assert!(offset_of!(GpuInstance, world_to_object) == 0);
+    assert!(offset_of!(GpuInstance, info) == 48);
+
+    assert!(size_of::<crate::Ray>() == 48);
+    assert!(offset_of!(crate::Ray, origin) == 0);
+    assert!(offset_of!(crate::Ray, tmin) == 12);
+    assert!(offset_of!(crate::Ray, dir) == 16);
+    assert!(offset_of!(crate::Ray, tmax) == 28);
+    assert!(offset_of!(crate::Ray, mask) == 32);
+    assert!(size_of::<crate::Hit>() == 32);
     assert!(offset_of!(crate::Hit, t) == 0);
     assert!(offset_of!(crate::Hit, u) == 4);
     assert!(offset_of!(crate::Hit, v) == 8);
     assert!(offset_of!(crate::Hit, prim) == 12);
+    assert!(offset_of!(crate::Hit, instance) == 16);
 
     assert!(size_of::<GpuCamera>() == 96);
     assert!(offset_of!(GpuCamera, origin_lens) == 0);
@@ -564,7 +625,7 @@ pub type StructLayout = (&'static str, usize, &'static [(&'static str, usize)]);
 /// for checks against those mirrors. ([`Srgb8Slot`] is read as a two-word
 /// vector, and `Ray`/`Hit` are checked by the backends' own layout tests; the
 /// compile-time assertions above pin all of them.)
-pub fn layouts() -> [StructLayout; 6] {
+pub fn layouts() -> [StructLayout; 7] {
     [
         (
             "BvhNode",
@@ -593,7 +654,12 @@ pub fn layouts() -> [StructLayout; 6] {
         (
             "GpuRay",
             size_of::<GpuRay>(),
-            &[("origin_tmin", 0), ("dir_tmax", 16)],
+            &[("origin_tmin", 0), ("dir_tmax", 16), ("mask", 32)],
+        ),
+        (
+            "GpuInstance",
+            size_of::<GpuInstance>(),
+            &[("world_to_object", 0), ("info", 48)],
         ),
         (
             "GpuCamera",
@@ -935,12 +1001,7 @@ mod tests {
                     if dir == Vec3::ZERO {
                         continue;
                     }
-                    let ray = Ray {
-                        origin: Vec3::new(3.0, 0.0, -2.0),
-                        tmin: 0.0,
-                        dir,
-                        tmax: f32::INFINITY,
-                    };
+                    let ray = Ray::new(Vec3::new(3.0, 0.0, -2.0), dir);
                     let pre = RayPre::new(&ray);
                     let o = octant_of(pre.inv_dir.into());
                     for (t, c) in accel.nodes().iter().zip(&copies[o * n..(o + 1) * n]) {

@@ -5,12 +5,13 @@
 //! [`RenderParams`] and the pixel's coordinates.
 
 use crate::camera::camera_ray;
-use crate::gpu::{GpuMaterial, KIND_SPHERE, Primitive, RenderParams};
+use crate::gpu::{GpuInstance, GpuMaterial, KIND_SPHERE, Primitive, RenderParams};
 use crate::material::{reflect, scatter};
 use crate::ray::{Hit, Ray};
 use crate::rng::Pcg;
 use crate::sampling::cosine_hemisphere;
 use crate::traverse::Accel;
+use crate::two_level::{object_point, world_normal};
 use glam::Vec3;
 
 /// Whitted: share of a point's Phong light (ambient, diffuse and specular
@@ -150,6 +151,11 @@ pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
 /// normal (outward for spheres, by winding for triangles), the primitive's
 /// [`primitive_size`] and material.
 ///
+/// On an instance (a two-level scene) the normal is found in object space and
+/// carried into the world ([`crate::two_level::world_normal`]), the size is
+/// scaled by the instance's stretch ([`crate::gpu::GpuInstance::scale`]) and
+/// the instance's material, if it has one, replaces the primitive's.
+///
 /// `None` for a miss, and for a slot outside `accel` (a [`Tracer`] that breaks
 /// its contract), which the integrators then shade as a miss instead of
 /// panicking.
@@ -162,19 +168,36 @@ fn shading_point<'a, T: Tracer + ?Sized>(
     let accel = accel.accel();
     let slot = hit.prim as usize;
     let prim = accel.primitives().get(slot)?;
-    // Every slot's material id was checked against the material table when
-    // building; `get` keeps a mismatched accel from panicking all the same.
-    let material = accel
-        .materials()
-        .get(*accel.slot_materials().get(slot)? as usize)?;
+    let mut material = *accel.slot_materials().get(slot)?;
     let p = ray.at(hit.t);
-    let n = if prim.kind() == KIND_SPHERE {
+    let mut size = primitive_size(prim);
+    let n = match accel.instances().get(hit.instance as usize) {
+        None => geometric_normal(prim, p),
+        Some(instance) => {
+            if instance.material() != GpuInstance::NO_MATERIAL {
+                material = instance.material();
+            }
+            size *= instance.scale();
+            world_normal(instance, geometric_normal(prim, object_point(instance, p)))
+        }
+    };
+    // Every slot's and instance's material id was checked against the
+    // material table when building; `get` keeps a mismatched accel from
+    // panicking all the same.
+    let material = accel.materials().get(material as usize)?;
+    Some((p, n.normalize_or(Vec3::Y), size, material))
+}
+
+/// The geometric normal (not normalised) of `prim` at `p` (in its own
+/// space): outward for a sphere, by winding for a triangle.
+#[inline(always)]
+fn geometric_normal(prim: &Primitive, p: Vec3) -> Vec3 {
+    if prim.kind() == KIND_SPHERE {
         // `b[1]` is the sphere's `1 / radius` (Primitive::sphere).
         (p - xyz(prim.a)) * prim.b[1]
     } else {
         (xyz(prim.b) - xyz(prim.a)).cross(xyz(prim.c) - xyz(prim.a))
-    };
-    Some((p, n.normalize_or(Vec3::Y), primitive_size(prim), material))
+    }
 }
 
 /// One path-traced sample; returns radiance and the number of rays traced.

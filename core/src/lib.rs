@@ -31,14 +31,17 @@
 extern crate alloc;
 
 pub mod aabb;
+pub mod accel;
 pub mod backend;
 pub mod bvh;
 pub mod camera;
 pub mod camera_bounds;
 pub mod cell_grid;
 pub mod error;
+pub mod geometry;
 pub mod gpu;
 pub mod image;
+pub mod instance;
 pub mod integrator;
 pub mod intersect;
 pub mod material;
@@ -48,7 +51,10 @@ pub mod reference;
 pub mod rng;
 pub mod sampling;
 pub mod scene;
+pub mod top_level;
 pub mod traverse;
+pub mod two_level;
+pub mod update;
 
 pub use aabb::Aabb;
 pub use backend::{
@@ -57,9 +63,13 @@ pub use backend::{
 };
 pub use camera::Camera;
 pub use error::Error;
+pub use geometry::Geometry;
 pub use glam;
 pub use image::{Image, PixelFormat};
+pub use instance::Instance;
 pub use material::Material;
 pub use ray::{Hit, Ray};
 pub use scene::{PointLight, Scene, Sky};
+pub use top_level::TopLevelBuild;
 pub use traverse::Accel;
+pub use update::{Changes, GeometrySah, RefitOn, SceneUpdate};

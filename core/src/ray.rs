@@ -3,13 +3,15 @@
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 
-/// A ray `origin + t * dir` for `t` in `(tmin, tmax)`.
+/// A ray `origin + t * dir` for `t` in `(tmin, tmax)`, seen by the instances
+/// whose mask shares a bit with its own.
 ///
-/// The layout is that of one record of the `.rays` files
-/// (`ox oy oz tmin dx dy dz tmax`, little-endian `f32`), so a ray file casts to
-/// `&[Ray]` and a batch uploads to a device as is (see [`crate::gpu::GpuRay`]).
-/// The direction need not be unit length; `t` is measured in units of `dir`.
-#[repr(C)]
+/// Three 16-byte rows, `(origin, tmin)`, `(dir, tmax)`, `(mask, 0, 0, 0)`, so a
+/// batch uploads to a device as is (see [`crate::gpu::GpuRay`]). The first two
+/// rows are one record of the `.rays` files (`ox oy oz tmin dx dy dz tmax`,
+/// little-endian `f32`; [`Ray::from_record`]). The direction need not be unit
+/// length; `t` is measured in units of `dir`.
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct Ray {
     /// Start point.
@@ -22,21 +24,25 @@ pub struct Ray {
     pub dir: Vec3,
     /// Largest accepted hit distance (exclusive).
     pub tmax: f32,
+    /// Visibility mask: the ray sees an instance when `mask & instance.mask !=
+    /// 0` (a flat scene is one instance of mask `0xFF`). Only the low 8 bits
+    /// meet an instance's; [`Ray::new`] sets all of them.
+    pub mask: u32,
+    /// Zero; pads the ray to three 16-byte rows.
+    pub(crate) reserved: [u32; 3],
 }
 
 impl Ray {
-    /// A ray over `(0, +inf)`.
+    /// The mask of a ray that sees every instance.
+    pub const ALL: u32 = u32::MAX;
+
+    /// A ray over `(0, +inf)` that sees every instance.
     #[inline]
     pub fn new(origin: Vec3, dir: Vec3) -> Self {
-        Self {
-            origin,
-            tmin: 0.0,
-            dir,
-            tmax: f32::INFINITY,
-        }
+        Self::segment(origin, dir, 0.0, f32::INFINITY)
     }
 
-    /// A ray over `(tmin, tmax)`.
+    /// A ray over `(tmin, tmax)` that sees every instance.
     #[inline]
     pub fn segment(origin: Vec3, dir: Vec3, tmin: f32, tmax: f32) -> Self {
         Self {
@@ -44,7 +50,34 @@ impl Ray {
             tmin,
             dir,
             tmax,
+            mask: Self::ALL,
+            reserved: [0; 3],
         }
+    }
+
+    /// The same ray with visibility mask `mask`.
+    #[inline]
+    pub fn with_mask(self, mask: u32) -> Self {
+        Self { mask, ..self }
+    }
+
+    /// The ray of one `.rays` file record `[ox, oy, oz, tmin, dx, dy, dz,
+    /// tmax]`, seeing every instance.
+    #[inline]
+    pub fn from_record(r: [f32; 8]) -> Self {
+        Self::segment(
+            Vec3::new(r[0], r[1], r[2]),
+            Vec3::new(r[4], r[5], r[6]),
+            r[3],
+            r[7],
+        )
+    }
+
+    /// The ray's `.rays` file record (its mask is not part of it).
+    #[inline]
+    pub fn record(&self) -> [f32; 8] {
+        let (o, d) = (self.origin, self.dir);
+        [o.x, o.y, o.z, self.tmin, d.x, d.y, d.z, self.tmax]
     }
 
     /// The point at distance `t`.
@@ -55,6 +88,7 @@ impl Ray {
 
     /// Whether every component is usable: finite origin and direction, a non-zero
     /// direction, a finite `tmin` and `tmin <= tmax` (`tmax` may be `+inf`).
+    /// Any mask is usable.
     #[inline]
     pub fn is_valid(&self) -> bool {
         self.origin.is_finite()
@@ -66,34 +100,58 @@ impl Ray {
     }
 }
 
-/// The closest hit of a ray: distance, barycentrics and primitive id.
+/// The closest hit of a ray: distance, barycentrics, primitive and instance.
 ///
-/// 16 bytes, one vector store on a GPU. A miss has `prim == Hit::NO_PRIM` and
-/// `t == +inf`. For a triangle the hit point is `(1-u-v)*v0 + u*v1 + v*v2`
-/// (Embree's convention); for a sphere `u = v = 0`.
+/// 32 bytes, two vector stores on a GPU. A miss has `prim == Hit::NO_PRIM`,
+/// `instance == Hit::NO_INSTANCE` and `t == +inf`. For a triangle the hit point
+/// is `(1-u-v)*v0 + u*v1 + v*v2` (Embree's convention); for a sphere `u = v = 0`.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct Hit {
-    /// Distance along the ray, in units of `dir`.
+    /// Distance along the ray, in units of `dir` (world units for instances).
     pub t: f32,
     /// Barycentric weight of `v1`.
     pub u: f32,
     /// Barycentric weight of `v2`.
     pub v: f32,
-    /// Scene primitive id (see [`crate::Scene`] for the numbering), or `NO_PRIM`.
+    /// Primitive id within its geometry (the scene's own primitives for a flat
+    /// scene; see [`crate::Scene`] for the numbering), or `NO_PRIM`.
     pub prim: u32,
+    /// Index of the instance hit (0 for a flat scene's implicit instance), or
+    /// `NO_INSTANCE`.
+    pub instance: u32,
+    /// Zero; pads the hit to two 16-byte rows.
+    pub(crate) reserved: [u32; 3],
 }
 
 impl Hit {
     /// The primitive id of a miss.
     pub const NO_PRIM: u32 = u32::MAX;
+    /// The instance index of a miss.
+    pub const NO_INSTANCE: u32 = u32::MAX;
     /// A miss.
     pub const MISS: Hit = Hit {
         t: f32::INFINITY,
         u: 0.0,
         v: 0.0,
         prim: Hit::NO_PRIM,
+        instance: Hit::NO_INSTANCE,
+        reserved: [0; 3],
     };
+
+    /// A hit at `t` with barycentrics `(u, v)` on primitive `prim` of instance
+    /// `instance`.
+    #[inline]
+    pub fn new(t: f32, u: f32, v: f32, prim: u32, instance: u32) -> Self {
+        Hit {
+            t,
+            u,
+            v,
+            prim,
+            instance,
+            reserved: [0; 3],
+        }
+    }
 
     /// Whether the ray hit anything.
     #[inline]

@@ -1,27 +1,22 @@
-//! The scene: primitives as structure-of-arrays, materials, sky and key light.
+//! The scene: its geometry, materials, sky and key light.
 //!
-//! Primitive ids are given in insertion order across spheres and triangles
-//! (`add_sphere`, `add_triangle`, and each triangle of `add_mesh` in order) and
-//! are what [`crate::Hit::prim`] reports. A scene made of one OBJ file therefore
-//! numbers its triangles in file order, as the reference hits do.
+//! A scene is *flat* or *two-level*. A flat scene holds its primitives itself
+//! (`add_sphere`, `add_triangle`, `add_mesh`) and is traced through one BVH; it
+//! behaves as one implicit instance (index 0) of its own geometry with the
+//! identity transform. A two-level scene holds reusable [`Geometry`] (each with
+//! its own BVH, the bottom level) placed by [`Instance`]s (a transform, a mask
+//! and ids; a tree over their world boxes is the top level), as in Embree,
+//! OptiX and DXR. Primitive ids count within their geometry (the scene's own
+//! primitives for a flat scene) and are what [`crate::Hit::prim`] reports.
 
 use crate::error::Error;
+use crate::geometry::Geometry;
+pub use crate::geometry::{MAX_PRIMITIVES, PrimRef};
+use crate::instance::{Instance, MAX_INSTANCES};
 use crate::material::Material;
+use crate::top_level::TopLevelBuild;
 use alloc::vec::Vec;
 use glam::{Vec3, Vec4};
-
-/// Most primitives one scene may hold: ids must fit in 31 bits, and the BVH's
-/// depth bound ([`crate::bvh`]) is proven for fewer than `2^31` primitives.
-pub const MAX_PRIMITIVES: usize = 1 << 30;
-
-/// Where a primitive id points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PrimRef {
-    /// Index into the triangle arrays.
-    Triangle(u32),
-    /// Index into the sphere arrays.
-    Sphere(u32),
-}
 
 /// A sky that is a vertical gradient: `horizon` at `dir.y = -1`, `zenith` at `dir.y = +1`.
 ///
@@ -71,36 +66,51 @@ pub struct PointLight {
     pub color: Vec3,
 }
 
-/// A scene: spheres and triangles in structure-of-arrays form, materials, sky and
-/// one key light. Spheres and triangles share one BVH ([`crate::Accel`]).
+/// A scene: geometry (its own primitives, or geometries placed by instances),
+/// materials, sky and one key light. See the [module docs](self) for flat and
+/// two-level scenes.
 ///
 /// Adding never fails except in [`Scene::add_mesh`], which checks its indices
 /// against its vertices, its used vertices for being finite, and the primitive
-/// limit; everything else is validated, with the offending primitive named, when
-/// an [`crate::Accel`] is built.
+/// limit, and [`Scene::add_instances`], which checks the instance limit;
+/// everything else is validated, with the offending item named, when an
+/// [`crate::Accel`] is built.
+///
+/// ```
+/// use prism_core::glam::{Affine3A, Vec3};
+/// use prism_core::{Accel, Geometry, Instance, Material, Ray, Scene};
+///
+/// let mut scene = Scene::new();
+/// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+/// let mut ball = Geometry::new();
+/// ball.add_sphere(Vec3::ZERO, 1.0, grey);
+/// let ball = scene.add_geometry(ball);
+/// // Two balls: one at z = -5 (mask bit 0), one twice as large at z = -20 (bit 1).
+/// let near = Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0));
+/// scene.add_instance(Instance::new(ball, near).with_mask(0b01));
+/// let far = Affine3A::from_scale_rotation_translation(
+///     Vec3::splat(2.0), Default::default(), Vec3::new(0.0, 0.0, -20.0));
+/// scene.add_instance(Instance::new(ball, far).with_mask(0b10));
+/// let accel = Accel::build(&scene)?;
+/// let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z));
+/// assert_eq!((hit.instance, hit.prim), (0, 0));
+/// assert!((hit.t - 4.0).abs() < 1e-5);
+/// // A ray whose mask shares no bit with the first instance's sees the second.
+/// let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z).with_mask(0b10));
+/// assert_eq!(hit.instance, 1);
+/// assert!((hit.t - 18.0).abs() < 1e-4);
+/// # Ok::<(), prism_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Scene {
-    /// Sphere centre (`xyz`) and radius (`w`).
-    pub(crate) sphere_center_radius: Vec<Vec4>,
-    /// Primitive id of each sphere.
-    pub(crate) sphere_id: Vec<u32>,
-    /// First vertex of each triangle. Vertices are gathered per triangle rather than
-    /// indexed: the builder and the watertight test read all three at once.
-    pub(crate) tri_v0: Vec<Vec3>,
-    /// Second vertex of each triangle.
-    pub(crate) tri_v1: Vec<Vec3>,
-    /// Third vertex of each triangle.
-    pub(crate) tri_v2: Vec<Vec3>,
-    /// Primitive id of each triangle.
-    pub(crate) tri_id: Vec<u32>,
-    /// Material id of each primitive, by primitive id.
-    pub(crate) prim_material: Vec<u32>,
-    /// Where each primitive id's data lives.
-    pub(crate) prim_ref: Vec<PrimRef>,
+    /// The scene's own primitives (a flat scene's geometry).
+    pub(crate) own: Geometry,
+    /// Reusable geometry, placed by `instances`.
+    pub(crate) geometries: Vec<Geometry>,
+    /// Placements of `geometries`, by instance index.
+    pub(crate) instances: Vec<Instance>,
     /// Materials, by material id.
     pub(crate) materials: Vec<Material>,
-    /// Meshes added so far (for naming bad vertices and indices).
-    mesh_count: usize,
     /// Refuse zero-area triangles when building (off by default: such triangles
     /// are never hit, and keeping them keeps file ids stable).
     pub reject_degenerate: bool,
@@ -108,6 +118,9 @@ pub struct Scene {
     pub sky: Sky,
     /// The key light.
     pub light: PointLight,
+    /// How the tree over the instances is built, at first and after every
+    /// update that moves them.
+    pub top_level_build: TopLevelBuild,
 }
 
 impl Default for Scene {
@@ -120,22 +133,17 @@ impl Scene {
     /// An empty scene with the RTIOW sky and a white light at `(1, 1, 1)`.
     pub fn new() -> Self {
         Self {
-            sphere_center_radius: Vec::new(),
-            sphere_id: Vec::new(),
-            tri_v0: Vec::new(),
-            tri_v1: Vec::new(),
-            tri_v2: Vec::new(),
-            tri_id: Vec::new(),
-            prim_material: Vec::new(),
-            prim_ref: Vec::new(),
+            own: Geometry::new(),
+            geometries: Vec::new(),
+            instances: Vec::new(),
             materials: Vec::new(),
-            mesh_count: 0,
             reject_degenerate: false,
             sky: Sky::rtiow(),
             light: PointLight {
                 position: Vec3::ONE,
                 color: Vec3::ONE,
             },
+            top_level_build: TopLevelBuild::Auto,
         }
     }
 
@@ -145,32 +153,18 @@ impl Scene {
         (self.materials.len() - 1) as u32
     }
 
-    /// Add a sphere; returns its primitive id.
+    /// Add a sphere of the scene's own; returns its primitive id.
     pub fn add_sphere(&mut self, center: Vec3, radius: f32, material: u32) -> u32 {
-        let id = self.prim_ref.len() as u32;
-        self.prim_ref
-            .push(PrimRef::Sphere(self.sphere_id.len() as u32));
-        self.sphere_center_radius.push(center.extend(radius));
-        self.sphere_id.push(id);
-        self.prim_material.push(material);
-        id
+        self.own.add_sphere(center, radius, material)
     }
 
-    /// Add a triangle; returns its primitive id.
+    /// Add a triangle of the scene's own; returns its primitive id.
     pub fn add_triangle(&mut self, v0: Vec3, v1: Vec3, v2: Vec3, material: u32) -> u32 {
-        let id = self.prim_ref.len() as u32;
-        self.prim_ref
-            .push(PrimRef::Triangle(self.tri_id.len() as u32));
-        self.tri_v0.push(v0);
-        self.tri_v1.push(v1);
-        self.tri_v2.push(v2);
-        self.tri_id.push(id);
-        self.prim_material.push(material);
-        id
+        self.own.add_triangle(v0, v1, v2, material)
     }
 
-    /// Add an indexed triangle mesh; returns the primitive id of its first triangle
-    /// (the others follow in order).
+    /// Add an indexed triangle mesh of the scene's own; returns the primitive id
+    /// of its first triangle (the others follow in order).
     ///
     /// Fails, adding nothing, when an index is out of range or a used vertex is not
     /// finite (the error names the mesh, the triangle and the vertex), when the
@@ -182,82 +176,92 @@ impl Scene {
         triangles: &[[u32; 3]],
         material: u32,
     ) -> Result<u32, Error> {
-        // The count first: a mesh refused for its size is not read.
-        let count = self.prim_ref.len().saturating_add(triangles.len());
-        if count > MAX_PRIMITIVES {
-            return Err(Error::TooManyPrimitives {
+        self.own.add_mesh(positions, triangles, material)
+    }
+
+    /// Add a reusable geometry; returns its geometry id (what
+    /// [`Instance::geometry`] names). A scene with geometries is two-level.
+    pub fn add_geometry(&mut self, geometry: Geometry) -> u32 {
+        self.geometries.push(geometry);
+        (self.geometries.len() - 1) as u32
+    }
+
+    /// Place a geometry; returns the instance index (what
+    /// [`crate::Hit::instance`] reports). The instance is checked when the
+    /// scene is built.
+    pub fn add_instance(&mut self, instance: Instance) -> u32 {
+        self.instances.push(instance);
+        (self.instances.len() - 1) as u32
+    }
+
+    /// Place many instances; returns the index of the first (the others follow
+    /// in order). Fails, adding nothing, when the scene would hold more than
+    /// [`MAX_INSTANCES`] (checked from the iterator's length before any
+    /// instance is read) or the host has not the memory for them.
+    pub fn add_instances<I>(&mut self, instances: I) -> Result<u32, Error>
+    where
+        I: IntoIterator<Item = Instance>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let iter = instances.into_iter();
+        let count = self.instances.len().saturating_add(iter.len());
+        if count > MAX_INSTANCES {
+            return Err(Error::TooManyInstances {
                 count,
-                limit: MAX_PRIMITIVES,
+                limit: MAX_INSTANCES,
             });
         }
-        let mesh = self.mesh_count;
-        for (t, tri) in triangles.iter().enumerate() {
-            for &index in tri {
-                let Some(p) = positions.get(index as usize) else {
-                    return Err(Error::IndexOutOfRange {
-                        mesh,
-                        triangle: t,
-                        index,
-                        vertex_count: positions.len(),
-                    });
-                };
-                if !p.is_finite() {
-                    return Err(Error::VertexNotFinite {
-                        mesh,
-                        triangle: t,
-                        vertex: index as usize,
-                        position: p.to_array(),
-                    });
-                }
-            }
-        }
-        // Room for every array first, fallibly: a mesh the host cannot hold is
-        // an error, with nothing added (a reservation alone changes no content).
-        let n = triangles.len();
-        let oom = |what: &'static str, size: usize| Error::HostOutOfMemory {
-            what,
-            bytes: (n as u64).saturating_mul(size as u64),
-        };
-        self.tri_v0
-            .try_reserve(n)
-            .and_then(|()| self.tri_v1.try_reserve(n))
-            .and_then(|()| self.tri_v2.try_reserve(n))
-            .map_err(|_| oom("mesh vertices", 3 * size_of::<Vec3>()))?;
-        self.tri_id
-            .try_reserve(n)
-            .map_err(|_| oom("mesh triangle ids", size_of::<u32>()))?;
-        self.prim_material
-            .try_reserve(n)
-            .map_err(|_| oom("mesh materials", size_of::<u32>()))?;
-        self.prim_ref
-            .try_reserve(n)
-            .map_err(|_| oom("mesh primitives", size_of::<PrimRef>()))?;
-        self.mesh_count += 1;
-        let first = self.prim_ref.len() as u32;
-        for tri in triangles {
-            // ok: every index was checked against `positions.len()` above.
-            let [a, b, c] = tri.map(|i| positions[i as usize]);
-            self.add_triangle(a, b, c, material);
-        }
+        self.instances
+            .try_reserve(iter.len())
+            .map_err(|_| Error::HostOutOfMemory {
+                what: "instances",
+                bytes: (iter.len() as u64).saturating_mul(size_of::<Instance>() as u64),
+            })?;
+        let first = self.instances.len() as u32;
+        self.instances.extend(iter);
         Ok(first)
     }
 
-    /// Number of primitives (spheres and triangles).
+    /// Whether the scene is two-level (it has geometries placed by instances).
+    #[inline]
+    pub fn is_two_level(&self) -> bool {
+        !self.geometries.is_empty()
+    }
+
+    /// The scene's own primitives (a flat scene's geometry).
+    #[inline]
+    pub fn own_geometry(&self) -> &Geometry {
+        &self.own
+    }
+
+    /// The reusable geometries, by geometry id.
+    #[inline]
+    pub fn geometries(&self) -> &[Geometry] {
+        &self.geometries
+    }
+
+    /// The instances, by instance index.
+    #[inline]
+    pub fn instances(&self) -> &[Instance] {
+        &self.instances
+    }
+
+    /// Number of the scene's own primitives (spheres and triangles).
     #[inline]
     pub fn primitive_count(&self) -> usize {
-        self.prim_ref.len()
+        self.own.primitive_count()
     }
 
-    /// Number of spheres.
+    /// Number of the scene's own spheres.
     #[inline]
     pub fn sphere_count(&self) -> usize {
-        self.sphere_id.len()
+        self.own.sphere_count()
     }
 
-    /// Number of triangles.
+    /// Number of the scene's own triangles.
     #[inline]
     pub fn triangle_count(&self) -> usize {
-        self.tri_id.len()
+        self.own.triangle_count()
     }
 
     /// The materials, by id.
@@ -266,45 +270,48 @@ impl Scene {
         &self.materials
     }
 
-    /// Material id of each primitive, by primitive id.
+    /// Material id of each of the scene's own primitives, by primitive id.
     #[inline]
     pub fn primitive_materials(&self) -> &[u32] {
-        &self.prim_material
+        self.own.primitive_materials()
     }
 
-    /// Where a primitive id's data lives, if the id exists.
+    /// Where one of the scene's own primitive ids points, if the id exists.
     #[inline]
     pub fn primitive(&self, id: u32) -> Option<PrimRef> {
-        self.prim_ref.get(id as usize).copied()
+        self.own.primitive(id)
     }
 
-    /// Sphere centres and radii (`xyz`, `w`), by sphere index.
+    /// The scene's own sphere centres and radii (`xyz`, `w`), by sphere index.
     #[inline]
     pub fn spheres(&self) -> &[Vec4] {
-        &self.sphere_center_radius
+        self.own.spheres()
     }
 
-    /// Triangle vertices, by triangle index.
+    /// The scene's own triangle vertices, by triangle index.
     #[inline]
     pub fn triangle(&self, index: u32) -> Option<[Vec3; 3]> {
-        let i = index as usize;
-        Some([
-            *self.tri_v0.get(i)?,
-            *self.tri_v1.get(i)?,
-            *self.tri_v2.get(i)?,
-        ])
+        self.own.triangle(index)
     }
 
-    /// Check the sky, the key light, every material and every primitive; the
-    /// first problem found is returned, naming the item.
+    /// Check the sky, the key light, every material, every primitive, every
+    /// geometry and every instance; the first problem found is returned,
+    /// naming the item (a geometry's primitive inside
+    /// [`Error::InGeometry`]).
     pub fn validate(&self) -> Result<(), Error> {
-        if self.prim_ref.is_empty() {
+        if self.is_two_level() {
+            if self.own.primitive_count() > 0 {
+                return Err(Error::LoosePrimitives {
+                    count: self.own.primitive_count(),
+                });
+            }
+        } else if self.own.primitive_count() == 0 {
             return Err(Error::EmptyScene);
         }
-        if self.prim_ref.len() > MAX_PRIMITIVES {
-            return Err(Error::TooManyPrimitives {
-                count: self.prim_ref.len(),
-                limit: MAX_PRIMITIVES,
+        if self.instances.len() > MAX_INSTANCES {
+            return Err(Error::TooManyInstances {
+                count: self.instances.len(),
+                limit: MAX_INSTANCES,
             });
         }
         // The sky and the key light: colours finite and >= 0 (a NaN there
@@ -332,45 +339,18 @@ impl Scene {
         for (i, m) in self.materials.iter().enumerate() {
             m.validate(i)?;
         }
-        for (id, &m) in self.prim_material.iter().enumerate() {
-            if m as usize >= self.materials.len() {
-                return Err(Error::MaterialOutOfRange {
-                    primitive: id,
-                    material: m,
-                    count: self.materials.len(),
-                });
+        self.own
+            .validate(self.materials.len(), self.reject_degenerate)?;
+        for (g, geometry) in self.geometries.iter().enumerate() {
+            if geometry.primitive_count() == 0 {
+                return Err(Error::EmptyGeometry { geometry: g });
             }
+            geometry
+                .validate(self.materials.len(), self.reject_degenerate)
+                .map_err(|e| Error::in_geometry(g, e))?;
         }
-        for (s, cr) in self.sphere_center_radius.iter().enumerate() {
-            // ok: `add_sphere` pushes `sphere_id` and `sphere_center_radius` together.
-            let prim = self.sphere_id[s] as usize;
-            if !cr.truncate().is_finite() {
-                return Err(Error::SphereCenterNotFinite {
-                    prim,
-                    center: cr.truncate().to_array(),
-                });
-            }
-            if !(cr.w > 0.0 && cr.w.is_finite()) {
-                return Err(Error::SphereRadiusInvalid { prim, radius: cr.w });
-            }
-        }
-        for t in 0..self.tri_id.len() {
-            // ok: `add_triangle` pushes the three vertex arrays and `tri_id` together.
-            let (a, b, c) = (self.tri_v0[t], self.tri_v1[t], self.tri_v2[t]);
-            for (k, p) in [a, b, c].into_iter().enumerate() {
-                if !p.is_finite() {
-                    return Err(Error::TriangleNotFinite {
-                        prim: self.tri_id[t] as usize,
-                        vertex: k,
-                        position: p.to_array(),
-                    });
-                }
-            }
-            if self.reject_degenerate && (b - a).cross(c - a) == Vec3::ZERO {
-                return Err(Error::DegenerateTriangle {
-                    prim: self.tri_id[t] as usize,
-                });
-            }
+        for (i, instance) in self.instances.iter().enumerate() {
+            instance.validate(i, self.geometries.len(), self.materials.len())?;
         }
         Ok(())
     }

@@ -1,197 +1,14 @@
-//! The traversal-ready scene ([`Accel`]) and iterative BVH traversal.
+//! Iterative BVH traversal (the scene it walks is [`Accel`]).
 //!
 //! Traversal is front to back with a fixed stack: at each node both children's
 //! boxes are tested, leaves are intersected at once (nearest first), and of the
 //! inner children the nearer is visited next while the farther is pushed.
 
-use crate::aabb::Aabb;
-use crate::bvh::{Bvh, Fork, Sequential, sphere_bounds, triangle_bounds};
-use crate::error::{Error, try_vec};
-use crate::gpu::{BvhNode, GpuMaterial, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
+pub use crate::accel::Accel;
+use crate::gpu::{BvhNode, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
 use crate::intersect::{RayPre, ray_aabb_rows, ray_sphere, ray_triangle, ray_triangle_axes};
 use crate::ray::{Hit, Ray};
-use crate::scene::{PointLight, PrimRef, Scene, Sky};
-use alloc::vec::Vec;
 use glam::Vec3;
-
-/// A scene made ready for tracing: validated, BVH built, primitives in leaf order.
-///
-/// This is what every backend uploads: [`Accel::nodes`], [`Accel::primitives`],
-/// [`Accel::slot_materials`] and [`Accel::materials`] are the device buffers.
-/// The fields are private so that the BVH invariants (depth bound, valid child
-/// indices) hold for every `Accel` that exists.
-///
-/// ```
-/// use prism_core::glam::Vec3;
-/// use prism_core::{Accel, Material, Ray, Scene};
-///
-/// let mut scene = Scene::new();
-/// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
-/// let ball = scene.add_sphere(Vec3::new(0.0, 0.0, -5.0), 1.0, grey);
-/// let accel = Accel::build(&scene)?;
-/// let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z));
-/// assert_eq!(hit.prim, ball); // the scene's id, not the leaf slot
-/// assert!((hit.t - 4.0).abs() < 1e-5);
-/// assert!(!accel.occluded(&Ray::new(Vec3::ZERO, Vec3::Z)));
-/// # Ok::<(), prism_core::Error>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct Accel {
-    nodes: Vec<BvhNode>,
-    prims: Vec<Primitive>,
-    slot_material: Vec<u32>,
-    materials: Vec<GpuMaterial>,
-    bounds: Aabb,
-    depth: u32,
-    sky: Sky,
-    light: PointLight,
-}
-
-impl Accel {
-    /// Validate `scene` and build its BVH on the calling thread. The error names
-    /// the first bad item.
-    pub fn build(scene: &Scene) -> Result<Accel, Error> {
-        Self::build_in(scene, None::<&Sequential>)
-    }
-
-    /// [`Accel::build`], with the BVH's large subtrees built through `fork`
-    /// (see [`Fork`]; `rayon::join` uses every core of the current pool). The
-    /// result is the same as [`Accel::build`]'s, bit for bit.
-    pub fn build_with<F: Fork>(scene: &Scene, fork: &F) -> Result<Accel, Error> {
-        Self::build_in(scene, Some(fork))
-    }
-
-    fn build_in<F: Fork>(scene: &Scene, fork: Option<&F>) -> Result<Accel, Error> {
-        scene.validate()?;
-        // ok (indexing below): `add_sphere` and `add_triangle` push each `PrimRef`
-        // with the entries it points at, `prim_material` has one entry per
-        // primitive, and `bvh.order` is a permutation of `0..n`.
-        let n = scene.primitive_count();
-        // Every per-primitive array is reserved fallibly: a scene the host has
-        // not the memory to build is Error::HostOutOfMemory, not an abort.
-        let mut bounds = try_vec(n, "primitive bounds")?;
-        for r in &scene.prim_ref {
-            bounds.push(match *r {
-                PrimRef::Triangle(t) => {
-                    let t = t as usize;
-                    triangle_bounds(scene.tri_v0[t], scene.tri_v1[t], scene.tri_v2[t])
-                }
-                PrimRef::Sphere(s) => {
-                    let cr = scene.sphere_center_radius[s as usize];
-                    sphere_bounds(cr.truncate(), cr.w)
-                }
-            });
-        }
-        let bvh = match fork {
-            Some(fork) => Bvh::try_build_with(&bounds, fork)?,
-            None => Bvh::try_build(&bounds)?,
-        };
-        let scene_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
-        drop(bounds);
-        let mut prims = try_vec(n, "primitives")?;
-        let mut slot_material = try_vec(n, "primitive materials")?;
-        for &id in &bvh.order {
-            prims.push(match scene.prim_ref[id as usize] {
-                PrimRef::Triangle(t) => {
-                    let t = t as usize;
-                    let (v0, v1, v2) = (scene.tri_v0[t], scene.tri_v1[t], scene.tri_v2[t]);
-                    // A zero-area triangle is stored as three copies of `v0`: its edge
-                    // functions are then exactly 0 and `ray_triangle` rejects it
-                    // (det == 0), so it is never hit. Stored as given, a collinear
-                    // triangle is hit by rays through its line, at rounding-noise
-                    // barycentrics and a wrong `t`.
-                    let (v1, v2) = if (v1 - v0).cross(v2 - v0) == Vec3::ZERO {
-                        (v0, v0)
-                    } else {
-                        (v1, v2)
-                    };
-                    Primitive::triangle(id, v0.into(), v1.into(), v2.into())
-                }
-                PrimRef::Sphere(s) => {
-                    let cr = scene.sphere_center_radius[s as usize];
-                    Primitive::sphere(id, cr.truncate().into(), cr.w)
-                }
-            });
-            slot_material.push(scene.prim_material[id as usize]);
-        }
-        let mut materials = try_vec(scene.materials.len(), "materials")?;
-        materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
-        Ok(Accel {
-            nodes: bvh.nodes,
-            prims,
-            slot_material,
-            materials,
-            bounds: scene_bounds,
-            depth: bvh.depth,
-            sky: scene.sky,
-            light: scene.light,
-        })
-    }
-
-    /// BVH nodes, root first.
-    #[inline]
-    pub fn nodes(&self) -> &[BvhNode] {
-        &self.nodes
-    }
-    /// Primitives in leaf order ("slots").
-    #[inline]
-    pub fn primitives(&self) -> &[Primitive] {
-        &self.prims
-    }
-    /// Material id of each slot.
-    #[inline]
-    pub fn slot_materials(&self) -> &[u32] {
-        &self.slot_material
-    }
-    /// Materials in buffer form, by material id.
-    #[inline]
-    pub fn materials(&self) -> &[GpuMaterial] {
-        &self.materials
-    }
-    /// Bounds of the whole scene.
-    #[inline]
-    pub fn bounds(&self) -> Aabb {
-        self.bounds
-    }
-    /// Depth of the deepest leaf (always below [`TRAVERSAL_STACK_SIZE`]).
-    #[inline]
-    pub fn depth(&self) -> u32 {
-        self.depth
-    }
-    /// The sky.
-    #[inline]
-    pub fn sky(&self) -> Sky {
-        self.sky
-    }
-    /// The key light.
-    #[inline]
-    pub fn light(&self) -> PointLight {
-        self.light
-    }
-
-    /// Closest hit; `Hit::prim` is the scene primitive id.
-    #[inline]
-    pub fn intersect(&self, ray: &Ray) -> Hit {
-        let mut hit = closest_hit(&self.nodes, &self.prims, ray);
-        if hit.is_hit() {
-            // ok: closest_hit only returns slots of `prims`.
-            hit.prim = self.prims[hit.prim as usize].id();
-        }
-        hit
-    }
-
-    /// Closest hit; `Hit::prim` is the leaf slot (what the integrators shade with).
-    #[inline]
-    pub fn intersect_slot(&self, ray: &Ray) -> Hit {
-        closest_hit(&self.nodes, &self.prims, ray)
-    }
-
-    /// Whether anything lies on the ray within `(tmin, tmax)`.
-    #[inline]
-    pub fn occluded(&self, ray: &Ray) -> bool {
-        any_hit(&self.nodes, &self.prims, ray)
-    }
-}
 
 #[inline(always)]
 fn xyz(row: [f32; 4]) -> Vec3 {
@@ -245,8 +62,19 @@ macro_rules! dispatch_axes {
 /// in range, the tree acyclic and the stack within bounds; that is why this is
 /// not public (callers use [`Accel::intersect`]).
 pub(crate) fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
+    closest_hit_at(nodes, 0, prims, ray)
+}
+
+/// [`closest_hit`] from the node `root` (a geometry's tree among several);
+/// `Hit::instance` is 0.
+pub(crate) fn closest_hit_at(
+    nodes: &[BvhNode],
+    root: usize,
+    prims: &[Primitive],
+    ray: &Ray,
+) -> Hit {
     let pre = RayPre::new(ray);
-    dispatch_axes!(pre, closest_hit_axes[false], nodes, 0, prims, ray, &pre)
+    dispatch_axes!(pre, closest_hit_axes[false], nodes, root, prims, ray, &pre)
 }
 
 /// [`closest_hit`] over the near-first octant copies of a tree
@@ -367,12 +195,7 @@ fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     };
     for (k, p) in leaf.iter().enumerate() {
         if let Some((t, u, v)) = ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, best.t) {
-            *best = Hit {
-                t,
-                u,
-                v,
-                prim: (first + k) as u32,
-            };
+            *best = Hit::new(t, u, v, (first + k) as u32, 0);
         }
     }
 }
@@ -380,8 +203,13 @@ fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
 /// Whether any primitive lies on the ray within `(tmin, tmax)`; stops at the
 /// first. Crate-private for the reason [`closest_hit`] is.
 pub(crate) fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
+    any_hit_at(nodes, 0, prims, ray)
+}
+
+/// [`any_hit`] from the node `root` (a geometry's tree among several).
+pub(crate) fn any_hit_at(nodes: &[BvhNode], root: usize, prims: &[Primitive], ray: &Ray) -> bool {
     let pre = RayPre::new(ray);
-    dispatch_axes!(pre, any_hit_axes[false], nodes, 0, prims, ray, &pre)
+    dispatch_axes!(pre, any_hit_axes[false], nodes, root, prims, ray, &pre)
 }
 
 /// [`any_hit`] over near-first octant copies, as [`closest_hit_near_first`]:
@@ -484,6 +312,7 @@ mod tests {
     use super::*;
     use crate::gpu::near_first_octant_copies;
     use crate::material::Material;
+    use crate::scene::Scene;
     use glam::Vec3Swizzles;
     use proptest::prelude::*;
 

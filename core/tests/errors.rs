@@ -345,49 +345,14 @@ proptest! {
 fn ray_validity() {
     let r = Ray::new(Vec3::ZERO, Vec3::X);
     assert!(r.is_valid());
-    assert!(
-        !Ray {
-            dir: Vec3::ZERO,
-            ..r
-        }
-        .is_valid()
-    );
-    assert!(
-        !Ray {
-            tmin: 2.0,
-            tmax: 1.0,
-            ..r
-        }
-        .is_valid()
-    );
-    assert!(
-        !Ray {
-            tmax: f32::NAN,
-            ..r
-        }
-        .is_valid()
-    );
-    assert!(
-        Ray {
-            tmin: 1.0,
-            tmax: 1.0,
-            ..r
-        }
-        .is_valid()
-    );
+    let o = Vec3::ZERO;
+    assert!(!Ray::new(o, Vec3::ZERO).is_valid());
+    assert!(!Ray::segment(o, Vec3::X, 2.0, 1.0).is_valid());
+    assert!(!Ray::segment(o, Vec3::X, 0.0, f32::NAN).is_valid());
+    assert!(Ray::segment(o, Vec3::X, 1.0, 1.0).is_valid());
     // A negative tmin is fine down to -f32::MAX; -inf is not.
-    assert!(
-        Ray {
-            tmin: -f32::MAX,
-            ..r
-        }
-        .is_valid()
-    );
-    assert!(
-        !Ray {
-            tmin: f32::NEG_INFINITY,
-            ..r
-        }
-        .is_valid()
-    );
+    assert!(Ray::segment(o, Vec3::X, -f32::MAX, f32::INFINITY).is_valid());
+    assert!(!Ray::segment(o, Vec3::X, f32::NEG_INFINITY, f32::INFINITY).is_valid());
+    // Any mask is valid.
+    assert!(r.with_mask(0).is_valid());
 }

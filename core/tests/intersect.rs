@@ -1267,12 +1267,7 @@ proptest! {
 #[test]
 fn agreement_counts_every_ray() {
     let rays = [Ray::new(Vec3::ZERO, Vec3::Z), Ray::new(Vec3::ONE, Vec3::X)];
-    let hit = |t: f32, prim: u32| Hit {
-        t,
-        u: 0.0,
-        v: 0.0,
-        prim,
-    };
+    let hit = |t: f32, prim: u32| Hit::new(t, 0.0, 0.0, prim, 0);
     let reference = [(2.0, 7), (f32::INFINITY, Hit::NO_PRIM)];
     let hits = [hit(2.0, 7), Hit::MISS];
     let all = AgreementCounts::compare(&rays, &hits, &reference);

@@ -1,0 +1,393 @@
+//! The traversal-ready scene ([`Accel`]): validated, trees built, primitives in
+//! leaf order; what every backend uploads.
+
+use crate::aabb::Aabb;
+use crate::bvh::{Bvh, Fork, Sequential, sphere_bounds, triangle_bounds};
+use crate::error::{Error, try_vec};
+use crate::geometry::{Geometry, PrimRef};
+use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, GpuMaterial, Primitive};
+use crate::ray::{Hit, Ray};
+use crate::scene::{PointLight, Scene, Sky};
+use crate::traverse::{any_hit, closest_hit};
+use crate::two_level::{Blas, TwoLevel};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use glam::Vec3;
+
+/// A scene made ready for tracing: validated, BVHs built, primitives in leaf order.
+///
+/// This is what every backend uploads: [`Accel::nodes`], [`Accel::primitives`],
+/// [`Accel::slot_materials`] and [`Accel::materials`] are the device buffers,
+/// and for a two-level scene also [`Accel::top_nodes`] and
+/// [`Accel::instances`]. The fields are private so that the BVH invariants
+/// (depth bound, valid child indices) hold for every `Accel` that exists.
+///
+/// A flat scene's `nodes` are its one tree. A two-level scene's `nodes` are
+/// its geometries' trees one after the other (each with indices into the
+/// whole arrays, so a tree's walk is a flat walk from its root), and
+/// `top_nodes` is the tree over the instances, whose leaves each hold one
+/// instance index.
+///
+/// ```
+/// use prism_core::glam::Vec3;
+/// use prism_core::{Accel, Material, Ray, Scene};
+///
+/// let mut scene = Scene::new();
+/// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+/// let ball = scene.add_sphere(Vec3::new(0.0, 0.0, -5.0), 1.0, grey);
+/// let accel = Accel::build(&scene)?;
+/// let hit = accel.intersect(&Ray::new(Vec3::ZERO, Vec3::NEG_Z));
+/// assert_eq!(hit.prim, ball); // the scene's id, not the leaf slot
+/// assert_eq!(hit.instance, 0); // a flat scene is one implicit instance
+/// assert!((hit.t - 4.0).abs() < 1e-5);
+/// assert!(!accel.occluded(&Ray::new(Vec3::ZERO, Vec3::Z)));
+/// # Ok::<(), prism_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Accel {
+    pub(crate) nodes: Vec<BvhNode>,
+    pub(crate) prims: Vec<Primitive>,
+    pub(crate) slot_material: Vec<u32>,
+    materials: Vec<GpuMaterial>,
+    pub(crate) bounds: Aabb,
+    pub(crate) depth: u32,
+    sky: Sky,
+    light: PointLight,
+    /// The top level, for a two-level scene.
+    pub(crate) levels: Option<Box<TwoLevel>>,
+}
+
+/// One geometry's tree as built: nodes with indices local to it, primitive
+/// records and materials in its leaf order, its bounds and depth.
+pub(crate) struct BuiltTree {
+    pub(crate) bvh: Bvh,
+    pub(crate) prims: Vec<Primitive>,
+    pub(crate) slot_material: Vec<u32>,
+    pub(crate) bounds: Aabb,
+}
+
+/// The primitive record of a triangle, as every tree stores it: a zero-area
+/// triangle is stored as three copies of `v0`, so that its edge functions are
+/// exactly 0 and `ray_triangle` rejects it (det == 0) and it is never hit.
+/// Stored as given, a collinear triangle is hit by rays through its line, at
+/// rounding-noise barycentrics and a wrong `t`.
+#[inline]
+pub(crate) fn triangle_record(id: u32, v0: Vec3, v1: Vec3, v2: Vec3) -> Primitive {
+    let (v1, v2) = if (v1 - v0).cross(v2 - v0) == Vec3::ZERO {
+        (v0, v0)
+    } else {
+        (v1, v2)
+    };
+    Primitive::triangle(id, v0.into(), v1.into(), v2.into())
+}
+
+/// Build the tree of one validated geometry.
+pub(crate) fn build_tree<F: Fork>(g: &Geometry, fork: Option<&F>) -> Result<BuiltTree, Error> {
+    // ok (indexing below): `add_sphere` and `add_triangle` push each `PrimRef`
+    // with the entries it points at, `prim_material` has one entry per
+    // primitive, and `bvh.order` is a permutation of `0..n`.
+    let n = g.primitive_count();
+    // Every per-primitive array is reserved fallibly: a scene the host has
+    // not the memory to build is Error::HostOutOfMemory, not an abort.
+    let mut bounds = try_vec(n, "primitive bounds")?;
+    for r in &g.prim_ref {
+        bounds.push(match *r {
+            PrimRef::Triangle(t) => {
+                let t = t as usize;
+                triangle_bounds(g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
+            }
+            PrimRef::Sphere(s) => {
+                let cr = g.sphere_center_radius[s as usize];
+                sphere_bounds(cr.truncate(), cr.w)
+            }
+        });
+    }
+    let bvh = match fork {
+        Some(fork) => Bvh::try_build_with(&bounds, fork)?,
+        None => Bvh::try_build(&bounds)?,
+    };
+    let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
+    drop(bounds);
+    let mut prims = try_vec(n, "primitives")?;
+    let mut slot_material = try_vec(n, "primitive materials")?;
+    for &id in &bvh.order {
+        prims.push(match g.prim_ref[id as usize] {
+            PrimRef::Triangle(t) => {
+                let t = t as usize;
+                triangle_record(id, g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
+            }
+            PrimRef::Sphere(s) => {
+                let cr = g.sphere_center_radius[s as usize];
+                Primitive::sphere(id, cr.truncate().into(), cr.w)
+            }
+        });
+        slot_material.push(g.prim_material[id as usize]);
+    }
+    Ok(BuiltTree {
+        bvh,
+        prims,
+        slot_material,
+        bounds: tree_bounds,
+    })
+}
+
+/// `nodes` with every inner child index moved by `node_base` and every leaf's
+/// first slot by `prim_base` (absent children stay absent).
+pub(crate) fn offset_nodes(
+    nodes: &[BvhNode],
+    node_base: u32,
+    prim_base: u32,
+) -> impl Iterator<Item = BvhNode> + '_ {
+    let moved = move |index: u32, count: u32| {
+        if index == EMPTY_CHILD {
+            index
+        } else if count == 0 {
+            index + node_base
+        } else {
+            index + prim_base
+        }
+    };
+    nodes.iter().map(move |n| {
+        let mut n = *n;
+        n.left_lo[3] = f32::from_bits(moved(n.left_index(), n.left_count()));
+        n.right_lo[3] = f32::from_bits(moved(n.right_index(), n.right_count()));
+        n
+    })
+}
+
+impl Accel {
+    /// Validate `scene` and build its BVHs on the calling thread. The error names
+    /// the first bad item.
+    pub fn build(scene: &Scene) -> Result<Accel, Error> {
+        Self::build_in(scene, None::<&Sequential>)
+    }
+
+    /// [`Accel::build`], with the BVHs' large subtrees built through `fork`
+    /// (see [`Fork`]; `rayon::join` uses every core of the current pool). The
+    /// result is the same as [`Accel::build`]'s, bit for bit.
+    pub fn build_with<F: Fork>(scene: &Scene, fork: &F) -> Result<Accel, Error> {
+        Self::build_in(scene, Some(fork))
+    }
+
+    fn build_in<F: Fork>(scene: &Scene, fork: Option<&F>) -> Result<Accel, Error> {
+        scene.validate()?;
+        let mut materials = try_vec(scene.materials.len(), "materials")?;
+        materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
+        if !scene.is_two_level() {
+            let tree = build_tree(&scene.own, fork)?;
+            return Ok(Accel {
+                nodes: tree.bvh.nodes,
+                prims: tree.prims,
+                slot_material: tree.slot_material,
+                materials,
+                bounds: tree.bounds,
+                depth: tree.bvh.depth,
+                sky: scene.sky,
+                light: scene.light,
+                levels: None,
+            });
+        }
+        // Two levels: every geometry's tree, one after the other.
+        let trees = scene
+            .geometries
+            .iter()
+            .map(|g| build_tree(g, fork))
+            .collect::<Result<Vec<_>, _>>()?;
+        let node_total: usize = trees.iter().map(|t| t.bvh.nodes.len()).sum();
+        let prim_total: usize = trees.iter().map(|t| t.prims.len()).sum();
+        let mut nodes = try_vec(node_total, "BVH nodes")?;
+        let mut prims = try_vec(prim_total, "primitives")?;
+        let mut slot_material = try_vec(prim_total, "primitive materials")?;
+        let mut blas = try_vec(trees.len(), "geometry trees")?;
+        let mut depth = 0;
+        for (tree, geometry) in trees.into_iter().zip(&scene.geometries) {
+            let (node_base, prim_base) = (nodes.len() as u32, prims.len() as u32);
+            nodes.extend(offset_nodes(&tree.bvh.nodes, node_base, prim_base));
+            prims.extend_from_slice(&tree.prims);
+            slot_material.extend_from_slice(&tree.slot_material);
+            depth = depth.max(tree.bvh.depth);
+            blas.push(Blas::new(
+                node_base,
+                tree.bvh.nodes.len() as u32,
+                prim_base,
+                tree.prims.len() as u32,
+                tree.bounds,
+                tree.bvh.depth,
+                geometry.topology.clone(),
+            ));
+        }
+        let mut accel = Accel {
+            nodes,
+            prims,
+            slot_material,
+            materials,
+            bounds: Aabb::EMPTY,
+            depth,
+            sky: scene.sky,
+            light: scene.light,
+            levels: None,
+        };
+        for b in &mut blas {
+            b.built_cost = crate::two_level::sah_cost(&accel.nodes, b.root(), b.bounds);
+        }
+        let levels = TwoLevel::build(blas, &scene.instances, scene.top_level_build)?;
+        accel.bounds = levels.world_bounds();
+        accel.levels = Some(Box::new(levels));
+        Ok(accel)
+    }
+
+    /// BVH nodes, root first (two levels: every geometry's tree, see the type's
+    /// docs).
+    #[inline]
+    pub fn nodes(&self) -> &[BvhNode] {
+        &self.nodes
+    }
+    /// Primitives in leaf order ("slots").
+    #[inline]
+    pub fn primitives(&self) -> &[Primitive] {
+        &self.prims
+    }
+    /// Material id of each slot.
+    #[inline]
+    pub fn slot_materials(&self) -> &[u32] {
+        &self.slot_material
+    }
+    /// Materials in buffer form, by material id.
+    #[inline]
+    pub fn materials(&self) -> &[GpuMaterial] {
+        &self.materials
+    }
+    /// Bounds of the whole scene (two levels: of the instances' world boxes).
+    #[inline]
+    pub fn bounds(&self) -> Aabb {
+        self.bounds
+    }
+    /// Depth of the deepest leaf (two levels: of the deepest geometry tree;
+    /// always below [`crate::gpu::TRAVERSAL_STACK_SIZE`]).
+    #[inline]
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+    /// The sky.
+    #[inline]
+    pub fn sky(&self) -> Sky {
+        self.sky
+    }
+    /// The key light.
+    #[inline]
+    pub fn light(&self) -> PointLight {
+        self.light
+    }
+
+    /// Whether the scene is two-level (see [`crate::Scene`]).
+    #[inline]
+    pub fn is_two_level(&self) -> bool {
+        self.levels.is_some()
+    }
+
+    /// The tree over the instances (empty for a flat scene); a leaf holds one
+    /// instance index (`count == 1`).
+    #[inline]
+    pub fn top_nodes(&self) -> &[BvhNode] {
+        self.levels.as_ref().map_or(&[], |l| &l.top)
+    }
+
+    /// Depth of the tree over the instances (0 for a flat scene).
+    #[inline]
+    pub fn top_depth(&self) -> u32 {
+        self.levels.as_ref().map_or(0, |l| l.top_depth)
+    }
+
+    /// The instances' device records, by instance index (empty for a flat
+    /// scene; a removed instance's record is seen by no ray).
+    #[inline]
+    pub fn instances(&self) -> &[GpuInstance] {
+        self.levels.as_ref().map_or(&[], |l| &l.records)
+    }
+
+    /// The instance at `index` as placed (`None` for a flat scene, an index
+    /// past the last, or a removed instance).
+    #[inline]
+    pub fn instance(&self, index: u32) -> Option<crate::Instance> {
+        self.levels.as_ref()?.instances.get(index as usize)?.get()
+    }
+
+    /// Number of geometries (1 for a flat scene: its own).
+    #[inline]
+    pub fn geometry_count(&self) -> usize {
+        self.levels.as_ref().map_or(1, |l| l.blas.len())
+    }
+
+    /// Root node of geometry `geometry`'s tree in [`Accel::nodes`].
+    #[inline]
+    pub fn geometry_root(&self, geometry: u32) -> Option<u32> {
+        self.geometry_nodes(geometry).map(|r| r.start as u32)
+    }
+
+    /// The nodes of geometry `geometry`'s tree: a range of [`Accel::nodes`]
+    /// (its root first; a flat scene's one geometry is all of them).
+    #[inline]
+    pub fn geometry_nodes(&self, geometry: u32) -> Option<core::ops::Range<usize>> {
+        match &self.levels {
+            None => (geometry == 0).then_some(0..self.nodes.len()),
+            Some(l) => l.blas.get(geometry as usize).map(Blas::node_range),
+        }
+    }
+
+    /// The slots of geometry `geometry`: a range of [`Accel::primitives`].
+    #[inline]
+    pub fn geometry_slots(&self, geometry: u32) -> Option<core::ops::Range<usize>> {
+        match &self.levels {
+            None => (geometry == 0).then_some(0..self.prims.len()),
+            Some(l) => l.blas.get(geometry as usize).map(Blas::prim_range),
+        }
+    }
+
+    /// The triangles of geometry `geometry`'s mesh, by primitive id, and its
+    /// current vertices (`None` unless the geometry is one indexed mesh of a
+    /// two-level scene): what a device needs to rewrite the slots of a mesh
+    /// from new vertices (slot `s` holds triangle `primitives()[s].id()`).
+    #[inline]
+    pub fn geometry_mesh(&self, geometry: u32) -> Option<(&[[u32; 3]], &[Vec3])> {
+        let t = self
+            .levels
+            .as_ref()?
+            .blas
+            .get(geometry as usize)?
+            .topology
+            .as_ref()?;
+        Some((&t.indices, &t.positions))
+    }
+
+    /// Closest hit; `Hit::prim` is the primitive id within its geometry,
+    /// `Hit::instance` the instance (0 for a flat scene).
+    #[inline]
+    pub fn intersect(&self, ray: &Ray) -> Hit {
+        let mut hit = self.intersect_slot(ray);
+        if hit.is_hit() {
+            // ok: the traversals only return slots of `prims`.
+            hit.prim = self.prims[hit.prim as usize].id();
+        }
+        hit
+    }
+
+    /// Closest hit; `Hit::prim` is the leaf slot (what the integrators shade
+    /// with), `Hit::instance` the instance.
+    #[inline]
+    pub fn intersect_slot(&self, ray: &Ray) -> Hit {
+        match &self.levels {
+            None if ray.mask & 0xFF == 0 => Hit::MISS,
+            None => closest_hit(&self.nodes, &self.prims, ray),
+            Some(l) => l.closest_hit(&self.nodes, &self.prims, ray),
+        }
+    }
+
+    /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
+    #[inline]
+    pub fn occluded(&self, ray: &Ray) -> bool {
+        match &self.levels {
+            None => ray.mask & 0xFF != 0 && any_hit(&self.nodes, &self.prims, ray),
+            Some(l) => l.any_hit(&self.nodes, &self.prims, ray),
+        }
+    }
+}
