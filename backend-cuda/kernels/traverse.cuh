@@ -13,7 +13,7 @@
 //
 // OCTANTS: the node buffer holds eight near-first copies of the tree
 // (prism_core::gpu::near_first_octant_copies, uploaded for small trees by
-// src/backend.rs): copy o has the child boxes' bounds swapped on every axis
+// src/backend/upload.rs): copy o has the child boxes' bounds swapped on every axis
 // whose bit is set in o, its inner child indices offset by o * node_count, and
 // each node's children in the order a ray of octant o visits them (nearer along
 // the node's split axis first). A traversal starts at the root of its ray's

@@ -4,7 +4,7 @@
 //! is missing, so [`load_driver`] checks the library and every symbol this
 //! crate uses before anything else calls into it. Every handle here is freed by
 //! its `Drop`, with this crate's context current (see `DeviceState` in
-//! `backend.rs`); every driver status becomes a [`prism_core::Error`].
+//! `backend/device.rs`); every driver status becomes a [`prism_core::Error`].
 
 use cudarc::driver::sys;
 use prism_core::Error;

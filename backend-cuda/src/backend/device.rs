@@ -1,0 +1,279 @@
+//! The device side of [`CudaBackend`](super::CudaBackend): [`DeviceState`], everything
+//! that lives in the backend's CUDA context (module and kernels, streams,
+//! events, the scene and the grow-only scratch buffers), how it is created and
+//! torn down, and how its scratch buffers grow and are given back when memory
+//! runs out. What is uploaded into it and launched on it lives beside it:
+//! [`super::upload`], [`super::render`], [`super::batch`].
+
+use super::upload::SceneBuffers;
+use crate::driver::{
+    BACKEND, Context, Device, DeviceBuffer, DeviceProps, Event, Function, Module, PinnedBuffer,
+    Stream,
+};
+use crate::kernels::{
+    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_INTERSECT, KERNEL_OCCLUDED, KERNEL_RENDER_AO,
+    KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
+    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
+    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind,
+    WORK_WORDS, kernel_name,
+};
+use cudarc::driver::sys;
+use prism_core::gpu::RenderParams;
+use prism_core::image::Srgb8Table;
+use prism_core::{Error, Ray};
+use std::time::Duration;
+
+/// The kernels of the loaded module, for one scene kind.
+#[derive(Clone, Copy)]
+pub(super) struct KindKernels {
+    pub(super) render: [Function; 3],
+    /// The render kernels on the tree's near-first octant copies (`SceneArgs::octants`).
+    pub(super) render_octants: [Function; 3],
+    /// The render kernels whose closest hits walk the uniform grid (`SceneArgs::grid_offsets`).
+    pub(super) render_grid: [Function; 3],
+    pub(super) intersect: Function,
+    pub(super) occluded: Function,
+    /// Grids of the persistent `intersect` and `occluded` kernels: the blocks
+    /// each kernel keeps resident on the whole device. Taken per kernel, so
+    /// that the registers of one scene kind's kernels do not thin out the
+    /// warps of another's.
+    pub(super) intersect_grid: u32,
+    pub(super) occluded_grid: u32,
+}
+
+/// The kernels of the loaded module.
+pub(super) struct Kernels {
+    /// By [`SceneKind`] index.
+    pub(super) kinds: [KindKernels; 3],
+    /// `prism_camera_masks`: each tile's camera candidates, before a frame.
+    pub(super) camera_masks: Function,
+    pub(super) params_ptr: sys::CUdeviceptr,
+}
+
+/// Everything that lives in this backend's CUDA context. Fields drop in order,
+/// the context last; `Drop` makes the context current first.
+pub(super) struct DeviceState {
+    pub(super) scene: Option<SceneBuffers>,
+    pub(super) rays: Option<DeviceBuffer>,
+    pub(super) outputs: Option<DeviceBuffer>,
+    pub(super) frame: Option<DeviceBuffer>,
+    pub(super) pinned: Option<PinnedBuffer>,
+    /// A pinhole frame's camera candidates, a mask per tile
+    /// (`SceneArgs::camera_masks`); grow-only.
+    pub(super) camera_masks: Option<DeviceBuffer>,
+    /// The persistent trace and path kernels' work counters (`WORK_WORDS` `u32`),
+    /// zeroed on the stream before each launch that takes from them.
+    pub(super) work: DeviceBuffer,
+    /// The render kernels' ray tally: `RAY_TALLY_SLOTS` spread `u64` counters,
+    /// zeroed before a frame and summed after it (`gpu::ray_tally_sum`).
+    pub(super) ray_tally: DeviceBuffer,
+    /// prism_core's `Srgb8Table`, which the render kernels encode 8-bit pixels
+    /// through (core's bytes exactly); uploaded once per context.
+    pub(super) srgb8: DeviceBuffer,
+    /// Where the ray tally is read back to.
+    pub(super) ray_tally_host: PinnedBuffer,
+    pub(super) events: Vec<Event>,
+    pub(super) copy_stream: Stream,
+    /// Where every other band of an overlapped frame runs
+    /// ([`KernelConfig::overlap_bands`]).
+    pub(super) band_stream: Stream,
+    pub(super) stream: Stream,
+    pub(super) kernels: Kernels,
+    pub(super) _module: Module,
+    pub(super) ctx: Context,
+}
+
+// SAFETY: the driver handles in DeviceState may be used from any thread once
+// their context is current, and every use goes through `Context::enter` on the
+// calling thread; the pinned pointer is memory this value owns. `&mut self` on
+// every entry point of CudaBackend rules out concurrent use (no Sync).
+unsafe impl Send for DeviceState {}
+
+impl Drop for DeviceState {
+    fn drop(&mut self) {
+        // The fields' drops free their handles with this context current; the
+        // context's own drop then destroys it, which also pops it.
+        self.ctx.push_for_teardown();
+    }
+}
+
+impl DeviceState {
+    pub(super) fn create(
+        device: Device,
+        kernels: &CompiledKernels,
+        config: &KernelConfig,
+        props: &DeviceProps,
+    ) -> Result<Self, Error> {
+        let ctx = Context::create(device)?;
+        let _g = ctx.enter()?;
+        let module = Module::load(&kernels.cubin)?;
+        // Resident blocks of a persistent trace kernel on the whole device.
+        let resident_grid = |f: Function| -> Result<u32, Error> {
+            Ok((f.blocks_per_sm(config.trace_threads)?.max(1) * props.sms).max(1))
+        };
+        let load = |kind: SceneKind| -> Result<KindKernels, Error> {
+            let f = |base: &'static str| {
+                let name = kernel_name(base, kind).ok_or(Error::Device {
+                    backend: BACKEND,
+                    operation: "cuModuleGetFunction",
+                    message: format!("no kernel named {base} for {kind:?} scenes"),
+                })?;
+                module.function(name)
+            };
+            let (intersect, occluded) = (f(KERNEL_INTERSECT)?, f(KERNEL_OCCLUDED)?);
+            Ok(KindKernels {
+                render: [
+                    f(KERNEL_RENDER_PATH)?,
+                    f(KERNEL_RENDER_WHITTED)?,
+                    f(KERNEL_RENDER_AO)?,
+                ],
+                render_octants: [
+                    f(KERNEL_RENDER_PATH_OCTANTS)?,
+                    f(KERNEL_RENDER_WHITTED_OCTANTS)?,
+                    f(KERNEL_RENDER_AO_OCTANTS)?,
+                ],
+                render_grid: [
+                    f(KERNEL_RENDER_PATH_GRID)?,
+                    f(KERNEL_RENDER_WHITTED_GRID)?,
+                    f(KERNEL_RENDER_AO_GRID)?,
+                ],
+                intersect,
+                occluded,
+                intersect_grid: resident_grid(intersect)?,
+                occluded_grid: resident_grid(occluded)?,
+            })
+        };
+        let kinds = [
+            load(SceneKind::Spheres)?,
+            load(SceneKind::Triangles)?,
+            load(SceneKind::Mixed)?,
+        ];
+        let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
+        let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
+        if params_bytes != std::mem::size_of::<RenderParams>() {
+            return Err(Error::Device {
+                backend: BACKEND,
+                operation: "cuModuleGetGlobal",
+                message: format!(
+                    "{PARAMS_SYMBOL} has {params_bytes} bytes, RenderParams {}",
+                    std::mem::size_of::<RenderParams>()
+                ),
+            });
+        }
+        let work = DeviceBuffer::alloc(WORK_WORDS * 4, "work counters")?;
+        let ray_tally = DeviceBuffer::alloc(RAY_TALLY_BYTES, "ray tally")?;
+        let ray_tally_host = PinnedBuffer::alloc(RAY_TALLY_BYTES, "ray tally readback")?;
+        let stream = Stream::create()?;
+        let copy_stream = Stream::create()?;
+        let band_stream = Stream::create()?;
+        let table = Srgb8Table::new();
+        let table_bytes: &[u8] = bytemuck::cast_slice(table.slots());
+        let mut srgb8 = DeviceBuffer::alloc(table_bytes.len(), "sRGB encoding table")?;
+        // `upload` waits for the copy, so `table` may be dropped at the end.
+        srgb8.upload(&stream, table_bytes)?;
+        Ok(DeviceState {
+            scene: None,
+            rays: None,
+            outputs: None,
+            frame: None,
+            pinned: None,
+            camera_masks: None,
+            work,
+            ray_tally,
+            ray_tally_host,
+            srgb8,
+            events: Vec::new(),
+            copy_stream,
+            band_stream,
+            stream,
+            kernels: Kernels {
+                kinds,
+                camera_masks,
+                params_ptr,
+            },
+            _module: module,
+            ctx,
+        })
+    }
+
+    pub(super) fn ensure_events(&mut self, n: usize) -> Result<(), Error> {
+        while self.events.len() < n {
+            self.events.push(Event::create()?);
+        }
+        Ok(())
+    }
+
+    /// Release the cached batch and frame buffers (they grow back on demand).
+    pub(super) fn release_scratch(&mut self) {
+        self.rays = None;
+        self.outputs = None;
+        self.frame = None;
+        self.pinned = None;
+    }
+
+    /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of
+    /// output per ray. Out of memory, every scratch buffer is freed (the frame
+    /// buffers a render left too) and the allocation tried once more; if that
+    /// fails too, the call holds no scratch memory.
+    pub(super) fn ensure_batch(&mut self, n: usize, out_bytes: usize) -> Result<(), Error> {
+        self.retry_without_scratch(|b| b.grow_batch(n, out_bytes))
+    }
+
+    /// Grow-only frame buffers: device image and pinned host copy, with the
+    /// retry of [`DeviceState::ensure_batch`].
+    pub(super) fn ensure_frame(&mut self, bytes: usize) -> Result<(), Error> {
+        self.retry_without_scratch(|b| b.grow_frame(bytes))
+    }
+
+    /// `grow`, and on running out of device or pinned host memory, `grow` again
+    /// after freeing every scratch buffer; a second failure frees them again.
+    fn retry_without_scratch(
+        &mut self,
+        grow: impl Fn(&mut Self) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let out_of_memory =
+            |e: &Error| matches!(e, Error::OutOfMemory { .. } | Error::HostOutOfMemory { .. });
+        match grow(self) {
+            Err(e) if out_of_memory(&e) => {
+                self.release_scratch();
+                let again = grow(self);
+                if again.is_err() {
+                    self.release_scratch();
+                }
+                again
+            }
+            other => other,
+        }
+    }
+
+    fn grow_batch(&mut self, n: usize, out_bytes: usize) -> Result<(), Error> {
+        let ray_bytes = n * std::mem::size_of::<Ray>();
+        if self.rays.as_ref().is_none_or(|b| b.bytes() < ray_bytes) {
+            self.rays = None;
+            self.rays = Some(DeviceBuffer::alloc(ray_bytes, "ray batch")?);
+        }
+        let out = n * out_bytes;
+        if self.outputs.as_ref().is_none_or(|b| b.bytes() < out) {
+            self.outputs = None;
+            self.outputs = Some(DeviceBuffer::alloc(out, "hit batch")?);
+        }
+        Ok(())
+    }
+
+    fn grow_frame(&mut self, bytes: usize) -> Result<(), Error> {
+        if self.frame.as_ref().is_none_or(|b| b.bytes() < bytes) {
+            self.frame = None;
+            self.frame = Some(DeviceBuffer::alloc(bytes, "frame buffer")?);
+        }
+        if self.pinned.as_ref().is_none_or(|b| b.bytes() < bytes) {
+            self.pinned = None;
+            self.pinned = Some(PinnedBuffer::alloc(bytes, "pinned frame buffer")?);
+        }
+        Ok(())
+    }
+}
+
+/// A CUDA event time in milliseconds as a [`Duration`] (negative as zero).
+pub(super) fn ms_to_duration(ms: f64) -> Duration {
+    Duration::from_secs_f64((ms / 1000.0).max(0.0))
+}
