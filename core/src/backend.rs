@@ -7,6 +7,7 @@ use crate::image::Image;
 use crate::ray::{Hit, Ray};
 use crate::scene::Scene;
 use crate::traverse::Accel;
+use crate::update::{Changes, GeometrySah, SceneUpdate};
 use alloc::string::String;
 use core::time::Duration;
 
@@ -201,6 +202,18 @@ impl RenderStats {
     }
 }
 
+/// What [`Backend::update_scene`] did, and what it cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UpdateStats {
+    /// What changed, among it the indices the added instances were given
+    /// ([`Changes::added`]).
+    pub changes: Changes,
+    /// `build`: the host's work (checks, new instance records, refits made on
+    /// the host, the top tree); `upload`: the copies to the device and any
+    /// work there (a refit made on the device); `total`: the whole call.
+    pub stats: RenderStats,
+}
+
 /// What a backend runs on.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BackendInfo {
@@ -259,6 +272,21 @@ pub trait Backend {
 
     /// Whether anything lies on each ray; `occluded[i]` answers `rays[i]`.
     fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error>;
+
+    /// Apply `update` to the two-level scene of the last `set_scene` (see
+    /// [`SceneUpdate`]), uploading only what changed: new instance records
+    /// and the top tree, a mesh's new vertices and its refit tree.
+    ///
+    /// [`Error::NoScene`] before `set_scene`, [`Error::NotTwoLevel`] for a
+    /// flat scene, and the update's own errors, naming the bad item; after
+    /// any error the scene is as it was.
+    fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error>;
+
+    /// The SAH cost of geometry `geometry`'s tree now against its last build
+    /// from scratch ([`crate::Accel::geometry_sah`]): how much a refit tree
+    /// has degraded. `None` without a two-level scene or for a geometry past
+    /// the last.
+    fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah>;
 }
 
 /// Check a batch before tracing: equal lengths, every ray valid. Shared by all

@@ -59,7 +59,7 @@ pub mod update;
 pub use aabb::Aabb;
 pub use backend::{
     Backend, BackendInfo, Integrator, NoProgress, Progress, RenderSettings, RenderStats,
-    TimingSource,
+    TimingSource, UpdateStats,
 };
 pub use camera::Camera;
 pub use error::Error;
