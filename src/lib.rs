@@ -15,7 +15,6 @@
 #![deny(missing_docs)]
 
 pub mod conformance;
-pub mod fuzz_checks;
 pub mod mesh;
 pub mod rays;
 pub mod scenes;
