@@ -332,10 +332,7 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
     let r = Ray8::new(pre, ray.tmin);
     let lanes = Lanes::new(pre);
     let tmin = ray.tmin;
-    let mut best = Hit {
-        t: ray.tmax,
-        ..Hit::MISS
-    };
+    let mut best = Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE);
     let mut best_at = NOT_IN_PACKET;
     let st = &mut stack.e;
     let mut sp = 0usize;
@@ -399,12 +396,7 @@ fn closest<const KX: usize, const KY: usize, const KZ: usize>(
             let leaf = bvh.packets.leaf(child, meta & !PACKET_LEAF);
             for (i, p) in leaf.iter().enumerate() {
                 if let Some((lane, t, u, v)) = packet_hit::<KX, KY, KZ>(&lanes, p, tmin, best.t) {
-                    best = Hit {
-                        t,
-                        u,
-                        v,
-                        prim: p.slot[lane],
-                    };
+                    best = Hit::new(t, u, v, p.slot[lane], 0);
                     best_at = packet_lane(child + i as u32, lane);
                 }
             }

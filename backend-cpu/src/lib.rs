@@ -38,9 +38,10 @@ use prism_core::gpu::Primitive;
 use prism_core::image::Srgb8Table;
 use prism_core::integrator::render_pixel;
 use prism_core::point_grid::{PointGrid, any_hit_listed, build_point_grid};
+use prism_core::update::GeometrySah;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
-    RenderSettings, RenderStats, Scene, TimingSource,
+    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, UpdateStats,
 };
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -237,7 +238,7 @@ impl Backend for CpuBackend {
             for x0 in (0..width).step_by(TILE as usize) {
                 for y in y0..y1 {
                     for x in x0..(x0 + TILE).min(width) {
-                        let (c, r) = match traversal {
+                        let (c, r) = match effective(traversal, accel) {
                             Traversal::Wide | Traversal::Wide4 => {
                                 render_pixel(&wide_tracer, &params, x, y)
                             }
@@ -291,13 +292,17 @@ impl Backend for CpuBackend {
         check_batch("intersect", rays, hits.len())?;
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
+        let traversal = effective(traversal, accel);
         Ok(trace_batch(
             &self.pool,
             start,
             rays,
             hits,
             |ray, scratch| match traversal {
-                Traversal::Wide | Traversal::Wide4 => wide.intersect(prims, ray, scratch),
+                Traversal::Wide | Traversal::Wide4 if sees_flat(ray) => {
+                    wide.intersect(prims, ray, scratch)
+                }
+                Traversal::Wide | Traversal::Wide4 => Hit::MISS,
                 Traversal::Binary => accel.intersect(ray),
             },
         ))
@@ -308,16 +313,53 @@ impl Backend for CpuBackend {
         check_batch("occluded", rays, occluded.len())?;
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
         let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
+        let traversal = effective(traversal, accel);
         Ok(trace_batch(
             &self.pool,
             start,
             rays,
             occluded,
             |ray, scratch| match traversal {
-                Traversal::Wide | Traversal::Wide4 => wide.occluded(prims, ray, scratch),
+                Traversal::Wide | Traversal::Wide4 => {
+                    sees_flat(ray) && wide.occluded(prims, ray, scratch)
+                }
                 Traversal::Binary => accel.occluded(ray),
             },
         ))
+    }
+
+    fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error> {
+        let start = Instant::now();
+        let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
+        let changes = accel.update(update)?;
+        let build = start.elapsed();
+        Ok(UpdateStats {
+            changes,
+            stats: RenderStats {
+                build,
+                total: start.elapsed(),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
+        self.accel.as_ref()?.geometry_sah(geometry)
+    }
+}
+
+/// Whether a ray sees a flat scene, the one implicit instance of mask `0xFF`.
+#[inline(always)]
+fn sees_flat(ray: &Ray) -> bool {
+    ray.mask & 0xFF != 0
+}
+
+/// The traversal that answers for `accel`: two-level scenes walk core's trees.
+fn effective(traversal: Traversal, accel: &Accel) -> Traversal {
+    if accel.is_two_level() {
+        Traversal::Binary
+    } else {
+        traversal
     }
 }
 
@@ -474,6 +516,9 @@ impl prism_core::integrator::Tracer for WideTracer<'_> {
     }
     #[inline(always)]
     fn closest_slot(&self, ray: &Ray) -> Hit {
+        if !sees_flat(ray) {
+            return Hit::MISS;
+        }
         if let Some(g) = self.cell_grid {
             return g.closest_hit(self.accel, ray);
         }
@@ -481,10 +526,14 @@ impl prism_core::integrator::Tracer for WideTracer<'_> {
     }
     #[inline(always)]
     fn occluded(&self, ray: &Ray) -> bool {
-        Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
+        sees_flat(ray)
+            && Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
     }
     #[inline(always)]
     fn light_blocked(&self, ray: &Ray) -> bool {
+        if !sees_flat(ray) {
+            return false;
+        }
         self.light_grid
             .and_then(|g| any_hit_listed(g, self.accel.primitives(), ray))
             .unwrap_or_else(|| self.occluded(ray))

@@ -536,10 +536,7 @@ impl ClosestWalk {
             lanes: Lanes::new(&pre),
             pre,
             tmin: ray.tmin,
-            best: Hit {
-                t: ray.tmax,
-                ..Hit::MISS
-            },
+            best: Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE),
             best_at: NOT_IN_PACKET,
             stack,
             sp: 1,
@@ -576,12 +573,7 @@ impl ClosestWalk {
                     if let Some((lane, t, u, v)) =
                         packet_hit::<KX, KY, KZ>(&self.lanes, p, tmin, self.best.t)
                     {
-                        self.best = Hit {
-                            t,
-                            u,
-                            v,
-                            prim: p.slot[lane],
-                        };
+                        self.best = Hit::new(t, u, v, p.slot[lane], 0);
                         self.best_at = packet_lane(first + i as u32, lane);
                     }
                 }
@@ -650,12 +642,7 @@ pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     };
     for (k, p) in leaf.iter().enumerate() {
         if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
-            *best = Hit {
-                t,
-                u,
-                v,
-                prim: (first + k) as u32,
-            };
+            *best = Hit::new(t, u, v, (first + k) as u32, 0);
         }
     }
 }
