@@ -9,8 +9,9 @@
 use crate::collapse::reserve;
 use glam::{Vec3A, Vec4};
 use prism_core::gpu::{KIND_SPHERE, Primitive};
-use prism_core::intersect::{RayPre, ray_sphere, ray_triangle_axes};
-use prism_core::{Error, Hit};
+use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, ray_sphere, ray_triangle_axes};
+use prism_core::traverse::ray_primitive;
+use prism_core::{Error, Hit, Ray};
 
 /// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
 pub(crate) const PACKET_LEAF: u32 = 1 << 31;
@@ -164,12 +165,15 @@ pub(crate) struct Lanes {
     pub(crate) ix: Vec4,
     pub(crate) iy: Vec4,
     pub(crate) iz: Vec4,
+    /// The watertight test's axes `(kx, ky, kz)` ([`RayPre`]'s), each below 3.
+    axes: [usize; 3],
 }
 
 impl Lanes {
     #[inline(always)]
     pub(crate) fn new(pre: &RayPre) -> Self {
         Lanes {
+            axes: [pre.kx.min(2), pre.ky.min(2), pre.kz.min(2)],
             o: [
                 Vec4::splat(pre.origin.x),
                 Vec4::splat(pre.origin.y),
@@ -202,12 +206,49 @@ pub(crate) fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
     let a = [p.v0[0] - l.o[0], p.v0[1] - l.o[1], p.v0[2] - l.o[2]];
     let b = [p.v1[0] - l.o[0], p.v1[1] - l.o[1], p.v1[2] - l.o[2]];
     let c = [p.v2[0] - l.o[0], p.v2[1] - l.o[1], p.v2[2] - l.o[2]];
-    let ax = a[KX] - l.sx * a[KZ];
-    let ay = a[KY] - l.sy * a[KZ];
-    let bx = b[KX] - l.sx * b[KZ];
-    let by = b[KY] - l.sy * b[KZ];
-    let cx = c[KX] - l.sx * c[KZ];
-    let cy = c[KY] - l.sy * c[KZ];
+    packet_test(
+        l,
+        [a[KX], a[KY], a[KZ]],
+        [b[KX], b[KY], b[KZ]],
+        [c[KX], c[KY], c[KZ]],
+        tmin,
+        tmax,
+    )
+}
+
+/// [`packet_hit`] with the ray's axes read at run time ([`Lanes`] holds
+/// them): the same operations on the same values, for walks that take rays
+/// of any axis order without a copy per order.
+#[inline(always)]
+pub(crate) fn packet_hit_axes(
+    l: &Lanes,
+    p: &TriPacket,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let [kx, ky, kz] = l.axes;
+    // ok: `Lanes::new` keeps every axis below 3.
+    let rel = |v: &[Vec4; 3]| [v[kx] - l.o[kx], v[ky] - l.o[ky], v[kz] - l.o[kz]];
+    packet_test(l, rel(&p.v0), rel(&p.v1), rel(&p.v2), tmin, tmax)
+}
+
+/// The watertight test of a packet's four lanes from its vertices relative to
+/// the ray's origin, on the ray's axes `(kx, ky, kz)`.
+#[inline(always)]
+fn packet_test(
+    l: &Lanes,
+    a: [Vec4; 3],
+    b: [Vec4; 3],
+    c: [Vec4; 3],
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let ax = a[0] - l.sx * a[2];
+    let ay = a[1] - l.sy * a[2];
+    let bx = b[0] - l.sx * b[2];
+    let by = b[1] - l.sy * b[2];
+    let cx = c[0] - l.sx * c[2];
+    let cy = c[1] - l.sy * c[2];
     let u = cx * by - cy * bx;
     let v = ax * cy - ay * cx;
     let w = bx * ay - by * ax;
@@ -215,9 +256,9 @@ pub(crate) fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
     let outside = (u.cmplt(zero) | v.cmplt(zero) | w.cmplt(zero))
         & (u.cmpgt(zero) | v.cmpgt(zero) | w.cmpgt(zero));
     let det = u + v + w;
-    let az = l.sz * a[KZ];
-    let bz = l.sz * b[KZ];
-    let cz = l.sz * c[KZ];
+    let az = l.sz * a[2];
+    let bz = l.sz * b[2];
+    let cz = l.sz * c[2];
     let t_scaled = u * az + v * bz + w * cz;
     let rcp_det = Vec4::ONE / det;
     let t = t_scaled * rcp_det;
@@ -295,5 +336,117 @@ pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
         if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
             *best = Hit::new(t, u, v, (first + k) as u32, 0);
         }
+    }
+}
+
+/// [`leaf_closest`] for walks that take rays of any axis order: core's own
+/// [`ray_primitive`] on each primitive.
+#[inline(always)]
+pub(crate) fn leaf_closest_axes(
+    pre: &RayPre,
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    tmin: f32,
+    best: &mut Hit,
+) {
+    let first = first as usize;
+    let Some(leaf) = prims.get(first..first + count as usize) else {
+        return;
+    };
+    for (k, p) in leaf.iter().enumerate() {
+        if let Some((t, u, v)) = ray_primitive(pre, p, tmin, best.t) {
+            *best = Hit::new(t, u, v, (first + k) as u32, 0);
+        }
+    }
+}
+
+/// The watertight test's axes `(kx, ky)` for each [`RayPre::perm`] code
+/// (`2 * kz + swapped`).
+const PERM_AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
+
+/// [`RayPre::new`] without its branches on the direction: the same values
+/// (the divisions and selections are the same per component), for the walks
+/// that work one out per instance they enter, where the branches on a random
+/// direction are mispredicted half the time.
+#[inline(always)]
+pub(crate) fn ray_pre(ray: &Ray) -> RayPre {
+    let d = ray.dir;
+    let da = Vec3A::from(d);
+    let min = Vec3A::splat(MIN_DIR_COMPONENT);
+    let safe = Vec3A::select(da.abs().cmplt(min), min.copysign(da), da);
+    let inv_dir = Vec3A::ONE / safe;
+    let ad = d.abs();
+    let (xy, xz, yz) = (ad.x > ad.y, ad.x > ad.z, ad.y > ad.z);
+    // 0 where x is largest (beats y and z), 1 where y beats x and z, else 2.
+    let kz = 2 - 2 * usize::from(xy & xz) - usize::from(!xy & yz);
+    let dk = d.to_array();
+    let dz = dk[kz.min(2)];
+    let swapped = dz < 0.0;
+    let perm = 2 * kz + usize::from(swapped);
+    let (kx, ky) = PERM_AXES[perm.min(5)];
+    let shear = Vec3A::new(dk[kx], dk[ky], 1.0) / Vec3A::splat(dz);
+    RayPre {
+        origin: ray.origin,
+        dir: d,
+        inv_dir: inv_dir.into(),
+        kz,
+        kx,
+        ky,
+        shear: shear.into(),
+        perm: perm as u8,
+        origin_a: ray.origin.into(),
+        inv_dir_a: inv_dir,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ray_pre;
+    use glam::Vec3;
+    use prism_core::Ray;
+    use prism_core::intersect::RayPre;
+    use prism_core::rng::Pcg;
+
+    /// Every field of `ray_pre` is `RayPre::new`'s, bit for bit: random
+    /// directions, ties between the largest components, zero and negative
+    /// zero components, components below `MIN_DIR_COMPONENT`.
+    #[test]
+    fn ray_pre_is_cores() {
+        let mut rng = Pcg { state: 9 };
+        let mut r = move || rng.next_f32() * 2.0 - 1.0;
+        let specials = [0.0, -0.0, 1e-31, -1e-31, 1e-30, 0.5, -0.5, 1.0, -1.0, 3.0];
+        let mut dirs = Vec::new();
+        for &x in &specials {
+            for &y in &specials {
+                for &z in &specials {
+                    dirs.push(Vec3::new(x, y, z));
+                }
+            }
+        }
+        dirs.extend((0..20_000).map(|_| Vec3::new(r(), r(), r()) * 10f32.powf(4.0 * r())));
+        let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+        let mut checked = 0;
+        for d in dirs {
+            let ray = Ray::new(Vec3::new(r(), r(), r()), d);
+            if !ray.is_valid() {
+                continue;
+            }
+            let (a, b) = (RayPre::new(&ray), ray_pre(&ray));
+            let what = format!("{d:?}");
+            assert_eq!(
+                (a.kx, a.ky, a.kz, a.perm),
+                (b.kx, b.ky, b.kz, b.perm),
+                "{what}"
+            );
+            assert_eq!(bits(a.inv_dir), bits(b.inv_dir), "{what}");
+            assert_eq!(bits(a.shear), bits(b.shear), "{what}");
+            assert_eq!(bits(a.origin), bits(b.origin), "{what}");
+            assert_eq!(bits(a.dir), bits(b.dir), "{what}");
+            assert_eq!(bits(a.origin_a.into()), bits(b.origin_a.into()), "{what}");
+            assert_eq!(bits(a.inv_dir_a.into()), bits(b.inv_dir_a.into()), "{what}");
+            checked += 1;
+        }
+        assert!(checked > 20_000);
     }
 }

@@ -26,9 +26,8 @@ mod walk;
 
 use crate::collapse::{Child, Source, children, gather, reserve};
 use crate::instances::{Span, write_records};
-use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, dispatch_axes, leaf};
+use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf, ray_pre};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
-use prism_core::intersect::RayPre;
 use prism_core::{Accel, Error, Hit, Ray};
 use walk::{any, any_two_level, closest, closest_two_level};
 
@@ -262,10 +261,9 @@ impl Bvh8 {
         let Some(root) = self.flat_root(ray) else {
             return (Hit::MISS, NOT_IN_PACKET);
         };
-        let pre = RayPre::new(ray);
-        let st = &mut stack.e;
+        let pre = ray_pre(ray);
         // SAFETY: as above, a `Bvh8` implies AVX2 and BMI1.
-        unsafe { dispatch_axes!(pre, closest, self, prims, ray, &pre, root, st) }
+        unsafe { closest(self, prims, ray, &pre, root, &mut stack.e) }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
@@ -277,10 +275,9 @@ impl Bvh8 {
         let Some(root) = self.flat_root(ray) else {
             return false;
         };
-        let pre = RayPre::new(ray);
-        let st = &mut stack.e;
+        let pre = ray_pre(ray);
         // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
-        unsafe { dispatch_axes!(pre, any, self, prims, ray, &pre, root, st) }
+        unsafe { any(self, prims, ray, &pre, root, &mut stack.e) }
     }
 }
 

@@ -3,12 +3,12 @@
 
 use super::{Bvh8, Entry, Node8, STACK, Stack};
 use crate::leaves::{
-    Lanes, NOT_IN_PACKET, PACKET_LEAF, dispatch_axes, leaf_closest, packet_hit, packet_lane,
-    prim_hit,
+    Lanes, NOT_IN_PACKET, PACKET_LEAF, leaf_closest_axes, packet_hit_axes, packet_lane, ray_pre,
 };
 use core::arch::x86_64::*;
 use prism_core::gpu::Primitive;
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::traverse::ray_primitive;
 use prism_core::two_level::object_ray;
 use prism_core::{Hit, Ray};
 
@@ -93,10 +93,12 @@ fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
     }
 }
 
-/// Closest hit (leaf slot) for one axis permutation in the geometry tree at
-/// `root`, and where it came from (see [`NOT_IN_PACKET`]).
+/// Closest hit (leaf slot) in the geometry tree at `root`, and where it came
+/// from (see [`NOT_IN_PACKET`]). The triangle tests read the ray's axis order
+/// at run time (one walk for every order: entering an instance needs no
+/// dispatch to a copy for its object ray's order).
 #[target_feature(enable = "avx2,bmi1")]
-pub(super) fn closest<const KX: usize, const KY: usize, const KZ: usize>(
+pub(super) fn closest(
     bvh: &Bvh8,
     prims: &[Primitive],
     ray: &Ray,
@@ -169,14 +171,14 @@ pub(super) fn closest<const KX: usize, const KY: usize, const KZ: usize>(
         } else if meta & PACKET_LEAF != 0 {
             let leaf = bvh.packets.leaf(child, meta & !PACKET_LEAF);
             for (i, p) in leaf.iter().enumerate() {
-                if let Some((lane, t, u, v)) = packet_hit::<KX, KY, KZ>(&lanes, p, tmin, best.t) {
+                if let Some((lane, t, u, v)) = packet_hit_axes(&lanes, p, tmin, best.t) {
                     best = Hit::new(t, u, v, p.slot[lane], 0);
                     best_at = packet_lane(child + i as u32, lane);
                 }
             }
         } else {
             let before = best.prim;
-            leaf_closest::<KX, KY, KZ>(pre, prims, child, meta, tmin, &mut best);
+            leaf_closest_axes(pre, prims, child, meta, tmin, &mut best);
             if best.prim != before {
                 best_at = NOT_IN_PACKET;
             }
@@ -200,9 +202,10 @@ pub(super) fn closest<const KX: usize, const KY: usize, const KZ: usize>(
     }
 }
 
-/// Any hit for one axis permutation in the geometry tree at `root`.
+/// Any hit in the geometry tree at `root` (axis order read at run time, as
+/// in [`closest`]).
 #[target_feature(enable = "avx2,bmi1")]
-pub(super) fn any<const KX: usize, const KY: usize, const KZ: usize>(
+pub(super) fn any(
     bvh: &Bvh8,
     prims: &[Primitive],
     ray: &Ray,
@@ -249,14 +252,14 @@ pub(super) fn any<const KX: usize, const KY: usize, const KZ: usize>(
                 .packets
                 .leaf(child, meta & !PACKET_LEAF)
                 .iter()
-                .any(|p| packet_hit::<KX, KY, KZ>(&lanes, p, tmin, tmax).is_some())
+                .any(|p| packet_hit_axes(&lanes, p, tmin, tmax).is_some())
             {
                 return true;
             }
         } else if let Some(leaf) = prims.get(child as usize..child as usize + meta as usize)
             && leaf
                 .iter()
-                .any(|p| prim_hit::<KX, KY, KZ>(pre, p, tmin, tmax).is_some())
+                .any(|p| ray_primitive(pre, p, tmin, tmax).is_some())
         {
             return true;
         }
@@ -297,7 +300,7 @@ pub(super) fn closest_two_level(
     ray: &Ray,
     stack: &mut Stack,
 ) -> (Hit, usize) {
-    let pre = RayPre::new(ray);
+    let pre = ray_pre(ray);
     let r = Ray8::new(&pre, ray.tmin);
     let mut best = Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE);
     let mut best_at = NOT_IN_PACKET;
@@ -342,9 +345,8 @@ pub(super) fn closest_two_level(
             && ray.mask & rec.mask() != 0
         {
             let object = object_ray(rec, ray, best.t);
-            let opre = RayPre::new(&object);
-            let root = rec.root();
-            let (hit, at) = dispatch_axes!(opre, closest, bvh, prims, &object, &opre, root, inner);
+            let opre = ray_pre(&object);
+            let (hit, at) = closest(bvh, prims, &object, &opre, rec.root(), inner);
             if hit.is_hit() {
                 best = Hit::new(hit.t, hit.u, hit.v, hit.prim, child);
                 best_at = at;
@@ -372,7 +374,7 @@ pub(super) fn closest_two_level(
 /// Whether anything the ray sees lies on it, over both levels.
 #[target_feature(enable = "avx2,bmi1")]
 pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
-    let pre = RayPre::new(ray);
+    let pre = ray_pre(ray);
     let r = Ray8::new(&pre, ray.tmin);
     let Stack { e: inner, top: st } = stack;
     let mut sp = 0usize;
@@ -413,9 +415,8 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
             && ray.mask & rec.mask() != 0
         {
             let object = object_ray(rec, ray, ray.tmax);
-            let opre = RayPre::new(&object);
-            let root = rec.root();
-            if dispatch_axes!(opre, any, bvh, prims, &object, &opre, root, inner) {
+            let opre = ray_pre(&object);
+            if any(bvh, prims, &object, &opre, rec.root(), inner) {
                 return true;
             }
         }
