@@ -16,6 +16,7 @@
 
 pub mod conformance;
 pub mod mesh;
+pub mod procedural;
 pub mod rays;
 pub mod scenes;
 mod select;
