@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 13] = [
+pub const SOURCES: [(&str, &str); 16] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -44,6 +44,9 @@ pub const SOURCES: [(&str, &str); 13] = [
     ("camera.cuh", include_str!("../kernels/camera.cuh")),
     ("image.cuh", include_str!("../kernels/image.cuh")),
     ("integrator.cuh", include_str!("../kernels/integrator.cuh")),
+    ("two_level.cuh", include_str!("../kernels/two_level.cuh")),
+    ("batch.cuh", include_str!("../kernels/batch.cuh")),
+    ("refit.cuh", include_str!("../kernels/refit.cuh")),
 ];
 
 /// Base name of the path-tracing render kernel.
@@ -81,10 +84,28 @@ pub const LIST_REFLECTIONS: u32 = 1;
 /// [`KERNEL_CAMERA_MASKS`]'s `lists` bit for shadow candidates
 /// (`PRISM_LIST_SHADOWS`).
 pub const LIST_SHADOWS: u32 = 2;
+/// The kernel that rewrites a mesh geometry's slots from new vertices
+/// (`update_scene`'s refit on the device); one for every scene kind.
+pub const KERNEL_REFIT_SLOTS: &str = "prism_refit_slots";
+/// The kernel that then recomputes the geometry's boxes bottom-up.
+pub const KERNEL_REFIT_BOXES: &str = "prism_refit_boxes";
+/// Threads per block of the refit kernels (their `__launch_bounds__`).
+pub const REFIT_THREADS: u32 = 128;
 /// Base name of the closest-hit batch kernel.
 pub const KERNEL_INTERSECT: &str = "prism_intersect";
 /// Base name of the any-hit batch kernel.
 pub const KERNEL_OCCLUDED: &str = "prism_occluded";
+/// Base name of the path-tracing render kernel of two-level scenes (the walk
+/// over instances, `two_level.cuh`).
+pub const KERNEL_RENDER_PATH_INSTANCES: &str = "prism_render_path_instances";
+/// The same for the Whitted render kernel.
+pub const KERNEL_RENDER_WHITTED_INSTANCES: &str = "prism_render_whitted_instances";
+/// The same for the ambient-occlusion render kernel.
+pub const KERNEL_RENDER_AO_INSTANCES: &str = "prism_render_ao_instances";
+/// Base name of the closest-hit batch kernel of two-level scenes.
+pub const KERNEL_INTERSECT_INSTANCES: &str = "prism_intersect_instances";
+/// Base name of the any-hit batch kernel of two-level scenes.
+pub const KERNEL_OCCLUDED_INSTANCES: &str = "prism_occluded_instances";
 
 /// Which primitive kinds a scene holds. Every kernel is compiled once per kind,
 /// so that a scene of one kind runs without the other kind's code.
@@ -124,8 +145,9 @@ impl SceneKind {
     }
 }
 
-/// Base names of the kernels, in the order of [`KERNEL_NAMES`] within each kind.
-pub const KERNEL_BASES: [&str; 11] = [
+/// Base names of the kernels, in the order of [`KERNEL_NAMES`] within each kind:
+/// those of flat scenes, then those of two-level scenes.
+pub const KERNEL_BASES: [&str; 16] = [
     KERNEL_RENDER_PATH,
     KERNEL_RENDER_WHITTED,
     KERNEL_RENDER_AO,
@@ -137,10 +159,15 @@ pub const KERNEL_BASES: [&str; 11] = [
     KERNEL_RENDER_PATH_GRID,
     KERNEL_RENDER_WHITTED_GRID,
     KERNEL_RENDER_AO_GRID,
+    KERNEL_RENDER_PATH_INSTANCES,
+    KERNEL_RENDER_WHITTED_INSTANCES,
+    KERNEL_RENDER_AO_INSTANCES,
+    KERNEL_INTERSECT_INSTANCES,
+    KERNEL_OCCLUDED_INSTANCES,
 ];
 
 /// Every kernel the module exports: each base name once per [`SceneKind`].
-pub const KERNEL_NAMES: [&str; 33] = [
+pub const KERNEL_NAMES: [&str; 48] = [
     "prism_render_path_spheres",
     "prism_render_whitted_spheres",
     "prism_render_ao_spheres",
@@ -152,6 +179,11 @@ pub const KERNEL_NAMES: [&str; 33] = [
     "prism_render_path_grid_spheres",
     "prism_render_whitted_grid_spheres",
     "prism_render_ao_grid_spheres",
+    "prism_render_path_instances_spheres",
+    "prism_render_whitted_instances_spheres",
+    "prism_render_ao_instances_spheres",
+    "prism_intersect_instances_spheres",
+    "prism_occluded_instances_spheres",
     "prism_render_path_triangles",
     "prism_render_whitted_triangles",
     "prism_render_ao_triangles",
@@ -163,6 +195,11 @@ pub const KERNEL_NAMES: [&str; 33] = [
     "prism_render_path_grid_triangles",
     "prism_render_whitted_grid_triangles",
     "prism_render_ao_grid_triangles",
+    "prism_render_path_instances_triangles",
+    "prism_render_whitted_instances_triangles",
+    "prism_render_ao_instances_triangles",
+    "prism_intersect_instances_triangles",
+    "prism_occluded_instances_triangles",
     "prism_render_path_mixed",
     "prism_render_whitted_mixed",
     "prism_render_ao_mixed",
@@ -174,6 +211,11 @@ pub const KERNEL_NAMES: [&str; 33] = [
     "prism_render_path_grid_mixed",
     "prism_render_whitted_grid_mixed",
     "prism_render_ao_grid_mixed",
+    "prism_render_path_instances_mixed",
+    "prism_render_whitted_instances_mixed",
+    "prism_render_ao_instances_mixed",
+    "prism_intersect_instances_mixed",
+    "prism_occluded_instances_mixed",
 ];
 
 /// The full name of kernel `base` for scenes of `kind` (an entry of
@@ -235,6 +277,12 @@ pub(crate) struct SceneArgs {
     pub camera_masks: u64,
     /// Tiles of `camera_masks` per row and rows of tiles.
     pub camera_mask_tiles: [u32; 2],
+    /// A two-level scene's instance records ([`prism_core::gpu::GpuInstance`])
+    /// and the tree over them, with their counts; 0 for a flat scene.
+    pub instances: u64,
+    pub top_nodes: u64,
+    pub instance_count: u32,
+    pub top_node_count: u32,
 }
 
 /// Build-time choices of the kernels: block shapes, register budgets and the
@@ -547,6 +595,11 @@ pub(crate) const RAY_TALLY_BYTES: usize = RAY_TALLY_SLOTS * 8;
 /// before a trace launch that claims from them.
 pub(crate) const WORK_WORDS: usize = 32 * 32;
 
+// The batch kernels read `prism_core::Ray` arrays as `GpuRay` records and
+// write `Hit` records as two rows (prism_types.cuh checks both layouts).
+const _: () = assert!(size_of::<Ray>() == size_of::<prism_core::gpu::GpuRay>());
+const _: () = assert!(size_of::<Hit>() == 32);
+
 /// A float as a C literal that reads back as the same `f32` (Rust's `{:?}` is
 /// the shortest representation that round-trips).
 fn c_float(v: f32) -> String {
@@ -563,6 +616,11 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_KIND_TRIANGLE={KIND_TRIANGLE}u"),
         format!("-DPRISM_KIND_SPHERE={KIND_SPHERE}u"),
         format!("-DPRISM_NO_PRIM={}u", Hit::NO_PRIM),
+        format!("-DPRISM_NO_INSTANCE={}u", Hit::NO_INSTANCE),
+        format!(
+            "-DPRISM_NO_MATERIAL={}u",
+            prism_core::gpu::GpuInstance::NO_MATERIAL
+        ),
         format!("-DPRISM_POINT_GRID_SIDE={POINT_GRID_SIDE}"),
         format!(
             "-DPRISM_CAMERA_MASK_TILE={}",
@@ -614,6 +672,7 @@ fn core_defines() -> Vec<String> {
                 ("u", offset_of!(Hit, u)),
                 ("v", offset_of!(Hit, v)),
                 ("prim", offset_of!(Hit, prim)),
+                ("instance", offset_of!(Hit, instance)),
             ],
         ),
         (
@@ -647,6 +706,10 @@ fn core_defines() -> Vec<String> {
                     "camera_mask_tiles",
                     offset_of!(SceneArgs, camera_mask_tiles),
                 ),
+                ("instances", offset_of!(SceneArgs, instances)),
+                ("top_nodes", offset_of!(SceneArgs, top_nodes)),
+                ("instance_count", offset_of!(SceneArgs, instance_count)),
+                ("top_node_count", offset_of!(SceneArgs, top_node_count)),
             ],
         ),
         (
@@ -664,8 +727,6 @@ fn core_defines() -> Vec<String> {
             d.push(format!("-DPRISM_LAYOUT_{name}_{field}={offset}"));
         }
     }
-    // The ray buffers of intersect/occluded are prism_core::Ray arrays read as GpuRay.
-    debug_assert_eq!(size_of::<Ray>(), 32);
     d
 }
 
@@ -694,6 +755,7 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
     o.push(format!(
         "-DPRISM_CAMERA_MASKS_THREADS={CAMERA_MASKS_THREADS}"
     ));
+    o.push(format!("-DPRISM_REFIT_THREADS={REFIT_THREADS}"));
     o.push(format!("-DPRISM_RENDER_TILE_W={}", config.render_tile[0]));
     o.push(format!("-DPRISM_RENDER_TILE_H={}", config.render_tile[1]));
     o.push(format!(
@@ -854,7 +916,11 @@ pub(crate) fn compile_files(
     };
     let headers: Vec<(&str, String)> = headers.iter().map(|(n, s)| (*n, s.clone())).collect();
     let compiled = nvrtc::compile((main_name, main_src), &headers, &options)?;
-    for name in KERNEL_NAMES.iter().chain([&KERNEL_CAMERA_MASKS]) {
+    for name in KERNEL_NAMES.iter().chain([
+        &KERNEL_CAMERA_MASKS,
+        &KERNEL_REFIT_SLOTS,
+        &KERNEL_REFIT_BOXES,
+    ]) {
         if !contains_symbol(&compiled.cubin, name) {
             return Err(Error::Compile {
                 backend: BACKEND,

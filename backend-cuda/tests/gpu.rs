@@ -1266,7 +1266,7 @@ fn a_broken_mirror_is_caught() {
     gpu.set_scene(&scene).unwrap();
     let rays: Vec<Ray> = random_rays(9, 20_000)
         .into_iter()
-        .map(|r| Ray { tmax: 8.0, ..r })
+        .map(|r| Ray::segment(r.origin, r.dir, r.tmin, 8.0))
         .collect();
     let g = gpu_hits(&mut gpu, &rays);
     let reference: Vec<(f32, u32)> = core_hits(&accel, &rays)
