@@ -15,8 +15,8 @@
 #![deny(missing_docs)]
 
 pub mod conformance;
-pub mod fuzz_checks;
 pub mod mesh;
+pub mod procedural;
 pub mod rays;
 pub mod scenes;
 mod select;

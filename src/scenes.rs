@@ -5,14 +5,18 @@
 //! | `rtiow`     | final scene of *Ray Tracing in One Weekend*            | 1280x720, 30 spp, depth 50, path |
 //! | `whitted19` | ground + 18 small spheres, point light, one mirror bounce | 8192x8192, 1 spp, whitted |
 //! | `cornell`   | the Cornell box in triangles, area light               | 512x512, 64 spp, depth 16, path |
+//! | `instances` | 4,096 placed meshes (rocks, trees, rings) over a ground, two levels | 1280x720, 8 spp, depth 8, path |
 
 use crate::Error;
-use glam::Vec3;
+use crate::procedural::{icosphere, torus, tree};
+use glam::{Affine3A, Quat, Vec3};
 use prism_core::rng::Pcg;
-use prism_core::{Camera, Integrator, Material, PointLight, RenderSettings, Scene, Sky};
+use prism_core::{
+    Camera, Geometry, Instance, Integrator, Material, PointLight, RenderSettings, Scene, Sky,
+};
 
 /// Names of the built-in scenes.
-pub const NAMES: &str = "rtiow, whitted19, cornell";
+pub const NAMES: &str = "rtiow, whitted19, cornell, instances";
 
 /// A scene with the camera, settings and image size it is meant to be seen with.
 #[derive(Clone, Debug)]
@@ -38,6 +42,7 @@ pub fn by_name(name: &str) -> Result<Preset, Error> {
         "rtiow" => Ok(rtiow()),
         "whitted19" => Ok(whitted19()),
         "cornell" => Ok(cornell()),
+        "instances" => Ok(instances()),
         _ => Err(Error::UnknownName {
             what: "scene",
             name: name.into(),
@@ -292,4 +297,135 @@ fn add_box(s: &mut Scene, size: Vec3, degrees: f32, offset: Vec3, material: u32)
         s.add_triangle(a, b, c, material);
         s.add_triangle(a, c, d, material);
     }
+}
+
+/// Instances in the `instances` scene.
+pub const INSTANCE_COUNT: u32 = 4096;
+
+/// The two-level scene: a 200 x 200 ground and [`INSTANCE_COUNT`] placements
+/// of three meshes made in code (a bumpy rock of 1,280 triangles, a tree of
+/// 64 and a ring of 1,152) on a jittered 64 x 64 grid, each turned, tilted
+/// and scaled at random, half of them in a colour of their own (a material
+/// override); camera above one corner looking across, RTIOW sky. A fixed PCG
+/// stream places them, so the scene is the same everywhere.
+///
+/// Instance `i` is `instances[i]` of the scene (geometry 0 is the ground,
+/// instanced once as the last instance); the transforms are what
+/// [`instances_frame`] moves for a moving frame.
+pub fn instances() -> Preset {
+    let mut s = Scene::new();
+    s.sky = Sky::rtiow();
+    s.light = PointLight {
+        position: Vec3::new(60.0, 80.0, 40.0),
+        color: Vec3::ONE,
+    };
+    let ground_m = s.add_material(Material::lambertian(Vec3::new(0.45, 0.42, 0.38)));
+    let rock_m = s.add_material(Material::lambertian(Vec3::new(0.55, 0.52, 0.5)));
+    let bark_m = s.add_material(Material::lambertian(Vec3::new(0.2, 0.45, 0.15)));
+    let ring_m = s.add_material(Material::metal(Vec3::new(0.85, 0.75, 0.5), 0.15));
+    let palette: Vec<u32> = (0..8)
+        .map(|k| {
+            let c = hue(k as f32 / 8.0);
+            if k % 3 == 0 {
+                s.add_material(Material::metal(c, 0.3))
+            } else {
+                s.add_material(Material::lambertian(c))
+            }
+        })
+        .collect();
+    let mut ground = Geometry::new();
+    let g = 100.0;
+    let c = [
+        Vec3::new(-g, 0.0, -g),
+        Vec3::new(g, 0.0, -g),
+        Vec3::new(g, 0.0, g),
+        Vec3::new(-g, 0.0, g),
+    ];
+    // ok: four finite corners and two triangles over them.
+    let _ = ground.add_mesh(&c, &[[0, 2, 1], [0, 3, 2]], ground_m);
+    let bumps = |p: Vec3| 0.15 * (3.1 * p.x).sin() * (2.3 * p.y).cos() * (2.7 * p.z + 1.0).sin();
+    let rock = icosphere(3, bumps);
+    let tree = tree(8);
+    let ring = torus(0.8, 0.25, 48, 12);
+    let mut geometries = vec![s.add_geometry(ground)];
+    for (mesh, m) in [(&rock, rock_m), (&tree, bark_m), (&ring, ring_m)] {
+        // ok: the generators' indices are in range and their vertices finite.
+        if let Ok(geom) = Geometry::mesh(&mesh.positions, &mesh.triangles, m) {
+            geometries.push(s.add_geometry(geom));
+        }
+    }
+    let mut rng = Pcg { state: 0x4573_ACE5 };
+    for i in 0..INSTANCE_COUNT {
+        let kind = 1 + (rng.next_f32() * 3.0) as usize % 3;
+        let transform = placement(i, kind, &mut rng);
+        let mut inst = Instance::new(geometries[kind], transform).with_user_id(i);
+        if rng.next_f32() < 0.5 {
+            inst = inst.with_material(palette[(rng.next_f32() * 8.0) as usize % 8]);
+        }
+        s.add_instance(inst);
+    }
+    s.add_instance(Instance::new(geometries[0], Affine3A::IDENTITY).with_user_id(INSTANCE_COUNT));
+    let camera = Camera::look_at(
+        Vec3::new(-42.0, 18.0, 46.0),
+        Vec3::new(4.0, 0.0, -6.0),
+        Vec3::Y,
+        45.0,
+    );
+    let settings = RenderSettings {
+        integrator: Integrator::Path,
+        spp: 8,
+        max_depth: 8,
+        ao_distance: 3.0,
+        ..Default::default()
+    };
+    Preset {
+        name: "instances",
+        scene: s,
+        camera,
+        settings,
+        width: 1280,
+        height: 720,
+    }
+}
+
+/// Where instance `i` of the `instances` scene stands: its cell of the 64 x
+/// 64 grid (1.5 units apart, centred), jittered, turned about +y, tilted (the
+/// rings lean), scaled 0.6-1.4, its base on the ground.
+fn placement(i: u32, kind: usize, rng: &mut Pcg) -> Affine3A {
+    let (gx, gz) = ((i % 64) as f32, (i / 64) as f32);
+    let x = (gx - 31.5) * 1.5 + (rng.next_f32() - 0.5);
+    let z = (gz - 31.5) * 1.5 + (rng.next_f32() - 0.5);
+    let turn = rng.next_f32() * std::f32::consts::TAU;
+    let scale = 0.6 + 0.8 * rng.next_f32();
+    let (lean, lift) = match kind {
+        3 => (0.6 + 0.6 * rng.next_f32(), 0.95),
+        1 => (0.0, 0.6),
+        _ => (0.0, 0.0),
+    };
+    let rotation = Quat::from_rotation_y(turn) * Quat::from_rotation_x(lean);
+    Affine3A::from_scale_rotation_translation(
+        Vec3::splat(scale * if kind == 1 { 0.5 } else { 0.6 }),
+        rotation,
+        Vec3::new(x, lift * scale * 0.5, z),
+    )
+}
+
+/// The transforms of a moving frame of the `instances` scene: frame `frame`
+/// of an animation in which `count` instances (the first ones) bob and turn
+/// in place. Returns `(instance, transform)` pairs for a
+/// [`prism_core::SceneUpdate`].
+pub fn instances_frame(scene: &Scene, frame: u32, count: u32) -> Vec<(u32, Affine3A)> {
+    let t = frame as f32 * 0.05;
+    scene
+        .instances()
+        .iter()
+        .take(count.min(INSTANCE_COUNT) as usize)
+        .enumerate()
+        .map(|(i, inst)| {
+            let phase = i as f32 * 0.37;
+            let bob = Affine3A::from_translation(Vec3::new(0.0, 0.3 * (t + phase).sin(), 0.0));
+            let turn = Affine3A::from_rotation_y(0.5 * (t * 0.7 + phase).sin());
+            (i as u32, bob * inst.transform * turn)
+        })
+        .collect()
 }

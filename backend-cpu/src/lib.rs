@@ -29,24 +29,28 @@
 
 #[cfg(target_arch = "x86_64")]
 pub mod bvh8;
+mod collapse;
+mod instances;
+mod leaves;
+mod trees;
 pub mod wide;
 
 use prism_core::backend::check_batch;
 use prism_core::bvh::{FORK_MIN_PRIMITIVES, RayonFork};
 use prism_core::cell_grid::CellGrid;
-use prism_core::gpu::Primitive;
 use prism_core::image::Srgb8Table;
 use prism_core::integrator::render_pixel;
-use prism_core::point_grid::{PointGrid, any_hit_listed, build_point_grid};
+use prism_core::point_grid::{PointGrid, build_point_grid};
+use prism_core::update::GeometrySah;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
-    RenderSettings, RenderStats, Scene, TimingSource,
+    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, UpdateStats,
 };
 use rayon::prelude::*;
-use std::cell::RefCell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
+use trees::{Scratch, Wide, WideTracer};
 
 /// Tile edge in pixels: a 16x16 tile's rays stay coherent enough to share BVH
 /// nodes in L1/L2, and 16 rows per band give rayon enough bands to balance.
@@ -112,7 +116,7 @@ impl CpuBackend {
         let threads = pool.current_num_threads();
         Ok(Self {
             accel: None,
-            wide: Wide::Four(wide::WideBvh::default()),
+            wide: Wide::none(),
             light_grid: None,
             cell_grid: None,
             traversal: Traversal::Wide,
@@ -128,9 +132,9 @@ impl CpuBackend {
     }
 
     /// Choose the BVH that `render`, `intersect` and `occluded` walk (answers are
-    /// the same). With a scene set, its wide BVH is built here; where the host
-    /// has not the memory for it the error is [`Error::HostOutOfMemory`] and
-    /// the traversal stays as it was.
+    /// the same). With a scene set, its wide BVH is built here (unless it is
+    /// built already); where the host has not the memory for it the error is
+    /// [`Error::HostOutOfMemory`] and the traversal stays as it was.
     pub fn set_traversal(&mut self, traversal: Traversal) -> Result<(), Error> {
         if let Some(accel) = &self.accel
             && self.wide.kind() != Wide::kind_for(traversal)
@@ -144,6 +148,17 @@ impl CpuBackend {
     /// The scene as traced, once `set_scene` succeeded.
     pub fn accel(&self) -> Option<&Accel> {
         self.accel.as_ref()
+    }
+
+    /// The traversal the calls walk: the one chosen, or core's binary trees
+    /// while no wide BVH is built (one that an update could not bring up to
+    /// date is dropped; see `update_scene`).
+    fn walked(&self) -> Traversal {
+        if Wide::kind_for(self.traversal) != self.wide.kind() {
+            Traversal::Binary
+        } else {
+            self.traversal
+        }
     }
 
     /// The candidate lists around the scene's light that the wide traversals'
@@ -177,16 +192,33 @@ impl Backend for CpuBackend {
         // A scene large enough to fork has its BVH's subtrees built on this backend's
         // threads (the same tree as a one-thread build); a smaller one is built here,
         // as handing work to the pool costs more than such a build.
-        let accel = if scene.primitive_count() >= FORK_MIN_PRIMITIVES {
+        let primitives = scene.primitive_count()
+            + scene
+                .geometries()
+                .iter()
+                .map(|g| g.primitive_count())
+                .sum::<usize>();
+        let accel = if primitives >= FORK_MIN_PRIMITIVES {
             self.pool.install(|| Accel::build_with(scene, &RayonFork))?
         } else {
             Accel::build(scene)?
         };
         // The wide BVH too is built before anything is replaced.
-        self.wide = Wide::build(&accel, self.traversal)?;
-        self.light_grid = build_point_grid(accel.light().position, accel.primitives());
-        self.cell_grid =
-            CellGrid::build(accel.primitives()).filter(|g| g.worthwhile(accel.nodes()));
+        let wide = Wide::build(&accel, self.traversal)?;
+        // The light grid and the cell grid are built over one flat tree and
+        // its primitives in world space: a two-level scene has neither (its
+        // slots are in object space, and its nodes hold many trees).
+        let (light_grid, cell_grid) = if accel.is_two_level() {
+            (None, None)
+        } else {
+            (
+                build_point_grid(accel.light().position, accel.primitives()),
+                CellGrid::build(accel.primitives()).filter(|g| g.worthwhile(accel.nodes())),
+            )
+        };
+        self.wide = wide;
+        self.light_grid = light_grid;
+        self.cell_grid = cell_grid;
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -213,7 +245,7 @@ impl Backend for CpuBackend {
             light_grid: self.light_grid.as_ref(),
             cell_grid: self.cell_grid.as_ref(),
         };
-        let traversal = self.traversal;
+        let traversal = self.walked();
         let srgb8 = &self.srgb8;
         let rays = AtomicU64::new(0);
         let bands_done = AtomicU64::new(0);
@@ -290,7 +322,7 @@ impl Backend for CpuBackend {
         let start = Instant::now();
         check_batch("intersect", rays, hits.len())?;
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
-        let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
+        let (wide, traversal, prims) = (&self.wide, self.walked(), accel.primitives());
         Ok(trace_batch(
             &self.pool,
             start,
@@ -307,7 +339,7 @@ impl Backend for CpuBackend {
         let start = Instant::now();
         check_batch("occluded", rays, occluded.len())?;
         let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
-        let (wide, traversal, prims) = (&self.wide, self.traversal, accel.primitives());
+        let (wide, traversal, prims) = (&self.wide, self.walked(), accel.primitives());
         Ok(trace_batch(
             &self.pool,
             start,
@@ -318,6 +350,39 @@ impl Backend for CpuBackend {
                 Traversal::Binary => accel.occluded(ray),
             },
         ))
+    }
+
+    /// Core applies the update to its trees (refits on the host), then the
+    /// wide BVH does only what changed (see `Wide::update`). Should the host
+    /// not have the memory for that, the update still stands and the wide BVH
+    /// is dropped: the backend walks core's trees (the same answers) until a
+    /// later update or [`CpuBackend::set_traversal`] builds it again.
+    fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error> {
+        let start = Instant::now();
+        let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
+        let changes = accel.update(update)?;
+        let accel = &*accel;
+        let wide = if self.wide.kind() == Wide::kind_for(self.traversal) {
+            self.wide.update(accel, &changes)
+        } else {
+            Wide::build(accel, self.traversal).map(|w| self.wide = w)
+        };
+        if wide.is_err() {
+            self.wide = Wide::none();
+        }
+        let build = start.elapsed();
+        Ok(UpdateStats {
+            changes,
+            stats: RenderStats {
+                build,
+                total: start.elapsed(),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
+        self.accel.as_ref()?.geometry_sah(geometry)
     }
 }
 
@@ -348,146 +413,6 @@ fn trace_batch<T: Send>(
         total: trace,
         rays: rays.len() as u64,
         ..Default::default()
-    }
-}
-
-/// The wide BVH that [`Traversal::Wide`] and [`Traversal::Wide4`] walk.
-#[derive(Clone, Debug)]
-enum Wide {
-    /// 8-wide, AVX2 (x86-64 CPUs that have it).
-    #[cfg(target_arch = "x86_64")]
-    Eight(bvh8::Bvh8),
-    /// 4-wide, 128-bit SIMD (any CPU).
-    Four(wide::WideBvh),
-}
-
-impl Wide {
-    /// The BVH `traversal` walks on this CPU, built from `accel`.
-    fn build(accel: &Accel, traversal: Traversal) -> Result<Self, Error> {
-        #[cfg(target_arch = "x86_64")]
-        if traversal == Traversal::Wide
-            && let Some(b) = bvh8::Bvh8::build(accel)?
-        {
-            return Ok(Wide::Eight(b));
-        }
-        // The binary traversal needs no wide BVH; an empty one costs nothing.
-        Ok(match traversal {
-            Traversal::Binary => Wide::Four(wide::WideBvh::default()),
-            _ => Wide::Four(wide::WideBvh::build(accel)?),
-        })
-    }
-
-    /// Which BVH this is: 8, 4, or 0 for the empty placeholder.
-    fn kind(&self) -> u8 {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Wide::Eight(_) => 8,
-            Wide::Four(w) if w.is_empty() => 0,
-            Wide::Four(_) => 4,
-        }
-    }
-
-    /// The [`Wide::kind`] that [`Wide::build`] gives for `traversal` on this CPU.
-    fn kind_for(traversal: Traversal) -> u8 {
-        match traversal {
-            #[cfg(target_arch = "x86_64")]
-            Traversal::Wide if bvh8::available() => 8,
-            Traversal::Wide | Traversal::Wide4 => 4,
-            Traversal::Binary => 0,
-        }
-    }
-
-    #[inline(always)]
-    fn intersect(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> Hit {
-        let _ = &scratch;
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => b.intersect(prims, ray, &mut scratch.stack8),
-            Wide::Four(w) => w.intersect(prims, ray),
-        }
-    }
-
-    #[inline(always)]
-    fn intersect_slot(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> Hit {
-        let _ = &scratch;
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => b.intersect_slot(prims, ray, &mut scratch.stack8),
-            Wide::Four(w) => w.intersect_slot(prims, ray),
-        }
-    }
-
-    #[inline(always)]
-    fn occluded(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> bool {
-        let _ = &scratch;
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => b.occluded(prims, ray, &mut scratch.stack8),
-            Wide::Four(w) => w.occluded(prims, ray),
-        }
-    }
-}
-
-/// Per-thread traversal memory, reused from ray to ray.
-struct Scratch {
-    #[cfg(target_arch = "x86_64")]
-    stack8: Box<bvh8::Stack>,
-}
-
-impl Scratch {
-    fn new() -> Self {
-        Scratch {
-            #[cfg(target_arch = "x86_64")]
-            stack8: bvh8::Stack::new(),
-        }
-    }
-}
-
-thread_local! {
-    /// The render path's [`Scratch`] (the integrators trace one ray at a time).
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
-}
-
-/// The integrators' view of a scene traced through its wide BVH.
-struct WideTracer<'a> {
-    accel: &'a Accel,
-    wide: &'a Wide,
-    light_grid: Option<&'a PointGrid>,
-    cell_grid: Option<&'a CellGrid>,
-}
-
-impl WideTracer<'_> {
-    /// Run `f` with this thread's scratch (a fresh one if it is in use).
-    #[inline(always)]
-    fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
-        SCRATCH.with(|s| match s.try_borrow_mut() {
-            Ok(mut s) => f(&mut s),
-            Err(_) => f(&mut Scratch::new()),
-        })
-    }
-}
-
-impl prism_core::integrator::Tracer for WideTracer<'_> {
-    #[inline(always)]
-    fn accel(&self) -> &Accel {
-        self.accel
-    }
-    #[inline(always)]
-    fn closest_slot(&self, ray: &Ray) -> Hit {
-        if let Some(g) = self.cell_grid {
-            return g.closest_hit(self.accel, ray);
-        }
-        Self::with_scratch(|s| self.wide.intersect_slot(self.accel.primitives(), ray, s))
-    }
-    #[inline(always)]
-    fn occluded(&self, ray: &Ray) -> bool {
-        Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
-    }
-    #[inline(always)]
-    fn light_blocked(&self, ray: &Ray) -> bool {
-        self.light_grid
-            .and_then(|g| any_hit_listed(g, self.accel.primitives(), ray))
-            .unwrap_or_else(|| self.occluded(ray))
     }
 }
 

@@ -1,4 +1,4 @@
-//! A 4-wide BVH for the CPU: core's binary BVH collapsed so that one node holds
+//! A 4-wide BVH for the CPU: core's binary BVHs collapsed so that one node holds
 //! up to four children, their boxes stored as structure-of-arrays and tested
 //! four at a time in 128-bit SIMD registers (glam's `Vec4`: SSE on x86-64, NEON
 //! on AArch64, scalar elsewhere).
@@ -7,87 +7,33 @@
 //! [`prism_core::traverse`] — only the order and number of box tests change — so
 //! the answers are core's: identical `t` and primitive except where two
 //! primitives tie at exactly the same `t`.
+//!
+//! A two-level scene has every geometry's tree collapsed, one after the other,
+//! and its tree over the instances too (each of its leaves one instance). The
+//! walk goes down the instances' tree with the world ray; at an instance whose
+//! mask the ray shares, core's [`object_ray`] carries the ray into object
+//! space and the walk goes down the geometry's wide tree, with the closest hit
+//! so far as its `tmax`, as core's walk does.
 
-use glam::{Vec3A, Vec4};
-use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, Primitive};
-use prism_core::intersect::{
-    RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE, ray_sphere, ray_triangle_axes,
+use crate::collapse::{Source, gather, reserve};
+use crate::instances::{Span, write_records};
+use crate::leaves::{
+    Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, dispatch_axes, leaf, leaf_closest, packet_hit,
+    packet_lane, prim_hit,
 };
+use glam::Vec4;
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::two_level::object_ray;
 use prism_core::{Accel, Error, Hit, Ray};
 
 /// Entries of the traversal stack. A popped wide node pushes at most four inner
 /// children, a net growth of three entries, and a node whose children are all
 /// leaves pushes none; so a walk through a tree of `d` wide levels holds at most
-/// `3 * (d - 1) + 1` entries. Collapsing never deepens a tree, and core's BVH is
-/// shallower than 64 levels, so 3 * 64 entries always suffice (the pushes are
-/// bounds-checked besides).
+/// `3 * (d - 1) + 1` entries. Collapsing never deepens a tree, and core's BVHs
+/// (the instances' tree too) are shallower than 64 levels, so 3 * 64 entries
+/// always suffice (the pushes are bounds-checked besides).
 const STACK: usize = 192;
-
-/// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
-pub(crate) const PACKET_LEAF: u32 = 1 << 31;
-
-/// Four triangles as structure-of-arrays, tested together: `v0[axis]` holds that
-/// coordinate of each lane's first vertex. Unused lanes have NaN vertices, which
-/// fail every comparison of the watertight test and are never hit.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(16))]
-pub struct TriPacket {
-    v0: [Vec4; 3],
-    v1: [Vec4; 3],
-    v2: [Vec4; 3],
-    /// Primitive slot of each lane.
-    pub(crate) slot: [u32; 4],
-}
-
-/// A wide BVH's triangle packets, and the scene id of each packet lane kept apart:
-/// a closest hit reads one id per ray, at the end, from this small array (16 bytes
-/// a packet, usually in cache) instead of from the primitive array (a cache miss per
-/// ray on large meshes), and the packets stay 160 bytes for the tests that stream them.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Packets {
-    pub(crate) tri: Vec<TriPacket>,
-    /// Scene primitive id of each lane, one entry per packet.
-    ids: Vec<[u32; 4]>,
-}
-
-impl Packets {
-    /// The packets of the leaf whose first packet is `first` and which holds
-    /// `count` primitives (empty if the range is not in the array).
-    #[inline(always)]
-    pub(crate) fn leaf(&self, first: u32, count: u32) -> &[TriPacket] {
-        let first = first as usize;
-        self.tri
-            .get(first..first + count.div_ceil(4) as usize)
-            .unwrap_or_default()
-    }
-
-    /// The scene id of closest hit `hit` (prim = its leaf slot): from packet lane
-    /// `lane_at` (a packet index times 4 plus the lane, see [`NOT_IN_PACKET`]), else
-    /// from the primitive array ([`Hit::MISS`]'s `prim` if neither holds it).
-    #[inline(always)]
-    pub(crate) fn id_of(&self, hit: &Hit, lane_at: usize, prims: &[Primitive]) -> u32 {
-        if lane_at == NOT_IN_PACKET {
-            return prims
-                .get(hit.prim as usize)
-                .map_or(Hit::MISS.prim, Primitive::id);
-        }
-        self.ids
-            .get(lane_at / 4)
-            .map_or(Hit::MISS.prim, |ids| ids[lane_at % 4])
-    }
-}
-
-/// A closest-hit walk's record of where its best hit came from: packet index
-/// times 4 plus the lane, or this when it came from a leaf of the primitive array
-/// (or there is none). A packet takes 160 bytes of memory, so its index times 4
-/// stays far below `usize::MAX`.
-pub(crate) const NOT_IN_PACKET: usize = usize::MAX;
-
-/// The packet lane record (see [`NOT_IN_PACKET`]) of lane `lane` of packet `packet`.
-#[inline(always)]
-pub(crate) fn packet_lane(packet: u32, lane: usize) -> usize {
-    packet as usize * 4 + (lane & 3)
-}
 
 /// Four children: boxes as structure-of-arrays (one register per bound), then
 /// references. 128 bytes, two cache lines, aligned so a node never straddles three.
@@ -100,9 +46,11 @@ pub struct WideNode {
     max_x: Vec4,
     max_y: Vec4,
     max_z: Vec4,
-    /// Inner child: wide node index. Leaf: first primitive slot.
+    /// Inner child: wide node index. Leaf: first packet or primitive slot; in
+    /// the instances' tree, the instance.
     child: [u32; 4],
-    /// 0 for an inner child (or an empty slot), else the leaf's primitive count.
+    /// 0 for an inner child (or an empty slot), else the leaf's primitive
+    /// count (with [`PACKET_LEAF`] for a packet leaf; 1 for an instance).
     count: [u32; 4],
 }
 
@@ -118,57 +66,40 @@ impl WideNode {
         child: [EMPTY_CHILD; 4],
         count: [0; 4],
     };
-}
 
-/// One child of a binary node, as the collapse sees it.
-#[derive(Clone, Copy)]
-pub(crate) struct Child {
-    pub(crate) lo: [f32; 4],
-    pub(crate) hi: [f32; 4],
-}
-
-impl Child {
-    pub(crate) fn index(&self) -> u32 {
-        self.lo[3].to_bits()
-    }
-    pub(crate) fn count(&self) -> u32 {
-        self.hi[3].to_bits()
-    }
-    pub(crate) fn is_inner(&self) -> bool {
-        self.count() == 0 && self.index() != EMPTY_CHILD
-    }
-    pub(crate) fn half_area(&self) -> f32 {
-        let e = [
-            self.hi[0] - self.lo[0],
-            self.hi[1] - self.lo[1],
-            self.hi[2] - self.lo[2],
-        ];
-        e[0] * e[1] + e[1] * e[2] + e[2] * e[0]
+    /// Slot `k` takes the box rows `lo`, `hi` (their `w` lanes ignored).
+    #[inline]
+    fn set_box(&mut self, k: usize, lo: &[f32; 4], hi: &[f32; 4]) {
+        self.min_x[k] = lo[0];
+        self.min_y[k] = lo[1];
+        self.min_z[k] = lo[2];
+        self.max_x[k] = hi[0];
+        self.max_y[k] = hi[1];
+        self.max_z[k] = hi[2];
     }
 }
 
-pub(crate) fn children(n: &BvhNode) -> [Child; 2] {
-    [
-        Child {
-            lo: n.left_lo,
-            hi: n.left_hi,
-        },
-        Child {
-            lo: n.right_lo,
-            hi: n.right_hi,
-        },
-    ]
-}
-
-/// The 4-wide BVH of one [`Accel`].
+/// The 4-wide BVH of one [`Accel`]: every geometry's tree, and for a
+/// two-level scene the instances' tree and records.
 #[derive(Clone, Debug, Default)]
 pub struct WideBvh {
+    /// Every geometry's wide tree, one after the other.
     nodes: Vec<WideNode>,
+    /// The binary child each slot of each node was made from (for refits).
+    sources: Vec<[Source; 4]>,
     packets: Packets,
+    /// Each geometry's root and ranges.
+    spans: Vec<Span>,
+    /// Whether the scene is two-level.
+    two_level: bool,
+    /// The instances' tree (empty for a flat scene).
+    top: Vec<WideNode>,
+    /// The instances' records, with wide roots ([`crate::instances`]).
+    records: Vec<GpuInstance>,
 }
 
 impl WideBvh {
-    /// Collapse `accel`'s binary BVH: each wide node takes its binary node's two
+    /// Collapse `accel`'s binary BVHs: each wide node takes its binary node's two
     /// children and repeatedly opens the inner child of largest surface area
     /// until it holds four (the usual greedy SAH-guided collapse).
     ///
@@ -177,17 +108,43 @@ impl WideBvh {
     pub fn build(accel: &Accel) -> Result<Self, Error> {
         let bin = accel.nodes();
         let mut out = WideBvh {
-            nodes: Vec::new(),
-            packets: Packets::default(),
+            two_level: accel.is_two_level(),
+            ..WideBvh::default()
         };
         reserve(&mut out.nodes, bin.len() / 2 + 1, "4-wide BVH nodes")?;
-        if let Some(root) = bin.first() {
-            collapse(bin, accel.primitives(), root, &mut out)?;
+        reserve(&mut out.sources, bin.len() / 2 + 1, "4-wide BVH nodes")?;
+        reserve(
+            &mut out.spans,
+            accel.geometry_count(),
+            "4-wide BVH geometries",
+        )?;
+        for g in 0..accel.geometry_count() as u32 {
+            let (nodes, packets) = (out.nodes.len(), out.packets.len());
+            let root = match accel.geometry_root(g) {
+                Some(r) if (r as usize) < bin.len() => {
+                    collapse(bin, accel.primitives(), r, &mut out)?
+                }
+                _ => EMPTY_CHILD,
+            };
+            out.spans.push(Span {
+                root,
+                nodes: nodes..out.nodes.len(),
+                packets: packets..out.packets.len(),
+            });
+        }
+        if out.two_level {
+            out.collapse_top(accel)?;
+            write_records(
+                accel,
+                &out.spans,
+                0..accel.instances().len(),
+                &mut out.records,
+            )?;
         }
         Ok(out)
     }
 
-    /// Number of wide nodes.
+    /// Number of wide nodes (of the geometries' trees).
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
@@ -196,191 +153,136 @@ impl WideBvh {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
-}
 
-/// Room for `more` items in `v` (amortised growth, as `push` would take), or
-/// [`Error::HostOutOfMemory`] naming `what` where the host cannot give it.
-pub(crate) fn reserve<T>(v: &mut Vec<T>, more: usize, what: &'static str) -> Result<(), Error> {
-    v.try_reserve(more).map_err(|_| Error::HostOutOfMemory {
-        what,
-        bytes: (v.len().saturating_add(more) as u64).saturating_mul(size_of::<T>() as u64),
-    })
+    /// Collapse `accel`'s tree over the instances again (after a rebuild of
+    /// it), into new arrays: on an error the old tree is kept.
+    pub(crate) fn collapse_top(&mut self, accel: &Accel) -> Result<(), Error> {
+        let bin = accel.top_nodes();
+        let mut top = Vec::new();
+        reserve(&mut top, bin.len() / 2 + 1, "4-wide instance tree")?;
+        if !bin.is_empty() {
+            collapse_top(bin, 0, &mut top)?;
+        }
+        self.top = top;
+        Ok(())
+    }
+
+    /// Write the records of `accel`'s instances `range` again.
+    pub(crate) fn update_records(
+        &mut self,
+        accel: &Accel,
+        range: core::ops::Range<usize>,
+    ) -> Result<(), Error> {
+        write_records(accel, &self.spans, range, &mut self.records)
+    }
+
+    /// Make geometry `g`'s wide tree match `accel`'s refit binary tree and
+    /// primitive records (same shape, new boxes and vertices).
+    pub(crate) fn refit(&mut self, accel: &Accel, g: u32) {
+        let Some(span) = self.spans.get(g as usize) else {
+            return;
+        };
+        let bin = accel.nodes();
+        for (node, sources) in self.nodes[span.nodes.clone()]
+            .iter_mut()
+            .zip(&self.sources[span.nodes.clone()])
+        {
+            for (k, s) in sources.iter().enumerate() {
+                if let Some((lo, hi)) = s.rows(bin) {
+                    node.set_box(k, &lo, &hi);
+                }
+            }
+        }
+        self.packets.refit(span.packets.clone(), accel.primitives());
+    }
 }
 
 /// Append the wide node for binary node `node` (and its subtree); returns its index.
 fn collapse(
     bin: &[BvhNode],
     prims: &[Primitive],
-    node: &BvhNode,
+    node: u32,
     out: &mut WideBvh,
 ) -> Result<u32, Error> {
-    let mut kids: Vec<Child> = children(node)
-        .into_iter()
-        .filter(|c| c.index() != EMPTY_CHILD)
-        .collect();
-    while kids.len() < 4 {
-        let open = kids
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.is_inner())
-            .max_by(|a, b| a.1.half_area().total_cmp(&b.1.half_area()))
-            .map(|(i, _)| i);
-        let Some(i) = open else { break };
-        let Some(inner) = bin.get(kids[i].index() as usize) else {
-            break;
-        };
-        kids.swap_remove(i);
-        kids.extend(
-            children(inner)
-                .into_iter()
-                .filter(|c| c.index() != EMPTY_CHILD),
-        );
-    }
+    let (kids, _) = gather::<4, ()>(bin, node, |_| (), |_| false);
     let me = out.nodes.len();
     reserve(&mut out.nodes, 1, "4-wide BVH nodes")?;
+    reserve(&mut out.sources, 1, "4-wide BVH nodes")?;
     out.nodes.push(WideNode::EMPTY);
+    out.sources.push([Source::NONE; 4]);
     let mut w = WideNode::EMPTY;
-    let (mut mnx, mut mny, mut mnz) = ([f32::INFINITY; 4], [f32::INFINITY; 4], [f32::INFINITY; 4]);
-    let (mut mxx, mut mxy, mut mxz) = ([f32::INFINITY; 4], [f32::INFINITY; 4], [f32::INFINITY; 4]);
-    for (k, c) in kids.iter().enumerate().take(4) {
-        (mnx[k], mny[k], mnz[k]) = (c.lo[0], c.lo[1], c.lo[2]);
-        (mxx[k], mxy[k], mxz[k]) = (c.hi[0], c.hi[1], c.hi[2]);
+    let mut sources = [Source::NONE; 4];
+    for (k, (c, ())) in kids
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| Some((k, (*c)?)))
+    {
+        w.set_box(k, &c.lo, &c.hi);
+        sources[k] = c.source;
         if c.is_inner() {
-            // ok: is_inner() checked the index is a node of `bin` only by value;
-            // a missing node leaves the slot empty instead of panicking.
-            w.child[k] = match bin.get(c.index() as usize) {
-                Some(n) => collapse(bin, prims, n, out)?,
-                None => EMPTY_CHILD,
-            };
+            w.child[k] = collapse(bin, prims, c.index(), out)?;
             w.count[k] = 0;
         } else {
             (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
         }
     }
-    w.min_x = Vec4::from_array(mnx);
-    w.min_y = Vec4::from_array(mny);
-    w.min_z = Vec4::from_array(mnz);
-    w.max_x = Vec4::from_array(mxx);
-    w.max_y = Vec4::from_array(mxy);
-    w.max_z = Vec4::from_array(mxz);
     out.nodes[me] = w;
+    out.sources[me] = sources;
     Ok(me as u32)
 }
 
-/// Whether slots `[first, first + count)` exist and hold triangles only.
-pub(crate) fn all_triangles(prims: &[Primitive], first: u32, count: u32) -> bool {
-    let range = first as usize..first as usize + count as usize;
-    prims
-        .get(range)
-        .is_some_and(|r| r.iter().all(|p| p.kind() != KIND_SPHERE))
-}
-
-/// A leaf's `(child, count)`: packets when every primitive is a triangle, else
-/// the primitive range itself (spheres are tested one by one).
-pub(crate) fn leaf(
-    prims: &[Primitive],
-    first: u32,
-    count: u32,
-    packets: &mut Packets,
-) -> Result<(u32, u32), Error> {
-    let range = first as usize..first as usize + count as usize;
-    let Some(tris) = prims.get(range.clone()) else {
-        return Ok((first, count));
-    };
-    if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
-        return Ok((first, count));
-    }
-    let start = packets.tri.len() as u32;
-    let more = tris.len().div_ceil(4);
-    reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
-    reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
-    for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
-        let mut p = TriPacket {
-            v0: [Vec4::NAN; 3],
-            v1: [Vec4::NAN; 3],
-            v2: [Vec4::NAN; 3],
-            slot: [u32::MAX; 4],
+/// Append the wide node for node `node` of the instances' binary tree `bin`
+/// (and its subtree) to `out`; its leaves are instances (count 1).
+fn collapse_top(bin: &[BvhNode], node: u32, out: &mut Vec<WideNode>) -> Result<u32, Error> {
+    let (kids, _) = gather::<4, ()>(bin, node, |_| (), |_| false);
+    let me = out.len();
+    reserve(out, 1, "4-wide instance tree")?;
+    out.push(WideNode::EMPTY);
+    let mut w = WideNode::EMPTY;
+    for (k, c) in kids
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| Some((k, (*c)?.0)))
+    {
+        w.set_box(k, &c.lo, &c.hi);
+        (w.child[k], w.count[k]) = if c.is_inner() {
+            (collapse_top(bin, c.index(), out)?, 0)
+        } else {
+            (c.index(), 1)
         };
-        let mut id = [u32::MAX; 4];
-        for (lane, t) in chunk.iter().enumerate() {
-            for axis in 0..3 {
-                p.v0[axis][lane] = t.a[axis];
-                p.v1[axis][lane] = t.b[axis];
-                p.v2[axis][lane] = t.c[axis];
-            }
-            p.slot[lane] = (chunk_first + lane) as u32;
-            id[lane] = t.id();
-        }
-        packets.tri.push(p);
-        packets.ids.push(id);
     }
-    Ok((start, count | PACKET_LEAF))
+    out[me] = w;
+    Ok(me as u32)
 }
 
-/// The ray's constants splatted across the four lanes.
-pub(crate) struct Lanes {
-    o: [Vec4; 3],
-    sx: Vec4,
-    sy: Vec4,
-    sz: Vec4,
-    ox: Vec4,
-    oy: Vec4,
-    oz: Vec4,
-    ix: Vec4,
-    iy: Vec4,
-    iz: Vec4,
-}
-
-impl Lanes {
-    #[inline(always)]
-    pub(crate) fn new(pre: &RayPre) -> Self {
-        Lanes {
-            o: [
-                Vec4::splat(pre.origin.x),
-                Vec4::splat(pre.origin.y),
-                Vec4::splat(pre.origin.z),
-            ],
-            sx: Vec4::splat(pre.shear.x),
-            sy: Vec4::splat(pre.shear.y),
-            sz: Vec4::splat(pre.shear.z),
-            ox: Vec4::splat(pre.origin.x),
-            oy: Vec4::splat(pre.origin.y),
-            oz: Vec4::splat(pre.origin.z),
-            ix: Vec4::splat(pre.inv_dir.x),
-            iy: Vec4::splat(pre.inv_dir.y),
-            iz: Vec4::splat(pre.inv_dir.z),
-        }
-    }
-
-    /// Core's slab test ([`prism_core::intersect::ray_aabb`]) on four boxes:
-    /// entry distances, `+inf` where a box is missed.
-    #[inline(always)]
-    fn boxes(&self, n: &WideNode, tmin: f32, tmax: f32) -> Vec4 {
-        let tx0 = (n.min_x - self.ox) * self.ix;
-        let tx1 = (n.max_x - self.ox) * self.ix;
-        let ty0 = (n.min_y - self.oy) * self.iy;
-        let ty1 = (n.max_y - self.oy) * self.iy;
-        let tz0 = (n.min_z - self.oz) * self.iz;
-        let tz1 = (n.max_z - self.oz) * self.iz;
-        let near = tx0
-            .min(tx1)
-            .max(ty0.min(ty1))
-            .max(tz0.min(tz1))
-            .max(Vec4::splat(tmin));
-        let far = tx0
-            .max(tx1)
-            .min(ty0.max(ty1))
-            .min(tz0.max(tz1))
-            .min(Vec4::splat(tmax));
-        // Core's `widen_exit`: outwards for either sign of the exit distance.
-        let far = far
-            * Vec4::select(
-                far.cmplt(Vec4::ZERO),
-                Vec4::splat(SLAB_EXIT_SCALE_NEGATIVE),
-                Vec4::splat(SLAB_EXIT_SCALE),
-            );
-        Vec4::select(near.cmple(far), near, Vec4::INFINITY)
-    }
+/// Core's slab test ([`prism_core::intersect::ray_aabb`]) on four boxes:
+/// entry distances, `+inf` where a box is missed.
+#[inline(always)]
+fn boxes(l: &Lanes, n: &WideNode, tmin: f32, tmax: f32) -> Vec4 {
+    let tx0 = (n.min_x - l.ox) * l.ix;
+    let tx1 = (n.max_x - l.ox) * l.ix;
+    let ty0 = (n.min_y - l.oy) * l.iy;
+    let ty1 = (n.max_y - l.oy) * l.iy;
+    let tz0 = (n.min_z - l.oz) * l.iz;
+    let tz1 = (n.max_z - l.oz) * l.iz;
+    let near = tx0
+        .min(tx1)
+        .max(ty0.min(ty1))
+        .max(tz0.min(tz1))
+        .max(Vec4::splat(tmin));
+    let far = tx0
+        .max(tx1)
+        .min(ty0.max(ty1))
+        .min(tz0.max(tz1))
+        .min(Vec4::splat(tmax));
+    // Core's `widen_exit`: outwards for either sign of the exit distance.
+    let far = far
+        * Vec4::select(
+            far.cmplt(Vec4::ZERO),
+            Vec4::splat(SLAB_EXIT_SCALE_NEGATIVE),
+            Vec4::splat(SLAB_EXIT_SCALE),
+        );
+    Vec4::select(near.cmple(far), near, Vec4::INFINITY)
 }
 
 /// Lane indices of `t` in ascending order: a five-comparator sorting network
@@ -401,101 +303,11 @@ fn sort4(t: &[f32; 4]) -> [usize; 4] {
     k
 }
 
-/// [`prism_core::intersect::ray_triangle_axes`] on the four lanes of a packet:
-/// the same operations in the same order per lane. Returns `(lane, t, u, v)` of
-/// the nearest hit in `(tmin, tmax)`, the lowest lane on equal `t` (the order a
-/// one-by-one loop keeps).
-#[inline(always)]
-pub(crate) fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
-    l: &Lanes,
-    p: &TriPacket,
-    tmin: f32,
-    tmax: f32,
-) -> Option<(usize, f32, f32, f32)> {
-    let a = [p.v0[0] - l.o[0], p.v0[1] - l.o[1], p.v0[2] - l.o[2]];
-    let b = [p.v1[0] - l.o[0], p.v1[1] - l.o[1], p.v1[2] - l.o[2]];
-    let c = [p.v2[0] - l.o[0], p.v2[1] - l.o[1], p.v2[2] - l.o[2]];
-    let ax = a[KX] - l.sx * a[KZ];
-    let ay = a[KY] - l.sy * a[KZ];
-    let bx = b[KX] - l.sx * b[KZ];
-    let by = b[KY] - l.sy * b[KZ];
-    let cx = c[KX] - l.sx * c[KZ];
-    let cy = c[KY] - l.sy * c[KZ];
-    let u = cx * by - cy * bx;
-    let v = ax * cy - ay * cx;
-    let w = bx * ay - by * ax;
-    let zero = Vec4::ZERO;
-    let outside = (u.cmplt(zero) | v.cmplt(zero) | w.cmplt(zero))
-        & (u.cmpgt(zero) | v.cmpgt(zero) | w.cmpgt(zero));
-    let det = u + v + w;
-    let az = l.sz * a[KZ];
-    let bz = l.sz * b[KZ];
-    let cz = l.sz * c[KZ];
-    let t_scaled = u * az + v * bz + w * cz;
-    let rcp_det = Vec4::ONE / det;
-    let t = t_scaled * rcp_det;
-    let hit = !outside & det.cmpne(zero) & t.cmpgt(Vec4::splat(tmin)) & t.cmplt(Vec4::splat(tmax));
-    let mask = hit.bitmask();
-    if mask == 0 {
-        return None;
-    }
-    let ts = t.to_array();
-    let mut best = mask.trailing_zeros() as usize;
-    for lane in best + 1..4 {
-        if mask & (1 << lane) != 0 && ts[lane] < ts[best] {
-            best = lane;
-        }
-    }
-    Some((best, ts[best], (v * rcp_det)[best], (w * rcp_det)[best]))
-}
-
-#[inline(always)]
-fn row(r: [f32; 4]) -> Vec3A {
-    Vec3A::from_vec4(Vec4::from_array(r))
-}
-
-#[inline(always)]
-pub(crate) fn prim_hit<const KX: usize, const KY: usize, const KZ: usize>(
-    pre: &RayPre,
-    p: &Primitive,
-    tmin: f32,
-    tmax: f32,
-) -> Option<(f32, f32, f32)> {
-    if p.kind() == KIND_SPHERE {
-        ray_sphere(
-            pre.origin,
-            pre.dir,
-            glam::Vec3::new(p.a[0], p.a[1], p.a[2]),
-            p.b[0],
-            tmin,
-            tmax,
-        )
-        .map(|t| (t, 0.0, 0.0))
-    } else {
-        ray_triangle_axes::<KX, KY, KZ>(pre, row(p.a), row(p.b), row(p.c), tmin, tmax)
-    }
-}
-
-/// Run `$f::<KX, KY, KZ>` for the ray's axis permutation ([`RayPre::perm`]).
-macro_rules! dispatch_axes {
-    ($pre:expr, $f:ident, $($arg:expr),*) => {
-        match $pre.perm {
-            0 => $f::<1, 2, 0>($($arg),*),
-            1 => $f::<2, 1, 0>($($arg),*),
-            2 => $f::<2, 0, 1>($($arg),*),
-            3 => $f::<0, 2, 1>($($arg),*),
-            4 => $f::<0, 1, 2>($($arg),*),
-            _ => $f::<1, 0, 2>($($arg),*),
-        }
-    };
-}
-pub(crate) use dispatch_axes;
-
 impl WideBvh {
-    /// Closest hit; `Hit::prim` is the scene primitive id.
+    /// Closest hit; `Hit::prim` is the primitive id within its geometry,
+    /// `Hit::instance` the instance (0 for a flat scene).
     pub fn intersect(&self, prims: &[Primitive], ray: &Ray) -> Hit {
-        let pre = RayPre::new(ray);
-        let (mut hit, at) = dispatch_axes!(pre, closest_axes, self, prims, ray, &pre);
+        let (mut hit, at) = self.closest_at(prims, ray);
         if hit.is_hit() {
             hit.prim = self.packets.id_of(&hit, at, prims);
         }
@@ -504,18 +316,139 @@ impl WideBvh {
 
     /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
     pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray) -> Hit {
-        let pre = RayPre::new(ray);
-        dispatch_axes!(pre, closest_axes, self, prims, ray, &pre).0
+        self.closest_at(prims, ray).0
     }
 
-    /// Whether anything lies on the ray within `(tmin, tmax)`.
+    /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
     pub fn occluded(&self, prims: &[Primitive], ray: &Ray) -> bool {
+        if self.two_level {
+            return self.any_two_level(prims, ray);
+        }
+        let Some(root) = self.flat_root(ray) else {
+            return false;
+        };
         let pre = RayPre::new(ray);
-        dispatch_axes!(pre, any_axes, self, prims, ray, &pre)
+        dispatch_axes!(pre, any_axes, self, prims, ray, &pre, root)
+    }
+
+    /// The root a flat scene's ray walks from, `None` where its mask hides
+    /// the scene (the one implicit instance of mask `0xFF`).
+    #[inline(always)]
+    fn flat_root(&self, ray: &Ray) -> Option<u32> {
+        let span = self.spans.first()?;
+        (ray.mask & 0xFF != 0).then_some(span.root)
+    }
+
+    /// Closest hit with `Hit::prim` as the leaf slot, and where it came from.
+    fn closest_at(&self, prims: &[Primitive], ray: &Ray) -> (Hit, usize) {
+        if self.two_level {
+            return self.closest_two_level(prims, ray);
+        }
+        let Some(root) = self.flat_root(ray) else {
+            return (Hit::MISS, NOT_IN_PACKET);
+        };
+        let pre = RayPre::new(ray);
+        dispatch_axes!(pre, closest_axes, self, prims, ray, &pre, root)
+    }
+
+    /// Closest hit over both levels (`Hit::prim` the slot, `Hit::instance`
+    /// the instance), and where it came from.
+    fn closest_two_level(&self, prims: &[Primitive], ray: &Ray) -> (Hit, usize) {
+        let pre = RayPre::new(ray);
+        let lanes = Lanes::new(&pre);
+        let tmin = ray.tmin;
+        let mut best = Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE);
+        let mut best_at = NOT_IN_PACKET;
+        let mut stack = [(0u32, 0.0f32); STACK];
+        let mut sp = usize::from(!self.top.is_empty());
+        stack[0] = (0, tmin);
+        while sp > 0 {
+            sp -= 1;
+            let (node, t_enter) = stack[sp];
+            if t_enter >= best.t {
+                continue;
+            }
+            let Some(n) = self.top.get(node as usize) else {
+                continue;
+            };
+            let t = boxes(&lanes, n, tmin, best.t).to_array();
+            // Instances now, nearest first; inner children onto the stack, farthest first.
+            let order = sort4(&t);
+            for &k in &order {
+                if t[k] < best.t && n.count[k] != 0 {
+                    let index = n.child[k];
+                    let Some(rec) = self.records.get(index as usize) else {
+                        continue;
+                    };
+                    if ray.mask & rec.mask() == 0 {
+                        continue;
+                    }
+                    let object = object_ray(rec, ray, best.t);
+                    let opre = RayPre::new(&object);
+                    let root = rec.root();
+                    let (hit, at) =
+                        dispatch_axes!(opre, closest_axes, self, prims, &object, &opre, root);
+                    if hit.is_hit() {
+                        best = Hit::new(hit.t, hit.u, hit.v, hit.prim, index);
+                        best_at = at;
+                    }
+                }
+            }
+            for &k in order.iter().rev() {
+                if t[k] < best.t && n.count[k] == 0 && n.child[k] != EMPTY_CHILD && sp < STACK {
+                    stack[sp] = (n.child[k], t[k]);
+                    sp += 1;
+                }
+            }
+        }
+        if best.is_hit() {
+            (best, best_at)
+        } else {
+            (Hit::MISS, NOT_IN_PACKET)
+        }
+    }
+
+    /// Whether anything the ray sees lies on it, over both levels.
+    fn any_two_level(&self, prims: &[Primitive], ray: &Ray) -> bool {
+        let pre = RayPre::new(ray);
+        let lanes = Lanes::new(&pre);
+        let (tmin, tmax) = (ray.tmin, ray.tmax);
+        let mut stack = [0u32; STACK];
+        let mut sp = usize::from(!self.top.is_empty());
+        while sp > 0 {
+            sp -= 1;
+            let Some(n) = self.top.get(stack[sp] as usize) else {
+                continue;
+            };
+            let t = boxes(&lanes, n, tmin, tmax).to_array();
+            for (k, &tk) in t.iter().enumerate() {
+                if tk == f32::INFINITY {
+                    continue;
+                }
+                if n.count[k] != 0 {
+                    let Some(rec) = self.records.get(n.child[k] as usize) else {
+                        continue;
+                    };
+                    if ray.mask & rec.mask() == 0 {
+                        continue;
+                    }
+                    let object = object_ray(rec, ray, tmax);
+                    let opre = RayPre::new(&object);
+                    let root = rec.root();
+                    if dispatch_axes!(opre, any_axes, self, prims, &object, &opre, root) {
+                        return true;
+                    }
+                } else if n.child[k] != EMPTY_CHILD && sp < STACK {
+                    stack[sp] = n.child[k];
+                    sp += 1;
+                }
+            }
+        }
+        false
     }
 }
 
-/// One ray's closest-hit walk, advanced a node at a time.
+/// One ray's closest-hit walk of one geometry's tree, advanced a node at a time.
 struct ClosestWalk {
     pre: RayPre,
     lanes: Lanes,
@@ -529,17 +462,14 @@ struct ClosestWalk {
 
 impl ClosestWalk {
     #[inline(always)]
-    fn new(ray: &Ray, pre: RayPre) -> Self {
+    fn new(ray: &Ray, pre: RayPre, root: u32) -> Self {
         let mut stack = [(0u32, 0.0f32); STACK];
-        stack[0] = (0, ray.tmin); // the root, entered at t = tmin
+        stack[0] = (root, ray.tmin); // the root, entered at t = tmin
         ClosestWalk {
             lanes: Lanes::new(&pre),
             pre,
             tmin: ray.tmin,
-            best: Hit {
-                t: ray.tmax,
-                ..Hit::MISS
-            },
+            best: Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE),
             best_at: NOT_IN_PACKET,
             stack,
             sp: 1,
@@ -565,7 +495,7 @@ impl ClosestWalk {
             return true;
         };
         let tmin = self.tmin;
-        let t = self.lanes.boxes(n, tmin, self.best.t).to_array();
+        let t = boxes(&self.lanes, n, tmin, self.best.t).to_array();
         // Leaves now, nearest first; inner children onto the stack, farthest first.
         let order = sort4(&t);
         for &k in &order {
@@ -576,12 +506,7 @@ impl ClosestWalk {
                     if let Some((lane, t, u, v)) =
                         packet_hit::<KX, KY, KZ>(&self.lanes, p, tmin, self.best.t)
                     {
-                        self.best = Hit {
-                            t,
-                            u,
-                            v,
-                            prim: p.slot[lane],
-                        };
+                        self.best = Hit::new(t, u, v, p.slot[lane], 0);
                         self.best_at = packet_lane(first + i as u32, lane);
                     }
                 }
@@ -622,62 +547,41 @@ impl ClosestWalk {
     }
 }
 
-/// Closest hit (leaf slot, and where it came from) for one axis permutation.
+/// Closest hit (leaf slot, and where it came from) for one axis permutation,
+/// from the geometry tree at `root`.
 #[inline(never)]
 fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
     bvh: &WideBvh,
     prims: &[Primitive],
     ray: &Ray,
     pre: &RayPre,
+    root: u32,
 ) -> (Hit, usize) {
-    let mut w = ClosestWalk::new(ray, *pre);
+    let mut w = ClosestWalk::new(ray, *pre, root);
     while w.step::<KX, KY, KZ>(bvh, prims) {}
     w.finish()
 }
 
-#[inline(always)]
-pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
-    pre: &RayPre,
-    prims: &[Primitive],
-    first: u32,
-    count: u32,
-    tmin: f32,
-    best: &mut Hit,
-) {
-    let first = first as usize;
-    let Some(leaf) = prims.get(first..first + count as usize) else {
-        return;
-    };
-    for (k, p) in leaf.iter().enumerate() {
-        if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
-            *best = Hit {
-                t,
-                u,
-                v,
-                prim: (first + k) as u32,
-            };
-        }
-    }
-}
-
-/// Any hit for one axis permutation.
+/// Any hit for one axis permutation, from the geometry tree at `root`.
 #[inline(never)]
 fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
     bvh: &WideBvh,
     prims: &[Primitive],
     ray: &Ray,
     pre: &RayPre,
+    root: u32,
 ) -> bool {
     let lanes = Lanes::new(pre);
     let (tmin, tmax) = (ray.tmin, ray.tmax);
     let mut stack = [0u32; STACK];
+    stack[0] = root;
     let mut sp = 1usize;
     while sp > 0 {
         sp -= 1;
         let Some(n) = bvh.nodes.get(stack[sp] as usize) else {
             continue;
         };
-        let t = lanes.boxes(n, tmin, tmax).to_array();
+        let t = boxes(&lanes, n, tmin, tmax).to_array();
         for (k, &tk) in t.iter().enumerate() {
             if tk == f32::INFINITY {
                 continue;
@@ -707,25 +611,4 @@ fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
         }
     }
     false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::reserve;
-    use prism_core::Error;
-
-    #[test]
-    fn a_reservation_the_host_cannot_give_is_an_error_naming_the_array() {
-        let mut v: Vec<u64> = vec![1];
-        match reserve(&mut v, usize::MAX, "test array") {
-            Err(Error::HostOutOfMemory { what, bytes }) => {
-                assert_eq!(what, "test array");
-                assert_eq!(bytes, u64::MAX, "the size saturates");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(v, [1], "the vector is as it was");
-        assert!(reserve(&mut v, 10, "test array").is_ok());
-        assert!(v.capacity() >= 11);
-    }
 }

@@ -5,7 +5,9 @@
 mod common;
 
 use common::pixels_wide_and_binary_differ;
-use prism::scenes::{cornell, rtiow, whitted19};
+use common::scenes::{cornell, rtiow, whitted19};
+// ok: `common::scenes` names `crate::Error`.
+use prism_core::Error;
 use prism_core::{Backend, Integrator, RenderSettings};
 use prism_cpu::CpuBackend;
 

@@ -4,8 +4,10 @@
 mod common;
 
 use common::pixels_wide_and_binary_differ;
+use common::scenes::{rtiow, whitted19};
 use glam::Vec3;
-use prism::scenes::{rtiow, whitted19};
+// ok: `common::scenes` names `crate::Error`.
+use prism_core::Error;
 use prism_core::{Backend, Integrator, Material, RenderSettings};
 use prism_cpu::CpuBackend;
 

@@ -91,7 +91,7 @@ pub fn brute_force(scene: &Scene, rays: &[Ray]) -> OracleAnswers {
             if let Some((t, u, v)) = test(&pre, p, ray.tmin, tmax) {
                 tmax = t;
                 any = true;
-                best = Hit { t, u, v, prim: id };
+                best = Hit::new(t, u, v, id, 0);
             }
         }
         out.hits.push(best);

@@ -190,7 +190,13 @@ pub fn from_rows(r: [[f32; 4]; 3]) -> Affine3A {
 /// bounds its largest eigenvalue, so the result bounds `M`'s largest singular
 /// value; for a rotation and a uniform scale `s` it is `s` itself (1 for the
 /// identity, so that an instance with the identity shades as a flat scene).
-pub(crate) fn gpu_instance(instance: &Instance, inv: &DAffine3, root: u32) -> GpuInstance {
+pub(crate) fn gpu_instance(
+    transform: &Affine3A,
+    mask: u8,
+    material: u32,
+    inv: &DAffine3,
+    root: u32,
+) -> GpuInstance {
     let m = inv.matrix3;
     let t = inv.translation;
     let row = |k: usize| {
@@ -201,7 +207,7 @@ pub(crate) fn gpu_instance(instance: &Instance, inv: &DAffine3, root: u32) -> Gp
             t[k] as f32,
         ]
     };
-    let l = instance.transform.matrix3;
+    let l = transform.matrix3;
     let (x, y, z) = (
         l.x_axis.as_dvec3(),
         l.y_axis.as_dvec3(),
@@ -215,8 +221,8 @@ pub(crate) fn gpu_instance(instance: &Instance, inv: &DAffine3, root: u32) -> Gp
         world_to_object: [row(0), row(1), row(2)],
         info: [
             f32::from_bits(root),
-            f32::from_bits(instance.mask as u32),
-            f32::from_bits(instance.material.unwrap_or(GpuInstance::NO_MATERIAL)),
+            f32::from_bits(mask as u32),
+            f32::from_bits(material),
             libm::sqrt(gershgorin) as f32,
         ],
     }

@@ -132,6 +132,18 @@ impl HostInstance {
     pub(crate) fn transform(&self) -> glam::Affine3A {
         from_rows(self.rows)
     }
+
+    /// Move the instance to `transform`.
+    #[inline]
+    pub(crate) fn set_transform(&mut self, transform: &glam::Affine3A) {
+        self.rows = rows(transform);
+    }
+
+    /// The material override, or [`GpuInstance::NO_MATERIAL`].
+    #[inline]
+    pub(crate) fn material(&self) -> u32 {
+        self.material
+    }
 }
 
 impl From<&Instance> for HostInstance {
@@ -207,18 +219,33 @@ impl TwoLevel {
         index: usize,
         inst: &Instance,
     ) -> Result<(GpuInstance, Aabb), Error> {
+        let material = inst.material.unwrap_or(GpuInstance::NO_MATERIAL);
+        self.place_parts(index, &inst.transform, inst.geometry, inst.mask, material)
+    }
+
+    /// [`TwoLevel::place`] from the instance's parts (`material`:
+    /// [`GpuInstance::NO_MATERIAL`] for none).
+    #[inline]
+    pub(crate) fn place_parts(
+        &self,
+        index: usize,
+        transform: &glam::Affine3A,
+        geometry: u32,
+        mask: u8,
+        material: u32,
+    ) -> Result<(GpuInstance, Aabb), Error> {
         let blas = self
             .blas
-            .get(inst.geometry as usize)
+            .get(geometry as usize)
             .ok_or(Error::GeometryOutOfRange {
                 instance: index,
-                geometry: inst.geometry,
+                geometry,
                 count: self.blas.len(),
             })?;
-        let inv = world_to_object(index, &inst.transform)?;
+        let inv = world_to_object(index, transform)?;
         Ok((
-            gpu_instance(inst, &inv, blas.root()),
-            world_bounds(&inst.transform, &blas.bounds),
+            gpu_instance(transform, mask, material, &inv, blas.root()),
+            world_bounds(transform, &blas.bounds),
         ))
     }
 

@@ -337,37 +337,13 @@ pub(crate) struct Placed {
     /// Which addition (`< update.add.len()`) or transform (the rest) of the
     /// update it comes from.
     source: u32,
-    /// The entry of `placed` with the instance's state before (`u32::MAX`:
-    /// the scene's).
-    prev: u32,
+    /// The instance's geometry, mask and material override as they stand
+    /// at this entry (a later transform of the same instance keeps them).
+    geometry: u32,
+    material: u32,
+    mask: u8,
     record: GpuInstance,
     world: Aabb,
-}
-
-/// The instance that `p` places: its addition, or its previous state (the
-/// scene's, or an earlier entry's) with its transform.
-fn instance_of(
-    update: &SceneUpdate,
-    scene: &[HostInstance],
-    placed: &[Placed],
-    p: &Placed,
-) -> Instance {
-    if let Some(inst) = update.add.get(p.source as usize) {
-        return *inst;
-    }
-    let transform = update
-        .transforms
-        .get(p.source as usize - update.add.len())
-        .map_or(Affine3A::IDENTITY, |t| t.1);
-    let before = match placed.get(p.prev as usize) {
-        Some(prev) => Some(instance_of(update, scene, placed, prev)),
-        None => scene.get(p.index as usize).and_then(HostInstance::get),
-    };
-    // ok (the fallback is never taken): a transform only places a live instance.
-    Instance {
-        transform,
-        ..before.unwrap_or_else(|| Instance::new(0, Affine3A::IDENTITY))
-    }
 }
 
 /// The work arrays of an update, kept between updates.
@@ -394,6 +370,9 @@ fn apply(
     refit: RefitOn,
     material_count: usize,
 ) -> Result<Changes, Error> {
+    if update.remove.is_empty() && update.add.is_empty() && update.rebuild.is_empty() {
+        return apply_moves(nodes, prims, levels, update, refit);
+    }
     let mut changes = Changes::default();
     // --- Check, and work out the new instance states aside. ----------------
     let old_len = levels.instances.len();
@@ -456,7 +435,9 @@ fn apply(
         scratch.placed.push(Placed {
             index,
             source: source as u32,
-            prev: u32::MAX,
+            geometry: inst.geometry,
+            material: inst.material.unwrap_or(GpuInstance::NO_MATERIAL),
+            mask: inst.mask,
             record,
             world,
         });
@@ -490,21 +471,25 @@ fn apply(
     }
     for (k, &(i, transform)) in update.transforms.iter().enumerate() {
         check_live(i)?;
-        let prev = scratch.latest[i as usize].wrapping_sub(1);
-        let before = match scratch.placed.get(prev as usize) {
-            None => levels.instances.get(i as usize).and_then(HostInstance::get),
-            Some(p) => Some(instance_of(update, &levels.instances, &scratch.placed, p)),
+        // The instance's parts as they stand: an earlier entry's, or the scene's.
+        let (geometry, mask, material) = match scratch.latest[i as usize] {
+            0 => {
+                let h = &levels.instances[i as usize];
+                (h.geometry, h.mask, h.material())
+            }
+            k => {
+                let p = &scratch.placed[k as usize - 1];
+                (p.geometry, p.mask, p.material)
+            }
         };
-        // ok (the fallback is never taken): `check_live` found the instance live.
-        let inst = Instance {
-            transform,
-            ..before.unwrap_or_else(|| Instance::new(0, Affine3A::IDENTITY))
-        };
-        let (record, world) = levels.place(i as usize, &inst)?;
+        let (record, world) =
+            levels.place_parts(i as usize, &transform, geometry, mask, material)?;
         scratch.placed.push(Placed {
             index: i,
             source: (update.add.len() + k) as u32,
-            prev,
+            geometry,
+            material,
+            mask,
             record,
             world,
         });
@@ -557,6 +542,9 @@ fn apply(
     // --- Apply (nothing below fails). ---------------------------------------
     let mut touched = (u32::MAX, 0u32);
     let mut touch = |i: u32| touched = (touched.0.min(i), touched.1.max(i + 1));
+    if changes.rebuilt {
+        touch(0);
+    }
     for &i in &update.remove {
         levels.vacate(i as usize);
         touch(i);
@@ -566,19 +554,56 @@ fn apply(
     levels.world.resize(new_len, Aabb::EMPTY);
     changes.resized = new_len != old_len;
     for p in &scratch.placed {
-        let instance = instance_of(update, &levels.instances, &scratch.placed, p);
-        levels.instances[p.index as usize] = HostInstance::from(&instance);
+        let host = &mut levels.instances[p.index as usize];
+        match update.add.get(p.source as usize) {
+            Some(added) => *host = HostInstance::from(added),
+            // ok: a transform's `source` is `add.len()` plus its index in
+            // `transforms`; an added instance's entry came before it.
+            None => host.set_transform(&update.transforms[p.source as usize - update.add.len()].1),
+        }
         levels.records[p.index as usize] = p.record;
         levels.world[p.index as usize] = p.world;
         touch(p.index);
     }
+    let moved =
+        !update.remove.is_empty() || !update.add.is_empty() || !update.transforms.is_empty();
+    finish(
+        nodes,
+        prims,
+        levels,
+        update,
+        refit,
+        &mut changes,
+        touched,
+        moved,
+        new_len,
+    );
+    Ok(changes)
+}
+
+/// The steps every update ends with, none of which fails: new masks, new
+/// vertices (refit here or left to the device, new world boxes), and what
+/// changed: the range of touched records (`touched`, extended here), whether
+/// the top tree must be rebuilt (`moved`: an instance moved, came or went).
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    nodes: &mut [BvhNode],
+    prims: &mut [Primitive],
+    levels: &mut TwoLevel,
+    update: &SceneUpdate,
+    refit: RefitOn,
+    changes: &mut Changes,
+    mut touched: (u32, u32),
+    moved: bool,
+    new_len: usize,
+) {
+    let mut touch = |i: u32| touched = (touched.0.min(i), touched.1.max(i + 1));
     for &(i, mask) in &update.masks {
         levels.instances[i as usize].mask = mask;
         levels.records[i as usize].info[1] = f32::from_bits(mask as u32);
         touch(i);
     }
-    let mut top_dirty =
-        !update.remove.is_empty() || !update.add.is_empty() || !update.transforms.is_empty();
+    let mut top_dirty = moved;
     for &(g, positions) in &update.vertices {
         let blas = &mut levels.blas[g as usize];
         if let Some(topology) = blas.topology.as_mut() {
@@ -608,6 +633,90 @@ fn apply(
     if touched.0 < touched.1 {
         changes.instances = Some(touched.0..touched.1.min(new_len as u32));
     }
+}
+
+/// [`apply`] for an update that only moves and masks existing instances and
+/// gives meshes new vertices (an engine's usual frame): each new record and
+/// world box is written as it is worked out, and put back from the instance's
+/// old transform if a later transform is refused, instead of being staged
+/// (staging a frame that moves 100,000 instances doubles its memory traffic).
+fn apply_moves(
+    nodes: &mut [BvhNode],
+    prims: &mut [Primitive],
+    levels: &mut TwoLevel,
+    update: &SceneUpdate,
+    refit: RefitOn,
+) -> Result<Changes, Error> {
+    let live = |i: u32| -> Result<(), Error> {
+        match levels.instances.get(i as usize) {
+            Some(h) if h.live => Ok(()),
+            Some(_) => Err(Error::InstanceOutOfRange {
+                instance: i,
+                reason: "removed",
+            }),
+            None => Err(Error::InstanceOutOfRange {
+                instance: i,
+                reason: "past the last instance",
+            }),
+        }
+    };
+    // Everything but the transforms first: the transforms' step is the last
+    // that can fail, so that undoing it undoes everything.
+    for &(i, _) in &update.masks {
+        live(i)?;
+    }
+    for &(g, positions) in &update.vertices {
+        check_vertices(levels, g, positions)?;
+    }
+    for &(i, _) in &update.transforms {
+        live(i)?;
+    }
+    let mut touched = (u32::MAX, 0u32);
+    for (k, &(i, transform)) in update.transforms.iter().enumerate() {
+        let h = &levels.instances[i as usize];
+        match levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material()) {
+            Ok((record, world)) => {
+                levels.records[i as usize] = record;
+                levels.world[i as usize] = world;
+                touched = (touched.0.min(i), touched.1.max(i + 1));
+            }
+            Err(e) => {
+                // Put back every record written so far, from the old transforms.
+                for &(j, _) in &update.transforms[..k] {
+                    let h = levels.instances[j as usize];
+                    // ok (never fails): the old transform was accepted before.
+                    if let Ok((record, world)) = levels.place_parts(
+                        j as usize,
+                        &h.transform(),
+                        h.geometry,
+                        h.mask,
+                        h.material(),
+                    ) {
+                        levels.records[j as usize] = record;
+                        levels.world[j as usize] = world;
+                    }
+                }
+                return Err(e);
+            }
+        }
+    }
+    for &(i, transform) in &update.transforms {
+        levels.instances[i as usize].set_transform(&transform);
+    }
+    let mut changes = Changes::default();
+    let new_len = levels.instances.len();
+    let moved = !update.transforms.is_empty();
+    finish(
+        nodes,
+        prims,
+        levels,
+        update,
+        refit,
+        &mut changes,
+        touched,
+        moved,
+        new_len,
+    );
     Ok(changes)
 }
 

@@ -782,6 +782,23 @@ fn bad_instances_and_updates_are_named() {
         let bits = |a: &Accel| bytemuck::cast_slice::<GpuInstance, u32>(a.instances()).to_vec();
         assert_eq!(bits(&accel), bits(&good), "case {k}");
     }
+    // A refused transform after accepted ones (an update that only moves):
+    // the accepted ones are undone too.
+    let mut accel = good.clone();
+    let mut update = SceneUpdate::new();
+    update
+        .set_transform(1, Affine3A::from_translation(Vec3::new(5.0, 5.0, 5.0)))
+        .set_transform(0, Affine3A::from_translation(Vec3::new(1.0, 2.0, 3.0)))
+        .set_mask(1, 0)
+        .set_transform(0, singular);
+    assert!(matches!(
+        accel.update(&update),
+        Err(Error::TransformInvalid { instance: 0, .. })
+    ));
+    assert!(same(&accel));
+    let bits = |a: &Accel| bytemuck::cast_slice::<GpuInstance, u32>(a.instances()).to_vec();
+    assert_eq!(bits(&accel), bits(&good));
+    assert_eq!(accel.bounds(), good.bounds());
     let mut update = SceneUpdate::new();
     assert!(matches!(
         update.add_instances(std::iter::repeat_n(

@@ -1,8 +1,16 @@
 //! Helpers shared by the CPU backend's integration tests.
 
-use prism::scenes::Preset;
+/// The facade's built-in scenes (`prism::scenes`), compiled in from their
+/// source, which needs only core: a dev-dependency on the facade would keep
+/// these tests from building whenever another backend does not. The file
+/// names `crate::Error`, which each test that uses it imports at its root.
+#[allow(dead_code)]
+#[path = "../../../src/scenes.rs"]
+pub mod scenes;
+
 use prism_core::{Backend, Image, NoProgress, PixelFormat, RenderSettings};
 use prism_cpu::{CpuBackend, Traversal};
+use scenes::Preset;
 
 /// How many pixels of `preset` rendered by `cpu` (its scene already set) with
 /// `settings` at `width` x `height` differ between the wide traversal and the

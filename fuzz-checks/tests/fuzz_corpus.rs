@@ -1,17 +1,17 @@
 //! Replays every committed fuzz corpus file (`fuzz/corpus/<target>/*`) through
-//! the check its fuzz target runs (`prism::fuzz_checks`), on stable `cargo test`:
+//! the check its fuzz target runs (`prism_fuzz_checks`), on stable `cargo test`:
 //! crashes found by fuzzing stay fixed.
 
 use std::path::Path;
 
 /// Every file of one target's corpus, through its check; all failures reported.
 fn replay(target: &str) {
-    let (_, check) = prism::fuzz_checks::TARGETS
+    let (_, check) = prism_fuzz_checks::TARGETS
         .into_iter()
         .find(|(name, _)| *name == target)
         .unwrap_or_else(|| panic!("no check named {target}"));
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("../fuzz/corpus")
         .join(target);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -66,12 +66,12 @@ fn render_settings_corpus() {
 #[test]
 fn every_target_is_replayed() {
     let source = include_str!("fuzz_corpus.rs");
-    for (name, _) in prism::fuzz_checks::TARGETS {
+    for (name, _) in prism_fuzz_checks::TARGETS {
         assert!(
             source.contains(&format!("replay(\"{name}\")")),
             "fuzz target {name} has no replay test"
         );
-        let manifest = include_str!("../fuzz/Cargo.toml");
+        let manifest = include_str!("../../fuzz/Cargo.toml");
         assert!(
             manifest.contains(&format!("name = \"{name}\"")),
             "fuzz target {name} is missing from fuzz/Cargo.toml"
@@ -85,8 +85,8 @@ fn every_target_is_replayed() {
 #[test]
 fn face_plane_excuse_uses_the_path_to_the_primitive() {
     use glam::Vec3;
-    use prism::fuzz_checks::{boxes_to_primitive, in_face_plane};
     use prism_core::{Accel, Material, Ray, Scene};
+    use prism_fuzz_checks::{boxes_to_primitive, in_face_plane};
     let mut scene = Scene::new();
     let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
     // Two well separated rows of spheres, so the root splits them.

@@ -1,0 +1,377 @@
+//! An 8-wide BVH for x86-64 CPUs with AVX2, chosen at run time.
+//!
+//! Core's binary BVHs collapsed so that one node holds up to eight children: the
+//! eight boxes as structure-of-arrays, one 256-bit register per bound, tested
+//! together with AVX2 (half the node fetches of the 4-wide BVH of
+//! [`crate::wide`], which stays the path for CPUs without AVX2). Leaves and
+//! their triangle packets are those of `crate::leaves`, which the 4-wide BVH
+//! shares.
+//!
+//! The arithmetic is core's: the slab test in Ize's form `(bound - origin) *
+//! inv_dir` with the same exit widening, and the same watertight triangle test
+//! per lane (no fused multiply-add anywhere: only AVX2 is enabled, and Rust never
+//! contracts). Picking the near plane of each axis from the sign of `inv_dir`
+//! equals core's `min(t0, t1)` exactly, as rounding is monotonic. So the answers
+//! are core's: identical `t`, `u`, `v` and primitive, except where two primitives
+//! tie at exactly the same `t`.
+//!
+//! A two-level scene has every geometry's tree collapsed, one after the other,
+//! and its tree over the instances too (each of its leaves one instance). The
+//! walk goes down the instances' tree with the world ray; at an instance whose
+//! mask the ray shares, core's [`prism_core::two_level::object_ray`] carries
+//! the ray into object space and the walk goes down the geometry's tree with
+//! the closest hit so far as its `tmax`, as core's walk does (see `walk`).
+
+mod walk;
+
+use crate::collapse::{Child, Source, children, gather, reserve};
+use crate::instances::{Span, write_records};
+use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf, ray_pre};
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
+use prism_core::{Accel, Error, Hit, Ray};
+use walk::{any, any_two_level, closest, closest_two_level};
+
+/// Entries of a traversal stack. Core's BVHs (the instances' tree too) are
+/// less than 64 levels deep and a node adds at most seven entries (it pops
+/// one, pushes up to eight).
+const STACK: usize = 8 * 64;
+
+/// Eight children: boxes as structure-of-arrays (`rows` = min x, max x, min y,
+/// max y, min z, max z, one lane per child), then references. 256 bytes, four
+/// cache lines, aligned to them.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct Node8 {
+    rows: [[f32; 8]; 6],
+    /// Inner child: node index. Leaf: first packet or primitive slot; in the
+    /// instances' tree, the instance.
+    child: [u32; 8],
+    /// 0 for an inner child (or an empty slot), else the leaf's primitive count
+    /// (with [`crate::leaves::PACKET_LEAF`] for a packet leaf; 1 for an
+    /// instance).
+    meta: [u32; 8],
+}
+
+impl Node8 {
+    /// Eight empty slots: boxes at +inf are never entered.
+    const EMPTY: Node8 = Node8 {
+        rows: [[f32::INFINITY; 8]; 6],
+        child: [EMPTY_CHILD; 8],
+        meta: [0; 8],
+    };
+
+    /// Slot `k` takes the box rows `lo`, `hi` (their `w` lanes ignored).
+    #[inline]
+    fn set_box(&mut self, k: usize, lo: &[f32; 4], hi: &[f32; 4]) {
+        for axis in 0..3 {
+            self.rows[2 * axis][k] = lo[axis];
+            self.rows[2 * axis + 1][k] = hi[axis];
+        }
+    }
+}
+
+/// One entry of a traversal stack: a child reference and its entry distance.
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
+    child: u32,
+    meta: u32,
+    t: f32,
+}
+
+/// Traversal stacks (the instances' tree's and a geometry tree's), reused
+/// across the rays of a batch (allocating them is not free).
+pub struct Stack {
+    /// The walk of a geometry's tree (a flat scene's one tree).
+    e: [Entry; STACK],
+    /// The walk of the instances' tree.
+    top: [Entry; STACK],
+}
+
+impl Stack {
+    /// An empty stack.
+    pub fn new() -> Box<Self> {
+        Box::new(Stack {
+            e: [Entry::default(); STACK],
+            top: [Entry::default(); STACK],
+        })
+    }
+}
+
+/// The 8-wide BVH of one [`Accel`] (every geometry's tree, and for a
+/// two-level scene the instances' tree and records); exists only where the
+/// CPU has AVX2.
+#[derive(Clone, Debug)]
+pub struct Bvh8 {
+    /// Every geometry's tree, one after the other.
+    nodes: Vec<Node8>,
+    /// The binary child each slot of each node was made from (for refits).
+    sources: Vec<[Source; 8]>,
+    packets: Packets,
+    /// Each geometry's root and ranges.
+    spans: Vec<Span>,
+    /// Whether the scene is two-level.
+    two_level: bool,
+    /// The instances' tree (empty for a flat scene).
+    top: Vec<Node8>,
+    /// The instances' records, with wide roots ([`crate::instances`]).
+    records: Vec<GpuInstance>,
+}
+
+/// Whether this CPU runs [`Bvh8`]'s traversal.
+pub fn available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("bmi1")
+}
+
+impl Bvh8 {
+    /// Collapse `accel`'s binary BVHs (each node opens its inner child of largest
+    /// surface area until it holds eight), or `None` where the CPU lacks AVX2
+    /// or BMI1 ([`available`]). Its arrays grow fallibly: where the host has
+    /// not the memory, the error is [`Error::HostOutOfMemory`].
+    pub fn build(accel: &Accel) -> Result<Option<Self>, Error> {
+        if !available() {
+            return Ok(None);
+        }
+        let bin = accel.nodes();
+        let mut out = Bvh8 {
+            nodes: Vec::new(),
+            sources: Vec::new(),
+            packets: Packets::default(),
+            spans: Vec::new(),
+            two_level: accel.is_two_level(),
+            top: Vec::new(),
+            records: Vec::new(),
+        };
+        reserve(&mut out.nodes, bin.len() / 4 + 1, "8-wide BVH nodes")?;
+        reserve(&mut out.sources, bin.len() / 4 + 1, "8-wide BVH nodes")?;
+        reserve(
+            &mut out.spans,
+            accel.geometry_count(),
+            "8-wide BVH geometries",
+        )?;
+        for g in 0..accel.geometry_count() as u32 {
+            let (nodes, packets) = (out.nodes.len(), out.packets.len());
+            let root = match accel.geometry_root(g) {
+                Some(r) if (r as usize) < bin.len() => {
+                    collapse(bin, accel.primitives(), r, &mut out)?
+                }
+                _ => EMPTY_CHILD,
+            };
+            out.spans.push(Span {
+                root,
+                nodes: nodes..out.nodes.len(),
+                packets: packets..out.packets.len(),
+            });
+        }
+        if out.two_level {
+            out.collapse_top(accel)?;
+            out.update_records(accel, 0..accel.instances().len())?;
+        }
+        Ok(Some(out))
+    }
+
+    /// Number of nodes (of the geometries' trees).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there are no nodes (never, for a built scene).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Collapse `accel`'s tree over the instances again (after a rebuild of
+    /// it), into a new array: on an error the old tree is kept.
+    pub(crate) fn collapse_top(&mut self, accel: &Accel) -> Result<(), Error> {
+        let bin = accel.top_nodes();
+        let mut top = Vec::new();
+        reserve(&mut top, bin.len() / 4 + 1, "8-wide instance tree")?;
+        if !bin.is_empty() {
+            collapse_top(bin, 0, &mut top)?;
+        }
+        self.top = top;
+        Ok(())
+    }
+
+    /// Write the records of `accel`'s instances `range` again.
+    pub(crate) fn update_records(
+        &mut self,
+        accel: &Accel,
+        range: core::ops::Range<usize>,
+    ) -> Result<(), Error> {
+        write_records(accel, &self.spans, range, &mut self.records)
+    }
+
+    /// Make geometry `g`'s tree match `accel`'s refit binary tree and
+    /// primitive records (same shape, new boxes and vertices).
+    pub(crate) fn refit(&mut self, accel: &Accel, g: u32) {
+        let Some(span) = self.spans.get(g as usize) else {
+            return;
+        };
+        let bin = accel.nodes();
+        let (nodes, sources) = (
+            self.nodes.get_mut(span.nodes.clone()),
+            self.sources.get(span.nodes.clone()),
+        );
+        for (node, sources) in nodes
+            .into_iter()
+            .flatten()
+            .zip(sources.into_iter().flatten())
+        {
+            for (k, s) in sources.iter().enumerate() {
+                if let Some((lo, hi)) = s.rows(bin) {
+                    node.set_box(k, &lo, &hi);
+                }
+            }
+        }
+        self.packets.refit(span.packets.clone(), accel.primitives());
+    }
+
+    /// Closest hit; `Hit::prim` is the primitive id within its geometry,
+    /// `Hit::instance` the instance (0 for a flat scene).
+    pub fn intersect(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> Hit {
+        let (mut hit, at) = self.closest_at(prims, ray, stack);
+        if hit.is_hit() {
+            hit.prim = self.packets.id_of(&hit, at, prims);
+        }
+        hit
+    }
+
+    /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
+    pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> Hit {
+        self.closest_at(prims, ray, stack).0
+    }
+
+    /// The root a flat scene's ray walks from, `None` where its mask hides
+    /// the scene (the one implicit instance of mask `0xFF`).
+    #[inline(always)]
+    fn flat_root(&self, ray: &Ray) -> Option<u32> {
+        let span = self.spans.first()?;
+        (ray.mask & 0xFF != 0).then_some(span.root)
+    }
+
+    /// Closest hit with `Hit::prim` as the leaf slot, and where it came from
+    /// (see [`NOT_IN_PACKET`]).
+    fn closest_at(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> (Hit, usize) {
+        if self.two_level {
+            // SAFETY: a `Bvh8` exists only where `available()` found AVX2 and
+            // BMI1 (`build` is its only constructor), the features the walk is
+            // built for.
+            return unsafe { closest_two_level(self, prims, ray, stack) };
+        }
+        let Some(root) = self.flat_root(ray) else {
+            return (Hit::MISS, NOT_IN_PACKET);
+        };
+        let pre = ray_pre(ray);
+        // SAFETY: as above, a `Bvh8` implies AVX2 and BMI1.
+        unsafe { closest(self, prims, ray, &pre, root, &mut stack.e) }
+    }
+
+    /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
+    pub fn occluded(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
+        if self.two_level {
+            // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
+            return unsafe { any_two_level(self, prims, ray, stack) };
+        }
+        let Some(root) = self.flat_root(ray) else {
+            return false;
+        };
+        let pre = ray_pre(ray);
+        // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
+        unsafe { any(self, prims, ray, &pre, root, &mut stack.e) }
+    }
+}
+
+/// A subtree of triangles with at most this many primitives becomes one leaf (up
+/// to four packets, read one after the other: streaming through a leaf's packets is
+/// cheaper than chasing the nodes above them, and 16 measured best against 4, 8, 24
+/// and 32). Subtrees with spheres keep core's leaves: spheres are tested one at a
+/// time, so a merged leaf would test up to 16 where core's tree tests one or two
+/// (rtiow renders 1.3x slower merged, 1.1x with at most 4).
+const MERGE: u32 = 16;
+
+/// The slot range `(first, count)` of the subtree under binary child `c` when it
+/// holds at most [`MERGE`] primitives (a subtree's slots are contiguous).
+fn small_subtree(bin: &[BvhNode], c: &Child, depth: u32) -> Option<(u32, u32)> {
+    if !c.is_inner() {
+        return (c.index() != EMPTY_CHILD && c.count() <= MERGE).then(|| (c.index(), c.count()));
+    }
+    if depth >= MERGE || bin.get(c.index() as usize).is_none() {
+        return None;
+    }
+    let mut range: Option<(u32, u32)> = None;
+    for k in children(bin, c.index()) {
+        let (first, count) = small_subtree(bin, &k, depth + 1)?;
+        range = Some(match range {
+            None => (first, count),
+            Some((f, n)) => (f.min(first), n + count),
+        });
+        if range.is_some_and(|(_, n)| n > MERGE) {
+            return None;
+        }
+    }
+    range
+}
+
+/// Append the node for binary node `node` (and its subtree); returns its index.
+fn collapse(bin: &[BvhNode], prims: &[Primitive], node: u32, out: &mut Bvh8) -> Result<u32, Error> {
+    // Each child with the slot range it becomes a leaf of, if it is a small subtree.
+    let small = |c: &Child| {
+        small_subtree(bin, c, 0)
+            .filter(|&(first, count)| c.is_inner() && all_triangles(prims, first, count))
+    };
+    let (kids, _) = gather::<8, _>(bin, node, small, Option::is_some);
+    let me = out.nodes.len();
+    reserve(&mut out.nodes, 1, "8-wide BVH nodes")?;
+    reserve(&mut out.sources, 1, "8-wide BVH nodes")?;
+    out.nodes.push(Node8::EMPTY);
+    out.sources.push([Source::NONE; 8]);
+    let mut w = Node8::EMPTY;
+    let mut sources = [Source::NONE; 8];
+    for (k, (c, merged)) in kids
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| Some((k, (*c)?)))
+    {
+        w.set_box(k, &c.lo, &c.hi);
+        sources[k] = c.source;
+        if let Some((first, count)) = merged {
+            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets)?;
+        } else if c.is_inner() {
+            w.child[k] = collapse(bin, prims, c.index(), out)?;
+            w.meta[k] = 0;
+        } else {
+            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
+        }
+    }
+    if let (Some(n), Some(s)) = (out.nodes.get_mut(me), out.sources.get_mut(me)) {
+        *n = w;
+        *s = sources;
+    }
+    Ok(me as u32)
+}
+
+/// Append the node for node `node` of the instances' binary tree `bin` (and
+/// its subtree) to `out`; its leaves are instances (meta 1).
+fn collapse_top(bin: &[BvhNode], node: u32, out: &mut Vec<Node8>) -> Result<u32, Error> {
+    let (kids, _) = gather::<8, ()>(bin, node, |_| (), |_| false);
+    let me = out.len();
+    reserve(out, 1, "8-wide instance tree")?;
+    out.push(Node8::EMPTY);
+    let mut w = Node8::EMPTY;
+    for (k, c) in kids
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| Some((k, (*c)?.0)))
+    {
+        w.set_box(k, &c.lo, &c.hi);
+        (w.child[k], w.meta[k]) = if c.is_inner() {
+            (collapse_top(bin, c.index(), out)?, 0)
+        } else {
+            (c.index(), 1)
+        };
+    }
+    if let Some(n) = out.get_mut(me) {
+        *n = w;
+    }
+    Ok(me as u32)
+}

@@ -1,0 +1,429 @@
+//! The 8-wide walks (AVX2): closest hit and any hit over one geometry's tree,
+//! and over both levels of a two-level scene.
+
+use super::{Bvh8, Entry, Node8, STACK, Stack};
+use crate::leaves::{
+    Lanes, NOT_IN_PACKET, PACKET_LEAF, leaf_closest_axes, packet_hit_axes, packet_lane, ray_pre,
+};
+use core::arch::x86_64::*;
+use prism_core::gpu::Primitive;
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::traverse::ray_primitive;
+use prism_core::two_level::object_ray;
+use prism_core::{Hit, Ray};
+
+/// The ray's slab-test constants in 256-bit registers, and which row of a node
+/// holds each axis's near and far plane.
+struct Ray8 {
+    o: [__m256; 3],
+    inv: [__m256; 3],
+    tmin: __m256,
+    /// Row of the near plane per axis (the far plane is the other row of the pair).
+    near: [usize; 3],
+}
+
+impl Ray8 {
+    #[target_feature(enable = "avx2")]
+    fn new(pre: &RayPre, tmin: f32) -> Self {
+        let near = |inv: f32| usize::from(inv < 0.0);
+        Ray8 {
+            o: [
+                _mm256_set1_ps(pre.origin.x),
+                _mm256_set1_ps(pre.origin.y),
+                _mm256_set1_ps(pre.origin.z),
+            ],
+            inv: [
+                _mm256_set1_ps(pre.inv_dir.x),
+                _mm256_set1_ps(pre.inv_dir.y),
+                _mm256_set1_ps(pre.inv_dir.z),
+            ],
+            tmin: _mm256_set1_ps(tmin),
+            near: [
+                near(pre.inv_dir.x),
+                2 + near(pre.inv_dir.y),
+                4 + near(pre.inv_dir.z),
+            ],
+        }
+    }
+
+    /// Core's slab test ([`prism_core::intersect::ray_aabb`]) on a node's eight
+    /// boxes: entry distances, and the mask of boxes entered within `(tmin, tmax)`.
+    #[target_feature(enable = "avx2")]
+    fn boxes(&self, n: &Node8, tmax: f32) -> ([f32; 8], u32) {
+        let slab = |axis: usize, row: usize| -> __m256 {
+            // ok: `row` is `near[axis]` or its pair, both below 6.
+            let bound: __m256 = bytemuck::cast(n.rows[row]);
+            _mm256_mul_ps(_mm256_sub_ps(bound, self.o[axis]), self.inv[axis])
+        };
+        let (nx, ny, nz) = (self.near[0], self.near[1], self.near[2]);
+        let near = _mm256_max_ps(
+            _mm256_max_ps(slab(0, nx), slab(1, ny)),
+            _mm256_max_ps(slab(2, nz), self.tmin),
+        );
+        let far = _mm256_min_ps(
+            _mm256_min_ps(slab(0, nx ^ 1), slab(1, ny ^ 1)),
+            _mm256_min_ps(slab(2, nz ^ 1), _mm256_set1_ps(tmax)),
+        );
+        // Core's `widen_exit`. The sign bit picks the factor: -0.0 (not < 0 in
+        // core) gets the negative one, and -0.0 times either factor is -0.0.
+        let scale = _mm256_blendv_ps(
+            _mm256_set1_ps(SLAB_EXIT_SCALE),
+            _mm256_set1_ps(SLAB_EXIT_SCALE_NEGATIVE),
+            far,
+        );
+        let far = _mm256_mul_ps(far, scale);
+        let mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(near, far)) as u32;
+        (bytemuck::cast(near), mask)
+    }
+}
+
+/// Start fetching a child that waits on the stack: its node or its first packet.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
+    let p: *const i8 = if meta == 0 {
+        bvh.nodes.as_ptr().wrapping_add(child as usize).cast()
+    } else if meta & PACKET_LEAF != 0 {
+        bvh.packets.tri.as_ptr().wrapping_add(child as usize).cast()
+    } else {
+        return;
+    };
+    for line in 0..4 {
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line));
+    }
+}
+
+/// Closest hit (leaf slot) in the geometry tree at `root`, and where it came
+/// from (see [`NOT_IN_PACKET`]). The triangle tests read the ray's axis order
+/// at run time (one walk for every order: entering an instance needs no
+/// dispatch to a copy for its object ray's order).
+#[target_feature(enable = "avx2,bmi1")]
+pub(super) fn closest(
+    bvh: &Bvh8,
+    prims: &[Primitive],
+    ray: &Ray,
+    pre: &RayPre,
+    root: u32,
+    st: &mut [Entry; STACK],
+) -> (Hit, usize) {
+    let r = Ray8::new(pre, ray.tmin);
+    let lanes = Lanes::new(pre);
+    let tmin = ray.tmin;
+    let mut best = Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE);
+    let mut best_at = NOT_IN_PACKET;
+    let mut sp = 0usize;
+    let (mut child, mut meta) = (root, 0u32);
+    loop {
+        if meta == 0 {
+            if let Some(n) = bvh.nodes.get(child as usize) {
+                let (t, mask) = r.boxes(n, best.t);
+                if mask != 0 {
+                    let mut m = mask;
+                    let i = m.trailing_zeros() as usize & 7;
+                    m &= m - 1;
+                    if m == 0 {
+                        (child, meta) = (n.child[i], n.meta[i]);
+                        continue;
+                    }
+                    let j = m.trailing_zeros() as usize & 7;
+                    m &= m - 1;
+                    if m == 0 && sp < STACK {
+                        // Two children: the farther onto the stack (the lower slot wins a tie).
+                        let (near, far) = if t[j] < t[i] { (j, i) } else { (i, j) };
+                        st[sp] = Entry {
+                            child: n.child[far],
+                            meta: n.meta[far],
+                            t: t[far],
+                        };
+                        prefetch(bvh, n.child[far], n.meta[far]);
+                        sp += 1;
+                        (child, meta) = (n.child[near], n.meta[near]);
+                        continue;
+                    }
+                    if sp + 8 <= STACK {
+                        // Three or more: push all, sort them far to near (insertion
+                        // sort, stable: lower slots stay nearer on ties), pop the nearest.
+                        let base = sp;
+                        let mut m = mask;
+                        while m != 0 {
+                            let k = m.trailing_zeros() as usize & 7;
+                            m &= m - 1;
+                            let e = Entry {
+                                child: n.child[k],
+                                meta: n.meta[k],
+                                t: t[k],
+                            };
+                            prefetch(bvh, e.child, e.meta);
+                            let mut p = sp;
+                            while p > base && st[p - 1].t <= e.t {
+                                st[p] = st[p - 1];
+                                p -= 1;
+                            }
+                            st[p] = e;
+                            sp += 1;
+                        }
+                        sp -= 1;
+                        (child, meta) = (st[sp].child, st[sp].meta);
+                        continue;
+                    }
+                }
+            }
+        } else if meta & PACKET_LEAF != 0 {
+            let leaf = bvh.packets.leaf(child, meta & !PACKET_LEAF);
+            for (i, p) in leaf.iter().enumerate() {
+                if let Some((lane, t, u, v)) = packet_hit_axes(&lanes, p, tmin, best.t) {
+                    best = Hit::new(t, u, v, p.slot[lane], 0);
+                    best_at = packet_lane(child + i as u32, lane);
+                }
+            }
+        } else {
+            let before = best.prim;
+            leaf_closest_axes(pre, prims, child, meta, tmin, &mut best);
+            if best.prim != before {
+                best_at = NOT_IN_PACKET;
+            }
+        }
+        // Pop the nearest entry still in front of the best hit.
+        loop {
+            if sp == 0 {
+                return if best.is_hit() {
+                    (best, best_at)
+                } else {
+                    (Hit::MISS, NOT_IN_PACKET)
+                };
+            }
+            sp -= 1;
+            let e = st[sp];
+            if e.t < best.t {
+                (child, meta) = (e.child, e.meta);
+                break;
+            }
+        }
+    }
+}
+
+/// Any hit in the geometry tree at `root` (axis order read at run time, as
+/// in [`closest`]).
+#[target_feature(enable = "avx2,bmi1")]
+pub(super) fn any(
+    bvh: &Bvh8,
+    prims: &[Primitive],
+    ray: &Ray,
+    pre: &RayPre,
+    root: u32,
+    st: &mut [Entry; STACK],
+) -> bool {
+    let r = Ray8::new(pre, ray.tmin);
+    let lanes = Lanes::new(pre);
+    let (tmin, tmax) = (ray.tmin, ray.tmax);
+    let mut sp = 0usize;
+    let (mut child, mut meta) = (root, 0u32);
+    loop {
+        if meta == 0 {
+            if let Some(n) = bvh.nodes.get(child as usize) {
+                let (t, mask) = r.boxes(n, tmax);
+                if mask != 0 && sp + 8 <= STACK {
+                    // Nearest child next, the others onto the stack.
+                    let mut m = mask;
+                    let mut near = m.trailing_zeros() as usize & 7;
+                    m &= m - 1;
+                    while m != 0 {
+                        let k = m.trailing_zeros() as usize & 7;
+                        m &= m - 1;
+                        let push = if t[k] < t[near] {
+                            core::mem::replace(&mut near, k)
+                        } else {
+                            k
+                        };
+                        st[sp] = Entry {
+                            child: n.child[push],
+                            meta: n.meta[push],
+                            t: 0.0,
+                        };
+                        prefetch(bvh, n.child[push], n.meta[push]);
+                        sp += 1;
+                    }
+                    (child, meta) = (n.child[near], n.meta[near]);
+                    continue;
+                }
+            }
+        } else if meta & PACKET_LEAF != 0 {
+            if bvh
+                .packets
+                .leaf(child, meta & !PACKET_LEAF)
+                .iter()
+                .any(|p| packet_hit_axes(&lanes, p, tmin, tmax).is_some())
+            {
+                return true;
+            }
+        } else if let Some(leaf) = prims.get(child as usize..child as usize + meta as usize)
+            && leaf
+                .iter()
+                .any(|p| ray_primitive(pre, p, tmin, tmax).is_some())
+        {
+            return true;
+        }
+        if sp == 0 {
+            return false;
+        }
+        sp -= 1;
+        (child, meta) = (st[sp].child, st[sp].meta);
+    }
+}
+
+/// Start fetching a child of the instances' tree that waits on the stack:
+/// its node or its instance's record.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn prefetch_top(bvh: &Bvh8, child: u32, meta: u32) {
+    if meta == 0 {
+        let p: *const i8 = bvh.top.as_ptr().wrapping_add(child as usize).cast();
+        for line in 0..4 {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line));
+        }
+    } else {
+        let p: *const i8 = bvh.records.as_ptr().wrapping_add(child as usize).cast();
+        _mm_prefetch::<_MM_HINT_T0>(p);
+    }
+}
+
+/// Closest hit over both levels (`Hit::prim` the leaf slot, `Hit::instance`
+/// the instance), and where it came from (see [`NOT_IN_PACKET`]).
+///
+/// The instances' tree is walked as a geometry's tree is, nearest child
+/// first; an instance is entered, when the ray's mask shares a bit with its
+/// own, by core's `object_ray` with the closest hit so far as `tmax`.
+#[target_feature(enable = "avx2,bmi1")]
+pub(super) fn closest_two_level(
+    bvh: &Bvh8,
+    prims: &[Primitive],
+    ray: &Ray,
+    stack: &mut Stack,
+) -> (Hit, usize) {
+    let pre = ray_pre(ray);
+    let r = Ray8::new(&pre, ray.tmin);
+    let mut best = Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE);
+    let mut best_at = NOT_IN_PACKET;
+    let Stack { e: inner, top: st } = stack;
+    let mut sp = 0usize;
+    let (mut child, mut meta) = (0u32, 0u32);
+    if bvh.top.is_empty() {
+        return (Hit::MISS, NOT_IN_PACKET);
+    }
+    loop {
+        if meta == 0 {
+            if let Some(n) = bvh.top.get(child as usize) {
+                let (t, mask) = r.boxes(n, best.t);
+                if mask != 0 && sp + 8 <= STACK {
+                    // Push every entered child, sorted far to near (insertion
+                    // sort, stable: lower slots stay nearer on ties), pop the nearest.
+                    let base = sp;
+                    let mut m = mask;
+                    while m != 0 {
+                        let k = m.trailing_zeros() as usize & 7;
+                        m &= m - 1;
+                        let e = Entry {
+                            child: n.child[k],
+                            meta: n.meta[k],
+                            t: t[k],
+                        };
+                        prefetch_top(bvh, e.child, e.meta);
+                        let mut p = sp;
+                        while p > base && st[p - 1].t <= e.t {
+                            st[p] = st[p - 1];
+                            p -= 1;
+                        }
+                        st[p] = e;
+                        sp += 1;
+                    }
+                    sp -= 1;
+                    (child, meta) = (st[sp].child, st[sp].meta);
+                    continue;
+                }
+            }
+        } else if let Some(rec) = bvh.records.get(child as usize)
+            && ray.mask & rec.mask() != 0
+        {
+            let object = object_ray(rec, ray, best.t);
+            let opre = ray_pre(&object);
+            let (hit, at) = closest(bvh, prims, &object, &opre, rec.root(), inner);
+            if hit.is_hit() {
+                best = Hit::new(hit.t, hit.u, hit.v, hit.prim, child);
+                best_at = at;
+            }
+        }
+        // Pop the nearest entry still in front of the best hit.
+        loop {
+            if sp == 0 {
+                return if best.is_hit() {
+                    (best, best_at)
+                } else {
+                    (Hit::MISS, NOT_IN_PACKET)
+                };
+            }
+            sp -= 1;
+            let e = st[sp];
+            if e.t < best.t {
+                (child, meta) = (e.child, e.meta);
+                break;
+            }
+        }
+    }
+}
+
+/// Whether anything the ray sees lies on it, over both levels.
+#[target_feature(enable = "avx2,bmi1")]
+pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
+    let pre = ray_pre(ray);
+    let r = Ray8::new(&pre, ray.tmin);
+    let Stack { e: inner, top: st } = stack;
+    let mut sp = 0usize;
+    let (mut child, mut meta) = (0u32, 0u32);
+    if bvh.top.is_empty() {
+        return false;
+    }
+    loop {
+        if meta == 0 {
+            if let Some(n) = bvh.top.get(child as usize) {
+                let (t, mask) = r.boxes(n, ray.tmax);
+                if mask != 0 && sp + 8 <= STACK {
+                    // Nearest child next, the others onto the stack.
+                    let mut m = mask;
+                    let mut near = m.trailing_zeros() as usize & 7;
+                    m &= m - 1;
+                    while m != 0 {
+                        let k = m.trailing_zeros() as usize & 7;
+                        m &= m - 1;
+                        let push = if t[k] < t[near] {
+                            core::mem::replace(&mut near, k)
+                        } else {
+                            k
+                        };
+                        st[sp] = Entry {
+                            child: n.child[push],
+                            meta: n.meta[push],
+                            t: 0.0,
+                        };
+                        prefetch_top(bvh, n.child[push], n.meta[push]);
+                        sp += 1;
+                    }
+                    (child, meta) = (n.child[near], n.meta[near]);
+                    continue;
+                }
+            }
+        } else if let Some(rec) = bvh.records.get(child as usize)
+            && ray.mask & rec.mask() != 0
+        {
+            let object = object_ray(rec, ray, ray.tmax);
+            let opre = ray_pre(&object);
+            if any(bvh, prims, &object, &opre, rec.root(), inner) {
+                return true;
+            }
+        }
+        if sp == 0 {
+            return false;
+        }
+        sp -= 1;
+        (child, meta) = (st[sp].child, st[sp].meta);
+    }
+}

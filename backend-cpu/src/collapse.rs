@@ -1,0 +1,180 @@
+//! Collapsing core's binary trees into wide ones: which binary children one
+//! wide node takes, and where each came from (so that a refit of the binary
+//! tree can be copied into the wide one without collapsing it again).
+//!
+//! A wide node of width `W` starts from its binary node's two children and
+//! repeatedly opens the inner child of largest surface area until it holds
+//! `W` (the usual greedy SAH-guided collapse). Both wide BVHs ([`crate::wide`]
+//! and `bvh8`) and their trees over instances are made this way.
+
+use prism_core::Error;
+use prism_core::gpu::{BvhNode, EMPTY_CHILD};
+
+/// One child of a binary node, as the collapse sees it: its box rows (the
+/// index and count in their `w` lanes) and the binary node and side it is
+/// stored in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Child {
+    pub(crate) lo: [f32; 4],
+    pub(crate) hi: [f32; 4],
+    /// The binary node holding this child, and which of its two sides.
+    pub(crate) source: Source,
+}
+
+/// Where a wide node's child slot came from: a side of a binary node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Source {
+    /// Index of the binary node in its array.
+    pub(crate) node: u32,
+    /// 0: its left child, 1: its right child.
+    pub(crate) side: u32,
+}
+
+impl Source {
+    /// The slot of no child (an empty slot of a wide node).
+    pub(crate) const NONE: Source = Source {
+        node: u32::MAX,
+        side: 0,
+    };
+
+    /// The box of this child in `bin` as it is now: `(lo, hi)`, `None` for
+    /// [`Source::NONE`] or a node past the array.
+    #[inline(always)]
+    pub(crate) fn rows(self, bin: &[BvhNode]) -> Option<([f32; 4], [f32; 4])> {
+        let n = bin.get(self.node as usize)?;
+        Some(if self.side == 0 {
+            (n.left_lo, n.left_hi)
+        } else {
+            (n.right_lo, n.right_hi)
+        })
+    }
+}
+
+impl Child {
+    /// Child index: an inner node, or a leaf's first slot (or instance).
+    #[inline]
+    pub(crate) fn index(&self) -> u32 {
+        self.lo[3].to_bits()
+    }
+    /// Primitive count (0 for an inner node or an absent child).
+    #[inline]
+    pub(crate) fn count(&self) -> u32 {
+        self.hi[3].to_bits()
+    }
+    /// Whether the child is an inner node.
+    #[inline]
+    pub(crate) fn is_inner(&self) -> bool {
+        self.count() == 0 && self.index() != EMPTY_CHILD
+    }
+    /// Half the surface area of the child's box.
+    #[inline]
+    pub(crate) fn half_area(&self) -> f32 {
+        let e = [
+            self.hi[0] - self.lo[0],
+            self.hi[1] - self.lo[1],
+            self.hi[2] - self.lo[2],
+        ];
+        e[0] * e[1] + e[1] * e[2] + e[2] * e[0]
+    }
+}
+
+/// The present children of binary node `node` of `bin` (none for a node past
+/// the array).
+pub(crate) fn children(bin: &[BvhNode], node: u32) -> impl Iterator<Item = Child> {
+    let sides = bin.get(node as usize).map(|n| {
+        [
+            Child {
+                lo: n.left_lo,
+                hi: n.left_hi,
+                source: Source { node, side: 0 },
+            },
+            Child {
+                lo: n.right_lo,
+                hi: n.right_hi,
+                source: Source { node, side: 1 },
+            },
+        ]
+    });
+    sides
+        .into_iter()
+        .flatten()
+        .filter(|c| c.index() != EMPTY_CHILD)
+}
+
+/// The children one wide node of up to `W` children takes for binary node
+/// `node`: its two children, the inner one of largest surface area opened
+/// into its own two until there are `W`. `keep` is each child's extra state
+/// (`kept(c)` true: never opened, e.g. a small subtree that becomes one
+/// leaf). Returns the children and how many there are.
+pub(crate) fn gather<const W: usize, T: Copy>(
+    bin: &[BvhNode],
+    node: u32,
+    state: impl Fn(&Child) -> T,
+    kept: impl Fn(&T) -> bool,
+) -> ([Option<(Child, T)>; W], usize) {
+    let mut kids: [Option<(Child, T)>; W] = [None; W];
+    let mut n = 0;
+    for c in children(bin, node) {
+        if n < W {
+            kids[n] = Some((c, state(&c)));
+            n += 1;
+        }
+    }
+    while n < W {
+        let mut open: Option<(usize, f32)> = None;
+        for (i, k) in kids.iter().enumerate().take(n) {
+            if let Some((c, s)) = k
+                && c.is_inner()
+                && !kept(s)
+                // The last of equal areas, as `Iterator::max_by` picks.
+                && open.is_none_or(|(_, a)| c.half_area().total_cmp(&a).is_ge())
+            {
+                open = Some((i, c.half_area()));
+            }
+        }
+        let Some((i, _)) = open else { break };
+        let Some((inner, _)) = kids[i] else { break };
+        // The opened child's place goes to the last one (the order of a
+        // `swap_remove`), then its own children follow.
+        n -= 1;
+        kids[i] = kids[n];
+        kids[n] = None;
+        for c in children(bin, inner.index()) {
+            if n < W {
+                kids[n] = Some((c, state(&c)));
+                n += 1;
+            }
+        }
+    }
+    (kids, n)
+}
+
+/// Room for `more` items in `v` (amortised growth, as `push` would take), or
+/// [`Error::HostOutOfMemory`] naming `what` where the host cannot give it.
+pub(crate) fn reserve<T>(v: &mut Vec<T>, more: usize, what: &'static str) -> Result<(), Error> {
+    v.try_reserve(more).map_err(|_| Error::HostOutOfMemory {
+        what,
+        bytes: (v.len().saturating_add(more) as u64).saturating_mul(size_of::<T>() as u64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reserve;
+    use prism_core::Error;
+
+    #[test]
+    fn a_reservation_the_host_cannot_give_is_an_error_naming_the_array() {
+        let mut v: Vec<u64> = vec![1];
+        match reserve(&mut v, usize::MAX, "test array") {
+            Err(Error::HostOutOfMemory { what, bytes }) => {
+                assert_eq!(what, "test array");
+                assert_eq!(bytes, u64::MAX, "the size saturates");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(v, [1], "the vector is as it was");
+        assert!(reserve(&mut v, 10, "test array").is_ok());
+        assert!(v.capacity() >= 11);
+    }
+}

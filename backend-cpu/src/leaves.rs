@@ -1,0 +1,452 @@
+//! The leaves both wide BVHs share ([`crate::wide`] and `bvh8`): triangles
+//! stored four to a packet and tested four at a time, leaves of spheres tested
+//! one by one from core's primitive array, and the ray constants they take.
+//!
+//! The tests are core's ([`prism_core::intersect::ray_triangle_axes`],
+//! [`prism_core::intersect::ray_sphere`]), the same operations in the same
+//! order per lane, so a hit's `t`, `u` and `v` are core's bit for bit.
+
+use crate::collapse::reserve;
+use glam::{Vec3A, Vec4};
+use prism_core::gpu::{KIND_SPHERE, Primitive};
+use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, ray_sphere, ray_triangle_axes};
+use prism_core::traverse::ray_primitive;
+use prism_core::{Error, Hit, Ray};
+
+/// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
+pub(crate) const PACKET_LEAF: u32 = 1 << 31;
+
+/// Four triangles as structure-of-arrays, tested together: `v0[axis]` holds that
+/// coordinate of each lane's first vertex. Unused lanes have NaN vertices, which
+/// fail every comparison of the watertight test and are never hit.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
+pub(crate) struct TriPacket {
+    v0: [Vec4; 3],
+    v1: [Vec4; 3],
+    v2: [Vec4; 3],
+    /// Primitive slot of each lane.
+    pub(crate) slot: [u32; 4],
+}
+
+/// A wide BVH's triangle packets, and the scene id of each packet lane kept apart:
+/// a closest hit reads one id per ray, at the end, from this small array (16 bytes
+/// a packet, usually in cache) instead of from the primitive array (a cache miss per
+/// ray on large meshes), and the packets stay 160 bytes for the tests that stream them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Packets {
+    pub(crate) tri: Vec<TriPacket>,
+    /// Scene primitive id of each lane, one entry per packet.
+    ids: Vec<[u32; 4]>,
+}
+
+impl Packets {
+    /// The packets of the leaf whose first packet is `first` and which holds
+    /// `count` primitives (empty if the range is not in the array).
+    #[inline(always)]
+    pub(crate) fn leaf(&self, first: u32, count: u32) -> &[TriPacket] {
+        let first = first as usize;
+        self.tri
+            .get(first..first + count.div_ceil(4) as usize)
+            .unwrap_or_default()
+    }
+
+    /// Number of packets.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.tri.len()
+    }
+
+    /// Write the vertices of packets `range` again from the primitive records
+    /// their lanes hold (core rewrites a refit mesh's records in place: same
+    /// slots, same ids, new vertices).
+    pub(crate) fn refit(&mut self, range: core::ops::Range<usize>, prims: &[Primitive]) {
+        for p in self.tri.get_mut(range).into_iter().flatten() {
+            for lane in 0..4 {
+                let Some(t) = prims.get(p.slot[lane] as usize) else {
+                    continue;
+                };
+                for axis in 0..3 {
+                    p.v0[axis][lane] = t.a[axis];
+                    p.v1[axis][lane] = t.b[axis];
+                    p.v2[axis][lane] = t.c[axis];
+                }
+            }
+        }
+    }
+
+    /// The scene id of closest hit `hit` (prim = its leaf slot): from packet lane
+    /// `lane_at` (a packet index times 4 plus the lane, see [`NOT_IN_PACKET`]), else
+    /// from the primitive array ([`Hit::MISS`]'s `prim` if neither holds it).
+    #[inline(always)]
+    pub(crate) fn id_of(&self, hit: &Hit, lane_at: usize, prims: &[Primitive]) -> u32 {
+        if lane_at == NOT_IN_PACKET {
+            return prims
+                .get(hit.prim as usize)
+                .map_or(Hit::MISS.prim, Primitive::id);
+        }
+        self.ids
+            .get(lane_at / 4)
+            .map_or(Hit::MISS.prim, |ids| ids[lane_at % 4])
+    }
+}
+
+/// A closest-hit walk's record of where its best hit came from: packet index
+/// times 4 plus the lane, or this when it came from a leaf of the primitive array
+/// (or there is none). A packet takes 160 bytes of memory, so its index times 4
+/// stays far below `usize::MAX`.
+pub(crate) const NOT_IN_PACKET: usize = usize::MAX;
+
+/// The packet lane record (see [`NOT_IN_PACKET`]) of lane `lane` of packet `packet`.
+#[inline(always)]
+pub(crate) fn packet_lane(packet: u32, lane: usize) -> usize {
+    packet as usize * 4 + (lane & 3)
+}
+
+/// Whether slots `[first, first + count)` exist and hold triangles only.
+pub(crate) fn all_triangles(prims: &[Primitive], first: u32, count: u32) -> bool {
+    let range = first as usize..first as usize + count as usize;
+    prims
+        .get(range)
+        .is_some_and(|r| r.iter().all(|p| p.kind() != KIND_SPHERE))
+}
+
+/// A leaf's `(child, count)`: packets when every primitive is a triangle, else
+/// the primitive range itself (spheres are tested one by one).
+pub(crate) fn leaf(
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    packets: &mut Packets,
+) -> Result<(u32, u32), Error> {
+    let range = first as usize..first as usize + count as usize;
+    let Some(tris) = prims.get(range.clone()) else {
+        return Ok((first, count));
+    };
+    if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
+        return Ok((first, count));
+    }
+    let start = packets.tri.len() as u32;
+    let more = tris.len().div_ceil(4);
+    reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
+    reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
+    for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
+        let mut p = TriPacket {
+            v0: [Vec4::NAN; 3],
+            v1: [Vec4::NAN; 3],
+            v2: [Vec4::NAN; 3],
+            slot: [u32::MAX; 4],
+        };
+        let mut id = [u32::MAX; 4];
+        for (lane, t) in chunk.iter().enumerate() {
+            for axis in 0..3 {
+                p.v0[axis][lane] = t.a[axis];
+                p.v1[axis][lane] = t.b[axis];
+                p.v2[axis][lane] = t.c[axis];
+            }
+            p.slot[lane] = (chunk_first + lane) as u32;
+            id[lane] = t.id();
+        }
+        packets.tri.push(p);
+        packets.ids.push(id);
+    }
+    Ok((start, count | PACKET_LEAF))
+}
+
+/// The ray's constants splatted across the four lanes.
+pub(crate) struct Lanes {
+    pub(crate) o: [Vec4; 3],
+    pub(crate) sx: Vec4,
+    pub(crate) sy: Vec4,
+    pub(crate) sz: Vec4,
+    pub(crate) ox: Vec4,
+    pub(crate) oy: Vec4,
+    pub(crate) oz: Vec4,
+    pub(crate) ix: Vec4,
+    pub(crate) iy: Vec4,
+    pub(crate) iz: Vec4,
+    /// The watertight test's axes `(kx, ky, kz)` ([`RayPre`]'s), each below 3.
+    axes: [usize; 3],
+}
+
+impl Lanes {
+    #[inline(always)]
+    pub(crate) fn new(pre: &RayPre) -> Self {
+        Lanes {
+            axes: [pre.kx.min(2), pre.ky.min(2), pre.kz.min(2)],
+            o: [
+                Vec4::splat(pre.origin.x),
+                Vec4::splat(pre.origin.y),
+                Vec4::splat(pre.origin.z),
+            ],
+            sx: Vec4::splat(pre.shear.x),
+            sy: Vec4::splat(pre.shear.y),
+            sz: Vec4::splat(pre.shear.z),
+            ox: Vec4::splat(pre.origin.x),
+            oy: Vec4::splat(pre.origin.y),
+            oz: Vec4::splat(pre.origin.z),
+            ix: Vec4::splat(pre.inv_dir.x),
+            iy: Vec4::splat(pre.inv_dir.y),
+            iz: Vec4::splat(pre.inv_dir.z),
+        }
+    }
+}
+
+/// [`prism_core::intersect::ray_triangle_axes`] on the four lanes of a packet:
+/// the same operations in the same order per lane. Returns `(lane, t, u, v)` of
+/// the nearest hit in `(tmin, tmax)`, the lowest lane on equal `t` (the order a
+/// one-by-one loop keeps).
+#[inline(always)]
+pub(crate) fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
+    l: &Lanes,
+    p: &TriPacket,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let a = [p.v0[0] - l.o[0], p.v0[1] - l.o[1], p.v0[2] - l.o[2]];
+    let b = [p.v1[0] - l.o[0], p.v1[1] - l.o[1], p.v1[2] - l.o[2]];
+    let c = [p.v2[0] - l.o[0], p.v2[1] - l.o[1], p.v2[2] - l.o[2]];
+    packet_test(
+        l,
+        [a[KX], a[KY], a[KZ]],
+        [b[KX], b[KY], b[KZ]],
+        [c[KX], c[KY], c[KZ]],
+        tmin,
+        tmax,
+    )
+}
+
+/// [`packet_hit`] with the ray's axes read at run time ([`Lanes`] holds
+/// them): the same operations on the same values, for walks that take rays
+/// of any axis order without a copy per order.
+#[inline(always)]
+pub(crate) fn packet_hit_axes(
+    l: &Lanes,
+    p: &TriPacket,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let [kx, ky, kz] = l.axes;
+    // ok: `Lanes::new` keeps every axis below 3.
+    let rel = |v: &[Vec4; 3]| [v[kx] - l.o[kx], v[ky] - l.o[ky], v[kz] - l.o[kz]];
+    packet_test(l, rel(&p.v0), rel(&p.v1), rel(&p.v2), tmin, tmax)
+}
+
+/// The watertight test of a packet's four lanes from its vertices relative to
+/// the ray's origin, on the ray's axes `(kx, ky, kz)`.
+#[inline(always)]
+fn packet_test(
+    l: &Lanes,
+    a: [Vec4; 3],
+    b: [Vec4; 3],
+    c: [Vec4; 3],
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let ax = a[0] - l.sx * a[2];
+    let ay = a[1] - l.sy * a[2];
+    let bx = b[0] - l.sx * b[2];
+    let by = b[1] - l.sy * b[2];
+    let cx = c[0] - l.sx * c[2];
+    let cy = c[1] - l.sy * c[2];
+    let u = cx * by - cy * bx;
+    let v = ax * cy - ay * cx;
+    let w = bx * ay - by * ax;
+    let zero = Vec4::ZERO;
+    let outside = (u.cmplt(zero) | v.cmplt(zero) | w.cmplt(zero))
+        & (u.cmpgt(zero) | v.cmpgt(zero) | w.cmpgt(zero));
+    let det = u + v + w;
+    let az = l.sz * a[2];
+    let bz = l.sz * b[2];
+    let cz = l.sz * c[2];
+    let t_scaled = u * az + v * bz + w * cz;
+    let rcp_det = Vec4::ONE / det;
+    let t = t_scaled * rcp_det;
+    let hit = !outside & det.cmpne(zero) & t.cmpgt(Vec4::splat(tmin)) & t.cmplt(Vec4::splat(tmax));
+    let mask = hit.bitmask();
+    if mask == 0 {
+        return None;
+    }
+    let ts = t.to_array();
+    let mut best = mask.trailing_zeros() as usize;
+    for lane in best + 1..4 {
+        if mask & (1 << lane) != 0 && ts[lane] < ts[best] {
+            best = lane;
+        }
+    }
+    Some((best, ts[best], (v * rcp_det)[best], (w * rcp_det)[best]))
+}
+
+#[inline(always)]
+fn row(r: [f32; 4]) -> Vec3A {
+    Vec3A::from_vec4(Vec4::from_array(r))
+}
+
+#[inline(always)]
+pub(crate) fn prim_hit<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    p: &Primitive,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(f32, f32, f32)> {
+    if p.kind() == KIND_SPHERE {
+        ray_sphere(
+            pre.origin,
+            pre.dir,
+            glam::Vec3::new(p.a[0], p.a[1], p.a[2]),
+            p.b[0],
+            tmin,
+            tmax,
+        )
+        .map(|t| (t, 0.0, 0.0))
+    } else {
+        ray_triangle_axes::<KX, KY, KZ>(pre, row(p.a), row(p.b), row(p.c), tmin, tmax)
+    }
+}
+
+/// Run `$f::<KX, KY, KZ>` for the ray's axis permutation ([`RayPre::perm`]).
+macro_rules! dispatch_axes {
+    ($pre:expr, $f:ident, $($arg:expr),*) => {
+        match $pre.perm {
+            0 => $f::<1, 2, 0>($($arg),*),
+            1 => $f::<2, 1, 0>($($arg),*),
+            2 => $f::<2, 0, 1>($($arg),*),
+            3 => $f::<0, 2, 1>($($arg),*),
+            4 => $f::<0, 1, 2>($($arg),*),
+            _ => $f::<1, 0, 2>($($arg),*),
+        }
+    };
+}
+pub(crate) use dispatch_axes;
+
+#[inline(always)]
+pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    tmin: f32,
+    best: &mut Hit,
+) {
+    let first = first as usize;
+    let Some(leaf) = prims.get(first..first + count as usize) else {
+        return;
+    };
+    for (k, p) in leaf.iter().enumerate() {
+        if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
+            *best = Hit::new(t, u, v, (first + k) as u32, 0);
+        }
+    }
+}
+
+/// [`leaf_closest`] for walks that take rays of any axis order: core's own
+/// [`ray_primitive`] on each primitive.
+#[inline(always)]
+pub(crate) fn leaf_closest_axes(
+    pre: &RayPre,
+    prims: &[Primitive],
+    first: u32,
+    count: u32,
+    tmin: f32,
+    best: &mut Hit,
+) {
+    let first = first as usize;
+    let Some(leaf) = prims.get(first..first + count as usize) else {
+        return;
+    };
+    for (k, p) in leaf.iter().enumerate() {
+        if let Some((t, u, v)) = ray_primitive(pre, p, tmin, best.t) {
+            *best = Hit::new(t, u, v, (first + k) as u32, 0);
+        }
+    }
+}
+
+/// The watertight test's axes `(kx, ky)` for each [`RayPre::perm`] code
+/// (`2 * kz + swapped`).
+const PERM_AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
+
+/// [`RayPre::new`] without its branches on the direction: the same values
+/// (the divisions and selections are the same per component), for the walks
+/// that work one out per instance they enter, where the branches on a random
+/// direction are mispredicted half the time.
+#[inline(always)]
+pub(crate) fn ray_pre(ray: &Ray) -> RayPre {
+    let d = ray.dir;
+    let da = Vec3A::from(d);
+    let min = Vec3A::splat(MIN_DIR_COMPONENT);
+    let safe = Vec3A::select(da.abs().cmplt(min), min.copysign(da), da);
+    let inv_dir = Vec3A::ONE / safe;
+    let ad = d.abs();
+    let (xy, xz, yz) = (ad.x > ad.y, ad.x > ad.z, ad.y > ad.z);
+    // 0 where x is largest (beats y and z), 1 where y beats x and z, else 2.
+    let kz = 2 - 2 * usize::from(xy & xz) - usize::from(!xy & yz);
+    let dk = d.to_array();
+    let dz = dk[kz.min(2)];
+    let swapped = dz < 0.0;
+    let perm = 2 * kz + usize::from(swapped);
+    let (kx, ky) = PERM_AXES[perm.min(5)];
+    let shear = Vec3A::new(dk[kx], dk[ky], 1.0) / Vec3A::splat(dz);
+    RayPre {
+        origin: ray.origin,
+        dir: d,
+        inv_dir: inv_dir.into(),
+        kz,
+        kx,
+        ky,
+        shear: shear.into(),
+        perm: perm as u8,
+        origin_a: ray.origin.into(),
+        inv_dir_a: inv_dir,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ray_pre;
+    use glam::Vec3;
+    use prism_core::Ray;
+    use prism_core::intersect::RayPre;
+    use prism_core::rng::Pcg;
+
+    /// Every field of `ray_pre` is `RayPre::new`'s, bit for bit: random
+    /// directions, ties between the largest components, zero and negative
+    /// zero components, components below `MIN_DIR_COMPONENT`.
+    #[test]
+    fn ray_pre_is_cores() {
+        let mut rng = Pcg { state: 9 };
+        let mut r = move || rng.next_f32() * 2.0 - 1.0;
+        let specials = [0.0, -0.0, 1e-31, -1e-31, 1e-30, 0.5, -0.5, 1.0, -1.0, 3.0];
+        let mut dirs = Vec::new();
+        for &x in &specials {
+            for &y in &specials {
+                for &z in &specials {
+                    dirs.push(Vec3::new(x, y, z));
+                }
+            }
+        }
+        dirs.extend((0..20_000).map(|_| Vec3::new(r(), r(), r()) * 10f32.powf(4.0 * r())));
+        let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+        let mut checked = 0;
+        for d in dirs {
+            let ray = Ray::new(Vec3::new(r(), r(), r()), d);
+            if !ray.is_valid() {
+                continue;
+            }
+            let (a, b) = (RayPre::new(&ray), ray_pre(&ray));
+            let what = format!("{d:?}");
+            assert_eq!(
+                (a.kx, a.ky, a.kz, a.perm),
+                (b.kx, b.ky, b.kz, b.perm),
+                "{what}"
+            );
+            assert_eq!(bits(a.inv_dir), bits(b.inv_dir), "{what}");
+            assert_eq!(bits(a.shear), bits(b.shear), "{what}");
+            assert_eq!(bits(a.origin), bits(b.origin), "{what}");
+            assert_eq!(bits(a.dir), bits(b.dir), "{what}");
+            assert_eq!(bits(a.origin_a.into()), bits(b.origin_a.into()), "{what}");
+            assert_eq!(bits(a.inv_dir_a.into()), bits(b.inv_dir_a.into()), "{what}");
+            checked += 1;
+        }
+        assert!(checked > 20_000);
+    }
+}

@@ -1,0 +1,213 @@
+//! The wide BVH of the current scene: which width this CPU walks, how it is
+//! built and brought up to date after an update, and the integrators' view
+//! of it ([`WideTracer`]).
+
+#[cfg(target_arch = "x86_64")]
+use crate::bvh8;
+use crate::{Traversal, wide};
+use prism_core::cell_grid::CellGrid;
+use prism_core::gpu::Primitive;
+use prism_core::point_grid::{PointGrid, any_hit_listed};
+use prism_core::{Accel, Changes, Error, Hit, Ray};
+use std::cell::RefCell;
+
+/// The wide BVH that [`Traversal::Wide`] and [`Traversal::Wide4`] walk.
+#[derive(Clone, Debug)]
+pub(crate) enum Wide {
+    /// 8-wide, AVX2 (x86-64 CPUs that have it).
+    #[cfg(target_arch = "x86_64")]
+    Eight(bvh8::Bvh8),
+    /// 4-wide, 128-bit SIMD (any CPU); empty for [`Traversal::Binary`].
+    Four(wide::WideBvh),
+}
+
+impl Wide {
+    /// No wide BVH (nothing to walk; the backend walks core's trees).
+    pub(crate) fn none() -> Self {
+        Wide::Four(wide::WideBvh::default())
+    }
+
+    /// The BVH `traversal` walks on this CPU, built from `accel`.
+    pub(crate) fn build(accel: &Accel, traversal: Traversal) -> Result<Self, Error> {
+        #[cfg(target_arch = "x86_64")]
+        if traversal == Traversal::Wide
+            && let Some(b) = bvh8::Bvh8::build(accel)?
+        {
+            return Ok(Wide::Eight(b));
+        }
+        // The binary traversal needs no wide BVH; an empty one costs nothing.
+        Ok(match traversal {
+            Traversal::Binary => Wide::none(),
+            _ => Wide::Four(wide::WideBvh::build(accel)?),
+        })
+    }
+
+    /// Which BVH this is: 8, 4, or 0 for none.
+    pub(crate) fn kind(&self) -> u8 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(_) => 8,
+            Wide::Four(w) if w.is_empty() => 0,
+            Wide::Four(_) => 4,
+        }
+    }
+
+    /// The [`Wide::kind`] that [`Wide::build`] gives for `traversal` on this CPU.
+    pub(crate) fn kind_for(traversal: Traversal) -> u8 {
+        match traversal {
+            #[cfg(target_arch = "x86_64")]
+            Traversal::Wide if bvh8::available() => 8,
+            Traversal::Wide | Traversal::Wide4 => 4,
+            Traversal::Binary => 0,
+        }
+    }
+
+    /// Bring the BVH up to date with `accel` after an update that changed
+    /// `changes`, doing only what changed: every tree again after a
+    /// geometry's rebuild (its nodes and slots moved), else the refit
+    /// geometries' trees refit from core's refit ones, the changed instance
+    /// records written again and the instances' tree collapsed again when
+    /// core rebuilt it. On an error the BVH is partly updated: the caller
+    /// drops it.
+    pub(crate) fn update(&mut self, accel: &Accel, changes: &Changes) -> Result<(), Error> {
+        if self.kind() == 0 {
+            return Ok(());
+        }
+        if changes.rebuilt {
+            *self = match self {
+                #[cfg(target_arch = "x86_64")]
+                Wide::Eight(_) => Wide::build(accel, Traversal::Wide)?,
+                Wide::Four(_) => Wide::build(accel, Traversal::Wide4)?,
+            };
+            return Ok(());
+        }
+        let records = changes
+            .instances
+            .as_ref()
+            .map(|r| r.start as usize..r.end as usize);
+        macro_rules! apply {
+            ($b:expr) => {{
+                for &g in &changes.refit {
+                    $b.refit(accel, g);
+                }
+                if let Some(range) = records {
+                    $b.update_records(accel, range)?;
+                }
+                if changes.top_rebuilt {
+                    $b.collapse_top(accel)?;
+                }
+            }};
+        }
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => apply!(b),
+            Wide::Four(w) => apply!(w),
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    pub(crate) fn intersect(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> Hit {
+        let _ = &scratch;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => b.intersect(prims, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.intersect(prims, ray),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn intersect_slot(
+        &self,
+        prims: &[Primitive],
+        ray: &Ray,
+        scratch: &mut Scratch,
+    ) -> Hit {
+        let _ = &scratch;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => b.intersect_slot(prims, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.intersect_slot(prims, ray),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn occluded(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> bool {
+        let _ = &scratch;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => b.occluded(prims, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.occluded(prims, ray),
+        }
+    }
+}
+
+/// Per-thread traversal memory, reused from ray to ray.
+pub(crate) struct Scratch {
+    #[cfg(target_arch = "x86_64")]
+    stack8: Box<bvh8::Stack>,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Self {
+        Scratch {
+            #[cfg(target_arch = "x86_64")]
+            stack8: bvh8::Stack::new(),
+        }
+    }
+}
+
+thread_local! {
+    /// The render path's [`Scratch`] (the integrators trace one ray at a time).
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// The integrators' view of a scene traced through its wide BVH.
+pub(crate) struct WideTracer<'a> {
+    pub(crate) accel: &'a Accel,
+    pub(crate) wide: &'a Wide,
+    /// Flat scenes only (see where `set_scene` builds it).
+    pub(crate) light_grid: Option<&'a PointGrid>,
+    /// Flat scenes only (see where `set_scene` builds it).
+    pub(crate) cell_grid: Option<&'a CellGrid>,
+}
+
+impl WideTracer<'_> {
+    /// Run `f` with this thread's scratch (a fresh one if it is in use).
+    #[inline(always)]
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => f(&mut s),
+            Err(_) => f(&mut Scratch::new()),
+        })
+    }
+}
+
+impl prism_core::integrator::Tracer for WideTracer<'_> {
+    #[inline(always)]
+    fn accel(&self) -> &Accel {
+        self.accel
+    }
+    #[inline(always)]
+    fn closest_slot(&self, ray: &Ray) -> Hit {
+        if let Some(g) = self.cell_grid {
+            if ray.mask & 0xFF == 0 {
+                return Hit::MISS;
+            }
+            return g.closest_hit(self.accel, ray);
+        }
+        Self::with_scratch(|s| self.wide.intersect_slot(self.accel.primitives(), ray, s))
+    }
+    #[inline(always)]
+    fn occluded(&self, ray: &Ray) -> bool {
+        Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
+    }
+    #[inline(always)]
+    fn light_blocked(&self, ray: &Ray) -> bool {
+        match self.light_grid {
+            Some(g) if ray.mask & 0xFF != 0 => any_hit_listed(g, self.accel.primitives(), ray)
+                .unwrap_or_else(|| self.occluded(ray)),
+            _ => self.occluded(ray),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Shaders, pipelines and dispatches: the [`Kernel`]s and their entry points,
+//! shader modules compiled per [`ModuleConfig`] (trusted, without loop-bounding
+//! counters, when unpatched: see [`compile_module`]), compute pipelines cached
+//! per kernel and module, the per-call work bind group and chunk uniform, and
+//! the recording of one compute pass.
+
+use crate::errors::Scopes;
+use crate::{BACKEND_NAME, ModuleConfig, RAY_TALLY_SLOTS, ShaderSource, WgpuBackend};
+use prism_core::Error;
+use std::num::NonZeroU64;
+
+/// Which pipeline: the render kernels per integrator and output format, and
+/// the two batch kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kernel {
+    /// Integrator as `u32`, and whether the output is sRGB 8-bit.
+    Render(u32, bool),
+    Intersect,
+    Occluded,
+    /// `intersect` with lane refill (shaders/refill.wgsl).
+    IntersectRefill,
+    /// `occluded` with lane refill.
+    OccludedRefill,
+}
+
+impl Kernel {
+    pub(crate) fn entry_point(self) -> &'static str {
+        match self {
+            Kernel::Render(_, false) => "render_linear",
+            Kernel::Render(_, true) => "render_srgb8",
+            Kernel::Intersect => "intersect_main",
+            Kernel::Occluded => "occluded_main",
+            Kernel::IntersectRefill => "intersect_refill",
+            Kernel::OccludedRefill => "occluded_refill",
+        }
+    }
+}
+
+impl WgpuBackend {
+    /// The module for `config`, compiled on first use.
+    fn module(&mut self, config: ModuleConfig) -> Result<wgpu::ShaderModule, Error> {
+        if let Some(m) = self.modules.get(&config) {
+            return Ok(m.clone());
+        }
+        let source = ShaderSource::assemble_for(self.patch.as_ref(), &config);
+        let module = compile_module(&self.device, &source, self.patch.is_none())?;
+        self.modules.insert(config, module.clone());
+        Ok(module)
+    }
+
+    /// The pipeline of `kernel` for the current scene, compiled on first use.
+    pub(crate) fn pipeline(&mut self, kernel: Kernel) -> Result<wgpu::ComputePipeline, Error> {
+        let config = self.module_config();
+        if let Some(p) = self.pipelines.get(&(kernel, config)) {
+            return Ok(p.clone());
+        }
+        let module = self.module(config)?;
+        let integrator = match kernel {
+            Kernel::Render(i, _) => i,
+            _ => 0,
+        };
+        let constants = [
+            ("INTEGRATOR", integrator as f64),
+            ("TILE_X", self.render_tile.0 as f64),
+            ("TILE_Y", self.render_tile.1 as f64),
+            ("BATCH_SIZE", self.batch_workgroup as f64),
+            ("RAY_TALLY_SLOTS", RAY_TALLY_SLOTS as f64),
+        ];
+        let entry = kernel.entry_point();
+        let device = &self.device;
+        let scopes = Scopes::push(device);
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: Some(&self.pipeline_layout),
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                zero_initialize_workgroup_memory: true,
+            },
+            cache: None,
+        });
+        // Cached only if no scope caught an error: an invalid pipeline would
+        // otherwise fail every later dispatch.
+        let errors = scopes.pop();
+        errors.out_of_memory("compute pipeline")?;
+        if let Some(e) = errors.validation.or(errors.internal) {
+            return Err(Error::Compile {
+                backend: BACKEND_NAME,
+                source_name: format!("shaders/*.wgsl, entry point {entry}"),
+                log: e.to_string(),
+            });
+        }
+        self.pipelines.insert((kernel, config), pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Record one compute dispatch (with timestamps if available) into `encoder`.
+    pub(crate) fn record_dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        scene: &wgpu::BindGroup,
+        work: &wgpu::BindGroup,
+        groups: (u32, u32),
+        slot: usize,
+    ) {
+        let timestamp_writes =
+            self.timestamps
+                .as_ref()
+                .map(|ts| wgpu::ComputePassTimestampWrites {
+                    query_set: &ts.set,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("prism"),
+                timestamp_writes,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, scene, &[]);
+            pass.set_bind_group(1, work, &[]);
+            pass.dispatch_workgroups(groups.0, groups.1, 1);
+        }
+        if let Some(ts) = &self.timestamps {
+            encoder.resolve_query_set(&ts.set, 0..2, &ts.resolve, 0);
+            encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback[slot], 0, 16);
+        }
+    }
+
+    pub(crate) fn work_bind_group(
+        &self,
+        rays: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        out_bytes: u64,
+    ) -> wgpu::BindGroup {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("prism work"),
+            layout: &self.work_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: whole(&self.chunk),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: whole(rays),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: out,
+                        offset: 0,
+                        size: NonZeroU64::new(out_bytes),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: whole(&self.ray_count),
+                },
+            ],
+        })
+    }
+
+    pub(crate) fn write_chunk(&self, first: u32, count: u32) {
+        self.queue
+            .write_buffer(&self.chunk, 0, bytemuck::cast_slice(&[first, count, 0, 0]));
+    }
+}
+/// A binding of all of `buffer`.
+pub(crate) fn whole(buffer: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(buffer.as_entire_buffer_binding())
+}
+
+/// A binding of the first `len` bytes of `buffer`.
+pub(crate) fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        buffer,
+        offset: 0,
+        size: NonZeroU64::new(len as u64),
+    })
+}
+
+/// Compile the module for `config`; errors name the shader file and line.
+///
+/// `unpatched`: `source` is this crate's own source. Its loops all end, so
+/// wgpu's loop-bounding counters, which cost instructions in the traversal's
+/// inner loop (13% of the rtiow frame on an H100), are left out:
+/// - a traversal only moves to children after their parent, so it visits
+///   finitely many nodes: every tree is checked before upload
+///   ([`prism_core::gpu::check_tree`]), and one that breaks the rule is refused;
+/// - the integrators' loops count to `spp`, `max_depth` and `ao_samples`;
+/// - the refill kernels (refill.wgsl, [`ModuleConfig::lane_refill`]) loop
+///   while a lane holds a ray or the chunk has rays left: a held ray ends after
+///   finitely many traversal steps, and every pass in which no lane holds one
+///   claims a subgroup's worth of rays from a counter that only grows, so the
+///   chunk is exhausted after at most `chunk.count` claims. (Refill is off on
+///   software adapters, where lavapipe was seen to mis-run the subgroup votes.)
+///
+/// Buffer bounds checks always stay.
+pub(crate) fn compile_module(
+    device: &wgpu::Device,
+    source: &ShaderSource,
+    unpatched: bool,
+) -> Result<wgpu::ShaderModule, Error> {
+    let trusted = unpatched;
+    let scopes = Scopes::push(device);
+    let desc = wgpu::ShaderModuleDescriptor {
+        label: Some("prism shaders"),
+        source: wgpu::ShaderSource::Wgsl(source.text.as_str().into()),
+    };
+    let module = if trusted {
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        // SAFETY: the only check relaxed is loop bounding, and every loop of an
+        // unpatched module terminates (see above); bounds checks remain on.
+        unsafe { device.create_shader_module_trusted(desc, checks) }
+    } else {
+        device.create_shader_module(desc)
+    };
+    let errors = scopes.pop();
+    errors.out_of_memory("shader module")?;
+    let error = errors.validation.or(errors.internal);
+    let info = pollster::block_on(module.get_compilation_info());
+    let mut log = String::new();
+    for m in info
+        .messages
+        .iter()
+        .filter(|m| m.message_type == wgpu::CompilationMessageType::Error)
+    {
+        match m.location.and_then(|l| {
+            source
+                .locate(l.line_number)
+                .map(|(f, line)| (f, line, l.line_position))
+        }) {
+            Some((file, line, col)) => {
+                log.push_str(&format!("{file}:{line}:{col}: error: {}\n", m.message))
+            }
+            None => log.push_str(&format!("error: {}\n", m.message)),
+        }
+    }
+    match error {
+        None if log.is_empty() => Ok(module),
+        error => {
+            if let Some(e) = error {
+                log.push_str(&e.to_string());
+            }
+            Err(Error::Compile {
+                backend: BACKEND_NAME,
+                source_name: "shaders/*.wgsl".into(),
+                log,
+            })
+        }
+    }
+}
