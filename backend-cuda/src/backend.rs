@@ -29,7 +29,8 @@ use crate::cache;
 use crate::driver::{self, BACKEND, CtxGuard, Device, DeviceProps};
 use crate::kernels::{
     self, CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS, KERNEL_NAMES,
-    KernelConfig, PtxasReport, SceneKind, SourcePatch,
+    KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KernelConfig, PtxasReport, REFIT_THREADS, SceneKind,
+    SourcePatch,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -398,6 +399,38 @@ impl CudaBackend {
         r
     }
 
+    /// The scene's BVH nodes and primitive slots as the device holds them
+    /// (after refits on the device, which the host's
+    /// [`prism_core::Accel`] copy lags until refreshed), for tests and
+    /// debugging. The nodes are the tree as built, or its eight octant copies
+    /// where the render kernels walk those (a small flat tree, see
+    /// [`KernelConfig::octant_trees`]).
+    pub fn device_scene_arrays(
+        &mut self,
+    ) -> Result<
+        (
+            Vec<prism_core::gpu::BvhNode>,
+            Vec<prism_core::gpu::Primitive>,
+        ),
+        Error,
+    > {
+        let r = self.device_scene_arrays_inner();
+        self.checked(r)
+    }
+
+    fn device_scene_arrays_inner(
+        &mut self,
+    ) -> Result<
+        (
+            Vec<prism_core::gpu::BvhNode>,
+            Vec<prism_core::gpu::Primitive>,
+        ),
+        Error,
+    > {
+        let (st, _g) = self.enter()?;
+        st.scene_arrays()
+    }
+
     /// Registers, local memory, spills and occupancy of every kernel.
     pub fn kernel_resources(&mut self) -> Result<Vec<KernelResources>, Error> {
         let r = self.kernel_resources_inner();
@@ -454,6 +487,8 @@ impl CudaBackend {
             st.kernels.camera_masks,
             CAMERA_MASKS_THREADS,
         ));
+        list.push((KERNEL_REFIT_SLOTS, st.kernels.refit_slots, REFIT_THREADS));
+        list.push((KERNEL_REFIT_BOXES, st.kernels.refit_boxes, REFIT_THREADS));
         let mut out = Vec::new();
         use sys::CUfunction_attribute::*;
         for (name, f, threads) in list {

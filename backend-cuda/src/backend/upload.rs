@@ -14,15 +14,15 @@ use crate::kernels::{KernelConfig, SceneArgs, SceneKind};
 use prism_core::bvh::RayonFork;
 use prism_core::camera_bounds;
 use prism_core::cell_grid::CellGrid;
-use prism_core::gpu::check_tree;
+use prism_core::gpu::{BvhNode, Primitive, check_tree};
 use prism_core::point_grid;
 use prism_core::{Accel, Error, RenderStats, Scene, TimingSource};
 use std::time::{Duration, Instant};
 
 /// The scene on the device.
 pub(super) struct SceneBuffers {
-    _nodes: DeviceBuffer,
-    _prims: DeviceBuffer,
+    nodes: DeviceBuffer,
+    prims: DeviceBuffer,
     _slot_materials: DeviceBuffer,
     _materials: DeviceBuffer,
     /// The candidate lists around the scene's light (`SceneArgs::light_grid`).
@@ -240,8 +240,8 @@ impl DeviceState {
             }
         }
         let buffers = SceneBuffers {
-            _nodes: b_nodes,
-            _prims: b_prims,
+            nodes: b_nodes,
+            prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
             _light_grid: b_light,
@@ -270,6 +270,19 @@ impl DeviceState {
         let (buffers, times) = self.scene_buffers(accel, config)?;
         self.scene = Some(buffers);
         Ok(times.upload.as_secs_f64() * 1e3)
+    }
+
+    /// The scene's node and primitive buffers, downloaded.
+    pub(super) fn scene_arrays(&self) -> Result<(Vec<BvhNode>, Vec<Primitive>), Error> {
+        let s = self.scene.as_ref().ok_or(Error::NoScene)?;
+        let copies = if s.args.octants != 0 { 8 } else { 1 };
+        let mut nodes = vec![BvhNode::default(); s.args.node_count as usize * copies];
+        let mut prims = vec![Primitive::default(); s.args.prim_count as usize];
+        s.nodes
+            .download(&self.stream, bytemuck::cast_slice_mut(&mut nodes))?;
+        s.prims
+            .download(&self.stream, bytemuck::cast_slice_mut(&mut prims))?;
+        Ok((nodes, prims))
     }
 
     pub(super) fn scene_args(&self) -> Result<(SceneArgs, SceneKind), Error> {
