@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, with .gpu/cuda staged by
 # prepare_gpu.sh: the CPU-only compile test, the GPU tests (core and Embree
-# agreement, renders, errors, fault recovery, cache), the benchmark (with
-# --sweep: every kernel configuration), the SASS of the default kernels and an
-# Nsight Compute look at the two hottest kernels. Logs go to $OUT; a table last.
-#   BENCH_ARGS  arguments of gpu_bench (default: --sweep)
+# agreement, renders, errors, fault recovery, cache; two-level scenes,
+# updates, the device refit), the benchmark (the default kernel
+# configuration: rtiow, whitted19, the trace kernels, bunny-x1000, a moving
+# frame of 10,000 instances, ogre's refit on the device), the SASS of the
+# default kernels and an Nsight Compute look at the hottest kernels. Logs go to
+# $OUT; tables last. Some 3 to 4 minutes on an H100 with SKIP_NCU=1.
+#   BENCH_ARGS  arguments of gpu_bench (default: none; --sweep runs every
+#               kernel configuration, which takes far longer)
 #   SKIP_TESTS=1, SKIP_NCU=1 to leave those out
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
@@ -24,11 +28,14 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,t
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 120 $G/bin/compile --nocapture > "$OUT/tests.log" 2>&1; echo "compile test: exit $?"
   timeout ${TEST_TIMEOUT:-240} $G/bin/gpu --test-threads 6 --nocapture >> "$OUT/tests.log" 2>&1; echo "gpu tests: exit $?"
-  grep -E "^test |test result|panicked|SKIPPED" "$OUT/tests.log"
-  grep -E "vs Embree|rays gpu|fault reported" "$OUT/tests.log" | head -40
+  timeout ${TEST_TIMEOUT:-240} $G/bin/gpu_instances --test-threads 4 --nocapture > "$OUT/tests_two_level.log" 2>&1
+  echo "gpu two-level tests: exit $?"
+  grep -hE "^test |test result|panicked|SKIPPED" "$OUT/tests.log" "$OUT/tests_two_level.log"
+  grep -hE "vs Embree|rays gpu|fault reported|differ from core|refit .* on the device" "$OUT/tests.log" "$OUT/tests_two_level.log" | head -60
 fi
-timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_ARGS:---sweep} > "$OUT/bench.log" 2>&1
-echo "bench: exit $?"
+timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
+bench_rc=$?
+echo "bench: exit $bench_rc"
 if [ "${SASS:-0}" = 1 ] && [ -f "$OUT/prism_default.cubin" ] && command -v cuobjdump > /dev/null; then
   cuobjdump -sass "$OUT/prism_default.cubin" > "$OUT/sass.txt" 2>&1
   # Instructions, local loads/stores and global loads per kernel.
@@ -40,7 +47,7 @@ if [ "${SKIP_NCU:-0}" != 1 ] && command -v ncu > /dev/null; then
   # stalls of every SASS instruction of the render kernels.
   #   NCU_RUNS    "kernel|gpu_bench arguments;..."   NCU_CONFIG  a gpu_bench --config name
   sections="--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats --section InstructionStats"
-  runs=${NCU_RUNS:-"prism_render_path_spheres|--parts rtiow --frames 1;prism_render_whitted_spheres|--parts whitted --frames 1;prism_intersect_triangles|--parts trace --sets bunny.diffuse --repeats 1"}
+  runs=${NCU_RUNS:-"prism_render_path_spheres|--parts rtiow --frames 1;prism_render_whitted_spheres|--parts whitted --frames 1;prism_intersect_triangles|--parts trace --sets bunny.diffuse --repeats 1;prism_intersect_instances_triangles|--parts instances --repeats 1"}
   extra=""; [ -n "${NCU_CONFIG:-}" ] && extra="--config $NCU_CONFIG"
   IFS=';' read -ra list <<< "$runs"
   for k in "${list[@]}"; do
@@ -57,5 +64,15 @@ if [ "${SKIP_NCU:-0}" != 1 ] && command -v ncu > /dev/null; then
 fi
 rm -f "$OUT/prism_default.cubin"
 echo "---- bench ----"
-grep -E "^== |rtiow 1280|whitted19 8192|\.diffuse:|\.primary:" "$OUT/bench.log" | cut -c1-230
+grep -E "^== |rtiow 1280|whitted19 8192|\.diffuse:|\.primary:|moving frame|refit ogre|mismatch at ray" "$OUT/bench.log" | cut -c1-300
 sed -n '/^Mrays\/s of the trace kernels/,$p' "$OUT/bench.log"
+# What ran, in one table.
+result() { grep -h "^test result" "$1" 2>/dev/null | sed -E 's/.*: ([0-9]+) passed; ([0-9]+) failed.*/\1 passed, \2 failed/' | paste -sd' ' -; }
+echo
+echo "| check | result |"
+echo "|---|---|"
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  echo "| gpu tests (gpu.rs; compile.rs first) | $(result "$OUT/tests.log") |"
+  echo "| two-level gpu tests (gpu_instances.rs) | $(result "$OUT/tests_two_level.log") |"
+fi
+echo "| gpu_bench | exit $bench_rc |"
