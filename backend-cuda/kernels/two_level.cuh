@@ -178,7 +178,8 @@ __device__ __forceinline__ bool top_next(TwoLevelWalk& w, u32* stack, float t_ne
 }
 
 // One iteration of walk_top's loop, up to the first instance it enters (then
-// `next` keeps the rest of the step); false when the walk is over.
+// `next` keeps the rest of the step), for the any-hit walk (the closest-hit
+// walk folds it into two_level_closest_step); false when the walk is over.
 template <int K, bool TMIN_NONNEG>
 __device__ __forceinline__ bool top_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
     if (!node_in_range(w.node, s.top_node_count)) {
@@ -247,17 +248,22 @@ __device__ __forceinline__ bool leave_instance(TwoLevelWalk& w, u32* stack, cons
     return top_next(w, stack, PRISM_INF, 0, w.next_t, w.next_index);
 }
 
-// One iteration of prism_core::traverse::closest_hit's loop in the tree of
-// the instance the walk is in (closest_hit_step's, with the hit's instance),
-// and the top node step's rest when that walk is over; false when the whole
-// walk is over.
+// One step of prism_core::two_level::TwoLevel::closest_hit: one iteration
+// of walk_top's loop (up to the first instance it enters, `next` keeping the
+// rest of the step), or inside an instance one iteration of
+// prism_core::traverse::closest_hit's loop (closest_hit_step's, with the
+// hit's instance) and, when that walk is over, the rest of the top node's
+// step. Both levels share the node fetch, the box tests and the choice of the
+// next node, so that lanes of a warp at different levels differ only in what
+// they do at a leaf. False when the whole walk is over.
 template <int K, bool TMIN_NONNEG>
-__device__ __forceinline__ bool instance_closest_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
-    if (!node_in_range(w.node, s.node_count)) {
-        return leave_instance<K>(w, stack, s);
+__device__ __forceinline__ bool two_level_closest_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
+    const bool top = w.inst == PRISM_NO_INSTANCE;
+    if (!node_in_range(w.node, top ? s.top_node_count : s.node_count)) {
+        return top ? false : leave_instance<K>(w, stack, s);
     }
     const RayPre& pre = w.pre;
-    const float4* n = reinterpret_cast<const float4*>(s.nodes + w.node);
+    const float4* n = reinterpret_cast<const float4*>((top ? s.top_nodes : s.nodes) + w.node);
     const float4 ll = __ldg(n + 0);
     const float4 lh = __ldg(n + 1);
     const float4 rl = __ldg(n + 2);
@@ -273,9 +279,31 @@ __device__ __forceinline__ bool instance_closest_step(TwoLevelWalk& w, u32* stac
     float t_far = swap ? tl : tr;
     const u32 far_index = swap ? l_index : r_index;
     const u32 far_count = swap ? l_count : r_count;
-    // Leaves are intersected right away, nearest first, by one loop over
-    // both (see closest_hit_step).
-    if (near_count > 0 || far_count > 0) {
+    if (top) {
+        // Instances (leaves of one) are entered right away, nearest first.
+        if (near_count > 0) {
+            if (t_near < w.best.t && enter_instance<K>(w, s, near_index)) {
+                w.next_index = far_index;
+                w.next_t = t_far;
+                w.next_instance = far_count > 0;
+                return true;
+            }
+            t_near = PRISM_INF;
+        }
+        if (far_count > 0) {
+            if (t_far < w.best.t && enter_instance<K>(w, s, far_index)) {
+                // The near child is then all that is left: an inner node, or
+                // nothing (t_near = +inf) where it was an instance.
+                w.next_index = near_index;
+                w.next_t = t_near;
+                w.next_instance = false;
+                return true;
+            }
+            t_far = PRISM_INF;
+        }
+    } else if (near_count > 0 || far_count > 0) {
+        // Leaves are intersected right away, nearest first, by one loop over
+        // both (see closest_hit_step).
         u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
         if (near_count > 0) {
             if (t_near < w.best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
@@ -313,10 +341,13 @@ __device__ __forceinline__ bool instance_closest_step(TwoLevelWalk& w, u32* stac
             --a_count;
         }
     }
+    // This level's stack entries lie above `floor`; each level keeps core's
+    // bound of its own.
+    const u32 floor = top ? 0u : w.top_sp;
     const bool go_near = t_near < w.best.t;
     const bool go_far = t_far < w.best.t;
     if (go_near && go_far) {
-        if (w.sp - w.top_sp < PRISM_TRAVERSAL_STACK_SIZE) {
+        if (w.sp - floor < PRISM_TRAVERSAL_STACK_SIZE) {
             stack[w.sp] = far_index;
             ++w.sp;
         }
@@ -325,21 +356,13 @@ __device__ __forceinline__ bool instance_closest_step(TwoLevelWalk& w, u32* stac
         w.node = near_index;
     } else if (go_far) {
         w.node = far_index;
-    } else if (w.sp > w.top_sp) {
+    } else if (w.sp > floor) {
         --w.sp;
         w.node = stack[w.sp];
     } else {
-        return leave_instance<K>(w, stack, s);
+        return top ? false : leave_instance<K>(w, stack, s);
     }
     return true;
-}
-
-// One step of prism_core::two_level::TwoLevel::closest_hit; false when the
-// walk is over.
-template <int K, bool TMIN_NONNEG>
-__device__ __forceinline__ bool two_level_closest_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
-    return w.inst == PRISM_NO_INSTANCE ? top_step<K, TMIN_NONNEG>(w, stack, s)
-                                       : instance_closest_step<K, TMIN_NONNEG>(w, stack, s);
 }
 
 // The tail of TwoLevel::closest_hit: a miss has t = +inf (and prim, instance none).

@@ -221,8 +221,9 @@ impl CudaBackend {
         update: &SceneUpdate,
     ) -> Result<UpdateStats, Error> {
         let t0 = Instant::now();
-        // A context lost to a fault is rebuilt (and the scene uploaded) first.
-        self.ensure_state()?;
+        // A context lost to a fault is rebuilt, and a scene the device lost
+        // uploaded whole, before the update (CudaBackend::enter).
+        drop(self.enter()?);
         let config = self.options.config.clone();
         let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
         let changes = accel.update_with(update, RefitOn::Device)?;
