@@ -9,6 +9,9 @@
 # $OUT; tables last. Some 3 to 4 minutes on an H100 with SKIP_NCU=1.
 #   BENCH_ARGS  arguments of gpu_bench (default: none; --sweep runs every
 #               kernel configuration, which takes far longer)
+#   TWO_LEVEL_CONFIGS  configurations whose two-level trace kernels are
+#               measured after the benchmark (gpu_bench --config list; "" for
+#               none)
 #   SKIP_TESTS=1, SKIP_NCU=1 to leave those out
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
@@ -36,6 +39,14 @@ fi
 timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
 bench_rc=$?
 echo "bench: exit $bench_rc"
+# The two-level trace kernels under a few other build choices (register
+# bounds, lane refill): one compilation each.
+configs=${TWO_LEVEL_CONFIGS-"default,refill24,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=7,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8"}
+if [ -n "$configs" ]; then
+  timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --parts instances --repeats 10 --config "$configs" \
+    > "$OUT/bench_two_level.log" 2>&1
+  echo "two-level configurations: exit $?"
+fi
 if [ "${SASS:-0}" = 1 ] && [ -f "$OUT/prism_default.cubin" ] && command -v cuobjdump > /dev/null; then
   cuobjdump -sass "$OUT/prism_default.cubin" > "$OUT/sass.txt" 2>&1
   # Instructions, local loads/stores and global loads per kernel.
@@ -66,6 +77,17 @@ rm -f "$OUT/prism_default.cubin"
 echo "---- bench ----"
 grep -E "^== |rtiow 1280|whitted19 8192|\.diffuse:|\.primary:|moving frame|refit ogre|mismatch at ray" "$OUT/bench.log" | cut -c1-300
 sed -n '/^Mrays\/s of the trace kernels/,$p' "$OUT/bench.log"
+if [ -f "$OUT/bench_two_level.log" ]; then
+  echo
+  echo "Two-level trace kernels by configuration (Mrays/s closest / any, 4M resident rays):"
+  echo "| config | bunny-x1000.diffuse | bunny-x1000.primary | regs (intersect_instances_triangles) |"
+  echo "|---|---|---|---|"
+  awk '/^== / {name=$2; sub(":", "", name)}
+       / prism_intersect_instances_triangles / {regs[name]=$2}
+       /bunny-x1000\.diffuse: / {match($0, /= [0-9]+ Mrays\/s/); c=substr($0, RSTART+2, RLENGTH-10); match($0, /occluded [0-9.]+ ms = [0-9]+/); o=substr($0, RSTART, RLENGTH); sub(/.*= /, "", o); d[name]=c " / " o; order[++n]=name}
+       /bunny-x1000\.primary: / {match($0, /= [0-9]+ Mrays\/s/); c=substr($0, RSTART+2, RLENGTH-10); match($0, /occluded [0-9.]+ ms = [0-9]+/); o=substr($0, RSTART, RLENGTH); sub(/.*= /, "", o); p[name]=c " / " o}
+       END {for (i = 1; i <= n; i++) {k=order[i]; printf "| %s | %s | %s | %s |\n", k, d[k], p[k], regs[k]}}' "$OUT/bench_two_level.log"
+fi
 # What ran, in one table.
 result() { grep -h "^test result" "$1" 2>/dev/null | sed -E 's/.*: ([0-9]+) passed; ([0-9]+) failed.*/\1 passed, \2 failed/' | paste -sd' ' -; }
 echo

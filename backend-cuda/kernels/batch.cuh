@@ -251,12 +251,12 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
     }
 #endif
 
-// The two batch kernels of one walk pair: prism_intersect{NAME}: hits[i] =
-// the closest hit of ray i (Hit, two rows: t, u, v, scene primitive id bits;
-// instance); prism_occluded{NAME}: out[i] = 1 when something ray i sees lies
-// on it, else 0.
-#define PRISM_TRACE_KERNELS(NAME_INTERSECT, NAME_OCCLUDED, CLOSEST, ANY)                                          \
-    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
+// The two batch kernels of one walk pair, compiled to fit MIN_BLOCKS blocks
+// an SM: NAME_INTERSECT: hits[i] = the closest hit of ray i (Hit, two rows:
+// t, u, v, scene primitive id bits; instance); NAME_OCCLUDED: out[i] = 1 when
+// something ray i sees lies on it, else 0.
+#define PRISM_TRACE_KERNELS(NAME_INTERSECT, NAME_OCCLUDED, CLOSEST, ANY, MIN_BLOCKS)                              \
+    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, MIN_BLOCKS)                                  \
         NAME_INTERSECT(SceneView s, const float4* __restrict__ rays, u32 n, float4* __restrict__ hits, u32* work) { \
         if (PRISM_PERSISTENT && PRISM_TRACE_REFILL > 0) {                                                          \
             intersect_refill<CLOSEST>(s, rays, n, hits, work);                                                     \
@@ -264,7 +264,7 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
             PRISM_FOR_EACH_RAY(n, work, intersect_one<CLOSEST>(s, rays, i, hits))                                  \
         }                                                                                                          \
     }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
+    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, MIN_BLOCKS)                                  \
         NAME_OCCLUDED(SceneView s, const float4* __restrict__ rays, u32 n, unsigned char* __restrict__ out,        \
                       u32* work) {                                                                                 \
         if (PRISM_PERSISTENT && PRISM_OCCLUDED_REFILL > 0) {                                                       \

@@ -449,7 +449,17 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_path_grid##SUFFIX, 0, K, true, true)                                          \
     PRISM_RENDER_KERNEL(prism_render_whitted_grid##SUFFIX, 1, K, true, true)                                       \
     PRISM_RENDER_KERNEL(prism_render_ao_grid##SUFFIX, 2, K, true, true)                                            \
-    PRISM_TRACE_KERNELS(prism_intersect##SUFFIX, prism_occluded##SUFFIX, TreeClosest<K>, TreeAny<K>)
+    PRISM_TRACE_KERNELS(prism_intersect##SUFFIX, prism_occluded##SUFFIX, TreeClosest<K>, TreeAny<K>,                \
+                        PRISM_TRACE_MIN_BLOCKS)
+
+// Blocks an SM the two-level batch kernels are compiled to fit: their walk
+// keeps more state than one tree's (the world ray beside the object ray, the
+// instance, the rest of a top node's step), so a bound that fits the flat
+// kernels' registers may spill theirs (-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=N to
+// measure another).
+#ifndef PRISM_INSTANCE_TRACE_MIN_BLOCKS
+#define PRISM_INSTANCE_TRACE_MIN_BLOCKS PRISM_TRACE_MIN_BLOCKS
+#endif
 
 // The kernels of two-level scenes, once per kind of the geometries'
 // primitives (prism_render_path_instances_spheres, ...): the render kernels
@@ -461,7 +471,8 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_whitted_instances##SUFFIX, 1, (K | PRISM_INSTANCES), false, false)           \
     PRISM_RENDER_KERNEL(prism_render_ao_instances##SUFFIX, 2, (K | PRISM_INSTANCES), false, false)                \
     PRISM_TRACE_KERNELS(prism_intersect_instances##SUFFIX, prism_occluded_instances##SUFFIX,                       \
-                        InstancesClosest<K | PRISM_INSTANCES>, InstancesAny<K | PRISM_INSTANCES>)
+                        InstancesClosest<K | PRISM_INSTANCES>, InstancesAny<K | PRISM_INSTANCES>,                  \
+                        PRISM_INSTANCE_TRACE_MIN_BLOCKS)
 
 // prism_camera_masks: masks[i] = the camera candidates of tile i of
 // PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`

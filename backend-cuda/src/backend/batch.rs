@@ -319,12 +319,12 @@ impl CudaBackend {
         let t0 = Instant::now();
         let config = self.options.config.clone();
         let (st, _g) = self.enter()?;
-        let scene = st.scene_args()?;
         let (rays, out, n) = match &st.resident {
             Some(r) if closest => (r.rays.ptr(), r.hits.ptr(), r.count),
             Some(r) => (r.rays.ptr(), r.flags.ptr(), r.count),
             None => return Err(no_resident_rays()),
         };
+        let scene = st.scene_args()?;
         st.ensure_events(2)?;
         st.events[0].record(&st.stream)?;
         if n > 0 {

@@ -12,7 +12,7 @@ use super::CudaBackend;
 use super::device::{DeviceState, ms_to_duration};
 use super::levels::{check_levels, count32, node_bytes, record_bytes, room};
 use super::upload::check_scene;
-use crate::driver::{self, DeviceBuffer, PinnedBuffer};
+use crate::driver::{self, BACKEND, DeviceBuffer, PinnedBuffer};
 use crate::kernels::{KernelConfig, REFIT_THREADS};
 use prism_core::{
     Accel, Changes, Error, GeometrySah, RefitOn, RenderStats, SceneUpdate, TimingSource,
@@ -113,9 +113,15 @@ impl DeviceState {
             bytes: total as u64,
         })?;
         for ((_, bytes), &at) in pieces.iter().zip(&offsets) {
-            if let Some(dst) = staging.range_mut(at, bytes.len()) {
-                dst.copy_from_slice(bytes);
-            }
+            let dst = staging.range_mut(at, bytes.len()).ok_or(Error::Device {
+                backend: BACKEND,
+                operation: "staging an update",
+                message: format!(
+                    "{} bytes at {at} do not fit the staging buffer",
+                    bytes.len()
+                ),
+            })?;
+            dst.copy_from_slice(bytes);
         }
         self.events[0].record(&self.stream)?;
         for ((target, bytes), &at) in pieces.iter().zip(&offsets) {
