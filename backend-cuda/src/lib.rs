@@ -13,6 +13,13 @@
 //!   `__constant__` memory; frames come back through pinned memory kept across
 //!   frames, in the [`prism_core::Image`]'s own format (8-bit sRGB is encoded on
 //!   the device). Stage times come from CUDA events.
+//! - Two-level scenes (instances of geometries, ray masks) have kernels of
+//!   their own, whose walk mirrors `prism_core::two_level`; the flat kernels
+//!   are untouched by them. `update_scene` uploads only what changed (instance
+//!   records, the tree over them, new vertices) and refits meshes with new
+//!   vertices on the device. A batch of rays can stay on the device and be
+//!   traced against scene after scene
+//!   ([`CudaBackend::set_resident_rays`]).
 //! - Every driver failure is an [`prism_core::Error`]; nothing panics. After a
 //!   kernel fault that poisons the context, the next call tries a fresh
 //!   context; drivers that refuse one after such a fault (CUDA 13's does) leave
