@@ -578,8 +578,16 @@ fn two_level_renders_match_core_render_pixel() {
                 "seed {seed} {kind:?} {integrator:?}: {share:.4} of pixels off, rays gpu {} core {rays}",
                 stats.rays
             );
+            // Paths that a last-bit difference sends another way change
+            // whole pixels (cornell_mix's path frame in tests/gpu.rs allows
+            // as much).
+            let limit = if integrator == Integrator::Path {
+                0.05
+            } else {
+                0.02
+            };
             assert!(
-                share <= 0.02,
+                share <= limit,
                 "seed {seed} {integrator:?}: {off} pixels off"
             );
             let ray_err = (stats.rays as f64 - rays as f64).abs() / rays as f64;
