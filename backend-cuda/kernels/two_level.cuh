@@ -97,6 +97,10 @@ struct TwoLevelWalk {
     u32 next_index;
     float next_t;
     bool next_instance;
+    // Whether `pre` holds the object ray's triangle setup (ray_pre_triangles),
+    // which waits for the first leaf of the instance whose primitives the
+    // ray tests: most object rays leave an instance's tree without one.
+    bool triangles_ready;
 };
 
 // The head of prism_core::two_level::TwoLevel::closest_hit / any_hit, and of
@@ -123,6 +127,7 @@ __device__ __forceinline__ void two_level_begin(TwoLevelWalk& w, const Ray& ray,
     w.next_index = 0;
     w.next_t = PRISM_INF;
     w.next_instance = false;
+    w.triangles_ready = false;
 }
 
 // walk_top's `enter` up to the instance's walk: whether the ray sees
@@ -144,7 +149,10 @@ __device__ __forceinline__ bool enter_instance(TwoLevelWalk& w, const SceneView&
     instance_rows(s, index, r0, r1, r2);
     const V3 o = object_point(r0, r1, r2, w.origin);
     const V3 d = v3(object_vector_row(r0, w.dir), object_vector_row(r1, w.dir), object_vector_row(r2, w.dir));
-    w.pre = ray_pre<PRISM_PRIM_KINDS(K)>(o, d);
+    // RayPre::new of the object ray, but for its triangle setup (see
+    // TwoLevelWalk::triangles_ready).
+    w.pre = ray_pre<PRISM_PRIM_KINDS(K) & PRISM_SPHERES>(o, d);
+    w.triangles_ready = false;
     w.node = __float_as_uint(info.x);
     w.inst = index;
     w.top_sp = w.sp;
@@ -320,6 +328,11 @@ __device__ __forceinline__ bool two_level_closest_step(TwoLevelWalk& w, u32* sta
             }
             t_far = PRISM_INF;
         }
+        if ((PRISM_PRIM_KINDS(K) & PRISM_TRIANGLES) != 0 && !w.triangles_ready &&
+            (a_count > 0 || (b_count > 0 && t_far_leaf < w.best.t))) {
+            ray_pre_triangles(w.pre);
+            w.triangles_ready = true;
+        }
         for (;;) {
             if (a_count == 0) {
                 if (b_count == 0 || !(t_far_leaf < w.best.t)) {
@@ -410,6 +423,10 @@ __device__ __forceinline__ int instance_any_step(TwoLevelWalk& w, u32* stack, co
             b_count = r_count;
         }
         go_right = false;
+    }
+    if ((PRISM_PRIM_KINDS(K) & PRISM_TRIANGLES) != 0 && !w.triangles_ready && (a_count > 0 || b_count > 0)) {
+        ray_pre_triangles(w.pre);
+        w.triangles_ready = true;
     }
     for (;;) {
         if (a_count == 0) {
