@@ -30,8 +30,8 @@ echo "commit $(cat $G/commit 2>/dev/null) $(cat $G/dirty 2>/dev/null | tr '\n' '
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 120 $G/bin/compile --nocapture > "$OUT/tests.log" 2>&1; echo "compile test: exit $?"
-  timeout ${TEST_TIMEOUT:-240} $G/bin/gpu --test-threads 6 --nocapture >> "$OUT/tests.log" 2>&1; echo "gpu tests: exit $?"
-  timeout ${TEST_TIMEOUT:-240} $G/bin/gpu_instances --test-threads 4 --nocapture > "$OUT/tests_two_level.log" 2>&1
+  timeout ${TEST_TIMEOUT:-300} $G/bin/gpu --test-threads 6 --nocapture >> "$OUT/tests.log" 2>&1; echo "gpu tests: exit $?"
+  timeout ${TEST_TIMEOUT:-300} $G/bin/gpu_instances --test-threads 4 --nocapture > "$OUT/tests_two_level.log" 2>&1
   echo "gpu two-level tests: exit $?"
   grep -hE "^test |test result|panicked|SKIPPED" "$OUT/tests.log" "$OUT/tests_two_level.log"
   grep -hE "vs Embree|rays gpu|fault reported|differ from core|refit .* on the device" "$OUT/tests.log" "$OUT/tests_two_level.log" | head -60
@@ -89,12 +89,12 @@ if [ -f "$OUT/bench_two_level.log" ]; then
        END {for (i = 1; i <= n; i++) {k=order[i]; printf "| %s | %s | %s | %s |\n", k, d[k], p[k], regs[k]}}' "$OUT/bench_two_level.log"
 fi
 # What ran, in one table.
-result() { grep -h "^test result" "$1" 2>/dev/null | sed -E 's/.*: ([0-9]+) passed; ([0-9]+) failed.*/\1 passed, \2 failed/' | paste -sd' ' -; }
+result() { grep -h "^test result" "$1" 2>/dev/null | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1 passed, \2 failed;/' | paste -sd' ' -; }
 echo
 echo "| check | result |"
 echo "|---|---|"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  echo "| gpu tests (gpu.rs; compile.rs first) | $(result "$OUT/tests.log") |"
+  echo "| compile test, then gpu tests (gpu.rs) | $(result "$OUT/tests.log") |"
   echo "| two-level gpu tests (gpu_instances.rs) | $(result "$OUT/tests_two_level.log") |"
 fi
 echo "| gpu_bench | exit $bench_rc |"
