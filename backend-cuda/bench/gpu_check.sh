@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, with .gpu/cuda staged by
 # prepare_gpu.sh: the CPU-only compile test, the GPU tests (core and Embree
-# agreement, renders, errors, fault recovery, cache), the benchmark (with
-# --sweep: every kernel configuration), the SASS of the default kernels and an
-# Nsight Compute look at the two hottest kernels. Logs go to $OUT; a table last.
-#   BENCH_ARGS  arguments of gpu_bench (default: --sweep)
+# agreement, renders, errors, fault recovery, cache; two-level scenes,
+# updates, the device refit), the benchmark (the default kernel
+# configuration: rtiow, whitted19, the trace kernels, bunny-x1000, a moving
+# frame of 10,000 instances, ogre's refit on the device), the SASS of the
+# default kernels and an Nsight Compute look at the hottest kernels. Logs go to
+# $OUT; tables last. Some 3 to 4 minutes on an H100 with SKIP_NCU=1.
+#   BENCH_ARGS  arguments of gpu_bench (default: none; --sweep runs every
+#               kernel configuration, which takes far longer)
+#   TWO_LEVEL_CONFIGS  configurations whose two-level trace kernels are
+#               measured after the benchmark (gpu_bench --config list; "" for
+#               none)
 #   SKIP_TESTS=1, SKIP_NCU=1 to leave those out
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
@@ -23,12 +30,23 @@ echo "commit $(cat $G/commit 2>/dev/null) $(cat $G/dirty 2>/dev/null | tr '\n' '
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 120 $G/bin/compile --nocapture > "$OUT/tests.log" 2>&1; echo "compile test: exit $?"
-  timeout ${TEST_TIMEOUT:-240} $G/bin/gpu --test-threads 6 --nocapture >> "$OUT/tests.log" 2>&1; echo "gpu tests: exit $?"
-  grep -E "^test |test result|panicked|SKIPPED" "$OUT/tests.log"
-  grep -E "vs Embree|rays gpu|fault reported" "$OUT/tests.log" | head -40
+  timeout ${TEST_TIMEOUT:-300} $G/bin/gpu --test-threads 6 --nocapture >> "$OUT/tests.log" 2>&1; echo "gpu tests: exit $?"
+  timeout ${TEST_TIMEOUT:-300} $G/bin/gpu_instances --test-threads 4 --nocapture > "$OUT/tests_two_level.log" 2>&1
+  echo "gpu two-level tests: exit $?"
+  grep -hE "^test |test result|panicked|SKIPPED" "$OUT/tests.log" "$OUT/tests_two_level.log"
+  grep -hE "vs Embree|rays gpu|fault reported|differ from core|refit .* on the device" "$OUT/tests.log" "$OUT/tests_two_level.log" | head -60
 fi
-timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_ARGS:---sweep} > "$OUT/bench.log" 2>&1
-echo "bench: exit $?"
+timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
+bench_rc=$?
+echo "bench: exit $bench_rc"
+# The two-level trace kernels under a few other build choices (register
+# bounds, lane refill): one compilation each.
+configs=${TWO_LEVEL_CONFIGS-"default,refill24,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=7,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8"}
+if [ -n "$configs" ]; then
+  timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --parts instances --repeats 10 --config "$configs" \
+    > "$OUT/bench_two_level.log" 2>&1
+  echo "two-level configurations: exit $?"
+fi
 if [ "${SASS:-0}" = 1 ] && [ -f "$OUT/prism_default.cubin" ] && command -v cuobjdump > /dev/null; then
   cuobjdump -sass "$OUT/prism_default.cubin" > "$OUT/sass.txt" 2>&1
   # Instructions, local loads/stores and global loads per kernel.
@@ -40,7 +58,7 @@ if [ "${SKIP_NCU:-0}" != 1 ] && command -v ncu > /dev/null; then
   # stalls of every SASS instruction of the render kernels.
   #   NCU_RUNS    "kernel|gpu_bench arguments;..."   NCU_CONFIG  a gpu_bench --config name
   sections="--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats --section InstructionStats"
-  runs=${NCU_RUNS:-"prism_render_path_spheres|--parts rtiow --frames 1;prism_render_whitted_spheres|--parts whitted --frames 1;prism_intersect_triangles|--parts trace --sets bunny.diffuse --repeats 1"}
+  runs=${NCU_RUNS:-"prism_render_path_spheres|--parts rtiow --frames 1;prism_render_whitted_spheres|--parts whitted --frames 1;prism_intersect_triangles|--parts trace --sets bunny.diffuse --repeats 1;prism_intersect_instances_triangles|--parts instances --repeats 1"}
   extra=""; [ -n "${NCU_CONFIG:-}" ] && extra="--config $NCU_CONFIG"
   IFS=';' read -ra list <<< "$runs"
   for k in "${list[@]}"; do
@@ -57,5 +75,26 @@ if [ "${SKIP_NCU:-0}" != 1 ] && command -v ncu > /dev/null; then
 fi
 rm -f "$OUT/prism_default.cubin"
 echo "---- bench ----"
-grep -E "^== |rtiow 1280|whitted19 8192|\.diffuse:|\.primary:" "$OUT/bench.log" | cut -c1-230
+grep -E "^== |rtiow 1280|whitted19 8192|\.diffuse:|\.primary:|moving frame|refit ogre|mismatch at ray" "$OUT/bench.log" | cut -c1-300
 sed -n '/^Mrays\/s of the trace kernels/,$p' "$OUT/bench.log"
+if [ -f "$OUT/bench_two_level.log" ]; then
+  echo
+  echo "Two-level trace kernels by configuration (Mrays/s closest / any, 4M resident rays):"
+  echo "| config | bunny-x1000.diffuse | bunny-x1000.primary | regs (intersect_instances_triangles) |"
+  echo "|---|---|---|---|"
+  awk '/^== / {name=$2; sub(":", "", name)}
+       / prism_intersect_instances_triangles / {regs[name]=$2}
+       /bunny-x1000\.diffuse: / {match($0, /= [0-9]+ Mrays\/s/); c=substr($0, RSTART+2, RLENGTH-10); match($0, /occluded [0-9.]+ ms = [0-9]+/); o=substr($0, RSTART, RLENGTH); sub(/.*= /, "", o); d[name]=c " / " o; order[++n]=name}
+       /bunny-x1000\.primary: / {match($0, /= [0-9]+ Mrays\/s/); c=substr($0, RSTART+2, RLENGTH-10); match($0, /occluded [0-9.]+ ms = [0-9]+/); o=substr($0, RSTART, RLENGTH); sub(/.*= /, "", o); p[name]=c " / " o}
+       END {for (i = 1; i <= n; i++) {k=order[i]; printf "| %s | %s | %s | %s |\n", k, d[k], p[k], regs[k]}}' "$OUT/bench_two_level.log"
+fi
+# What ran, in one table.
+result() { grep -h "^test result" "$1" 2>/dev/null | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1 passed, \2 failed;/' | paste -sd' ' -; }
+echo
+echo "| check | result |"
+echo "|---|---|"
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  echo "| compile test, then gpu tests (gpu.rs) | $(result "$OUT/tests.log") |"
+  echo "| two-level gpu tests (gpu_instances.rs) | $(result "$OUT/tests_two_level.log") |"
+fi
+echo "| gpu_bench | exit $bench_rc |"

@@ -10,12 +10,16 @@ G=.gpu/cuda
 mkdir -p $G/bin
 newest() { ls -t "$CARGO_TARGET_DIR"/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
 cp "$(newest gpu)" $G/bin/gpu
+cp "$(newest gpu_instances)" $G/bin/gpu_instances
 cp "$(newest compile)" $G/bin/compile
 cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" $G/bin/gpu_bench
 strip --strip-debug $G/bin/*
 scenes=${PRISM_SCENES:-../shared/scenes}
-if [ ! -f $G/scenes.tar.xz ]; then
-  tar -C "$scenes" -cJf $G/scenes.tar.xz $(cd "$scenes" && ls *.obj *.rays *.hits)
+# The meshes, ray sets and reference hits, and the instanced sets (instances/).
+# A staged archive without the instanced sets is made again.
+staged() { [ -f $G/scenes.tar.xz ] && [ "$(tar -tJf $G/scenes.tar.xz | grep -c '^instances/bunny-x1000.instances$')" = 1 ]; }
+if ! staged; then
+  tar -C "$scenes" -cJf $G/scenes.tar.xz $(cd "$scenes" && ls *.obj *.rays *.hits instances/bunny-x1000.*)
 fi
 echo "$(git rev-parse --short HEAD) (backend-cuda at $(git log -1 --format=%h -- backend-cuda))" > $G/commit
 git status --short -- backend-cuda > $G/dirty

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
-//!           [--parts rtiow,whitted,trace,segments] [--sets bunny.diffuse,...] [--config NAME,...]
+//!           [--parts rtiow,whitted,trace,instances,moving,refit,segments]
+//!           [--sets bunny.diffuse,...] [--config NAME,...]
 //! ```
 //!
 //! For each kernel configuration (the default, or a sweep of block shapes,
@@ -19,6 +20,14 @@
 //! Nsight Compute's source view; several joined by `+`) is the default
 //! configuration with those NVRTC options added.
 //!
+//! The two-level parts (`examples/gpu_bench_parts/two_level.rs`):
+//! `instances`, the trace kernels on resident batches of bunny-x1000 (the
+//! shared set tiled to `--batch` rays) checked against Embree's instanced
+//! hits; `moving`, a frame of 10,000 bunnies that all move, `update_scene` and
+//! 1M resident rays traced, timed whole on the host clock; `refit`, ogre's
+//! refit on the device after new vertices (CUDA events). Their figures close
+//! the output in a second table, with their goals.
+//!
 //! `--parts segments` (not in the default list) measures what a wavefront
 //! path tracer's extend phase would cost on rtiow: core traces one sample per
 //! pixel of the 1280x720 frame on the CPU and records every path segment with
@@ -27,6 +36,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "gpu_bench_parts/two_level.rs"]
+mod two_level;
 
 use common::*;
 use prism_core::backend::Backend;
@@ -57,7 +68,9 @@ fn parse_args() -> Result<Args, String> {
         frames: 9,
         repeats: 15,
         batch: 1 << 22,
-        parts: vec!["rtiow".into(), "whitted".into(), "trace".into()],
+        parts: ["rtiow", "whitted", "trace", "instances", "moving", "refit"]
+            .map(String::from)
+            .to_vec(),
         sets: None,
         config: None,
     };
@@ -215,6 +228,8 @@ struct Row {
     agreement_ok: bool,
     /// FNV-1a of the rtiow and whitted19 images' bytes (0: not rendered).
     image_hashes: [u64; 2],
+    /// The two-level parts' rows of their closing table.
+    two_level: Vec<two_level::Summary>,
 }
 
 /// FNV-1a of an image's RGBA8 bytes: configurations that must not change a
@@ -309,6 +324,22 @@ fn run_config(
     }
     if part("segments") {
         segments_part(&mut gpu, args, &mut row.agreement_ok, log)?;
+    }
+    // The two-level parts, with the shared scenes.
+    if let Some(scenes) = &args.scenes {
+        let frames = args.frames.max(1) * 6;
+        if part("instances") {
+            let rows = two_level::instances_part(&mut gpu, scenes, args.batch, args.repeats, log)?;
+            row.two_level.extend(rows);
+        }
+        if part("moving") {
+            row.two_level
+                .extend(two_level::moving_part(&mut gpu, scenes, frames, log)?);
+        }
+        if part("refit") {
+            row.two_level
+                .extend(two_level::refit_part(&mut gpu, scenes, frames, log)?);
+        }
     }
     Ok(row)
 }
@@ -779,5 +810,14 @@ fn main() {
             " DIFFER |"
         });
         let _ = writeln!(log, "{line}");
+    }
+    // The two-level parts: one table a configuration that ran them.
+    for r in rows.iter().filter(|r| !r.two_level.is_empty()) {
+        let _ = writeln!(log, "\nTwo-level scenes, {}:", r.name);
+        let _ = writeln!(log, "| part | measure | value | goal |");
+        let _ = writeln!(log, "|---|---|---|---|");
+        for [part, measure, value, goal] in &r.two_level {
+            let _ = writeln!(log, "| {part} | {measure} | {value} | {goal} |");
+        }
     }
 }

@@ -40,14 +40,12 @@ fn closest_hit_steps(accel: &Accel, ray: &Ray) -> (Hit, u32) {
     let (nodes, prims) = (accel.nodes(), accel.primitives());
     let pre = RayPre::new(ray);
     let tmin = ray.tmin;
-    let mut best = Hit {
-        t: ray.tmax,
-        ..Hit::MISS
-    };
+    let mut best = Hit::MISS;
+    best.t = ray.tmax;
     let leaf = |first: u32, count: u32, best: &mut Hit| {
         for k in first..first + count {
             if let Some((t, u, v)) = ray_primitive(&pre, &prims[k as usize], tmin, best.t) {
-                *best = Hit { t, u, v, prim: k };
+                *best = Hit::new(t, u, v, k, 0);
             }
         }
     };
@@ -170,10 +168,8 @@ fn wide_closest_hit_steps(accel: &Accel, tree: &WideTree, ray: &Ray) -> (Hit, u3
     let prims = accel.primitives();
     let pre = RayPre::new(ray);
     let tmin = ray.tmin;
-    let mut best = Hit {
-        t: ray.tmax,
-        ..Hit::MISS
-    };
+    let mut best = Hit::MISS;
+    best.t = ray.tmax;
     let mut stack: Vec<(u32, f32)> = Vec::new();
     let (mut node, mut steps, mut boxes) = (tree.root(), 0u32, 0u32);
     loop {
@@ -191,7 +187,7 @@ fn wide_closest_hit_steps(accel: &Accel, tree: &WideTree, ray: &Ray) -> (Hit, u3
             if t < best.t {
                 for k in c.index..c.index + c.count {
                     if let Some((t, u, v)) = ray_primitive(&pre, &prims[k as usize], tmin, best.t) {
-                        best = Hit { t, u, v, prim: k };
+                        best = Hit::new(t, u, v, k, 0);
                     }
                 }
             }

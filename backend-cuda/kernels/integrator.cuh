@@ -5,6 +5,7 @@
 #include "point_grid.cuh"
 #include "cell_grid.cuh"
 #include "camera_bounds.cuh"
+#include "two_level.cuh"
 #include "rng.cuh"
 #include "sampling.cuh"
 #include "material.cuh"
@@ -19,28 +20,52 @@
 #endif
 #define PRISM_RENDER_NN (PRISM_RENDER_TMIN_NONNEG != 0)
 
+// Whether anything lies on a render ray (any-hit rays: AO, and shadows
+// without candidates): by walking the tree, or the instances of a two-level
+// scene (K with PRISM_INSTANCES; render rays see every instance).
+template <int K, bool OCT>
+__device__ __forceinline__ bool render_any_hit(const SceneView& s, const Ray& ray) {
+    if constexpr ((K & PRISM_INSTANCES) != 0) {
+        return any_hit_instances<K, PRISM_RENDER_NN>(s, ray, PRISM_RAY_ALL);
+    } else {
+        return any_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+    }
+}
+
 // mirrors prism_core::integrator::Tracer::light_blocked (as prism-cpu answers
 // it): whether the shadow ray `ray` (towards the light, which it reaches at
 // tmax) is blocked, from `shadow_list` (the shadow candidates of the tile of
 // the camera hit the ray leaves) unless it is PRISM_SHADOW_WALK, else from the
 // candidates of its cell around the light when the host uploaded them, else
-// by walking the tree. The same answer every way.
+// by walking the tree. The same answer every way. A two-level scene has
+// neither list (the host builds them over one flat tree's slots), so its
+// shadow rays walk the instances.
 template <int K, bool OCT>
 __device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray, u64 shadow_list) {
-    if (shadow_list != PRISM_SHADOW_WALK) {
-        return occluded_listed<K>(s, ray, shadow_list);
+    if constexpr ((K & PRISM_INSTANCES) != 0) {
+        (void)shadow_list;
+        return render_any_hit<K, OCT>(s, ray);
+    } else {
+        if (shadow_list != PRISM_SHADOW_WALK) {
+            return occluded_listed<K>(s, ray, shadow_list);
+        }
+        const int listed =
+            s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
+        return listed < 0 ? any_hit<K, PRISM_RENDER_NN, OCT>(s, ray) : listed != 0;
     }
-    const int listed = s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
-    return listed < 0 ? any_hit<K, PRISM_RENDER_NN, OCT>(s, ray) : listed != 0;
 }
 
 // The closest hit of a render ray: through the scene's uniform grid when GRID
 // (the *_grid kernels, launched when the host uploaded one), else by walking
-// the tree. The same hits either way, except where two primitives tie at
-// exactly the same t.
+// the tree (or a two-level scene's instances). The same hits either way,
+// except where two primitives tie at exactly the same t.
 template <int K, bool OCT, bool GRID>
 __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray& ray) {
-    return GRID ? closest_hit_grid<K>(s, ray) : closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+    if constexpr ((K & PRISM_INSTANCES) != 0) {
+        return closest_hit_instances<K, PRISM_RENDER_NN>(s, ray, PRISM_RAY_ALL);
+    } else {
+        return GRID ? closest_hit_grid<K>(s, ray) : closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+    }
 }
 
 // The closest hit of a Whitted or AO ray after `bounce` mirror bounces, of a
@@ -58,7 +83,9 @@ __device__ __forceinline__ Hit render_closest_hit(const SceneView& s, const Ray&
 #endif
 template <int K, bool OCT, bool GRID>
 __device__ __forceinline__ Hit render_or_listed_hit(const SceneView& s, const Ray& ray, u32 bounce, u32 tile) {
-    if (bounce <= 1 && s.camera_masks != nullptr) {
+    // A two-level scene has no camera masks (the host finds them over one
+    // flat tree's slots).
+    if ((K & PRISM_INSTANCES) == 0 && bounce <= 1 && s.camera_masks != nullptr) {
         const u64 candidates = tile_candidates(s, tile, bounce == 0 ? PRISM_MASK_CAMERA : PRISM_MASK_REFLECTION);
 #if PRISM_CAMERA_LIST
         if (bounce == 0 || candidates != PRISM_REFLECTION_WALK) {
@@ -94,28 +121,61 @@ __device__ __forceinline__ V3 sky_color(const RenderParams& params, V3 dir) {
     return (1.0f - t) * horizon + t * zenith;
 }
 
-// mirrors the point, normal and size of prism_core::integrator::shading_point:
-// hit point, unit geometric normal (outward for spheres, by winding for
-// triangles) and primitive_size; `hit.prim` is a slot.
-template <int K>
-__device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out,
-                                        float& size) {
+// surface() on an instance of a two-level scene, whose primitives are of
+// kinds KP: core's shading_point with the instance's record.
+template <int KP>
+__device__ __forceinline__ void surface_on_instance(const SceneView& s, const Ray& ray, const Hit& hit, V3& p,
+                                                    V3& n_out, float& size) {
     p = ray_at(ray, hit.t);
     const Primitive* prim = s.prims + hit.prim;
     const float4 a = __ldg(&prim->a);
     const float4 b = __ldg(&prim->b);
+    float4 r0, r1, r2;
+    instance_rows(s, hit.instance, r0, r1, r2);
+    const float scale = __ldg(&s.instances[hit.instance].info).w;
+    const V3 q = object_point(r0, r1, r2, p);
     V3 n;
-    const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+    const bool sphere = KP == PRISM_SPHERES || (KP == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
     if (sphere) {
-        // The record's 1 / radius and size (prism_core::gpu::Primitive::sphere).
-        n = (p - xyz(a)) * b.y;
+        n = (q - xyz(a)) * b.y;
         size = b.z;
     } else {
         const float4 c = __ldg(&prim->c);
         n = cross(xyz(b) - xyz(a), xyz(c) - xyz(a));
         size = max_element(vmax(vmax(vabs(xyz(a)), vabs(xyz(b))), vabs(xyz(c))));
     }
-    n_out = normalize_or(n, v3(0.0f, 1.0f, 0.0f));
+    size *= scale;
+    n_out = normalize_or(world_normal(r0, r1, r2, n), v3(0.0f, 1.0f, 0.0f));
+}
+
+// mirrors the point, normal and size of prism_core::integrator::shading_point:
+// hit point, unit geometric normal (outward for spheres, by winding for
+// triangles) and primitive_size; `hit.prim` is a slot. On an instance (K with
+// PRISM_INSTANCES) the normal is found at the object-space point and carried
+// into the world, and the size scaled by the instance's stretch.
+template <int K>
+__device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, const Hit& hit, V3& p, V3& n_out,
+                                        float& size) {
+    if constexpr ((K & PRISM_INSTANCES) != 0) {
+        surface_on_instance<PRISM_PRIM_KINDS(K)>(s, ray, hit, p, n_out, size);
+    } else {
+        p = ray_at(ray, hit.t);
+        const Primitive* prim = s.prims + hit.prim;
+        const float4 a = __ldg(&prim->a);
+        const float4 b = __ldg(&prim->b);
+        V3 n;
+        const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+        if (sphere) {
+            // The record's 1 / radius and size (prism_core::gpu::Primitive::sphere).
+            n = (p - xyz(a)) * b.y;
+            size = b.z;
+        } else {
+            const float4 c = __ldg(&prim->c);
+            n = cross(xyz(b) - xyz(a), xyz(c) - xyz(a));
+            size = max_element(vmax(vmax(vabs(xyz(a)), vabs(xyz(b))), vabs(xyz(c))));
+        }
+        n_out = normalize_or(n, v3(0.0f, 1.0f, 0.0f));
+    }
 }
 
 // mirrors prism_core::integrator::recip_pow2_up
@@ -131,14 +191,30 @@ __device__ __forceinline__ float surface_margin(float size, float cos_theta) {
 
 // mirrors the material of prism_core::integrator::shading_point (slot -> material). Core validated
 // every material id; the clamp only keeps a corrupted buffer from reading out of bounds.
-__device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot) {
-    const u32 id = min(__ldg(s.slot_materials + slot), s.material_count - 1u);
+__device__ __forceinline__ GpuMaterial material_by_id(const SceneView& s, u32 material) {
+    const u32 id = min(material, s.material_count - 1u);
     const float4* m = reinterpret_cast<const float4*>(s.materials + id);
     GpuMaterial out;
     out.albedo_fuzz = __ldg(m + 0);
     out.emission_ior = __ldg(m + 1);
     out.lobe_weights = __ldg(m + 2);
     return out;
+}
+
+__device__ __forceinline__ GpuMaterial material_of(const SceneView& s, u32 slot) {
+    return material_by_id(s, __ldg(s.slot_materials + slot));
+}
+
+// mirrors the material of prism_core::integrator::shading_point at a hit: the
+// slot's, unless the hit instance (K with PRISM_INSTANCES) has one of its own.
+template <int K>
+__device__ __forceinline__ GpuMaterial hit_material(const SceneView& s, const Hit& hit) {
+    if constexpr ((K & PRISM_INSTANCES) != 0) {
+        const u32 own = __float_as_uint(__ldg(&s.instances[hit.instance].info).z);
+        return material_by_id(s, own != PRISM_NO_MATERIAL ? own : __ldg(s.slot_materials + hit.prim));
+    } else {
+        return material_of(s, hit.prim);
+    }
 }
 
 // mirrors prism_core::integrator::trace_path: one path-traced sample; adds the
@@ -158,7 +234,7 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
         V3 p, n;
         float size;
         surface<K>(s, ray, hit, p, n, size);
-        const GpuMaterial m = material_of(s, hit.prim);
+        const GpuMaterial m = hit_material<K>(s, hit);
         radiance += throughput * xyz(m.emission_ior);
         const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
         throughput *= sc.attenuation;
@@ -192,7 +268,7 @@ __device__ __forceinline__ bool path_shade(const SceneView& s, const RenderParam
         V3 p, n;
         float size;
         surface<K>(s, ray, hit, p, n, size);
-        const GpuMaterial m = material_of(s, hit.prim);
+        const GpuMaterial m = hit_material<K>(s, hit);
         radiance += throughput * xyz(m.emission_ior);
         const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
         throughput *= sc.attenuation;
@@ -263,7 +339,7 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
         surface<K>(s, ray, hit, p, n, size);
         const V3 d = ray.dir;  // of unit length (see core)
         n = dot(n, d) < 0.0f ? n : -n;
-        const V3 albedo = xyz(material_of(s, hit.prim).albedo_fuzz);
+        const V3 albedo = xyz(hit_material<K>(s, hit).albedo_fuzz);
         const float spawn = spawn_tmin(p, ray.origin);
         // The shadow candidates of the pixel's tile answer a camera hit's shadow ray.
         const u64 shadow_list =
@@ -295,7 +371,7 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     float size;
     surface<K>(s, ray, hit, p, n, size);
     n = dot(n, ray.dir) < 0.0f ? n : -n;
-    const GpuMaterial m = material_of(s, hit.prim);
+    const GpuMaterial m = hit_material<K>(s, hit);
     const float spawn = spawn_tmin(p, ray.origin);
     u32 open = 0;
     for (u32 i = 0; i < params.ao_samples; ++i) {
@@ -303,7 +379,7 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float u2 = next_f32(rng);
         const V3 d = cosine_hemisphere(n, u1, u2);
         const float tmin = spawn + surface_margin(size, dot(d, n));
-        open += any_hit<K, PRISM_RENDER_NN, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
+        open += render_any_hit<K, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
     u32 r = 1 + params.ao_samples;
     float keep = 1.0f;

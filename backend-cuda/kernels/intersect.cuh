@@ -44,10 +44,39 @@ __device__ __forceinline__ float safe_dir(float c) {
 #define PRISM_TRIANGLES 2
 #define PRISM_MIXED 3
 
+// The triangle test's part of prism_core::intersect::RayPre::new, from
+// pre.origin and pre.dir: the axis permutation, the shear and the permuted
+// origin.
+__device__ __forceinline__ void ray_pre_triangles(RayPre& pre) {
+    const V3 origin = pre.origin;
+    const V3 d = pre.dir;
+    // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
+    const V3 ad = vabs(d);
+    const int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
+    int kx = kz == 2 ? 0 : kz + 1;
+    int ky = kx == 2 ? 0 : kx + 1;
+    if (pick(d, kz) < 0.0f) {
+        const int t = kx;
+        kx = ky;
+        ky = t;
+    }
+    pre.kz = kz;
+    pre.kx = kx;
+    pre.ky = ky;
+    const float dkz = pick(d, kz);
+    pre.shear = v3(pick(d, kx) / dkz, pick(d, ky) / dkz, 1.0f / dkz);
+    pre.okx = pick(origin, kx);
+    pre.oky = pick(origin, ky);
+    pre.okz = pick(origin, kz);
+}
+
 // mirrors prism_core::intersect::RayPre::new
 //
 // The permutation and shear only serve the triangle test: with K == PRISM_SPHERES
-// they are not computed (their values would never be read).
+// they are not computed (their values would never be read), and a walk may
+// leave them for later (ray_pre<PRISM_SPHERES & K>, then ray_pre_triangles
+// once a leaf is reached: the two-level walks, whose object rays mostly leave
+// an instance's tree without testing a primitive).
 template <int K>
 __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
     RayPre pre;
@@ -59,24 +88,7 @@ __device__ __forceinline__ RayPre ray_pre(V3 origin, V3 d) {
         pre.dir_dot = dot_rn(d, d);
     }
     if (K & PRISM_TRIANGLES) {
-        // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
-        const V3 ad = vabs(d);
-        const int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
-        int kx = kz == 2 ? 0 : kz + 1;
-        int ky = kx == 2 ? 0 : kx + 1;
-        if (pick(d, kz) < 0.0f) {
-            const int t = kx;
-            kx = ky;
-            ky = t;
-        }
-        pre.kz = kz;
-        pre.kx = kx;
-        pre.ky = ky;
-        const float dkz = pick(d, kz);
-        pre.shear = v3(pick(d, kx) / dkz, pick(d, ky) / dkz, 1.0f / dkz);
-        pre.okx = pick(origin, kx);
-        pre.oky = pick(origin, ky);
-        pre.okz = pick(origin, kz);
+        ray_pre_triangles(pre);
     }
     return pre;
 }

@@ -50,6 +50,9 @@
 #include "camera.cuh"
 #include "image.cuh"
 #include "integrator.cuh"
+#include "two_level.cuh"
+#include "batch.cuh"
+#include "refit.cuh"
 
 #define PRISM_RENDER_THREADS (PRISM_RENDER_TILE_W * PRISM_RENDER_TILE_H)
 // The persistent path kernels' blocks: one row of PRISM_PATH_THREADS, whatever
@@ -128,7 +131,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     V3 throughput = v3s(1.0f);
     u32 depth = 0;
     for (;;) {
-        const Hit hit = closest_hit<K, PRISM_RENDER_NN, OCT>(s, ray);
+        const Hit hit = render_closest_hit<K, OCT, false>(s, ray);
         if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
             // render_pixel's `sum += c`, then the next sample.
             sum += radiance;
@@ -250,7 +253,8 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
         const u32 y = y0 + (blockIdx.y * tiles + i) * PRISM_RENDER_TILE_H + threadIdx.y;
         const bool active = x < params.width && y < y1 && y < params.height;
 #if PRISM_PATH_DEFER > 0
-        if (INTEGRATOR == 0 && !GRID) {
+        // Not for two-level scenes, whose walks are not closest_hit_step's.
+        if constexpr (INTEGRATOR == 0 && !GRID && (K & PRISM_INSTANCES) == 0) {
             // Every lane takes part (warp votes); only pixels of the image are stored.
             const V3 c = render_pixel_path_deferred<K, OCT>(s, params, x, y, active, rays);
             if (active) {
@@ -404,208 +408,6 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     count_rays(ray_tally, rays);
 }
 
-// Ray i of a batch: origin_tmin at origins[i * stride], dir_tmax at dirs[i * stride]
-// (GpuRay array: origins = rays, dirs = rays + 1, stride 2; separate arrays: stride 1).
-__device__ __forceinline__ Ray load_ray(const float4* __restrict__ origins, const float4* __restrict__ dirs,
-                                        u32 stride, u32 i) {
-    const float4 o = __ldg(origins + (u64)i * stride);
-    const float4 d = __ldg(dirs + (u64)i * stride);
-    return Ray{xyz(o), o.w, xyz(d), d.w};
-}
-
-// Store the closest hit of ray i with the scene primitive id (prism_core::Accel::intersect).
-__device__ __forceinline__ void store_hit(const SceneView& s, const Hit& h, u32 i, float4* __restrict__ hits) {
-    u32 id = PRISM_NO_PRIM;
-    if (h.prim != PRISM_NO_PRIM) {
-        id = __float_as_uint(__ldg(&s.prims[h.prim].a).w);
-    }
-    hits[i] = make_float4(h.t, h.u, h.v, __uint_as_float(id));
-}
-
-// Closest hit of ray i.
-template <int K>
-__device__ __forceinline__ void intersect_one(const SceneView& s, const float4* __restrict__ origins,
-                                              const float4* __restrict__ dirs, u32 stride, u32 i,
-                                              float4* __restrict__ hits) {
-    const Ray ray = load_ray(origins, dirs, stride, i);
-    store_hit(s, closest_hit<K>(s, ray), i, hits);
-}
-
-// The trace kernels' rays are split into PRISM_TRACE_SHARDS contiguous ranges,
-// each with its own counter in `work`, one 128-byte line apart: a warp starts
-// on range (its index mod the count) and moves to the next range once its own
-// is used up. With one counter every refill of every warp of the GPU is an
-// atomic on one address, served by one L2 slice; several spread them over
-// slices (-DPRISM_TRACE_SHARDS=1 restores the one counter, to measure it).
-// The host zeroes PRISM_WORK_WORDS words, room for PRISM_TRACE_SHARDS_MAX counters
-// (src/kernels.rs, WORK_WORDS).
-#ifndef PRISM_TRACE_SHARDS
-#define PRISM_TRACE_SHARDS 16
-#endif
-#define PRISM_TRACE_SHARDS_MAX 32
-#define PRISM_TRACE_SHARD_WORDS 32
-static_assert(PRISM_TRACE_SHARDS >= 1 && PRISM_TRACE_SHARDS <= PRISM_TRACE_SHARDS_MAX, "trace shards: 1..=32");
-static_assert(PRISM_TRACE_SHARDS_MAX * PRISM_TRACE_SHARD_WORDS <= PRISM_WORK_WORDS, "the host's work buffer holds every counter");
-
-// The first ray of range `k` of `n` (range PRISM_TRACE_SHARDS ends at n).
-__device__ __forceinline__ u32 shard_start(u32 n, u32 k) {
-    return (u32)(((u64)n * k) / PRISM_TRACE_SHARDS);
-}
-
-// Where a persistent warp claims its rays (warp-uniform): the range it takes
-// from and how many ranges it has not yet found used up.
-struct RayClaim {
-    u32 shard;
-    u32 shards_left;
-};
-
-__device__ __forceinline__ RayClaim ray_claim_begin() {
-    const u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    return RayClaim{warp % PRISM_TRACE_SHARDS, PRISM_TRACE_SHARDS};
-}
-
-// The claim of a persistent warp with lane refill (intersect_refill,
-// occluded_refill): once at least REFILL of its lanes are idle and rays are
-// left, the warp takes as many ray indices as it has idle lanes from its
-// range's counter (one atomic a warp) and hands them out in lane order; an
-// idle lane that gets a ray i of the range calls start(i) and is busy with ray
-// `ray_index` = i. A claim that reaches the range's end moves the warp to the
-// next range; `exhausted` becomes true, the same in every lane, once the warp
-// has found every range used up. Called by all 32 lanes.
-template <u32 REFILL, typename Start>
-__device__ __forceinline__ void refill_lanes(u32* work, u32 n, RayClaim& claim, bool& busy, bool& exhausted,
-                                             u32& ray_index, Start start) {
-    const u32 idle = __ballot_sync(0xffffffffu, !busy);
-    const u32 want = (u32)__popc(idle);
-    if (!exhausted && want >= REFILL) {
-        const u32 lane = threadIdx.x & 31u;
-        const u32 leader = __ffs(idle) - 1;
-        const u32 lo = shard_start(n, claim.shard);
-        const u32 span = shard_start(n, claim.shard + 1) - lo;
-        u32 base = 0;
-        if (lane == leader) {
-            base = atomicAdd(work + claim.shard * PRISM_TRACE_SHARD_WORDS, want);
-        }
-        base = __shfl_sync(0xffffffffu, base, leader);
-        // Rays of the range left to this claim (the counter may have passed its end).
-        const u32 avail = base < span ? span - base : 0u;
-        if (avail <= want) {
-            claim.shard = claim.shard + 1 == PRISM_TRACE_SHARDS ? 0u : claim.shard + 1;
-            claim.shards_left -= 1;
-            exhausted = claim.shards_left == 0;
-        }
-        if (!busy) {
-            const u32 rank = (u32)__popc(idle & ((1u << lane) - 1u));
-            if (rank < avail) {
-                const u32 i = lo + base + rank;
-                start(i);
-                ray_index = i;
-                busy = true;
-            }
-        }
-    }
-}
-
-// Closest hits with lane refill: each lane of a persistent warp holds one ray
-// and the warp steps all of them through the BVH one node at a time; once at
-// least PRISM_TRACE_REFILL lanes are done, those lanes take new rays from `work`
-// (one atomic per warp). Incoherent rays need very different numbers of steps;
-// refilling keeps most lanes busy instead of waiting for the warp's longest ray.
-// Every ray is traversed exactly as by closest_hit.
-template <int K>
-__device__ __forceinline__ void intersect_refill(const SceneView& s, const float4* __restrict__ origins,
-                                                 const float4* __restrict__ dirs, u32 stride, u32 n,
-                                                 float4* __restrict__ hits, u32* work) {
-    ClosestHit c;
-    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
-    u32 ray_index = 0;
-    bool busy = false;
-    bool exhausted = false;  // warp-uniform: every range is used up
-    RayClaim claim = ray_claim_begin();
-    for (;;) {
-        refill_lanes<PRISM_TRACE_REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
-            closest_hit_begin<K>(c, load_ray(origins, dirs, stride, i), s);
-        });
-        if (__ballot_sync(0xffffffffu, busy) == 0) {
-            if (exhausted) {
-                break;
-            }
-            continue;
-        }
-        if (busy && !closest_hit_step<K>(c, stack, s)) {
-            store_hit(s, closest_hit_end(c), ray_index, hits);
-            busy = false;
-        }
-    }
-}
-
-// Any hits with lane refill (see intersect_refill).
-template <int K>
-__device__ __forceinline__ void occluded_refill(const SceneView& s, const float4* __restrict__ origins,
-                                                const float4* __restrict__ dirs, u32 stride, u32 n,
-                                                unsigned char* __restrict__ out, u32* work) {
-    AnyHit a;
-    u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
-    u32 ray_index = 0;
-    bool busy = false;
-    bool exhausted = false;  // warp-uniform: every range is used up
-    RayClaim claim = ray_claim_begin();
-    for (;;) {
-        refill_lanes<PRISM_OCCLUDED_REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
-            any_hit_begin<K>(a, load_ray(origins, dirs, stride, i), s);
-        });
-        if (__ballot_sync(0xffffffffu, busy) == 0) {
-            if (exhausted) {
-                break;
-            }
-            continue;
-        }
-        if (busy) {
-            const int r = any_hit_step<K>(a, stack, s);
-            if (r != PRISM_STEP_MORE) {
-                out[ray_index] = r == PRISM_STEP_HIT ? 1 : 0;
-                busy = false;
-            }
-        }
-    }
-}
-
-template <int K>
-__device__ __forceinline__ void occluded_one(const SceneView& s, const float4* __restrict__ origins,
-                                             const float4* __restrict__ dirs, u32 stride, u32 i,
-                                             unsigned char* __restrict__ out) {
-    const Ray ray = load_ray(origins, dirs, stride, i);
-    out[i] = any_hit<K>(s, ray) ? 1 : 0;
-}
-
-#if PRISM_PERSISTENT
-// Persistent warps: each warp takes the next 32 rays from `work` until none are left.
-#define PRISM_FOR_EACH_RAY(n, work, body)                                   \
-    for (;;) {                                                              \
-        u32 base = 0;                                                       \
-        if ((threadIdx.x & 31u) == 0) {                                     \
-            base = atomicAdd(work, 32u);                                    \
-        }                                                                   \
-        base = __shfl_sync(0xffffffffu, base, 0);                           \
-        if (base >= (n)) {                                                  \
-            break;                                                          \
-        }                                                                   \
-        const u32 i = base + (threadIdx.x & 31u);                           \
-        if (i < (n)) {                                                      \
-            body;                                                           \
-        }                                                                   \
-    }
-#else
-#define PRISM_FOR_EACH_RAY(n, work, body)                                   \
-    {                                                                       \
-        (void)(work);                                                       \
-        const u32 i = blockIdx.x * PRISM_TRACE_THREADS + threadIdx.x;       \
-        if (i < (n)) {                                                      \
-            body;                                                           \
-        }                                                                   \
-    }
-#endif
-
 // One render kernel: rows [y0, y1) of the frame described by c_params with
 // integrator INTEGRATOR, written to `out` as float4 (format 0) or packed sRGBA8
 // (format 1, encoded through `srgb8`, core's Srgb8Table); rays traced are added to
@@ -636,8 +438,7 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
 // prism_render_{path,whitted,ao}_grid: the octant kernels with closest hits
 //   through the scene's uniform grid (cell_grid.cuh), which the host uploads
 //   where core's cost model expects it to beat the tree.
-// prism_intersect: hits[i] = (t, u, v, scene primitive id bits) for n rays.
-// prism_occluded: out[i] = 1 when something lies on ray i, else 0.
+// prism_intersect, prism_occluded: the batch kernels (PRISM_TRACE_KERNELS).
 #define PRISM_KERNELS(SUFFIX, K)                                                                                   \
     PRISM_RENDER_KERNEL(prism_render_path##SUFFIX, 0, K, false, false)                                             \
     PRISM_RENDER_KERNEL(prism_render_whitted##SUFFIX, 1, K, false, false)                                          \
@@ -648,24 +449,30 @@ __device__ __forceinline__ void occluded_one(const SceneView& s, const float4* _
     PRISM_RENDER_KERNEL(prism_render_path_grid##SUFFIX, 0, K, true, true)                                          \
     PRISM_RENDER_KERNEL(prism_render_whitted_grid##SUFFIX, 1, K, true, true)                                       \
     PRISM_RENDER_KERNEL(prism_render_ao_grid##SUFFIX, 2, K, true, true)                                            \
-    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
-        prism_intersect##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,  \
-                                u32 stride, u32 n, float4* __restrict__ hits, u32* work) {                         \
-        if (PRISM_PERSISTENT && PRISM_TRACE_REFILL > 0) {                                                          \
-            intersect_refill<K>(s, origins, dirs, stride, n, hits, work);                                          \
-        } else {                                                                                                   \
-            PRISM_FOR_EACH_RAY(n, work, intersect_one<K>(s, origins, dirs, stride, i, hits))                       \
-        }                                                                                                          \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, PRISM_TRACE_MIN_BLOCKS)                      \
-        prism_occluded##SUFFIX(SceneView s, const float4* __restrict__ origins, const float4* __restrict__ dirs,   \
-                               u32 stride, u32 n, unsigned char* __restrict__ out, u32* work) {                    \
-        if (PRISM_PERSISTENT && PRISM_OCCLUDED_REFILL > 0) {                                                       \
-            occluded_refill<K>(s, origins, dirs, stride, n, out, work);                                            \
-        } else {                                                                                                   \
-            PRISM_FOR_EACH_RAY(n, work, occluded_one<K>(s, origins, dirs, stride, i, out))                         \
-        }                                                                                                          \
-    }
+    PRISM_TRACE_KERNELS(prism_intersect##SUFFIX, prism_occluded##SUFFIX, TreeClosest<K>, TreeAny<K>,                \
+                        PRISM_TRACE_MIN_BLOCKS)
+
+// Blocks an SM the two-level batch kernels are compiled to fit: their walk
+// keeps more state than one tree's (the world ray beside the object ray, the
+// instance, the rest of a top node's step), so a bound that fits the flat
+// kernels' registers may spill theirs (-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=N to
+// measure another).
+#ifndef PRISM_INSTANCE_TRACE_MIN_BLOCKS
+#define PRISM_INSTANCE_TRACE_MIN_BLOCKS PRISM_TRACE_MIN_BLOCKS
+#endif
+
+// The kernels of two-level scenes, once per kind of the geometries'
+// primitives (prism_render_path_instances_spheres, ...): the render kernels
+// and the batch kernels over the instances (two_level.cuh). The flat scenes'
+// octant copies, uniform grid, light grid and camera masks are built over one
+// tree's slots; a two-level scene has none of them.
+#define PRISM_INSTANCE_KERNELS(SUFFIX, K)                                                                          \
+    PRISM_RENDER_KERNEL(prism_render_path_instances##SUFFIX, 0, (K | PRISM_INSTANCES), false, false)              \
+    PRISM_RENDER_KERNEL(prism_render_whitted_instances##SUFFIX, 1, (K | PRISM_INSTANCES), false, false)           \
+    PRISM_RENDER_KERNEL(prism_render_ao_instances##SUFFIX, 2, (K | PRISM_INSTANCES), false, false)                \
+    PRISM_TRACE_KERNELS(prism_intersect_instances##SUFFIX, prism_occluded_instances##SUFFIX,                       \
+                        InstancesClosest<K | PRISM_INSTANCES>, InstancesAny<K | PRISM_INSTANCES>,                  \
+                        PRISM_INSTANCE_TRACE_MIN_BLOCKS)
 
 // prism_camera_masks: masks[i] = the camera candidates of tile i of
 // PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`
@@ -703,6 +510,36 @@ extern "C" __global__ void __launch_bounds__(PRISM_CAMERA_MASKS_THREADS)
     }
 }
 
+// prism_refit_slots: slots [first, first + count) of a mesh geometry
+// rewritten from its `vertex_count` vertices (packed xyz) and its triangles
+// (three vertex indices each, by primitive id); prism_refit_boxes, launched
+// after it: the geometry's boxes bottom-up from its `start_count` start nodes
+// (refit.cuh). One thread a slot, one a start node.
+#ifndef PRISM_REFIT_THREADS
+#define PRISM_REFIT_THREADS 128
+#endif
+extern "C" __global__ void __launch_bounds__(PRISM_REFIT_THREADS)
+    prism_refit_slots(Primitive* __restrict__ prims, u32 first, u32 count, const u32* __restrict__ triangles,
+                      u32 triangle_count, const float* __restrict__ positions, u32 vertex_count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) {
+        refit_slot(prims, first + i, triangles, triangle_count, positions, vertex_count);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_REFIT_THREADS)
+    prism_refit_boxes(BvhNode* __restrict__ nodes, const Primitive* __restrict__ prims,
+                      const uint2* __restrict__ links, u32* __restrict__ arrivals, const u32* __restrict__ starts,
+                      u32 start_count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < start_count) {
+        refit_up(nodes, prims, links, arrivals, __ldg(starts + i));
+    }
+}
+
 PRISM_KERNELS(_spheres, PRISM_SPHERES)
 PRISM_KERNELS(_triangles, PRISM_TRIANGLES)
 PRISM_KERNELS(_mixed, PRISM_MIXED)
+PRISM_INSTANCE_KERNELS(_spheres, PRISM_SPHERES)
+PRISM_INSTANCE_KERNELS(_triangles, PRISM_TRIANGLES)
+PRISM_INSTANCE_KERNELS(_mixed, PRISM_MIXED)

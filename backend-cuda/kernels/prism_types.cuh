@@ -14,7 +14,7 @@ typedef unsigned long long u64;
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE,
 //   SPHERE_EARLY_MISS_MARGIN, SPHERE_LEFT_BEHIND_SCALE
 // mirrors prism_core::integrator::{SHADOW_KEEP, PHONG_*, WHITTED_LOCAL}
-// mirrors prism_core::ray::Hit::NO_PRIM
+// mirrors prism_core::ray::Hit::NO_PRIM, NO_INSTANCE, prism_core::gpu::GpuInstance::NO_MATERIAL
 #if !defined(PRISM_TRAVERSAL_STACK_SIZE) || !defined(PRISM_RAY_TALLY_SLOTS)
 #error "compile through prism_cuda::compile_kernels: the core constants are passed as -D options"
 #endif
@@ -45,6 +45,13 @@ struct __align__(16) GpuMaterial {
 struct __align__(16) GpuRay {
     float4 origin_tmin;
     float4 dir_tmax;
+    uint4 mask;  // x = visibility mask, yzw = 0
+};
+
+// mirrors prism_core::gpu::GpuInstance
+struct __align__(16) GpuInstance {
+    float4 world_to_object[3];  // rows (m_k0, m_k1, m_k2, t_k)
+    float4 info;                // root node, mask, material override (bits), scale
 };
 
 // mirrors prism_core::gpu::GpuCamera
@@ -78,12 +85,15 @@ struct __align__(16) RenderParams {
     u32 opaque_zero;  // always 0 (used by the WGSL kernels; unused here)
 };
 
-// mirrors prism_core::ray::Hit
+// mirrors prism_core::ray::Hit (two 16-byte rows; the traversals carry the
+// first four fields and the instance, and the kernels store the rows whole)
 struct __align__(16) Hit {
     float t;
     float u;
     float v;
     u32 prim;
+    u32 instance;
+    u32 reserved[3];
 };
 
 // mirrors prism_core::point_grid::PointGridCell
@@ -132,6 +142,14 @@ struct SceneView {
     // camera rays walk the tree. Then the tiles per row and the rows of tiles.
     const u64* camera_masks;
     u32 camera_mask_tiles[2];
+    // A two-level scene's instance records and the tree over them (whose
+    // leaves hold one instance index each); null for a flat scene. `nodes`
+    // and `prims` then hold every geometry's tree and slots (see
+    // two_level.cuh).
+    const GpuInstance* instances;
+    const BvhNode* top_nodes;
+    u32 instance_count;
+    u32 top_node_count;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -167,6 +185,11 @@ PRISM_CHECK_FIELD(GpuMaterial, lobe_weights);
 PRISM_CHECK_SIZE(GpuRay);
 PRISM_CHECK_FIELD(GpuRay, origin_tmin);
 PRISM_CHECK_FIELD(GpuRay, dir_tmax);
+PRISM_CHECK_FIELD(GpuRay, mask);
+
+PRISM_CHECK_SIZE(GpuInstance);
+PRISM_CHECK_FIELD(GpuInstance, world_to_object);
+PRISM_CHECK_FIELD(GpuInstance, info);
 
 PRISM_CHECK_SIZE(GpuCamera);
 PRISM_CHECK_FIELD(GpuCamera, origin_lens);
@@ -200,6 +223,7 @@ PRISM_CHECK_FIELD(Hit, t);
 PRISM_CHECK_FIELD(Hit, u);
 PRISM_CHECK_FIELD(Hit, v);
 PRISM_CHECK_FIELD(Hit, prim);
+PRISM_CHECK_FIELD(Hit, instance);
 
 PRISM_CHECK_SIZE(SceneView);
 PRISM_CHECK_FIELD(SceneView, nodes);
@@ -223,6 +247,10 @@ PRISM_CHECK_FIELD(SceneView, grid_balls);
 PRISM_CHECK_FIELD(SceneView, grid_large_balls);
 PRISM_CHECK_FIELD(SceneView, camera_masks);
 PRISM_CHECK_FIELD(SceneView, camera_mask_tiles);
+PRISM_CHECK_FIELD(SceneView, instances);
+PRISM_CHECK_FIELD(SceneView, top_nodes);
+PRISM_CHECK_FIELD(SceneView, instance_count);
+PRISM_CHECK_FIELD(SceneView, top_node_count);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

@@ -131,6 +131,8 @@ __device__ __forceinline__ void closest_hit_begin(ClosestHit& c, const Ray& ray,
     c.best.u = 0.0f;
     c.best.v = 0.0f;
     c.best.prim = PRISM_NO_PRIM;
+    // A flat scene's hits are on its one implicit instance (Hit::instance 0).
+    c.best.instance = 0u;
     c.sp = 0;
     c.node = root_node<OCTANTS>(c.pre, s);
 }
@@ -363,3 +365,47 @@ __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
         }
     }
 }
+
+// A flat scene is one implicit instance of mask 0xFF (prism_core::Accel::
+// intersect and occluded): a batch ray whose mask has none of those bits sees
+// nothing.
+#define PRISM_FLAT_MASK 0xFFu
+
+// The batch kernels' walks over one tree (batch.cuh; two_level.cuh has those
+// over instances): begin(s, ray, mask) starts a ray and returns false when the
+// ray needs no walk (its answer is a miss); step(s, stack) is one iteration of
+// the traversal's loop; end() (closest hit) is the answer after the last.
+// STACK is the number of entries of the stack the kernel keeps apart (an array
+// in a struct took the whole struct into local memory).
+template <int K>
+struct TreeClosest {
+    static constexpr u32 STACK = PRISM_TRAVERSAL_STACK_SIZE;
+    ClosestHit c;
+
+    __device__ __forceinline__ bool begin(const SceneView& s, const Ray& ray, u32 mask) {
+        if ((mask & PRISM_FLAT_MASK) == 0) {
+            return false;
+        }
+        closest_hit_begin<K>(c, ray, s);
+        return true;
+    }
+    // false once the walk is over
+    __device__ __forceinline__ bool step(const SceneView& s, u32* stack) { return closest_hit_step<K>(c, stack, s); }
+    __device__ __forceinline__ Hit end() { return closest_hit_end(c); }
+};
+
+template <int K>
+struct TreeAny {
+    static constexpr u32 STACK = PRISM_TRAVERSAL_STACK_SIZE;
+    AnyHit a;
+
+    __device__ __forceinline__ bool begin(const SceneView& s, const Ray& ray, u32 mask) {
+        if ((mask & PRISM_FLAT_MASK) == 0) {
+            return false;
+        }
+        any_hit_begin<K>(a, ray, s);
+        return true;
+    }
+    // PRISM_STEP_HIT or PRISM_STEP_MISS once the walk is over, else PRISM_STEP_MORE
+    __device__ __forceinline__ int step(const SceneView& s, u32* stack) { return any_hit_step<K>(a, stack, s); }
+};

@@ -7,14 +7,21 @@
 //!
 //! - [`device`]: the CUDA context and everything in it, scratch buffer growth;
 //! - [`upload`]: the scene's buffers and `set_scene`;
+//! - [`levels`]: a two-level scene's instance level and refit data;
+//! - [`refit`]: how the device refits a mesh's tree (host arithmetic);
+//! - [`update`]: `update_scene` and `geometry_sah`;
 //! - [`bands`]: how a frame is split into launches (host arithmetic);
 //! - [`render`]: camera masks, render launches, frame download and times;
-//! - [`batch`]: `intersect` / `occluded` batches and the resident benchmark.
+//! - [`batch`]: `intersect` / `occluded` batches, resident batches and the
+//!   resident benchmark.
 
 mod bands;
 mod batch;
 mod device;
+mod levels;
+mod refit;
 mod render;
+mod update;
 mod upload;
 
 use self::device::DeviceState;
@@ -22,14 +29,15 @@ use crate::cache;
 use crate::driver::{self, BACKEND, CtxGuard, Device, DeviceProps};
 use crate::kernels::{
     self, CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS, KERNEL_NAMES,
-    KernelConfig, PtxasReport, SceneKind, SourcePatch,
+    KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KernelConfig, PtxasReport, REFIT_THREADS, SceneKind,
+    SourcePatch,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::{
-    Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Progress, Ray, RenderSettings,
-    RenderStats, Scene,
+    Accel, Backend, BackendInfo, Camera, Error, GeometrySah, Hit, Image, Progress, Ray,
+    RenderSettings, RenderStats, Scene, SceneUpdate, UpdateStats,
 };
 
 /// Largest number of rays one `intersect`/`occluded` launch takes; bigger
@@ -334,7 +342,9 @@ impl CudaBackend {
                 });
             }
         };
-        if let Some(accel) = &self.accel {
+        if let Some(accel) = self.accel.as_mut() {
+            // Trees refit on the lost device are refit on the host first.
+            accel.refresh();
             let _g = st.ctx.enter()?;
             st.upload_scene(accel, &self.options.config)?;
         }
@@ -343,7 +353,9 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// The device state with its context current.
+    /// The device state with its context current. A scene the device lost
+    /// while the host kept it (an update whose upload failed) is uploaded
+    /// whole first.
     fn enter(&mut self) -> Result<(&mut DeviceState, CtxGuard), Error> {
         self.ensure_state()?;
         let st = self.state.as_mut().ok_or(Error::Device {
@@ -352,6 +364,12 @@ impl CudaBackend {
             message: "no device state".into(),
         })?;
         let g = st.ctx.enter()?;
+        if st.scene.is_none()
+            && let Some(accel) = self.accel.as_mut()
+        {
+            accel.refresh();
+            st.upload_scene(accel, &self.options.config)?;
+        }
         Ok((st, g))
     }
 
@@ -381,6 +399,38 @@ impl CudaBackend {
         r
     }
 
+    /// The scene's BVH nodes and primitive slots as the device holds them
+    /// (after refits on the device, which the host's
+    /// [`prism_core::Accel`] copy lags until refreshed), for tests and
+    /// debugging. The nodes are the tree as built, or its eight octant copies
+    /// where the render kernels walk those (a small flat tree, see
+    /// [`KernelConfig::octant_trees`]).
+    pub fn device_scene_arrays(
+        &mut self,
+    ) -> Result<
+        (
+            Vec<prism_core::gpu::BvhNode>,
+            Vec<prism_core::gpu::Primitive>,
+        ),
+        Error,
+    > {
+        let r = self.device_scene_arrays_inner();
+        self.checked(r)
+    }
+
+    fn device_scene_arrays_inner(
+        &mut self,
+    ) -> Result<
+        (
+            Vec<prism_core::gpu::BvhNode>,
+            Vec<prism_core::gpu::Primitive>,
+        ),
+        Error,
+    > {
+        let (st, _g) = self.enter()?;
+        st.scene_arrays()
+    }
+
     /// Registers, local memory, spills and occupancy of every kernel.
     pub fn kernel_resources(&mut self) -> Result<Vec<KernelResources>, Error> {
         let r = self.kernel_resources_inner();
@@ -408,13 +458,19 @@ impl CudaBackend {
                 k.render_grid[0],
                 k.render_grid[1],
                 k.render_grid[2],
+                k.render_instances[0],
+                k.render_instances[1],
+                k.render_instances[2],
+                k.intersect_instances,
+                k.occluded_instances,
             ];
             for (b, f) in fs.into_iter().enumerate() {
-                // Bases 0, 5 and 8 are the path kernels: the tree's, the octant
-                // copies', the grid's.
-                let threads = if b == 3 || b == 4 {
+                // Bases 3, 4, 14 and 15 are the batch kernels; 0, 5, 8 and
+                // 11 the path kernels: the tree's, the octant copies', the
+                // grid's, the instances'.
+                let threads = if matches!(b, 3 | 4 | 14 | 15) {
                     config.trace_threads
-                } else if (b == 0 || b == 5 || b == 8) && config.persistent_rows(0, b == 8) {
+                } else if matches!(b, 0 | 5 | 8 | 11) && config.persistent_rows(0, b == 8) {
                     config.path_threads
                 } else {
                     config.render_threads()
@@ -431,6 +487,8 @@ impl CudaBackend {
             st.kernels.camera_masks,
             CAMERA_MASKS_THREADS,
         ));
+        list.push((KERNEL_REFIT_SLOTS, st.kernels.refit_slots, REFIT_THREADS));
+        list.push((KERNEL_REFIT_BOXES, st.kernels.refit_boxes, REFIT_THREADS));
         let mut out = Vec::new();
         use sys::CUfunction_attribute::*;
         for (name, f, threads) in list {
@@ -460,6 +518,34 @@ impl CudaBackend {
         repeats: u32,
     ) -> Result<ResidentBench, Error> {
         let r = self.resident_inner(rays, batch, repeats);
+        self.checked(r)
+    }
+
+    /// Keep `rays` on the device, replacing an earlier resident batch, for
+    /// [`CudaBackend::trace_resident_rays`]: an engine's rays of a frame
+    /// that it traces against scene after scene (the moving-frame benchmark
+    /// uploads its rays once and updates the scene between traces). The batch
+    /// is checked as `intersect` checks one; it holds at most
+    /// [`MAX_LAUNCH_RAYS`] rays and lives as long as the device context (a
+    /// kernel fault drops it).
+    pub fn set_resident_rays(&mut self, rays: &[Ray]) -> Result<(), Error> {
+        let r = self.set_resident_inner(rays);
+        self.checked(r)
+    }
+
+    /// Trace the resident batch against the current scene: closest hits
+    /// (read them with [`CudaBackend::resident_hits`]) or any hits, waiting
+    /// for the kernel. Stats: `trace` (CUDA events), `total`, `rays`.
+    pub fn trace_resident_rays(&mut self, closest: bool) -> Result<RenderStats, Error> {
+        let r = self.trace_resident_inner(closest);
+        self.checked(r)
+    }
+
+    /// The closest hits of the last closest-hit trace of the resident batch
+    /// (scene primitive ids, as [`Backend::intersect`] gives them): the
+    /// first `hits.len()` of them.
+    pub fn resident_hits(&mut self, hits: &mut [Hit]) -> Result<(), Error> {
+        let r = self.resident_hits_inner(hits);
         self.checked(r)
     }
 }
@@ -518,6 +604,29 @@ impl Backend for CudaBackend {
             }
         }
         self.checked(r)
+    }
+
+    /// Core applies the update to the host's scene (see
+    /// [`prism_core::Accel::update_with`], refits left to the device); the
+    /// changed instance records, the tree over the instances and new vertices
+    /// go to the device, where each mesh with new vertices is refit (its
+    /// slots, then its boxes bottom-up). A rebuilt geometry uploads the whole
+    /// scene. Stats: `build` the host's part, `upload` the copies and refits
+    /// (CUDA events), `total` the call.
+    ///
+    /// The update's own errors leave the scene as it was. A device failure
+    /// after core applied the update (out of device memory while a buffer
+    /// grows, a kernel fault) is returned as such; the host's scene then
+    /// keeps the update, and the next call uploads it whole.
+    fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error> {
+        let r = self.update_scene_inner(update);
+        self.checked(r)
+    }
+
+    /// Refits made on the device are first repeated on the host's copy
+    /// ([`prism_core::Accel::refresh`]), whose tree core measures.
+    fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
+        self.geometry_sah_inner(geometry)
     }
 }
 

@@ -450,6 +450,21 @@ impl PinnedBuffer {
         // rules out host writes while the slice lives.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.add(offset), len) })
     }
+
+    /// `len` bytes from `offset` to write, or `None` outside the buffer.
+    /// Callers write a range only while no device copy reads it (staging
+    /// buffers are written before their copies are enqueued, and again only
+    /// after those copies have been waited for).
+    pub(crate) fn range_mut(&mut self, offset: usize, len: usize) -> Option<&mut [u8]> {
+        if offset.checked_add(len)? > self.bytes {
+            return None;
+        }
+        // SAFETY: the range lies inside the allocation (checked above), whose
+        // bytes were zeroed at allocation; &mut self rules out other host
+        // views while the slice lives, and the caller's contract rules out
+        // device copies of the range meanwhile.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset), len) })
+    }
 }
 
 impl Drop for PinnedBuffer {
@@ -702,6 +717,44 @@ pub(crate) unsafe fn copy_to_pinned(
         sys::cuMemcpyDtoHAsync_v2(
             dst.as_mut_ptr().add(offset).cast(),
             src.ptr() + offset as u64,
+            bytes,
+            stream.raw(),
+        )
+    })
+}
+
+/// Copy `bytes` from pinned `src + src_offset` to device `dst + dst_offset`,
+/// stream-ordered.
+///
+/// # Safety
+/// `src` must not be written until the copy is complete (an event recorded
+/// after it has been waited on); nothing on the device may read the
+/// destination range before the copy in stream order.
+pub(crate) unsafe fn copy_from_pinned(
+    dst: &DeviceBuffer,
+    dst_offset: usize,
+    src: &PinnedBuffer,
+    src_offset: usize,
+    bytes: usize,
+    stream: &Stream,
+) -> Result<(), Error> {
+    let inside = |offset: usize, size: usize| offset.checked_add(bytes).is_some_and(|e| e <= size);
+    if !inside(dst_offset, dst.bytes()) || !inside(src_offset, src.bytes()) {
+        return Err(Error::Device {
+            backend: BACKEND,
+            operation: "cuMemcpyHtoDAsync",
+            message: "copy range outside the buffers".into(),
+        });
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: ranges checked above; the caller keeps the source unchanged
+    // until the copy is complete.
+    check("cuMemcpyHtoDAsync", unsafe {
+        sys::cuMemcpyHtoDAsync_v2(
+            dst.ptr() + dst_offset as u64,
+            src.ptr.add(src_offset).cast(),
             bytes,
             stream.raw(),
         )

@@ -13,6 +13,13 @@
 //!   `__constant__` memory; frames come back through pinned memory kept across
 //!   frames, in the [`prism_core::Image`]'s own format (8-bit sRGB is encoded on
 //!   the device). Stage times come from CUDA events.
+//! - Two-level scenes (instances of geometries, ray masks) have kernels of
+//!   their own, whose walk mirrors `prism_core::two_level`; the flat kernels
+//!   are untouched by them. `update_scene` uploads only what changed (instance
+//!   records, the tree over them, new vertices) and refits meshes with new
+//!   vertices on the device. A batch of rays can stay on the device and be
+//!   traced against scene after scene
+//!   ([`CudaBackend::set_resident_rays`]).
 //! - Every driver failure is an [`prism_core::Error`]; nothing panics. After a
 //!   kernel fault that poisons the context, the next call tries a fresh
 //!   context; drivers that refuse one after such a fault (CUDA 13's does) leave
@@ -52,10 +59,13 @@ pub use backend::{
 pub use cache::cache_dir;
 pub use kernels::{
     CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS, KERNEL_INTERSECT,
-    KERNEL_NAMES, KERNEL_OCCLUDED, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
-    KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
-    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
-    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PtxasReport, SOURCES, SceneKind, SourcePatch,
-    compile_kernels, compile_kernels_patched, compile_options, kernel_name, parse_ptxas_log,
+    KERNEL_INTERSECT_INSTANCES, KERNEL_NAMES, KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES,
+    KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
+    KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
+    KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES, KERNEL_RENDER_PATH_OCTANTS,
+    KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES,
+    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PtxasReport, REFIT_THREADS, SOURCES, SceneKind,
+    SourcePatch, compile_kernels, compile_kernels_patched, compile_options, kernel_name,
+    parse_ptxas_log,
 };
 pub use nvrtc::nvrtc_version;

@@ -82,6 +82,7 @@ fn every_kernel_variant_compiles_for_sm_90() {
             "-DPRISM_SPHERE_LEFT_BEHIND=0".into(),
             "-DPRISM_TRACE_SHARDS=1".into(),
             "-DPRISM_CAMERA_LIST=0".into(),
+            "-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8".into(),
         ],
         ..d.clone()
     });

@@ -1156,8 +1156,8 @@ fn batches_larger_than_one_launch_are_chunked() {
 
 /// A kernel that writes through a null pointer when a ray has tmin = 12345.
 fn faulting_patch(name: &str, src: &str) -> String {
-    let needle = "    const float4 d = __ldg(dirs + (u64)i * stride);\n";
-    if name == "prism.cu" {
+    let needle = "    const float4 d = __ldg(r + 1);\n";
+    if name == "batch.cuh" {
         src.replace(
             needle,
             &format!("{needle}    if (o.w == 12345.0f) {{ *(volatile int*)0 = 1; }}\n"),
@@ -1173,12 +1173,7 @@ const FAULT_TEST: &str = "a_kernel_fault_is_an_error_never_a_panic";
 
 #[test]
 fn a_kernel_fault_is_an_error_never_a_panic() {
-    let main = prism_cuda::SOURCES[0].1;
-    assert_ne!(
-        faulting_patch("prism.cu", main),
-        main,
-        "the patch no longer applies"
-    );
+    assert_patch_applies("batch.cuh", &faulting_patch);
     if std::env::var_os("PRISM_CUDA_FAULT_CHILD").is_some() {
         fault_in_this_process();
         return;
@@ -1266,7 +1261,7 @@ fn a_broken_mirror_is_caught() {
     gpu.set_scene(&scene).unwrap();
     let rays: Vec<Ray> = random_rays(9, 20_000)
         .into_iter()
-        .map(|r| Ray { tmax: 8.0, ..r })
+        .map(|r| Ray::segment(r.origin, r.dir, r.tmin, 8.0))
         .collect();
     let g = gpu_hits(&mut gpu, &rays);
     let reference: Vec<(f32, u32)> = core_hits(&accel, &rays)
@@ -1320,8 +1315,9 @@ fn the_disk_cache_is_used_and_survives_corruption() {
 fn resources_and_resident_bench_report() {
     let Some(mut gpu) = gpu_or_skip() else { return };
     let res = gpu.kernel_resources().unwrap();
-    // Every kernel of every scene kind, and prism_camera_masks.
-    assert_eq!(res.len(), prism_cuda::KERNEL_NAMES.len() + 1);
+    // Every kernel of every scene kind, prism_camera_masks and the two refit
+    // kernels.
+    assert_eq!(res.len(), prism_cuda::KERNEL_NAMES.len() + 3);
     for r in &res {
         eprintln!("{r:?}");
         assert!(r.registers > 0 && r.blocks_per_sm > 0 && r.occupancy > 0.0);

@@ -78,12 +78,7 @@ fn slab_case(
 ) -> (RayPre, Vec3, f32) {
     let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
     let tmax = tmin + span;
-    let pre = RayPre::new(&Ray {
-        origin,
-        tmin,
-        dir,
-        tmax,
-    });
+    let pre = RayPre::new(&Ray::segment(origin, dir, tmin, tmax));
     (pre, lo + size.abs(), tmax)
 }
 
@@ -171,12 +166,10 @@ fn absent_child_is_missed_in_every_octant() {
     let inf = Vec3::splat(f32::INFINITY);
     for octant in 0..8 {
         let axis = |k: usize| if octant & (1 << k) != 0 { -1.0 } else { 1.0 };
-        let ray = Ray {
-            origin: Vec3::new(0.5, -2.0, 3.0),
-            tmin: 0.0,
-            dir: Vec3::new(axis(0), axis(1), axis(2)),
-            tmax: f32::INFINITY,
-        };
+        let ray = Ray::new(
+            Vec3::new(0.5, -2.0, 3.0),
+            Vec3::new(axis(0), axis(1), axis(2)),
+        );
         let pre = RayPre::new(&ray);
         assert_eq!(ray_aabb(&pre, inf, inf, 0.0, f32::INFINITY), f32::INFINITY);
         for nonneg in [true, false] {
@@ -200,12 +193,7 @@ fn negative_values_and_boxes_behind_the_ray() {
         assert_eq!(int_entry(nx, ny, nz, tmin), float, "{nx} {ny} {nz} {tmin}");
     }
     // A box wholly behind a ray that starts on the plane of its far face.
-    let ray = Ray {
-        origin: Vec3::ZERO,
-        tmin: 0.0,
-        dir: Vec3::Z,
-        tmax: 30.0,
-    };
+    let ray = Ray::segment(Vec3::ZERO, Vec3::Z, 0.0, 30.0);
     let pre = RayPre::new(&ray);
     let (lo, hi) = (Vec3::new(0.0, 0.0, -5.5), Vec3::new(0.0, 0.0, -1.1));
     assert_eq!(

@@ -5,7 +5,7 @@
 //! [`CudaBackend::intersect_resident_bench`]'s body, which times those kernels on a
 //! batch kept on the device ([`ResidentBench`]).
 
-use super::device::{DeviceState, ms_to_duration};
+use super::device::{DeviceState, ResidentRays, ms_to_duration};
 use super::{CudaBackend, MAX_LAUNCH_RAYS, ResidentBench};
 use crate::driver::{BACKEND, DeviceBuffer};
 use crate::kernels::{KernelConfig, SceneArgs, SceneKind, WORK_WORDS};
@@ -15,25 +15,26 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 impl DeviceState {
-    /// Launch a trace kernel over `n` rays (`origins`/`dirs` with `stride` float4s per ray).
-    #[allow(clippy::too_many_arguments)]
-    fn launch_trace(
+    /// Launch a trace kernel over the `n` rays at `rays_ptr` (`GpuRay`
+    /// records), writing `Hit`s (closest) or one byte a ray to `out_ptr`.
+    pub(super) fn launch_trace(
         &mut self,
         config: &KernelConfig,
         closest: bool,
         scene: (SceneArgs, SceneKind),
         rays_ptr: u64,
-        stride: u32,
         n: u32,
         out_ptr: u64,
     ) -> Result<(), Error> {
         let work = self.work.ptr();
         let (mut scene, kind) = scene;
         let k = self.kernels.kinds[kind as usize];
-        let (f, resident) = if closest {
-            (k.intersect, k.intersect_grid)
-        } else {
-            (k.occluded, k.occluded_grid)
+        // A two-level scene (instance records uploaded) walks its instances.
+        let (f, resident) = match (closest, scene.top_nodes != 0) {
+            (true, false) => (k.intersect, k.intersect_grid),
+            (false, false) => (k.occluded, k.occluded_grid),
+            (true, true) => (k.intersect_instances, k.intersect_instances_grid),
+            (false, true) => (k.occluded_instances, k.occluded_instances_grid),
         };
         let grid = if config.persistent {
             // Every ray range's counter (see WORK_WORDS).
@@ -42,27 +43,23 @@ impl DeviceState {
         } else {
             n.div_ceil(config.trace_threads).max(1)
         };
-        let mut origins = rays_ptr;
-        let mut dirs = rays_ptr + 16;
-        let mut stride = stride;
+        let mut rays = rays_ptr;
         let mut n = n;
         let mut out = out_ptr;
         let mut work = work;
-        let mut params: [*mut c_void; 7] = [
+        let mut params: [*mut c_void; 5] = [
             (&mut scene as *mut SceneArgs).cast(),
-            (&mut origins as *mut u64).cast(),
-            (&mut dirs as *mut u64).cast(),
-            (&mut stride as *mut u32).cast(),
+            (&mut rays as *mut u64).cast(),
             (&mut n as *mut u32).cast(),
             (&mut out as *mut u64).cast(),
             (&mut work as *mut u64).cast(),
         ];
-        // SAFETY: the seven values match prism_intersect / prism_occluded's
-        // parameters (SceneView, const float4*, const float4*, u32, u32, out*, u32*)
-        // in order and layout (SceneArgs' layout is asserted in prism_types.cuh);
-        // the scene buffers hold the counts in `scene`; rays_ptr holds `n`
-        // GpuRay records (stride 2) and out_ptr room for `n` outputs; `work`
-        // is the WORK_WORDS-word work counter buffer.
+        // SAFETY: the five values match the parameters of prism_intersect* /
+        // prism_occluded* (SceneView, const float4*, u32, out*, u32*) in order
+        // and layout (SceneArgs' layout is asserted in prism_types.cuh); the
+        // scene buffers hold the counts in `scene`; rays_ptr holds `n` GpuRay
+        // records and out_ptr room for `n` outputs (Hit records, or bytes);
+        // `work` is the WORK_WORDS-word work counter buffer.
         unsafe {
             f.launch(
                 (grid, 1),
@@ -131,8 +128,8 @@ impl CudaBackend {
         let config = self.options.config.clone();
         let (st, _g) = self.enter()?;
         let scene = st.scene_args()?;
-        let mut ray_buf = DeviceBuffer::alloc(batch * 32, "resident ray batch")?;
-        let hit_buf = DeviceBuffer::alloc(batch * 16, "resident hits")?;
+        let mut ray_buf = DeviceBuffer::alloc(batch * size_of::<Ray>(), "resident ray batch")?;
+        let hit_buf = DeviceBuffer::alloc(batch * size_of::<Hit>(), "resident hits")?;
         let flag_buf = DeviceBuffer::alloc(batch, "resident occlusion flags")?;
         ray_buf.upload(&st.stream, bytemuck::cast_slice(&host))?;
         st.ensure_events(2 * repeats as usize + 2)?;
@@ -142,10 +139,10 @@ impl CudaBackend {
             } else {
                 flag_buf.ptr()
             };
-            st.launch_trace(&config, closest, scene, ray_buf.ptr(), 2, n, out)?;
+            st.launch_trace(&config, closest, scene, ray_buf.ptr(), n, out)?;
             for i in 0..repeats as usize {
                 st.events[2 * i].record(&st.stream)?;
-                st.launch_trace(&config, closest, scene, ray_buf.ptr(), 2, n, out)?;
+                st.launch_trace(&config, closest, scene, ray_buf.ptr(), n, out)?;
                 st.events[2 * i + 1].record(&st.stream)?;
             }
             st.stream.synchronize()?;
@@ -210,7 +207,7 @@ impl CudaBackend {
         }
         let config = self.options.config.clone();
         let mut scratch = std::mem::take(&mut self.occluded_scratch);
-        let out_bytes = if closest { 16 } else { 1 };
+        let out_bytes = if closest { size_of::<Hit>() } else { 1 };
         let chunk = rays.len().min(MAX_LAUNCH_RAYS);
         if !closest {
             scratch.clear();
@@ -246,7 +243,7 @@ impl CudaBackend {
                 b.upload(&st.stream, bytemuck::cast_slice(part))?;
             }
             st.events[1].record(&st.stream)?;
-            st.launch_trace(&config, closest, scene, rays_ptr, 2, n, out_ptr)?;
+            st.launch_trace(&config, closest, scene, rays_ptr, n, out_ptr)?;
             st.events[2].record(&st.stream)?;
             let out_buf = st.outputs.as_ref().ok_or(Error::Device {
                 backend: BACKEND,
@@ -278,5 +275,83 @@ impl CudaBackend {
             timing: TimingSource::DeviceEvents,
             ..Default::default()
         })
+    }
+}
+
+/// The error of a resident-batch call before any batch was set.
+fn no_resident_rays() -> Error {
+    Error::Setting {
+        field: "resident rays",
+        value: 0.0,
+        reason: "none on the device: call set_resident_rays first (a lost context drops them)",
+    }
+}
+
+impl CudaBackend {
+    pub(super) fn set_resident_inner(&mut self, rays: &[Ray]) -> Result<(), Error> {
+        check_batch("set_resident_rays", rays, rays.len())?;
+        if rays.len() > MAX_LAUNCH_RAYS {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND,
+                what: "resident rays",
+                needed: rays.len() as u64,
+                limit: MAX_LAUNCH_RAYS as u64,
+            });
+        }
+        let (st, _g) = self.enter()?;
+        // The old batch goes first, so that its memory can hold the new one.
+        st.resident = None;
+        let n = rays.len().max(1);
+        let mut buf = DeviceBuffer::alloc(n * size_of::<Ray>(), "resident rays")?;
+        let hits = DeviceBuffer::alloc(n * size_of::<Hit>(), "resident hits")?;
+        let flags = DeviceBuffer::alloc(n, "resident occlusion flags")?;
+        buf.upload(&st.stream, bytemuck::cast_slice(rays))?;
+        st.resident = Some(ResidentRays {
+            rays: buf,
+            hits,
+            flags,
+            count: rays.len() as u32,
+        });
+        Ok(())
+    }
+
+    pub(super) fn trace_resident_inner(&mut self, closest: bool) -> Result<RenderStats, Error> {
+        let t0 = Instant::now();
+        let config = self.options.config.clone();
+        let (st, _g) = self.enter()?;
+        let (rays, out, n) = match &st.resident {
+            Some(r) if closest => (r.rays.ptr(), r.hits.ptr(), r.count),
+            Some(r) => (r.rays.ptr(), r.flags.ptr(), r.count),
+            None => return Err(no_resident_rays()),
+        };
+        let scene = st.scene_args()?;
+        st.ensure_events(2)?;
+        st.events[0].record(&st.stream)?;
+        if n > 0 {
+            st.launch_trace(&config, closest, scene, rays, n, out)?;
+        }
+        st.events[1].record(&st.stream)?;
+        st.events[1].synchronize()?;
+        let ms = st.events[0].elapsed_ms(&st.events[1])? as f64;
+        Ok(RenderStats {
+            trace: ms_to_duration(ms),
+            total: t0.elapsed(),
+            rays: n as u64,
+            timing: TimingSource::DeviceEvents,
+            ..Default::default()
+        })
+    }
+
+    pub(super) fn resident_hits_inner(&mut self, hits: &mut [Hit]) -> Result<(), Error> {
+        let (st, _g) = self.enter()?;
+        let r = st.resident.as_ref().ok_or_else(no_resident_rays)?;
+        if hits.len() > r.count as usize {
+            return Err(Error::LengthMismatch {
+                what: "resident_hits",
+                inputs: r.count as usize,
+                outputs: hits.len(),
+            });
+        }
+        r.hits.download(&st.stream, bytemuck::cast_slice_mut(hits))
     }
 }

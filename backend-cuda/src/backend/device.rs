@@ -11,17 +11,28 @@ use crate::driver::{
     Stream,
 };
 use crate::kernels::{
-    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_INTERSECT, KERNEL_OCCLUDED, KERNEL_RENDER_AO,
-    KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
+    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_INTERSECT, KERNEL_INTERSECT_INSTANCES,
+    KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES, KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS,
+    KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS,
+    KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES,
     KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
-    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind,
-    WORK_WORDS, kernel_name,
+    KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL,
+    RAY_TALLY_BYTES, SceneKind, WORK_WORDS, kernel_name,
 };
 use cudarc::driver::sys;
 use prism_core::gpu::RenderParams;
 use prism_core::image::Srgb8Table;
 use prism_core::{Error, Ray};
 use std::time::Duration;
+
+/// A batch of rays kept on the device (`CudaBackend::set_resident_rays`),
+/// with room for its answers.
+pub(super) struct ResidentRays {
+    pub(super) rays: DeviceBuffer,
+    pub(super) hits: DeviceBuffer,
+    pub(super) flags: DeviceBuffer,
+    pub(super) count: u32,
+}
 
 /// The kernels of the loaded module, for one scene kind.
 #[derive(Clone, Copy)]
@@ -39,6 +50,13 @@ pub(super) struct KindKernels {
     /// warps of another's.
     pub(super) intersect_grid: u32,
     pub(super) occluded_grid: u32,
+    /// The render kernels of two-level scenes (walks over instances).
+    pub(super) render_instances: [Function; 3],
+    /// The batch kernels of two-level scenes, and their persistent grids.
+    pub(super) intersect_instances: Function,
+    pub(super) occluded_instances: Function,
+    pub(super) intersect_instances_grid: u32,
+    pub(super) occluded_instances_grid: u32,
 }
 
 /// The kernels of the loaded module.
@@ -47,6 +65,10 @@ pub(super) struct Kernels {
     pub(super) kinds: [KindKernels; 3],
     /// `prism_camera_masks`: each tile's camera candidates, before a frame.
     pub(super) camera_masks: Function,
+    /// `prism_refit_slots` and `prism_refit_boxes`: a mesh's refit on the
+    /// device (`update_scene`).
+    pub(super) refit_slots: Function,
+    pub(super) refit_boxes: Function,
     pub(super) params_ptr: sys::CUdeviceptr,
 }
 
@@ -61,6 +83,11 @@ pub(super) struct DeviceState {
     /// A pinhole frame's camera candidates, a mask per tile
     /// (`SceneArgs::camera_masks`); grow-only.
     pub(super) camera_masks: Option<DeviceBuffer>,
+    /// Where an update's pieces are gathered for their copies (pinned, so
+    /// that they copy at full speed and in stream order); grow-only.
+    pub(super) staging: Option<PinnedBuffer>,
+    /// The batch of `CudaBackend::set_resident_rays`, traced again and again.
+    pub(super) resident: Option<ResidentRays>,
     /// The persistent trace and path kernels' work counters (`WORK_WORDS` `u32`),
     /// zeroed on the stream before each launch that takes from them.
     pub(super) work: DeviceBuffer,
@@ -121,6 +148,8 @@ impl DeviceState {
                 module.function(name)
             };
             let (intersect, occluded) = (f(KERNEL_INTERSECT)?, f(KERNEL_OCCLUDED)?);
+            let intersect_instances = f(KERNEL_INTERSECT_INSTANCES)?;
+            let occluded_instances = f(KERNEL_OCCLUDED_INSTANCES)?;
             Ok(KindKernels {
                 render: [
                     f(KERNEL_RENDER_PATH)?,
@@ -141,6 +170,15 @@ impl DeviceState {
                 occluded,
                 intersect_grid: resident_grid(intersect)?,
                 occluded_grid: resident_grid(occluded)?,
+                render_instances: [
+                    f(KERNEL_RENDER_PATH_INSTANCES)?,
+                    f(KERNEL_RENDER_WHITTED_INSTANCES)?,
+                    f(KERNEL_RENDER_AO_INSTANCES)?,
+                ],
+                intersect_instances,
+                occluded_instances,
+                intersect_instances_grid: resident_grid(intersect_instances)?,
+                occluded_instances_grid: resident_grid(occluded_instances)?,
             })
         };
         let kinds = [
@@ -149,6 +187,8 @@ impl DeviceState {
             load(SceneKind::Mixed)?,
         ];
         let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
+        let refit_slots = module.function(KERNEL_REFIT_SLOTS)?;
+        let refit_boxes = module.function(KERNEL_REFIT_BOXES)?;
         let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
         if params_bytes != std::mem::size_of::<RenderParams>() {
             return Err(Error::Device {
@@ -178,6 +218,8 @@ impl DeviceState {
             frame: None,
             pinned: None,
             camera_masks: None,
+            staging: None,
+            resident: None,
             work,
             ray_tally,
             ray_tally_host,
@@ -189,6 +231,8 @@ impl DeviceState {
             kernels: Kernels {
                 kinds,
                 camera_masks,
+                refit_slots,
+                refit_boxes,
                 params_ptr,
             },
             _module: module,
@@ -203,12 +247,14 @@ impl DeviceState {
         Ok(())
     }
 
-    /// Release the cached batch and frame buffers (they grow back on demand).
+    /// Release the cached batch and frame buffers and the update staging
+    /// buffer (they grow back on demand).
     pub(super) fn release_scratch(&mut self) {
         self.rays = None;
         self.outputs = None;
         self.frame = None;
         self.pinned = None;
+        self.staging = None;
     }
 
     /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of

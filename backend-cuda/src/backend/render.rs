@@ -141,7 +141,11 @@ impl DeviceState {
             )
         };
         let kernels = &self.kernels.kinds[kind as usize];
-        let f = if scene.grid_offsets != 0 {
+        // A two-level scene walks its instances; it has no grid or octant
+        // copies (see SceneBuffers).
+        let f = if scene.top_nodes != 0 {
+            kernels.render_instances[integrator as usize]
+        } else if scene.grid_offsets != 0 {
             kernels.render_grid[integrator as usize]
         } else if scene.octants != 0 {
             kernels.render_octants[integrator as usize]
@@ -263,8 +267,9 @@ impl CudaBackend {
         // A pinhole frame's camera cones, for the tiles of CAMERA_MASK_TILE
         // pixels whose masks the camera rays read.
         let tile = camera_bounds::CAMERA_MASK_TILE;
-        let cones = config
-            .camera_cones
+        // Not for a two-level scene: its slots are in object space, and the
+        // scene has no room for cones (SceneBuffers::camera_cones).
+        let cones = (config.camera_cones && !accel.is_two_level())
             .then(|| {
                 camera_bounds::camera_cones(
                     &params.camera,

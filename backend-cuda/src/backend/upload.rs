@@ -1,26 +1,28 @@
 //! The scene on the device: [`SceneBuffers`] (the BVH, primitives, materials
-//! and the derived light grid, cell grid and octant copies, with the
-//! [`SceneArgs`] that the kernels take), their upload, and
+//! and the derived light grid, cell grid and octant copies, or a two-level
+//! scene's instance level, with the [`SceneArgs`] that the kernels take),
+//! their upload, and
 //! [`Backend::set_scene`](prism_core::Backend::set_scene)'s body, which builds the
 //! tree and uploads it beside the current scene so that a failed upload leaves
 //! that scene in place.
 
 use super::CudaBackend;
 use super::device::{DeviceState, ms_to_duration};
+use super::levels::{LevelBuffers, check_levels};
 use crate::driver::{BACKEND, DeviceBuffer};
 use crate::kernels::{KernelConfig, SceneArgs, SceneKind};
 use prism_core::bvh::RayonFork;
 use prism_core::camera_bounds;
 use prism_core::cell_grid::CellGrid;
-use prism_core::gpu::check_tree;
+use prism_core::gpu::{BvhNode, Primitive, check_tree};
 use prism_core::point_grid;
 use prism_core::{Accel, Error, RenderStats, Scene, TimingSource};
 use std::time::{Duration, Instant};
 
 /// The scene on the device.
 pub(super) struct SceneBuffers {
-    _nodes: DeviceBuffer,
-    _prims: DeviceBuffer,
+    nodes: DeviceBuffer,
+    prims: DeviceBuffer,
     _slot_materials: DeviceBuffer,
     _materials: DeviceBuffer,
     /// The candidate lists around the scene's light (`SceneArgs::light_grid`).
@@ -36,6 +38,9 @@ pub(super) struct SceneBuffers {
     /// `prism_camera_masks` reads (scenes of at most `CAMERA_BOUNDS_MAX_PRIMS`
     /// primitives, with `KernelConfig::camera_cones`).
     pub(super) camera_cones: Option<DeviceBuffer>,
+    /// A two-level scene's instance level (`SceneArgs::instances`,
+    /// `SceneArgs::top_nodes`) and refit data; `None` for a flat scene.
+    pub(super) levels: Option<LevelBuffers>,
     pub(super) args: SceneArgs,
     pub(super) kind: SceneKind,
 }
@@ -70,10 +75,15 @@ impl DeviceState {
     ) -> Result<(SceneBuffers, SceneTimes), Error> {
         self.ensure_events(2)?;
         let t0 = Instant::now();
+        // The octant copies, the light grid, the cell grid and the camera
+        // cones are each built over one flat tree and its slots in world
+        // space; a two-level scene has none of them (see `flat` below).
+        let flat = !accel.is_two_level();
         // The render kernels' near-first octant copies of a small tree
-        // (KernelConfig::octant_trees).
-        let copies = config
-            .octant_trees
+        // (KernelConfig::octant_trees). Not for two levels: their nodes are
+        // many geometries' trees, entered at each instance's root by object
+        // rays whose octant differs from instance to instance.
+        let copies = (config.octant_trees && flat)
             .then(|| prism_core::gpu::near_first_octant_copies(accel.nodes()))
             .flatten();
         let octants = copies.is_some();
@@ -89,14 +99,16 @@ impl DeviceState {
         let mut b_slots = DeviceBuffer::alloc(slots.len(), "slot materials")?;
         let mut b_mats = DeviceBuffer::alloc(mats.len(), "materials")?;
         // The candidate lists around the light of a small scene
-        // (KernelConfig::light_grid).
-        let light_grid = config
-            .light_grid
+        // (KernelConfig::light_grid). Not for two levels: a world-space list
+        // of object-space slots would need each slot's instances, and a new
+        // list whenever an instance moves.
+        let light_grid = (config.light_grid && flat)
             .then(|| point_grid::build_point_grid(accel.light().position, accel.primitives()))
             .flatten();
         // The uniform grid, where core's cost model expects it to beat the tree
         // (KernelConfig::cell_grid); the grid kernels walk the octant copies for
-        // any-hit rays, so only with them.
+        // any-hit rays, so only with them (and so never for two levels, whose
+        // slots are in object space: the grid's cells are in the world).
         let cell_grid = (config.cell_grid && octants)
             .then(|| CellGrid::build(accel.primitives()))
             .flatten()
@@ -141,7 +153,10 @@ impl DeviceState {
             None => None,
         };
         // Room for the camera cones of each frame (KernelConfig::camera_cones).
+        // Not for two levels: a cone from the eye around a slot holds for
+        // one placement of it, the flat scene's.
         let b_cones = if config.camera_cones
+            && flat
             && accel.primitives().len() <= camera_bounds::CAMERA_BOUNDS_MAX_PRIMS
         {
             // A cone and a bounding sphere a slot (find_camera_masks).
@@ -173,6 +188,10 @@ impl DeviceState {
         if let (Some(b), Some(w)) = (b_balls.as_mut(), &grid_balls) {
             b.upload(&self.stream, bytemuck::cast_slice(w))?;
         }
+        let levels = match flat {
+            true => None,
+            false => Some(LevelBuffers::upload(accel, &self.stream)?),
+        };
         self.events[1].record(&self.stream)?;
         self.events[1].synchronize()?;
         let ms = self.events[0].elapsed_ms(&self.events[1])?;
@@ -197,6 +216,12 @@ impl DeviceState {
             light_reach_squared: light_grid.as_ref().map_or(0.0, |g| g.reach_squared),
             ..SceneArgs::default()
         };
+        if let Some(l) = &levels {
+            args.instances = l.instances.ptr();
+            args.top_nodes = l.top_nodes.ptr();
+            args.instance_count = count(accel.instances().len(), "instances")?;
+            args.top_node_count = count(accel.top_nodes().len(), "instance tree nodes")?;
+        }
         if let (Some(b), Some(g)) = (&b_grid, &cell_grid) {
             // Byte offsets of the three parts of the buffer.
             let slots_at = (g.offsets.len() * 4) as u64;
@@ -215,8 +240,8 @@ impl DeviceState {
             }
         }
         let buffers = SceneBuffers {
-            _nodes: b_nodes,
-            _prims: b_prims,
+            nodes: b_nodes,
+            prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
             _light_grid: b_light,
@@ -224,6 +249,7 @@ impl DeviceState {
             _grid_balls: b_balls,
             cell_grid,
             camera_cones: b_cones,
+            levels,
             args,
             kind,
         };
@@ -232,6 +258,31 @@ impl DeviceState {
             upload: ms_to_duration(ms as f64),
         };
         Ok((buffers, times))
+    }
+
+    /// [`DeviceState::upload_scene`], returning the copies' device time in
+    /// milliseconds.
+    pub(super) fn upload_scene_timed(
+        &mut self,
+        accel: &Accel,
+        config: &KernelConfig,
+    ) -> Result<f64, Error> {
+        let (buffers, times) = self.scene_buffers(accel, config)?;
+        self.scene = Some(buffers);
+        Ok(times.upload.as_secs_f64() * 1e3)
+    }
+
+    /// The scene's node and primitive buffers, downloaded.
+    pub(super) fn scene_arrays(&self) -> Result<(Vec<BvhNode>, Vec<Primitive>), Error> {
+        let s = self.scene.as_ref().ok_or(Error::NoScene)?;
+        let copies = if s.args.octants != 0 { 8 } else { 1 };
+        let mut nodes = vec![BvhNode::default(); s.args.node_count as usize * copies];
+        let mut prims = vec![Primitive::default(); s.args.prim_count as usize];
+        s.nodes
+            .download(&self.stream, bytemuck::cast_slice_mut(&mut nodes))?;
+        s.prims
+            .download(&self.stream, bytemuck::cast_slice_mut(&mut prims))?;
+        Ok((nodes, prims))
     }
 
     pub(super) fn scene_args(&self) -> Result<(SceneArgs, SceneKind), Error> {
@@ -262,6 +313,25 @@ impl DeviceState {
     }
 }
 
+/// With `KernelConfig::tree_checked_on_upload`, whether the kernels may skip
+/// core's per-leaf and per-node range checks (PRISM_TREE_CHECKS 0): every node
+/// a traversal reaches is in range, in the scene's trees and, for two levels,
+/// in the tree over the instances and at every instance's root.
+pub(super) fn check_scene(accel: &Accel, config: &KernelConfig) -> Result<(), Error> {
+    if !config.tree_checked_on_upload {
+        return Ok(());
+    }
+    check_tree(accel.nodes(), accel.primitives().len()).map_err(|defect| Error::Device {
+        backend: BACKEND,
+        operation: "checking the BVH before upload",
+        message: defect.to_string(),
+    })?;
+    if accel.is_two_level() {
+        check_levels(accel, 0..accel.instances().len())?;
+    }
+    Ok(())
+}
+
 impl CudaBackend {
     pub(super) fn set_scene_inner(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
         let t0 = Instant::now();
@@ -269,17 +339,7 @@ impl CudaBackend {
         // one-thread build).
         let accel = Accel::build_with(scene, &RayonFork)?;
         let build = t0.elapsed();
-        if self.options.config.tree_checked_on_upload {
-            // The kernels then skip core's per-leaf and per-node range checks
-            // (PRISM_TREE_CHECKS 0): every node a traversal reaches is in range.
-            check_tree(accel.nodes(), accel.primitives().len()).map_err(|defect| {
-                Error::Device {
-                    backend: BACKEND,
-                    operation: "checking the BVH before upload",
-                    message: defect.to_string(),
-                }
-            })?;
-        }
+        check_scene(&accel, &self.options.config)?;
         // Upload next to the current scene, which therefore survives a failed
         // upload; only if the device runs out of memory are the old scene and
         // the cached work buffers released and the upload tried once more.

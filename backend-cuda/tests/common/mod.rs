@@ -2,10 +2,12 @@
 //! skipping), the shared scene files, and the built-in benchmark scenes.
 #![allow(dead_code)]
 
-use prism_core::glam::Vec3;
+use prism_core::glam::{Affine3A, Vec3};
+use prism_core::reference::{Agreement, AgreementCounts, classify};
 use prism_core::rng::Pcg;
 use prism_core::{
-    Camera, Error, Integrator, Material, PointLight, Ray, RenderSettings, Scene, Sky,
+    Camera, Error, Geometry, Hit, Instance, Integrator, Material, PointLight, Ray, RenderSettings,
+    Scene, Sky,
 };
 use std::path::{Path, PathBuf};
 
@@ -69,12 +71,95 @@ pub fn load_hits(path: &Path) -> Result<Vec<(f32, u32)>, String> {
     prism::rays::read_hits(path).map_err(|e| e.to_string())
 }
 
+/// An `.instances` file of the shared scenes: object-to-world transforms.
+pub fn load_instances(path: &Path) -> Result<Vec<Affine3A>, String> {
+    prism::rays::read_instances(path).map_err(|e| e.to_string())
+}
+
+/// An `.ihits` file of the shared scenes: `(t, prim, instance)` per ray.
+pub fn load_ihits(path: &Path) -> Result<Vec<(f32, u32, u32)>, String> {
+    prism::rays::read_instance_hits(path).map_err(|e| e.to_string())
+}
+
+/// A two-level scene of one mesh file of the shared scenes (grey Lambert,
+/// primitive ids in file order) placed by `transforms`, instance `i` by
+/// `transforms[i]`.
+pub fn instanced_scene(mesh_path: &Path, transforms: &[Affine3A]) -> Result<Scene, String> {
+    let mesh = prism::mesh::load_mesh(mesh_path).map_err(|e| e.to_string())?;
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.7)));
+    let g = Geometry::mesh(&mesh.positions, &mesh.triangles, m).map_err(|e| e.to_string())?;
+    let g = scene.add_geometry(g);
+    scene
+        .add_instances(transforms.iter().map(|t| Instance::new(g, *t)))
+        .map_err(|e| e.to_string())?;
+    Ok(scene)
+}
+
+/// [`AgreementCounts`] of hits on instances against `(t, prim, instance)`
+/// references: a hit on another instance counts as another primitive (a tie
+/// at the same `t`, else a mismatch).
+pub fn instanced_agreement(
+    rays: &[Ray],
+    hits: &[Hit],
+    reference: &[(f32, u32, u32)],
+) -> AgreementCounts {
+    let mut c = AgreementCounts {
+        total: rays.len(),
+        ..Default::default()
+    };
+    for (i, ray) in rays.iter().enumerate() {
+        let agreement = match (hits.get(i), reference.get(i)) {
+            (Some(h), Some(&(t, prim, instance))) => {
+                // Another instance: a primitive id the hit's cannot be.
+                let prim = if h.is_hit() && prim != Hit::NO_PRIM && h.instance != instance {
+                    h.prim ^ 1
+                } else {
+                    prim
+                };
+                classify(ray, h, t, prim)
+            }
+            _ => Agreement::Mismatch,
+        };
+        match agreement {
+            Agreement::Match => c.matches += 1,
+            Agreement::Tie => c.ties += 1,
+            Agreement::Mismatch => {
+                c.mismatches += 1;
+                c.first_mismatch.get_or_insert(i);
+            }
+        }
+    }
+    c
+}
+
+/// `scene` as a two-level scene: its own primitives one geometry, placed
+/// once by the identity (the same primitive ids, materials, sky and light).
+pub fn as_one_identity_instance(scene: &Scene) -> Scene {
+    let mut s = Scene::new();
+    s.sky = scene.sky;
+    s.light = scene.light;
+    for m in scene.materials() {
+        s.add_material(*m);
+    }
+    let g = s.add_geometry(scene.own_geometry().clone());
+    s.add_instance(Instance::new(g, Affine3A::IDENTITY));
+    s
+}
+
 /// Every `(mesh, ray set)` pair of the shared scenes.
 pub const RAY_SETS: [(&str, &str); 4] = [
     ("bunny", "primary"),
     ("bunny", "diffuse"),
     ("ogre", "primary"),
     ("ogre", "diffuse"),
+];
+
+/// The instanced ray sets of the shared scenes (`instances/`): the mesh,
+/// the placements' file stem, and the ray sets.
+pub const INSTANCED_SETS: [(&str, &str, &str); 2] = [
+    ("bunny", "bunny-x1000", "diffuse"),
+    ("bunny", "bunny-x1000", "primary"),
 ];
 
 /// The built-in benchmark scenes, from the facade (the scenes `prism bench` renders).
