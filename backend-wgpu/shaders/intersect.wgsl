@@ -58,10 +58,16 @@ fn ray_pre_safe(c: f32) -> f32 {
     return c;
 }
 
+// The inverse direction of RayPre::new: each component clamped away from
+// zero, then inverted (correctly rounded).
+fn ray_pre_inv_dir(d: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(div_rn(1.0, ray_pre_safe(d.x)), div_rn(1.0, ray_pre_safe(d.y)), div_rn(1.0, ray_pre_safe(d.z)));
+}
+
 // mirrors prism_core::intersect::RayPre::new
 fn ray_pre_new(ray: Ray) -> RayPre {
     let d = ray.dir;
-    let inv_dir = vec3<f32>(div_rn(1.0, ray_pre_safe(d.x)), div_rn(1.0, ray_pre_safe(d.y)), div_rn(1.0, ray_pre_safe(d.z)));
+    let inv_dir = ray_pre_inv_dir(d);
     // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
     let ad = abs(d);
     var kz = 2u;
