@@ -1,7 +1,7 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
+//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--instances] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default
@@ -17,6 +17,12 @@
 //!    The two scenes are the facade's (`prism::scenes`), the ones `prism bench`
 //!    renders.
 //! 4. With `--variants`: the same frames and ray sets for other workgroup sizes.
+//!
+//! `--instances` runs instead the two-level part: the bunny placed 1,000 times
+//! (`DIR/instances/bunny-x1000.*`), its primary and diffuse rays repeated to
+//! `--batch` rays, closest and any hit in one dispatch a batch with and
+//! without lane refill and in the default banded call, Mrays/s and every hit
+//! against Embree's `.ihits`; it ends with a table.
 //!
 //! `--software` accepts a software adapter, `--quick` shrinks the two frames
 //! (for a smoke test on lavapipe), `--rays-only` stops after step 1, and
@@ -276,6 +282,186 @@ fn rays_bench(
     Ok(())
 }
 
+/// One row of the instanced part's table.
+struct InstancedRow {
+    set: &'static str,
+    variant: &'static str,
+    rays: usize,
+    closest: f64,
+    occluded: f64,
+    whole: f64,
+    counts: (usize, usize, usize),
+    occ_bad: usize,
+}
+
+/// Hits against Embree's instanced reference `(t, prim, instance)`: matches
+/// (same primitive and instance, `t` within 1e-4 relative), ties (another
+/// primitive or instance at such a `t`), mismatches; and the first mismatch.
+fn compare_instanced(
+    rays: &[Ray],
+    hits: &[Hit],
+    reference: &[(f32, u32, u32)],
+) -> ((usize, usize, usize), Option<usize>) {
+    use prism_core::reference::{t_close, t_floor};
+    let (mut matches, mut ties, mut mismatches, mut first) = (0, 0, 0, None);
+    for (i, ray) in rays.iter().enumerate() {
+        let (Some(h), Some(&(t, prim, instance))) = (hits.get(i), reference.get(i)) else {
+            mismatches += 1;
+            first.get_or_insert(i);
+            continue;
+        };
+        match (h.is_hit(), prim != Hit::NO_PRIM) {
+            (false, false) => matches += 1,
+            (true, true) if t_close(h.t, t, t_floor(ray)) => {
+                if (h.prim, h.instance) == (prim, instance) {
+                    matches += 1;
+                } else {
+                    ties += 1;
+                }
+            }
+            _ => {
+                mismatches += 1;
+                first.get_or_insert(i);
+            }
+        }
+    }
+    ((matches, ties, mismatches), first)
+}
+
+/// `--instances`: the bunny placed 1,000 times (`DIR/instances/bunny-x1000.*`),
+/// its 65,536 primary and diffuse rays repeated to batches of `batch` rays:
+/// closest and any hit, Mrays/s over the trace pass's GPU time (median of
+/// `runs`), every hit checked against Embree's `.ihits`. Variants: one
+/// dispatch a batch (the figure to set beside CUDA's on resident rays) with
+/// and without lane refill, and the default banded call (its whole-call rate).
+fn instances_bench(
+    dir: &Path,
+    runs: usize,
+    batch: usize,
+    software: bool,
+    rep: &mut Report,
+) -> Result<(), Error> {
+    let base = dir.join("instances");
+    let io = |path: &Path, message: String| Error::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let obj = dir.join("bunny.obj");
+    let mesh = prism::mesh::load_mesh(&obj)?;
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.7)));
+    let g = scene.add_geometry(prism_core::Geometry::mesh(
+        &mesh.positions,
+        &mesh.triangles,
+        m,
+    )?);
+    let placements = prism::rays::read_instances(base.join("bunny-x1000.instances"))?;
+    if placements.is_empty() {
+        return Err(io(&base, "no instances in bunny-x1000.instances".into()));
+    }
+    for t in placements {
+        scene.add_instance(prism_core::Instance::new(g, t));
+    }
+    let variants: [(&str, bool, bool); 3] = [
+        ("one dispatch, lane refill", true, false),
+        ("one dispatch, no refill", false, false),
+        ("default (banded)", true, true),
+    ];
+    let mut rows = Vec::new();
+    for (variant, refill, overlap) in variants {
+        let mut gpu = WgpuBackend::new(WgpuOptions {
+            allow_software: software,
+            lane_refill: refill,
+            overlap_transfers: overlap,
+            ..Default::default()
+        })?;
+        if refill && !gpu.lane_refill() {
+            rep.line(format!(
+                "instances: skipping '{variant}': no lane refill on this adapter"
+            ));
+            continue;
+        }
+        let set_stats = gpu.set_scene(&scene)?;
+        rep.line(format!(
+            "instances {variant}: bunny-x1000 set_scene build {:.1} ms upload {:.1} ms, stack {} entries",
+            ms(set_stats.build),
+            ms(set_stats.upload),
+            gpu.module_config().stack_entries
+        ));
+        for set in ["primary", "diffuse"] {
+            let rays = prism::rays::read_rays(base.join(format!("bunny-x1000.{set}.rays")))?;
+            let reference =
+                prism::rays::read_instance_hits(base.join(format!("bunny-x1000.{set}.ihits")))?;
+            let n = batch.max(rays.len());
+            let big: Vec<Ray> = rays.iter().copied().cycle().take(n).collect();
+            let mut hits = vec![Hit::MISS; n];
+            let mut occ = vec![false; n];
+            // One untimed round (pipelines, buffers, clocks).
+            gpu.intersect(&big, &mut hits)?;
+            gpu.occluded(&big, &mut occ)?;
+            let (mut closest, mut occluded, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let s = gpu.intersect(&big, &mut hits)?;
+                closest.push(n as f64 / s.trace.as_secs_f64() / 1e6);
+                whole.push(n as f64 / s.total.as_secs_f64() / 1e6);
+                let s = gpu.occluded(&big, &mut occ)?;
+                occluded.push(n as f64 / s.trace.as_secs_f64() / 1e6);
+            }
+            // Every repetition of the set is checked.
+            let reference: Vec<(f32, u32, u32)> =
+                reference.iter().copied().cycle().take(n).collect();
+            let (counts, first) = compare_instanced(&big, &hits, &reference);
+            let occ_bad = occ
+                .iter()
+                .zip(&reference)
+                .filter(|(o, r)| **o != (r.1 != Hit::NO_PRIM))
+                .count();
+            if let Some(i) = first {
+                rep.line(format!(
+                    "  first mismatch: ray {i} {:?}: wgpu {:?}, Embree {:?}",
+                    big[i], hits[i], reference[i]
+                ));
+            }
+            rep.check(
+                counts.2 == 0,
+                format!("bunny-x1000.{set} ({variant}) intersect vs Embree"),
+            );
+            rows.push(InstancedRow {
+                set,
+                variant,
+                rays: n,
+                closest: median(closest),
+                occluded: median(occluded),
+                whole: median(whole),
+                counts,
+                occ_bad,
+            });
+        }
+    }
+    rep.line(String::new());
+    rep.line(
+        "| instanced set | variant | rays | closest Mrays/s | occluded Mrays/s | closest, whole call | vs Embree: match / ties / mismatches | occluded disagrees |"
+            .into(),
+    );
+    rep.line("|---|---|---:|---:|---:|---:|---|---:|".into());
+    for r in rows {
+        rep.line(format!(
+            "| bunny-x1000.{} | {} | {} | {:.1} | {:.1} | {:.1} | {} / {} / {} | {} |",
+            r.set,
+            r.variant,
+            r.rays,
+            r.closest,
+            r.occluded,
+            r.whole,
+            r.counts.0,
+            r.counts.1,
+            r.counts.2,
+            r.occ_bad
+        ));
+    }
+    Ok(())
+}
+
 fn frame_bench(
     gpu: &mut WgpuBackend,
     name: &str,
@@ -519,6 +705,12 @@ fn main() {
     for a in prism_wgpu::adapters() {
         rep.line(format!("adapter: {a} driver {}", a.driver));
     }
+    if flag("--instances") {
+        // Its own backends, one per variant.
+        let started = Instant::now();
+        let result = instances_bench(&dir, runs, batch, software, &mut rep);
+        finish(rep, result, started);
+    }
     let mut gpu = match WgpuBackend::new(WgpuOptions {
         allow_software: software,
         lane_refill: !flag("--no-lane-refill"),
@@ -628,6 +820,12 @@ fn main() {
         }
         Ok(())
     })();
+    finish(rep, result, started);
+}
+
+/// Print the summary of a run begun at `started` that ended with `result`,
+/// and exit: 0 when every check passed, 1 otherwise.
+fn finish(mut rep: Report, result: Result<(), Error>, started: Instant) -> ! {
     if let Err(e) = result {
         rep.failed.push(format!("error: {e}"));
         println!("error: {e}");
@@ -641,6 +839,7 @@ fn main() {
     }
     if rep.failed.is_empty() {
         println!("ALL CHECKS PASSED");
+        std::process::exit(0);
     } else {
         println!("FAILED: {}", rep.failed.join("; "));
         std::process::exit(1);
