@@ -17,8 +17,10 @@
 // ordered and pushed as an inner child is. Reaching a reference enters the
 // instance: its mask against the ray's, the ray carried into its object space
 // (object_ray, whose products are rounded as core's), that ray's set-up
-// (RayPre), then the walk goes on at the geometry's root with the stack depth
-// remembered; popping below that depth leaves the instance. Every stack entry
+// (RayPre; the triangle test's part waits for the first leaf: most instances
+// entered are left without one), then the walk goes on at the geometry's root
+// in the same step, with the stack depth remembered; popping below that depth
+// leaves the instance. Every stack entry
 // keeps its box's entry distance, and the closest-hit walk drops an entry
 // that lies at or beyond the best hit when it pops it: core would visit the
 // node and find its children beyond too (a child's box lies in its parent's),
@@ -100,16 +102,19 @@ struct TwoLevelWalk {
     base: u32,
     // The instance walked; NO_INSTANCE in the top tree.
     instance: u32,
+    // Whether `pre` holds the object ray's axes and shear (ray_pre_triangles),
+    // worked out at the first leaf the walk tests inside the instance: most
+    // instances entered are left without one.
+    triangles_ready: bool,
 }
 
 // The head of prism_core::two_level::TwoLevel::closest_hit and any_hit: the
 // world ray's set-up for the slab tests (the top tree holds no primitives, so
 // its shear is never read) at the root of the top tree.
 fn two_level_begin(ray: Ray) -> TwoLevelWalk {
-    let inv_dir = ray_pre_inv_dir(ray.dir);
-    let pre = RayPre(ray.origin, ray.dir, inv_dir, 2u, 0u, 1u, vec3<f32>(0.0), 0u);
+    let pre = ray_pre_slabs(ray);
     let best = Hit(ray.tmax, 0.0, 0.0, NO_PRIM, NO_INSTANCE);
-    return TwoLevelWalk(pre, ray, inv_dir, best, levels.top_root, 0u, 0u, NO_INSTANCE);
+    return TwoLevelWalk(pre, ray, pre.inv_dir, best, levels.top_root, 0u, 0u, NO_INSTANCE, false);
 }
 
 // Take the next entry of the stack that lies nearer than the best hit; false
@@ -139,15 +144,17 @@ fn two_level_pop(w: ptr<function, TwoLevelWalk>) -> bool {
 
 // Enter the instance that (*w).node refers to (the `visit` of
 // prism_core::two_level::TwoLevel::walk_top): if its mask shares a bit with
-// the ray's, carry the ray into its object space and go on at its geometry's
-// root; otherwise pop. False when the walk is over.
+// the ray's, carry the ray into its object space (the slab tests' part of
+// its set-up: the rest waits for a leaf) and go on at its geometry's root;
+// otherwise pop. False when the walk is over.
 fn two_level_enter(w: ptr<function, TwoLevelWalk>) -> bool {
     let index = (*w).node & ~INSTANCE_REF;
     if index < levels.instance_count {
         let record = instance_record(index);
         let info = bitcast<vec4<u32>>(record.info);
         if ((*w).world.mask & info.y) != 0u {
-            (*w).pre = ray_pre_new(object_ray(record, (*w).world, (*w).best.t));
+            (*w).pre = ray_pre_slabs(object_ray(record, (*w).world, (*w).best.t));
+            (*w).triangles_ready = false;
             (*w).node = info.x;
             (*w).base = (*w).sp;
             (*w).instance = index;
@@ -155,6 +162,27 @@ fn two_level_enter(w: ptr<function, TwoLevelWalk>) -> bool {
         }
     }
     return two_level_pop(w);
+}
+
+// Make the walk's node a node: enter the instances it refers to until one is
+// entered (or the walk is over: false). A step that enters an instance goes
+// on at its root, so the node test there runs beside the other lanes' steps.
+fn two_level_enter_all(w: ptr<function, TwoLevelWalk>) -> bool {
+    while ((*w).node & INSTANCE_REF) != 0u {
+        if !two_level_enter(w) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The object ray's set-up for the triangle test, at the first leaf tested
+// inside the instance.
+fn two_level_triangles(w: ptr<function, TwoLevelWalk>) {
+    if !(*w).triangles_ready {
+        (*w).pre = ray_pre_triangles((*w).pre);
+        (*w).triangles_ready = true;
+    }
 }
 
 // Whether (*w).node lies in the tree being walked: below the instance records
@@ -174,12 +202,13 @@ fn two_level_push(w: ptr<function, TwoLevelWalk>, node: u32, t: f32) {
     }
 }
 
-// One step of the two-level closest-hit walk: enter an instance, or visit one
-// node of either tree (inside an instance as closest_hit_step does, leaves
-// tested right away, nearest first); false when the walk is over.
+// One step of the two-level closest-hit walk: visit one node of either tree
+// (inside an instance as closest_hit_step does, leaves tested right away,
+// nearest first), after entering the instance the walk reached; false when
+// the walk is over.
 fn two_level_closest_step(w: ptr<function, TwoLevelWalk>) -> bool {
-    if ((*w).node & INSTANCE_REF) != 0u {
-        return two_level_enter(w);
+    if !two_level_enter_all(w) {
+        return false;
     }
     if !two_level_node_in_range(w) {
         return two_level_pop(w);
@@ -220,7 +249,10 @@ fn two_level_closest_step(w: ptr<function, TwoLevelWalk>) -> bool {
                 }
                 t_far = f32_infinity();
             }
-            (*w).best = leaves_closest(pre, leaves, t_far_leaf, tmin, (*w).instance, (*w).best);
+            if leaves.y != 0u || leaves.w != 0u {
+                two_level_triangles(w);
+                (*w).best = leaves_closest((*w).pre, leaves, t_far_leaf, tmin, (*w).instance, (*w).best);
+            }
         } else {
             // Instances: walked to as nodes are (the top tree's leaves hold one each).
             near = select(near, near | INSTANCE_REF, near_count > 0u);
@@ -260,12 +292,11 @@ fn two_level_closest_hit(ray: Ray) -> Hit {
 }
 
 // One step of the two-level any-hit walk (inside an instance as any_hit_step
-// does): STEP_HIT or STEP_MISS when the walk ends, else STEP_MORE.
+// does), after entering the instance the walk reached: STEP_HIT or STEP_MISS
+// when the walk ends, else STEP_MORE.
 fn two_level_any_step(w: ptr<function, TwoLevelWalk>) -> u32 {
-    var more: bool;
-    if ((*w).node & INSTANCE_REF) != 0u {
-        more = two_level_enter(w);
-        return select(STEP_MISS, STEP_MORE, more);
+    if !two_level_enter_all(w) {
+        return STEP_MISS;
     }
     if !two_level_node_in_range(w) {
         return select(STEP_MISS, STEP_MORE, two_level_pop(w));
@@ -300,8 +331,11 @@ fn two_level_any_step(w: ptr<function, TwoLevelWalk>) -> u32 {
                 }
                 go_right = false;
             }
-            if leaves_any(pre, leaves, tmin, tmax) {
-                return STEP_HIT;
+            if leaves.y != 0u || leaves.w != 0u {
+                two_level_triangles(w);
+                if leaves_any((*w).pre, leaves, tmin, tmax) {
+                    return STEP_HIT;
+                }
             }
         } else {
             l_index = select(l_index, l_index | INSTANCE_REF, l_count > 0u);
@@ -323,8 +357,7 @@ fn two_level_any_step(w: ptr<function, TwoLevelWalk>) -> u32 {
     } else if go_far {
         (*w).node = far;
     } else {
-        more = two_level_pop(w);
-        return select(STEP_MISS, STEP_MORE, more);
+        return select(STEP_MISS, STEP_MORE, two_level_pop(w));
     }
     return STEP_MORE;
 }
