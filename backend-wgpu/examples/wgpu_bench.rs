@@ -352,9 +352,11 @@ fn compare_instanced(
 /// closest and any hit, Mrays/s over the trace pass's GPU time (median of
 /// `runs`), every hit checked against Embree's `.ihits` and core's walk (a
 /// mismatch against Embree passes only where core's walk misses Embree's
-/// answer too). Variants: one
-/// dispatch a batch (the figure to set beside CUDA's on resident rays) with
-/// and without lane refill, and the default banded call (its whole-call rate).
+/// answer too). Variants: one dispatch a batch (the figure to set beside
+/// CUDA's on resident rays) with and without lane refill, the default banded
+/// call (its whole-call rate), and refill lanes that enter instances as they
+/// come against the default's waiting for a quarter of the subgroup (both
+/// through a source patch, which turns wgpu's loop bounding on).
 fn instances_bench(
     dir: &Path,
     runs: usize,
@@ -401,17 +403,46 @@ fn instances_bench(
         ));
         sets.push((set, rays, reference, core_ref, core_counts.2));
     }
-    let variants: [(&str, bool, bool); 3] = [
-        ("one dispatch, lane refill", true, false),
-        ("one dispatch, no refill", false, false),
-        ("default (banded)", true, true),
+    // (name, lane refill, banded calls, source patch). A patched module runs
+    // with wgpu's loop bounding on, so the patched variant compares with the
+    // identity patch: lanes entering instances as they come against the
+    // default, which makes them wait for a quarter of the subgroup.
+    type Patch = fn(&str, &str) -> String;
+    let identity: Patch = |_, src| src.to_string();
+    let as_they_come: Patch = |name, src| {
+        if name == "refill.wgsl" {
+            src.replace(
+                "const ENTRY_WAIT_SHARE: u32 = 4u;",
+                "const ENTRY_WAIT_SHARE: u32 = 4096u;",
+            )
+        } else {
+            src.to_string()
+        }
+    };
+    let variants: [(&str, bool, bool, Option<Patch>); 5] = [
+        ("one dispatch, lane refill", true, false, None),
+        ("one dispatch, no refill", false, false, None),
+        ("default (banded)", true, true, None),
+        ("one dispatch, identity patch", true, false, Some(identity)),
+        (
+            "one dispatch, identity patch, entries as they come",
+            true,
+            false,
+            Some(as_they_come),
+        ),
     ];
+    let refill_src = prism_wgpu::REFILL.1;
+    rep.check(
+        as_they_come("refill.wgsl", refill_src) != refill_src,
+        "the entries-as-they-come patch applies to refill.wgsl".into(),
+    );
     let mut rows = Vec::new();
-    for (variant, refill, overlap) in variants {
+    for (variant, refill, overlap, patch) in variants {
         let mut gpu = WgpuBackend::new(WgpuOptions {
             allow_software: software,
             lane_refill: refill,
             overlap_transfers: overlap,
+            source_patch: patch.map(|p| Box::new(p) as prism_wgpu::SourcePatch),
             ..Default::default()
         })?;
         if refill && !gpu.lane_refill() {

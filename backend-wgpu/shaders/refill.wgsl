@@ -77,6 +77,26 @@ fn refill(lane: u32, size: u32, busy: bool, exhausted: ptr<function, bool>) -> u
     return select(NO_RAY, i, i < chunk.count);
 }
 
+// A two-level walk's lane that is to enter an instance (two_level.wgsl) waits
+// until at least 1 / ENTRY_WAIT_SHARE of the subgroup's busy lanes are to, or
+// no other lane can step: entering (the object ray and its set-up: three
+// correctly rounded divisions) costs a few node steps, and the subgroup runs
+// it for all its entering lanes at once, so entries made as they come
+// (some 9% of a diffuse ray's steps on bunny-x1000) would put it in nearly
+// every step of every subgroup. Waiting lanes idle meanwhile; a quarter
+// keeps that share small.
+const ENTRY_WAIT_SHARE: u32 = 4u;
+
+// Whether the lane steps the two-level walk `w` now (it is busy, and either
+// has a node to visit or enters an instance with enough others; see
+// ENTRY_WAIT_SHARE). With the whole subgroup.
+fn two_level_steps_now(w: ptr<function, TwoLevelWalk>, busy: bool) -> bool {
+    let entering = busy && ((*w).node & INSTANCE_REF) != 0u;
+    let waiting = ballot_count(subgroupBallot(entering));
+    let stepping = ballot_count(subgroupBallot(busy));
+    return busy && (!entering || waiting * ENTRY_WAIT_SHARE >= stepping);
+}
+
 // The head of prism_core::traverse::Accel::intersect_slot and occluded for
 // a flat scene's batch ray: one whose mask shares no bit with FLAT_MASK
 // starts at no node, so that its first step ends it with a miss.
@@ -115,13 +135,13 @@ fn intersect_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgrou
             }
             continue;
         }
-        if busy {
-            if TWO_LEVEL == 1u {
-                if !two_level_closest_step(&w) {
-                    store_hit(ray_index, two_level_closest_end(w));
-                    busy = false;
-                }
-            } else if !closest_hit_step(&c) {
+        if TWO_LEVEL == 1u {
+            if two_level_steps_now(&w, busy) && !two_level_closest_step(&w) {
+                store_hit(ray_index, two_level_closest_end(w));
+                busy = false;
+            }
+        } else if busy {
+            if !closest_hit_step(&c) {
                 store_hit(ray_index, closest_hit_end(c));
                 busy = false;
             }
@@ -159,7 +179,11 @@ fn occluded_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup
             }
             continue;
         }
-        if busy {
+        var steps = busy;
+        if TWO_LEVEL == 1u {
+            steps = two_level_steps_now(&w, busy);
+        }
+        if steps {
             var r: u32;
             if TWO_LEVEL == 1u {
                 r = two_level_any_step(&w);

@@ -615,6 +615,59 @@ fn instanced_renders_match_core() {
     });
 }
 
+/// Lane refill (hardware adapters with subgroups) gives the plain kernels'
+/// two-level answers bit for bit, on a field of instances with masks and a
+/// batch several times larger than the GPU holds at once.
+#[test]
+fn two_level_lane_refill_gives_the_plain_kernels_results() {
+    let open = |lane_refill| {
+        WgpuBackend::new(WgpuOptions {
+            allow_software: true,
+            lane_refill,
+            ..Default::default()
+        })
+    };
+    let Ok(mut refill) = open(true) else {
+        // No adapter: with_backend reports the skip (or fails under PRISM_REQUIRE_WGPU=1).
+        return with_backend(|_| {});
+    };
+    if !refill.lane_refill() {
+        assert!(
+            !std::env::var("PRISM_REQUIRE_LANE_REFILL").is_ok_and(|v| v == "1"),
+            "PRISM_REQUIRE_LANE_REFILL=1 but lane refill is not used on {}",
+            refill.adapter()
+        );
+        eprintln!(
+            "SKIPPED: lane refill is not used on {} (software adapter or no subgroup operations)",
+            refill.adapter()
+        );
+        return;
+    }
+    let mut plain = open(false).expect("second backend");
+    let mut r = Rng::new(41);
+    let scene = two_level_scene(&mut r, 3, 2000);
+    let rays = rays(&mut r, 1 << 21);
+    refill.set_scene(&scene).expect("scene");
+    plain.set_scene(&scene).expect("scene");
+    let mut a = vec![Hit::MISS; rays.len()];
+    let mut b = vec![Hit::MISS; rays.len()];
+    refill.intersect(&rays, &mut a).expect("intersect");
+    plain.intersect(&rays, &mut b).expect("intersect");
+    let differ = a
+        .iter()
+        .zip(&b)
+        .filter(|(x, y)| bytemuck::bytes_of(*x) != bytemuck::bytes_of(*y))
+        .count();
+    assert_eq!(differ, 0, "closest hits differ on {differ} rays");
+    let mut oa = vec![false; rays.len()];
+    let mut ob = vec![false; rays.len()];
+    refill.occluded(&rays, &mut oa).expect("occluded");
+    plain.occluded(&rays, &mut ob).expect("occluded");
+    assert!(oa == ob, "occlusion differs");
+    let hits = a.iter().filter(|h| h.is_hit()).count();
+    assert!(hits > rays.len() / 10, "{hits} hits");
+}
+
 /// The scenes directory: `$PRISM_SCENES`, else `../shared/scenes` beside
 /// the workspace; `None` when it holds no instanced set.
 fn instanced_set() -> Option<PathBuf> {
