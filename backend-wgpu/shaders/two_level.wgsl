@@ -16,19 +16,20 @@
 // a leaf child there is a reference to its instance (INSTANCE_REF | index),
 // ordered and pushed as an inner child is. Reaching a reference enters the
 // instance: its mask against the ray's, the ray carried into its object space
-// (object_ray, whose products are rounded as core's), that ray's set-up
-// (RayPre; the triangle test's part waits for the first leaf: most instances
-// entered are left without one), then the walk goes on at the geometry's root
-// in the same step, with the stack depth remembered; popping below that depth
-// leaves the instance. Every stack entry
-// keeps its box's entry distance, and the closest-hit walk drops an entry
-// that lies at or beyond the best hit when it pops it: core would visit the
-// node and find its children beyond too (a child's box lies in its parent's),
-// and would not enter the instance (core enters one only while its box is
-// nearer than the best hit). The order differs from core's (which enters a
-// node's instances as soon as it meets them), so the hits are core's except
-// where two primitives tie at exactly the same t. The flat-only accelerators
-// (octant copies, light grid) are built over one flat tree and are not used.
+// (object_ray, whose products are rounded as core's) and that ray's set-up for
+// the slab tests (the triangle test's part waits for the first leaf: most
+// instances entered are left without one); the walk goes on at the
+// geometry's root in the same step, the stack depth remembered, and popping
+// below that depth leaves the instance.
+//
+// Every stack entry keeps its box's entry distance, and the closest-hit walk
+// drops an entry that lies at or beyond the best hit when it pops it: core
+// would visit that node and find its children beyond too (a child's box lies
+// in its parent's), and enters an instance only while its box is nearer than
+// the best hit. Only the order differs from core's (which enters a node's
+// instances as soon as it meets them), so the hits are core's except where two
+// primitives tie at exactly the same t. The flat-only accelerators (octant
+// copies, light grid) are built over one flat tree and are not used.
 
 // Marks a reference to an instance among node indices (on the stack and in
 // TwoLevelWalk::node). Instance indices stay below 2^30

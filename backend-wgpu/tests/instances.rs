@@ -602,13 +602,20 @@ fn instanced_renders_match_core() {
                 let d = (Vec3::new(px[0], px[1], px[2]) - c).abs().max_element();
                 close += usize::from(d <= 1e-3 * (1.0 + c.max_element()));
             }
+            // As the flat renders' test (adapter.rs): a rounding on a GPU may
+            // flip a decision (a grazing hit, a shadow boundary, Russian
+            // roulette), more often in the integrators that make more.
+            let need = match integrator {
+                Integrator::Whitted => 0.99,
+                _ => 0.95,
+            };
             let share = close as f64 / (w * h) as f64;
             eprintln!(
                 "{integrator:?}: {:.1}% of pixels within 1e-3 of core",
                 100.0 * share
             );
             assert!(
-                share > 0.97,
+                share >= need,
                 "{integrator:?}: only {share} of pixels match core"
             );
         }
