@@ -86,6 +86,10 @@ impl WgpuBackend {
             operation: "checking the BVH before upload",
             message: defect.to_string(),
         })?;
+        // For a two-level scene the configuration has neither octant copies
+        // nor a light grid: both are built over one flat tree, while its rays
+        // walk each geometry's tree in the object space of an instance, where
+        // their octant and the light's position change from one to the next.
         let mut config = self.config.for_accel(&accel);
         // A flat scene: the tree's near-first octant copies when the module
         // for this scene reads them (it reads them only when they exist).
