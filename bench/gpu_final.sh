@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU (no Rust needed), from the repository root,
 # with .gpu/ staged by bench/stage_gpu.sh and the Vulkan loader debs in .gl/:
-# CUDA tests, CUDA and wgpu benchmarks, the CLI stage tables, the conformance
+# CUDA tests, wgpu tests (flat and two-level), CUDA and wgpu benchmarks (wgpu:
+# also bunny-x1000, wgpu_bench --instances), the CLI stage tables, the conformance
 # suite on CPU, CUDA and wgpu, and the GPU out-of-memory test (PRISM_GPU_OOM=1).
 # Logs and the report (one tarball) go to $OUT; a summary is printed last.
 set -uo pipefail
@@ -32,6 +33,8 @@ grep -E "test result" "$OUT/cuda_tests.log" | tee -a "$OUT/summary.txt"
 
 PRISM_FULL_RAYS=1 PRISM_REQUIRE_LANE_REFILL=1 timeout 120 $B/wgpu_adapter_tests --nocapture > "$OUT/wgpu_tests.log" 2>&1; echo "wgpu adapter tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/wgpu_tests.log" | tee -a "$OUT/summary.txt"
+PRISM_FULL_RAYS=1 PRISM_REQUIRE_LANE_REFILL=1 timeout 120 $B/wgpu_instances_tests --nocapture > "$OUT/wgpu_instances_tests.log" 2>&1; echo "wgpu two-level tests: exit $?" | tee -a "$OUT/summary.txt"
+grep -E "test result" "$OUT/wgpu_instances_tests.log" | tee -a "$OUT/summary.txt"
 
 timeout 170 $B/prism conformance --out /tmp/conformance --backends cpu,cuda,wgpu --scenes $S > "$OUT/conformance.log" 2>&1
 echo "conformance (cpu, cuda, wgpu): exit $?" | tee -a "$OUT/summary.txt"
@@ -45,6 +48,8 @@ phase "cuda-bench-start"
 timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1; echo "cuda bench: exit $?" | tee -a "$OUT/summary.txt"
 phase "wgpu-bench-start"
 timeout ${WGPU_BENCH_S:-150} $B/wgpu_bench --scenes $S --runs 5 ${WGPU_BENCH_ARGS:-} > "$OUT/wgpu_bench.log" 2>&1; echo "wgpu bench: exit $?" | tee -a "$OUT/summary.txt"
+phase "wgpu-instances-start"
+timeout 120 $B/wgpu_bench --scenes $S --instances --runs 5 > "$OUT/wgpu_instances.log" 2>&1; echo "wgpu bench --instances: exit $?" | tee -a "$OUT/summary.txt"
 phase "cli-bench-start"
 
 for be in cuda wgpu; do
@@ -65,6 +70,7 @@ awk 'NR == FNR { split($1, t, ":"); start[++n] = t[1] * 3600 + t[2] * 60 + t[3];
      END { for (k in c) print k ": " c[k] }' "$OUT/phases.txt" FS='[ ,]+' "$OUT/clocks.csv" | sort
 echo "---- cuda bench ----"; grep -E "rtiow 1280|whitted19 8192|\.diffuse|\.primary" "$OUT/cuda_bench.log" | cut -c1-200 | head -20
 echo "---- wgpu bench ----"; grep -E "batch|frame|FAIL|PASS" "$OUT/wgpu_bench.log" | cut -c1-200 | tail -40
+echo "---- wgpu bench --instances ----"; sed -n '/^==== summary/,$p' "$OUT/wgpu_instances.log" | sed -n '/^| instanced set/,$p'
 echo "---- conformance ----"; tail -15 "$OUT/conformance.log"
 echo "---- summary ----"; cat "$OUT/summary.txt"
 # Few files come back: the logs travel as one tarball beside the report's.

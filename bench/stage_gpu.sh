@@ -21,10 +21,14 @@ cargo test --release -q --test gpu_out_of_memory --test conformance --no-run 2>/
 cp "$(newest gpu_out_of_memory)" $G/bin/gpu_out_of_memory
 cp "$(newest conformance)" $G/bin/conformance_tests
 # The wgpu backend's tests, on the GPU's own adapter (lane refill runs there only).
-cargo test --release -q -p prism-wgpu --test adapter --no-run 2>/dev/null
+cargo test --release -q -p prism-wgpu --test adapter --test instances --no-run 2>/dev/null
 cp "$(newest adapter)" $G/bin/wgpu_adapter_tests
+cp "$(newest instances)" $G/bin/wgpu_instances_tests
 strip --strip-debug $G/bin/*
-[ -f $G/scenes.tar.xz ] || tar -C ../shared/scenes -cJf $G/scenes.tar.xz $(cd ../shared/scenes && ls *.obj *.rays *.hits)
+# The meshes, ray sets and reference hits, and the instanced sets (instances/);
+# an archive staged without the instanced sets is made again.
+staged() { [ -f $G/scenes.tar.xz ] && [ "$(tar -tJf $G/scenes.tar.xz | grep -c '^instances/bunny-x1000.instances$')" = 1 ]; }
+staged || tar -C ../shared/scenes -cJf $G/scenes.tar.xz $(cd ../shared/scenes && ls *.obj *.rays *.hits instances/bunny-x1000.*)
 git rev-parse --short HEAD > $G/commit
 git status --short -- core backend-* src conformance > $G/dirty
 du -sh $G

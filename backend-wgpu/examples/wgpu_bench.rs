@@ -1,7 +1,7 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
+//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--instances] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default
@@ -17,6 +17,12 @@
 //!    The two scenes are the facade's (`prism::scenes`), the ones `prism bench`
 //!    renders.
 //! 4. With `--variants`: the same frames and ray sets for other workgroup sizes.
+//!
+//! `--instances` runs instead the two-level part: the bunny placed 1,000 times
+//! (`DIR/instances/bunny-x1000.*`), its primary and diffuse rays repeated to
+//! `--batch` rays, closest and any hit in one dispatch a batch with and
+//! without lane refill and in the default banded call, Mrays/s and every hit
+//! against Embree's `.ihits`; it ends with a table.
 //!
 //! `--software` accepts a software adapter, `--quick` shrinks the two frames
 //! (for a smoke test on lavapipe), `--rays-only` stops after step 1, and
@@ -276,6 +282,259 @@ fn rays_bench(
     Ok(())
 }
 
+/// One row of the instanced part's table.
+struct InstancedRow {
+    set: &'static str,
+    variant: &'static str,
+    rays: usize,
+    closest: f64,
+    occluded: f64,
+    whole: f64,
+    counts: (usize, usize, usize),
+    /// Rays whose hit is not core's (beyond the tolerance, no tie).
+    core_bad: usize,
+    occ_bad: usize,
+}
+
+/// Core's closest hits of `rays` on `accel`, on every host core.
+fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<Hit> {
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let part = rays.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for (out, rays) in hits.chunks_mut(part).zip(rays.chunks(part)) {
+            scope.spawn(move || {
+                for (h, r) in out.iter_mut().zip(rays) {
+                    *h = accel.intersect(r);
+                }
+            });
+        }
+    });
+    hits
+}
+
+/// Hits against Embree's instanced reference `(t, prim, instance)`: matches
+/// (same primitive and instance, `t` within 1e-4 relative), ties (another
+/// primitive or instance at such a `t`), mismatches; and the first mismatch.
+fn compare_instanced(
+    rays: &[Ray],
+    hits: &[Hit],
+    reference: &[(f32, u32, u32)],
+) -> ((usize, usize, usize), Option<usize>) {
+    use prism_core::reference::{t_close, t_floor};
+    let (mut matches, mut ties, mut mismatches, mut first) = (0, 0, 0, None);
+    for (i, ray) in rays.iter().enumerate() {
+        let (Some(h), Some(&(t, prim, instance))) = (hits.get(i), reference.get(i)) else {
+            mismatches += 1;
+            first.get_or_insert(i);
+            continue;
+        };
+        match (h.is_hit(), prim != Hit::NO_PRIM) {
+            (false, false) => matches += 1,
+            (true, true) if t_close(h.t, t, t_floor(ray)) => {
+                if (h.prim, h.instance) == (prim, instance) {
+                    matches += 1;
+                } else {
+                    ties += 1;
+                }
+            }
+            _ => {
+                mismatches += 1;
+                first.get_or_insert(i);
+            }
+        }
+    }
+    ((matches, ties, mismatches), first)
+}
+
+/// `--instances`: the bunny placed 1,000 times (`DIR/instances/bunny-x1000.*`),
+/// its 65,536 primary and diffuse rays repeated to batches of `batch` rays:
+/// closest and any hit, Mrays/s over the trace pass's GPU time (median of
+/// `runs`), every hit checked against Embree's `.ihits` and core's walk (a
+/// mismatch against Embree passes only where core's walk misses Embree's
+/// answer too). Variants: one dispatch a batch (the figure to set beside
+/// CUDA's on resident rays) with and without lane refill, the default banded
+/// call (its whole-call rate), and refill lanes that enter instances as they
+/// come against the default's waiting for a quarter of the subgroup (both
+/// through a source patch, which turns wgpu's loop bounding on).
+fn instances_bench(
+    dir: &Path,
+    runs: usize,
+    batch: usize,
+    software: bool,
+    rep: &mut Report,
+) -> Result<(), Error> {
+    let base = dir.join("instances");
+    let io = |path: &Path, message: String| Error::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let obj = dir.join("bunny.obj");
+    let mesh = prism::mesh::load_mesh(&obj)?;
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.7)));
+    let g = scene.add_geometry(prism_core::Geometry::mesh(
+        &mesh.positions,
+        &mesh.triangles,
+        m,
+    )?);
+    let placements = prism::rays::read_instances(base.join("bunny-x1000.instances"))?;
+    if placements.is_empty() {
+        return Err(io(&base, "no instances in bunny-x1000.instances".into()));
+    }
+    for t in placements {
+        scene.add_instance(prism_core::Instance::new(g, t));
+    }
+    // Core's answers, and how many of Embree's core itself misses (the
+    // object ray's rounding on a few very short diffuse rays).
+    let accel = Accel::build(&scene)?;
+    let mut sets = Vec::new();
+    for set in ["primary", "diffuse"] {
+        let rays = prism::rays::read_rays(base.join(format!("bunny-x1000.{set}.rays")))?;
+        let reference =
+            prism::rays::read_instance_hits(base.join(format!("bunny-x1000.{set}.ihits")))?;
+        let core = core_hits(&accel, &rays);
+        let (core_counts, _) = compare_instanced(&rays, &core, &reference);
+        let core_ref: Vec<(f32, u32, u32)> =
+            core.iter().map(|h| (h.t, h.prim, h.instance)).collect();
+        rep.line(format!(
+            "instances: core's walk on bunny-x1000.{set} against Embree: {} match, {} ties, {} mismatches",
+            core_counts.0, core_counts.1, core_counts.2
+        ));
+        sets.push((set, rays, reference, core_ref, core_counts.2));
+    }
+    // (name, lane refill, banded calls, source patch). A patched module runs
+    // with wgpu's loop bounding on, so the patched variant compares with the
+    // identity patch: lanes entering instances as they come against the
+    // default, which makes them wait for a quarter of the subgroup.
+    type Patch = fn(&str, &str) -> String;
+    let identity: Patch = |_, src| src.to_string();
+    let as_they_come: Patch = |name, src| {
+        if name == "refill.wgsl" {
+            src.replace(
+                "const ENTRY_WAIT_SHARE: u32 = 4u;",
+                "const ENTRY_WAIT_SHARE: u32 = 4096u;",
+            )
+        } else {
+            src.to_string()
+        }
+    };
+    let variants: [(&str, bool, bool, Option<Patch>); 5] = [
+        ("one dispatch, lane refill", true, false, None),
+        ("one dispatch, no refill", false, false, None),
+        ("default (banded)", true, true, None),
+        ("one dispatch, identity patch", true, false, Some(identity)),
+        (
+            "one dispatch, identity patch, entries as they come",
+            true,
+            false,
+            Some(as_they_come),
+        ),
+    ];
+    let refill_src = prism_wgpu::REFILL.1;
+    rep.check(
+        as_they_come("refill.wgsl", refill_src) != refill_src,
+        "the entries-as-they-come patch applies to refill.wgsl".into(),
+    );
+    let mut rows = Vec::new();
+    for (variant, refill, overlap, patch) in variants {
+        let mut gpu = WgpuBackend::new(WgpuOptions {
+            allow_software: software,
+            lane_refill: refill,
+            overlap_transfers: overlap,
+            source_patch: patch.map(|p| Box::new(p) as prism_wgpu::SourcePatch),
+            ..Default::default()
+        })?;
+        if refill && !gpu.lane_refill() {
+            rep.line(format!(
+                "instances: skipping '{variant}': no lane refill on this adapter"
+            ));
+            continue;
+        }
+        let set_stats = gpu.set_scene(&scene)?;
+        rep.line(format!(
+            "instances {variant}: bunny-x1000 set_scene build {:.1} ms upload {:.1} ms, stack {} entries",
+            ms(set_stats.build),
+            ms(set_stats.upload),
+            gpu.module_config().stack_entries
+        ));
+        for (set, rays, reference, core, core_mismatches) in &sets {
+            let (set, core_mismatches) = (*set, *core_mismatches);
+            let n = batch.max(rays.len());
+            let big: Vec<Ray> = rays.iter().copied().cycle().take(n).collect();
+            let mut hits = vec![Hit::MISS; n];
+            let mut occ = vec![false; n];
+            // One untimed round (pipelines, buffers, clocks).
+            gpu.intersect(&big, &mut hits)?;
+            gpu.occluded(&big, &mut occ)?;
+            let (mut closest, mut occluded, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let s = gpu.intersect(&big, &mut hits)?;
+                closest.push(n as f64 / s.trace.as_secs_f64() / 1e6);
+                whole.push(n as f64 / s.total.as_secs_f64() / 1e6);
+                let s = gpu.occluded(&big, &mut occ)?;
+                occluded.push(n as f64 / s.trace.as_secs_f64() / 1e6);
+            }
+            // Every repetition of the set is checked, against Embree and core.
+            let reference: Vec<(f32, u32, u32)> =
+                reference.iter().copied().cycle().take(n).collect();
+            let core: Vec<(f32, u32, u32)> = core.iter().copied().cycle().take(n).collect();
+            let (counts, _) = compare_instanced(&big, &hits, &reference);
+            let ((_, _, core_bad), first) = compare_instanced(&big, &hits, &core);
+            let occ_bad = occ
+                .iter()
+                .zip(&core)
+                .filter(|(o, r)| **o != (r.1 != Hit::NO_PRIM))
+                .count();
+            if let Some(i) = first {
+                rep.line(format!(
+                    "  first ray not core's: ray {i} {:?}: wgpu {:?}, core {:?}, Embree {:?}",
+                    big[i], hits[i], core[i], reference[i]
+                ));
+            }
+            let repeats = n.div_ceil(rays.len());
+            rep.check(
+                core_bad == 0 && counts.2 <= core_mismatches * repeats,
+                format!("bunny-x1000.{set} ({variant}) intersect vs core and Embree"),
+            );
+            rows.push(InstancedRow {
+                set,
+                variant,
+                rays: n,
+                closest: median(closest),
+                occluded: median(occluded),
+                whole: median(whole),
+                counts,
+                core_bad,
+                occ_bad,
+            });
+        }
+    }
+    rep.line(String::new());
+    rep.line(
+        "| instanced set | variant | rays | closest Mrays/s | occluded Mrays/s | closest, whole call | vs Embree: match / ties / mismatches | not core's | occluded not core's |"
+            .into(),
+    );
+    rep.line("|---|---|---:|---:|---:|---:|---|---:|---:|".into());
+    for r in rows {
+        rep.line(format!(
+            "| bunny-x1000.{} | {} | {} | {:.1} | {:.1} | {:.1} | {} / {} / {} | {} | {} |",
+            r.set,
+            r.variant,
+            r.rays,
+            r.closest,
+            r.occluded,
+            r.whole,
+            r.counts.0,
+            r.counts.1,
+            r.counts.2,
+            r.core_bad,
+            r.occ_bad
+        ));
+    }
+    Ok(())
+}
+
 fn frame_bench(
     gpu: &mut WgpuBackend,
     name: &str,
@@ -519,6 +778,12 @@ fn main() {
     for a in prism_wgpu::adapters() {
         rep.line(format!("adapter: {a} driver {}", a.driver));
     }
+    if flag("--instances") {
+        // Its own backends, one per variant.
+        let started = Instant::now();
+        let result = instances_bench(&dir, runs, batch, software, &mut rep);
+        finish(rep, result, started);
+    }
     let mut gpu = match WgpuBackend::new(WgpuOptions {
         allow_software: software,
         lane_refill: !flag("--no-lane-refill"),
@@ -628,6 +893,12 @@ fn main() {
         }
         Ok(())
     })();
+    finish(rep, result, started);
+}
+
+/// Print the summary of a run begun at `started` that ended with `result`,
+/// and exit: 0 when every check passed, 1 otherwise.
+fn finish(mut rep: Report, result: Result<(), Error>, started: Instant) -> ! {
     if let Err(e) = result {
         rep.failed.push(format!("error: {e}"));
         println!("error: {e}");
@@ -641,6 +912,7 @@ fn main() {
     }
     if rep.failed.is_empty() {
         println!("ALL CHECKS PASSED");
+        std::process::exit(0);
     } else {
         println!("FAILED: {}", rep.failed.join("; "));
         std::process::exit(1);

@@ -12,6 +12,21 @@
 // prism_core::image::Srgb8Table: (step bits, base) per slot, read by image.wgsl.
 @group(0) @binding(5) var<storage, read> srgb8_table: array<vec2<u32>>;
 
+// Where a two-level scene's parts lie in `nodes` (two_level.wgsl); zero for
+// a flat scene.
+struct Levels {
+    // The first instance record: the geometries' trees end here.
+    instance_base: u32,
+    // Instance records (prism_core::Accel::instances().len()).
+    instance_count: u32,
+    // Root of the tree over the instances.
+    top_root: u32,
+    // One past that tree's last node.
+    top_end: u32,
+}
+
+@group(0) @binding(6) var<uniform> levels: Levels;
+
 // The part of a frame or batch one dispatch covers.
 struct Chunk {
     // Render: first image row of the chunk. Batches: first ray of the chunk.
@@ -116,7 +131,7 @@ fn render_srgb8(
 // The ray of a batch at index `i` of the chunk.
 fn batch_ray(i: u32) -> Ray {
     let r = rays_in[i];
-    return Ray(r.origin_tmin.xyz, r.origin_tmin.w, r.dir_tmax.xyz, r.dir_tmax.w);
+    return Ray(r.origin_tmin.xyz, r.origin_tmin.w, r.dir_tmax.xyz, r.dir_tmax.w, r.mask.x);
 }
 
 // The flat index of an invocation in a 2D grid of BATCH_SIZE-wide workgroups.
@@ -124,19 +139,38 @@ fn batch_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * BATCH_SIZE + gid.x;
 }
 
-// mirrors prism_core::traverse::Accel::occluded
-fn accel_occluded(ray: Ray) -> bool {
-    return any_hit(ray);
+// mirrors prism_core::traverse::Accel::intersect_slot
+//
+// A flat scene is one implicit instance of mask FLAT_MASK: a ray that shares
+// no bit with it hits nothing.
+fn accel_intersect_slot(ray: Ray) -> Hit {
+    if TWO_LEVEL == 1u {
+        return two_level_closest_hit(ray);
+    }
+    if (ray.mask & FLAT_MASK) == 0u {
+        return hit_miss();
+    }
+    return closest_hit(ray);
 }
 
-// Write the closest hit of ray `i` of the chunk as prism_core::Hit, its slot
-// in `prims` turned into the scene primitive id (prism_core::Accel::intersect).
+// mirrors prism_core::traverse::Accel::occluded
+fn accel_occluded(ray: Ray) -> bool {
+    if TWO_LEVEL == 1u {
+        return two_level_any_hit(ray);
+    }
+    return (ray.mask & FLAT_MASK) != 0u && any_hit(ray);
+}
+
+// Write the closest hit of ray `i` of the chunk as prism_core::Hit (two
+// 16-byte rows), its slot in `prims` turned into the primitive id
+// (prism_core::Accel::intersect).
 fn store_hit(i: u32, closest: Hit) {
     var hit = closest;
     if hit_is_hit(hit) {
         hit.prim = bitcast<u32>(prims[hit.prim].a.w);
     }
-    out_quads[i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
+    out_quads[2u * i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
+    out_quads[2u * i + 1u] = vec4<u32>(hit.instance, 0u, 0u, 0u);
 }
 
 // Closest hit of each ray of the chunk, as prism_core::Hit.
@@ -146,7 +180,7 @@ fn intersect_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     if i >= chunk.count {
         return;
     }
-    store_hit(i, closest_hit(batch_ray(i)));
+    store_hit(i, accel_intersect_slot(batch_ray(i)));
 }
 
 // Whether anything lies on each ray of the chunk (1) or not (0).

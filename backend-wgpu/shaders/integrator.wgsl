@@ -1,7 +1,7 @@
 // The integrators `path`, `whitted` and `ao`, one pixel at a time (the mirror
 // of prism_core::integrator). Core passes `params` and the accel as arguments;
 // here they are the bindings of entry.wgsl, and core's `accel.intersect_slot`
-// and `accel.occluded` are closest_hit and any_hit of traverse.wgsl.
+// and `accel.occluded` are accel_intersect_slot and accel_occluded there.
 
 // mirrors prism_core::integrator::SHADOW_KEEP
 const SHADOW_KEEP: f32 = 0.35;
@@ -22,11 +22,14 @@ struct Traced {
     rays: u32,
 }
 
-// A hit point and its unit geometric normal (core returns the tuple (Vec3, Vec3)).
-struct Surface {
+// What the integrators shade at a closest hit (core returns the tuple
+// (Vec3, Vec3, f32, &GpuMaterial)).
+struct ShadingPoint {
     p: vec3<f32>,
+    // The unit geometric normal.
     n: vec3<f32>,
     size: f32,
+    material: GpuMaterial,
 }
 
 // mirrors prism_core::integrator::spawn_tmin
@@ -56,27 +59,48 @@ fn sky_color(dir: vec3<f32>) -> vec3<f32> {
     return (1.0 - t) * horizon + t * zenith;
 }
 
-// mirrors the point and normal of prism_core::integrator::shading_point
-fn surface(ray: Ray, hit: Hit) -> Surface {
-    let p = ray_at(ray, hit.t);
-    let prim = prims[hit.prim];
-    var n: vec3<f32>;
-    // the size, as prism_core::integrator::primitive_size takes it
-    var size: f32;
+// mirrors prism_core::integrator::primitive_size
+fn primitive_size(prim: Primitive) -> f32 {
     if bitcast<u32>(prim.b.w) == KIND_SPHERE {
-        // The record's 1 / radius and size (prism_core::gpu::Primitive::sphere).
-        n = (p - prim.a.xyz) * prim.b.y;
-        size = prim.b.z;
-    } else {
-        n = cross(prim.b.xyz - prim.a.xyz, prim.c.xyz - prim.a.xyz);
-        size = vec3_max_element(max(max(abs(prim.a.xyz), abs(prim.b.xyz)), abs(prim.c.xyz)));
+        // The record's size (prism_core::gpu::Primitive::sphere).
+        return prim.b.z;
     }
-    return Surface(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)), size);
+    return vec3_max_element(max(max(abs(prim.a.xyz), abs(prim.b.xyz)), abs(prim.c.xyz)));
 }
 
-// mirrors the material of prism_core::integrator::shading_point
-fn material_of(slot: u32) -> GpuMaterial {
-    return materials[slot_materials[slot]];
+// mirrors prism_core::integrator::geometric_normal
+fn geometric_normal(prim: Primitive, p: vec3<f32>) -> vec3<f32> {
+    if bitcast<u32>(prim.b.w) == KIND_SPHERE {
+        // The record's 1 / radius (prism_core::gpu::Primitive::sphere).
+        return (p - prim.a.xyz) * prim.b.y;
+    }
+    return cross(prim.b.xyz - prim.a.xyz, prim.c.xyz - prim.a.xyz);
+}
+
+// mirrors prism_core::integrator::shading_point
+//
+// For a hit (the callers test hit_is_hit first; a miss is core's None). On
+// an instance the normal is found in object space and carried into the world,
+// the size scaled by the instance's stretch, and the instance's material, if
+// it has one, replaces the primitive's.
+fn shading_point(ray: Ray, hit: Hit) -> ShadingPoint {
+    let prim = prims[hit.prim];
+    var material = slot_materials[hit.prim];
+    let p = ray_at(ray, hit.t);
+    var size = primitive_size(prim);
+    var n: vec3<f32>;
+    if TWO_LEVEL == 1u && hit.instance < levels.instance_count {
+        let instance = instance_record(hit.instance);
+        let override_material = bitcast<u32>(instance.info.z);
+        if override_material != NO_MATERIAL {
+            material = override_material;
+        }
+        size *= instance.info.w;
+        n = world_normal(instance, geometric_normal(prim, object_point(instance, p)));
+    } else {
+        n = geometric_normal(prim, p);
+    }
+    return ShadingPoint(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)), size, materials[material]);
 }
 
 // mirrors prism_core::integrator::trace_path
@@ -86,14 +110,14 @@ fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     var throughput = vec3<f32>(1.0);
     var rays = 0u;
     for (var depth = 0u; depth < params.max_depth; depth++) {
-        let hit = closest_hit(ray);
+        let hit = accel_intersect_slot(ray);
         rays += 1u;
         if !hit_is_hit(hit) {
             radiance += throughput * sky_color(ray.dir);
             break;
         }
-        let surf = surface(ray, hit);
-        let m = material_of(hit.prim);
+        let surf = shading_point(ray, hit);
+        let m = surf.material;
         radiance += throughput * m.emission_ior.xyz;
         let s = scatter(m, vec3_normalize(ray.dir), surf.n, rng);
         throughput *= s.attenuation;
@@ -145,16 +169,16 @@ fn trace_whitted(first_ray: Ray) -> Traced {
     var weight = 1.0;
     var rays = 0u;
     for (var bounce = 0u; bounce <= params.max_depth; bounce++) {
-        let hit = closest_hit(ray);
+        let hit = accel_intersect_slot(ray);
         rays += 1u;
         if !hit_is_hit(hit) {
             color += weight * sky_color(ray.dir);
             break;
         }
-        let surf = surface(ray, hit);
+        let surf = shading_point(ray, hit);
         let d = ray.dir; // of unit length (see core)
         let n = select(-surf.n, surf.n, dot(surf.n, d) < 0.0);
-        let albedo = material_of(hit.prim).albedo_fuzz.xyz;
+        let albedo = surf.material.albedo_fuzz.xyz;
         let spawn = spawn_tmin(surf.p, ray.origin);
         let local_color = whitted_local(surf.p, spawn, surf.size, n, -d, albedo);
         rays += 1u;
@@ -172,13 +196,13 @@ fn trace_whitted(first_ray: Ray) -> Traced {
 
 // mirrors prism_core::integrator::trace_ao
 fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
-    let hit = closest_hit(ray);
+    let hit = accel_intersect_slot(ray);
     if !hit_is_hit(hit) {
         return Traced(sky_color(ray.dir), 1u);
     }
-    let surf = surface(ray, hit);
+    let surf = shading_point(ray, hit);
     let n = select(-surf.n, surf.n, dot(surf.n, ray.dir) < 0.0);
-    let m = material_of(hit.prim);
+    let m = surf.material;
     let spawn = spawn_tmin(surf.p, ray.origin);
     var open = 0u;
     for (var i = 0u; i < params.ao_samples; i++) {
@@ -186,7 +210,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
         let u2 = pcg_next_f32(rng);
         let d = cosine_hemisphere(n, u1, u2);
         let tmin = spawn + surface_margin(surf.size, dot(d, n));
-        open += select(1u, 0u, any_hit(ray_segment(surf.p, d, tmin, params.ao_distance)));
+        open += select(1u, 0u, accel_occluded(ray_segment(surf.p, d, tmin, params.ao_distance)));
     }
     var rays = 1u + params.ao_samples;
     var keep = 1.0;

@@ -58,10 +58,26 @@ fn ray_pre_safe(c: f32) -> f32 {
     return c;
 }
 
-// mirrors prism_core::intersect::RayPre::new
-fn ray_pre_new(ray: Ray) -> RayPre {
-    let d = ray.dir;
-    let inv_dir = vec3<f32>(div_rn(1.0, ray_pre_safe(d.x)), div_rn(1.0, ray_pre_safe(d.y)), div_rn(1.0, ray_pre_safe(d.z)));
+// The inverse direction of RayPre::new: each component clamped away from
+// zero, then inverted (correctly rounded).
+fn ray_pre_inv_dir(d: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(div_rn(1.0, ray_pre_safe(d.x)), div_rn(1.0, ray_pre_safe(d.y)), div_rn(1.0, ray_pre_safe(d.z)));
+}
+
+// The part of RayPre::new that the slab tests read: origin, direction and
+// inverse direction (and the ray's octant copy), with the axes and shear of
+// a ray that meets no triangle. A two-level walk's world ray needs no more,
+// nor does an object ray until it reaches a leaf (ray_pre_triangles).
+fn ray_pre_slabs(ray: Ray) -> RayPre {
+    let inv_dir = ray_pre_inv_dir(ray.dir);
+    let octant = select(0u, 1u, inv_dir.x < 0.0) | select(0u, 2u, inv_dir.y < 0.0) | select(0u, 4u, inv_dir.z < 0.0);
+    return RayPre(ray.origin, ray.dir, inv_dir, 2u, 0u, 1u, vec3<f32>(0.0), octant);
+}
+
+// The rest of RayPre::new, which only the triangle test reads: the axis
+// permutation and the shear of `pre`'s direction.
+fn ray_pre_triangles(pre: RayPre) -> RayPre {
+    let d = pre.dir;
     // Woop, Benthin, Wald 2013: permute so that z is the dominant axis.
     let ad = abs(d);
     var kz = 2u;
@@ -85,8 +101,12 @@ fn ray_pre_new(ray: Ray) -> RayPre {
     if SCENE_KINDS != SCENE_SPHERES {
         shear = vec3<f32>(div_rn(d[kx], d[kz]), div_rn(d[ky], d[kz]), div_rn(1.0, d[kz]));
     }
-    let octant = select(0u, 1u, inv_dir.x < 0.0) | select(0u, 2u, inv_dir.y < 0.0) | select(0u, 4u, inv_dir.z < 0.0);
-    return RayPre(ray.origin, d, inv_dir, kz, kx, ky, shear, octant);
+    return RayPre(pre.origin, d, pre.inv_dir, kz, kx, ky, shear, pre.octant);
+}
+
+// mirrors prism_core::intersect::RayPre::new
+fn ray_pre_new(ray: Ray) -> RayPre {
+    return ray_pre_triangles(ray_pre_slabs(ray));
 }
 
 // The exit distance moved outwards by the rounding margin (towards +inf

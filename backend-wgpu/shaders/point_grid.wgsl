@@ -99,5 +99,5 @@ fn tracer_light_blocked(ray: Ray) -> bool {
             return listed == 1;
         }
     }
-    return any_hit(ray);
+    return accel_occluded(ray);
 }

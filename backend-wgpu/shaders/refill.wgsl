@@ -77,17 +77,55 @@ fn refill(lane: u32, size: u32, busy: bool, exhausted: ptr<function, bool>) -> u
     return select(NO_RAY, i, i < chunk.count);
 }
 
+// A two-level walk's lane that is to enter an instance (two_level.wgsl) waits
+// until at least 1 / ENTRY_WAIT_SHARE of the subgroup's busy lanes are to, or
+// no other lane can step: entering (the object ray and its set-up: three
+// correctly rounded divisions) costs a few node steps, and the subgroup runs
+// it for all its entering lanes at once, so entries made as they come
+// (some 9% of a diffuse ray's steps on bunny-x1000) would put it in nearly
+// every step of every subgroup. Waiting lanes idle meanwhile; a quarter
+// keeps that share small.
+const ENTRY_WAIT_SHARE: u32 = 4u;
+
+// Whether the lane steps the two-level walk `w` now (it is busy, and either
+// has a node to visit or enters an instance with enough others; see
+// ENTRY_WAIT_SHARE). With the whole subgroup.
+fn two_level_steps_now(w: ptr<function, TwoLevelWalk>, busy: bool) -> bool {
+    let entering = busy && ((*w).node & INSTANCE_REF) != 0u;
+    let waiting = ballot_count(subgroupBallot(entering));
+    let stepping = ballot_count(subgroupBallot(busy));
+    return busy && (!entering || waiting * ENTRY_WAIT_SHARE >= stepping);
+}
+
+// The head of prism_core::traverse::Accel::intersect_slot and occluded for
+// a flat scene's batch ray: one whose mask shares no bit with FLAT_MASK
+// starts at no node, so that its first step ends it with a miss.
+fn flat_hidden(ray: Ray) -> bool {
+    return (ray.mask & FLAT_MASK) == 0u;
+}
+
 // Closest hit of each ray of the chunk, as intersect_main, with lane refill.
+// A flat scene's rays take the flat walk's steps (c), a two-level scene's the
+// two-level walk's (w; TWO_LEVEL is a constant, so each module keeps one).
 @compute @workgroup_size(BATCH_SIZE)
 fn intersect_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
     var c: ClosestHit;
+    var w: TwoLevelWalk;
     var ray_index = 0u;
     var busy = false;
     var exhausted = false;
     loop {
         let i = refill(lane, size, busy, &exhausted);
         if i != NO_RAY {
-            c = closest_hit_begin(batch_ray(i));
+            let ray = batch_ray(i);
+            if TWO_LEVEL == 1u {
+                w = two_level_begin(ray);
+            } else {
+                c = closest_hit_begin(ray);
+                if flat_hidden(ray) {
+                    c.node = EMPTY_CHILD;
+                }
+            }
             ray_index = i;
             busy = true;
         }
@@ -97,24 +135,41 @@ fn intersect_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgrou
             }
             continue;
         }
-        if busy && !closest_hit_step(&c) {
-            store_hit(ray_index, closest_hit_end(c));
-            busy = false;
+        if TWO_LEVEL == 1u {
+            if two_level_steps_now(&w, busy) && !two_level_closest_step(&w) {
+                store_hit(ray_index, two_level_closest_end(w));
+                busy = false;
+            }
+        } else if busy {
+            if !closest_hit_step(&c) {
+                store_hit(ray_index, closest_hit_end(c));
+                busy = false;
+            }
         }
     }
 }
 
-// Whether anything lies on each ray of the chunk, as occluded_main, with lane refill.
+// Whether anything lies on each ray of the chunk, as occluded_main, with lane
+// refill (flat or two-level, as intersect_refill).
 @compute @workgroup_size(BATCH_SIZE)
 fn occluded_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
     var a: AnyHit;
+    var w: TwoLevelWalk;
     var ray_index = 0u;
     var busy = false;
     var exhausted = false;
     loop {
         let i = refill(lane, size, busy, &exhausted);
         if i != NO_RAY {
-            a = any_hit_begin(batch_ray(i));
+            let ray = batch_ray(i);
+            if TWO_LEVEL == 1u {
+                w = two_level_begin(ray);
+            } else {
+                a = any_hit_begin(ray);
+                if flat_hidden(ray) {
+                    a.node = EMPTY_CHILD;
+                }
+            }
             ray_index = i;
             busy = true;
         }
@@ -124,8 +179,17 @@ fn occluded_refill(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup
             }
             continue;
         }
-        if busy {
-            let r = any_hit_step(&a);
+        var steps = busy;
+        if TWO_LEVEL == 1u {
+            steps = two_level_steps_now(&w, busy);
+        }
+        if steps {
+            var r: u32;
+            if TWO_LEVEL == 1u {
+                r = two_level_any_step(&w);
+            } else {
+                r = any_hit_step(&a);
+            }
             if r != STEP_MORE {
                 out_words[ray_index] = select(0u, 1u, r == STEP_HIT);
                 busy = false;

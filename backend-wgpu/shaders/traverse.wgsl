@@ -50,6 +50,36 @@ fn leaf_in_range(first: u32, count: u32) -> bool {
     return first <= len && count <= len - first;
 }
 
+// The leaf tests of a closest-hit step (prism_core::traverse::leaf_closest on
+// a node's two leaves): the primitives `leaves.y` from slot `leaves.x`, then
+// `leaves.w` from `leaves.z` if that leaf's box, entered at `t_second`, is
+// still nearer than the best hit; both through one loop, so that the
+// primitive test is compiled once. A hit names its slot and `instance`.
+// Returns the best hit.
+fn leaves_closest(pre: RayPre, leaves: vec4<u32>, t_second: f32, tmin: f32, instance: u32, best_in: Hit) -> Hit {
+    var best = best_in;
+    var a_first = leaves.x;
+    var a_count = leaves.y;
+    var b_count = leaves.w;
+    loop {
+        if a_count == 0u {
+            if b_count == 0u || !(t_second < best.t) {
+                break;
+            }
+            a_first = leaves.z;
+            a_count = b_count;
+            b_count = 0u;
+        }
+        let h = ray_primitive(pre, prims[a_first], tmin, best.t);
+        if h.hit {
+            best = Hit(h.t, h.u, h.v, a_first, instance);
+        }
+        a_first += 1u;
+        a_count -= 1u;
+    }
+    return best;
+}
+
 // The state of closest_hit between two iterations of its loop.
 struct ClosestHit {
     pre: RayPre,
@@ -62,7 +92,7 @@ struct ClosestHit {
 // The head of prism_core::traverse::closest_hit, before its loop.
 fn closest_hit_begin(ray: Ray) -> ClosestHit {
     let pre = ray_pre_new(ray);
-    return ClosestHit(pre, ray.tmin, Hit(ray.tmax, 0.0, 0.0, NO_PRIM), root_node(pre), 0u);
+    return ClosestHit(pre, ray.tmin, Hit(ray.tmax, 0.0, 0.0, NO_PRIM, NO_INSTANCE), root_node(pre), 0u);
 }
 
 // One iteration of prism_core::traverse::closest_hit's loop (with leaf_closest
@@ -114,22 +144,7 @@ fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
             }
             t_far = f32_infinity();
         }
-        loop {
-            if a_count == 0u {
-                if b_count == 0u || !(t_far_leaf < (*c).best.t) {
-                    break;
-                }
-                a_first = b_first;
-                a_count = b_count;
-                b_count = 0u;
-            }
-            let h = ray_primitive(pre, prims[a_first], tmin, (*c).best.t);
-            if h.hit {
-                (*c).best = Hit(h.t, h.u, h.v, a_first);
-            }
-            a_first += 1u;
-            a_count -= 1u;
-        }
+        (*c).best = leaves_closest(pre, vec4<u32>(a_first, a_count, b_first, b_count), t_far_leaf, tmin, 0u, (*c).best);
     }
     let go_near = t_near < (*c).best.t;
     let go_far = t_far < (*c).best.t;
@@ -183,6 +198,32 @@ const STEP_MORE: u32 = 0u;
 const STEP_MISS: u32 = 1u;
 const STEP_HIT: u32 = 2u;
 
+// The leaf tests of an any-hit step (prism_core::traverse::leaf_any on a
+// node's two leaves): whether any of the primitives `leaves.y` from slot
+// `leaves.x`, then `leaves.w` from `leaves.z`, lies on the ray; stops at the
+// first. One loop, so that the primitive test is compiled once.
+fn leaves_any(pre: RayPre, leaves: vec4<u32>, tmin: f32, tmax: f32) -> bool {
+    var a_first = leaves.x;
+    var a_count = leaves.y;
+    var b_count = leaves.w;
+    loop {
+        if a_count == 0u {
+            if b_count == 0u {
+                break;
+            }
+            a_first = leaves.z;
+            a_count = b_count;
+            b_count = 0u;
+        }
+        if ray_primitive(pre, prims[a_first], tmin, tmax).hit {
+            return true;
+        }
+        a_first += 1u;
+        a_count -= 1u;
+    }
+    return false;
+}
+
 // The head of prism_core::traverse::any_hit, before its loop.
 fn any_hit_begin(ray: Ray) -> AnyHit {
     let pre = ray_pre_new(ray);
@@ -226,20 +267,8 @@ fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
         }
         go_right = false;
     }
-    loop {
-        if a_count == 0u {
-            if b_count == 0u {
-                break;
-            }
-            a_first = b_first;
-            a_count = b_count;
-            b_count = 0u;
-        }
-        if ray_primitive(pre, prims[a_first], tmin, tmax).hit {
-            return STEP_HIT;
-        }
-        a_first += 1u;
-        a_count -= 1u;
+    if leaves_any(pre, vec4<u32>(a_first, a_count, b_first, b_count), tmin, tmax) {
+        return STEP_HIT;
     }
     // Visit the nearer inner child first: it is the likelier to hold an occluder
     // (the near-first copies hold the children in order).

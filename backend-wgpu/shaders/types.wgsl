@@ -7,16 +7,19 @@
 
 // mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE
 const TRAVERSAL_STACK_SIZE: u32 = 64u;
-// The module is compiled per scene with the next four lines rewritten
-// (ShaderSource::specialize): the traversal stack as long as the scene's BVH
-// is deep, the primitive kinds the scene holds, whether `nodes` holds the
-// tree's eight octant copies (prism_core::gpu::octant_copies; see
-// traverse.wgsl), and whether `slot_materials` carries the light grid (see
-// point_grid.wgsl). The values here are the general ones, right for any scene.
+// The module is compiled per scene with the next five lines rewritten
+// (ShaderSource::assemble_for): the traversal stack as long as the scene's BVH
+// is deep (two levels: as both trees together), the primitive kinds the scene
+// holds, whether `nodes` holds the tree's eight octant copies
+// (prism_core::gpu::octant_copies; see traverse.wgsl), whether
+// `slot_materials` carries the light grid (see point_grid.wgsl), and whether
+// the scene has two levels (instances; see two_level.wgsl). The values here
+// are the general ones of a flat scene.
 const STACK_ENTRIES: u32 = 64u;
 const SCENE_KINDS: u32 = 3u;
 const OCTANT_COPIES: u32 = 0u;
 const LIGHT_GRID: u32 = 0u;
+const TWO_LEVEL: u32 = 0u;
 // SCENE_KINDS values: spheres only, triangles only, both (or an empty scene).
 const SCENE_SPHERES: u32 = 1u;
 const SCENE_TRIANGLES: u32 = 2u;
@@ -29,6 +32,15 @@ const KIND_TRIANGLE: u32 = 0u;
 const KIND_SPHERE: u32 = 1u;
 // mirrors prism_core::ray::Hit::NO_PRIM
 const NO_PRIM: u32 = 0xffffffffu;
+// mirrors prism_core::ray::Hit::NO_INSTANCE
+const NO_INSTANCE: u32 = 0xffffffffu;
+// mirrors prism_core::gpu::GpuInstance::NO_MATERIAL
+const NO_MATERIAL: u32 = 0xffffffffu;
+// prism_core::ray::Ray::ALL: the mask of a ray that sees every instance.
+const RAY_ALL: u32 = 0xffffffffu;
+// The mask of a flat scene's one implicit instance
+// (prism_core::traverse::Accel::intersect_slot).
+const FLAT_MASK: u32 = 0xffu;
 
 // mirrors prism_core::gpu::BvhNode
 struct BvhNode {
@@ -56,6 +68,18 @@ struct GpuMaterial {
 struct GpuRay {
     origin_tmin: vec4<f32>,
     dir_tmax: vec4<f32>,
+    // x: the visibility mask; yzw: 0.
+    mask: vec4<u32>,
+}
+
+// mirrors prism_core::gpu::GpuInstance
+//
+// `info`: root node, mask, material override (NO_MATERIAL: none) as bits, and
+// the scale. Stored among the `nodes` (one 64-byte record is one BvhNode's
+// bytes), read through instance_record (two_level.wgsl).
+struct GpuInstance {
+    world_to_object: array<vec4<f32>, 3>,
+    info: vec4<f32>,
 }
 
 // mirrors prism_core::gpu::GpuCamera
@@ -90,30 +114,35 @@ struct RenderParams {
     opaque_zero: u32,
 }
 
-// mirrors prism_core::ray::Ray (same 32 bytes as GpuRay: vec3 + f32 twice)
+// mirrors prism_core::ray::Ray (the 48 bytes of GpuRay: vec3 + f32 twice,
+// then the mask, padded to the 16-byte alignment)
 struct Ray {
     origin: vec3<f32>,
     tmin: f32,
     dir: vec3<f32>,
     tmax: f32,
+    mask: u32,
 }
 
-// mirrors prism_core::ray::Hit
+// mirrors prism_core::ray::Hit (its first five words: store_hit writes the
+// zero padding)
 struct Hit {
     t: f32,
     u: f32,
     v: f32,
+    // The slot in `prims` while tracing; store_hit writes the primitive id.
     prim: u32,
+    instance: u32,
 }
 
 // mirrors prism_core::ray::Ray::new
 fn ray_new(origin: vec3<f32>, dir: vec3<f32>) -> Ray {
-    return Ray(origin, 0.0, dir, f32_infinity());
+    return Ray(origin, 0.0, dir, f32_infinity(), RAY_ALL);
 }
 
 // mirrors prism_core::ray::Ray::segment
 fn ray_segment(origin: vec3<f32>, dir: vec3<f32>, tmin: f32, tmax: f32) -> Ray {
-    return Ray(origin, tmin, dir, tmax);
+    return Ray(origin, tmin, dir, tmax, RAY_ALL);
 }
 
 // mirrors prism_core::ray::Ray::at
@@ -123,7 +152,7 @@ fn ray_at(ray: Ray, t: f32) -> vec3<f32> {
 
 // mirrors prism_core::ray::Hit::MISS
 fn hit_miss() -> Hit {
-    return Hit(f32_infinity(), 0.0, 0.0, NO_PRIM);
+    return Hit(f32_infinity(), 0.0, 0.0, NO_PRIM, NO_INSTANCE);
 }
 
 // mirrors prism_core::ray::Hit::is_hit

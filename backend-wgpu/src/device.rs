@@ -277,6 +277,7 @@ impl WgpuBackend {
                             storage(3, true),
                             storage(4, true),
                             storage(5, true),
+                            uniform(6),
                         ],
                     });
                 let work_layout =

@@ -18,6 +18,14 @@
 //!   the shader).
 //! - `intersect` / `occluded` trace ray batches; on hardware adapters with
 //!   subgroup operations, with lane refill ([`WgpuOptions::lane_refill`]).
+//!   Ray masks apply (a flat scene is one instance of mask `0xFF`).
+//! - Two-level scenes (instances): the geometries' trees, the instance
+//!   records and the tree over the instances share the `nodes` buffer, and
+//!   one walk in `shaders/two_level.wgsl` goes through both levels (modules
+//!   of such scenes are compiled apart, [`ModuleConfig::two_level`]).
+//!   `update_scene` uploads only what changed: the changed range of instance
+//!   records, the top tree when rebuilt, refit geometries' slots and nodes
+//!   (refit on the host); after a geometry's rebuild, the whole scene.
 //! - Frames and batches are split into chunks that respect the adapter's
 //!   storage-binding, buffer and dispatch limits, so a large image or batch is
 //!   split rather than refused. The exceptions fail with
@@ -56,21 +64,26 @@ pub mod shaders;
 
 // The backend by concern: finding adapters and opening the device, turning
 // device errors into `Error`s, shader modules and pipelines, buffers,
-// submissions and their timing, the scene's upload, and the two kinds of work
-// (frames and ray batches). This file keeps the public types and the `Backend`
+// submissions and their timing, the scene's upload, a two-level scene's
+// layout on the device and its updates, and the two kinds of work (frames and
+// ray batches). This file keeps the public types and the `Backend`
 // impl, which hands each call to its module.
 mod adapter;
 mod batch;
 mod buffers;
 mod device;
 mod errors;
+mod levels;
 mod pipelines;
 mod render;
 mod submit;
+mod update;
 mod upload;
 
 pub use adapter::{AdapterSummary, adapters};
-pub use shaders::{DIVISION_F64, ModuleConfig, REFILL, SHADER_FILES, ShaderSource, SourcePatch};
+pub use shaders::{
+    DIVISION_F64, MAX_STACK_ENTRIES, ModuleConfig, REFILL, SHADER_FILES, ShaderSource, SourcePatch,
+};
 
 use adapter::summary;
 use buffers::Reusable;
@@ -79,8 +92,8 @@ use pipelines::Kernel;
 use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
 use prism_core::{
-    Accel, Backend, BackendInfo, Camera, Error, Hit, Image, Progress, Ray, RenderSettings,
-    RenderStats, Scene, TimingSource,
+    Accel, Backend, BackendInfo, Camera, Error, GeometrySah, Hit, Image, Progress, Ray,
+    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, UpdateStats,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -91,10 +104,12 @@ use upload::SceneState;
 /// The name this backend reports.
 pub const BACKEND_NAME: &str = "wgpu";
 
-/// Bytes of one ray in a batch buffer ([`prism_core::gpu::GpuRay`]).
-const RAY_BYTES: u64 = 32;
+/// Bytes of one ray in a batch buffer ([`prism_core::gpu::GpuRay`], the
+/// bytes of a [`Ray`]).
+const RAY_BYTES: u64 = size_of::<Ray>() as u64;
 /// Bytes of one hit in the `intersect` output ([`Hit`]).
-const HIT_BYTES: u64 = 16;
+const HIT_BYTES: u64 = size_of::<Hit>() as u64;
+const _: () = assert!(RAY_BYTES == size_of::<prism_core::gpu::GpuRay>() as u64);
 /// Bytes of one occlusion flag in the `occluded` output (a `u32`).
 const FLAG_BYTES: u64 = 4;
 /// Size of the per-chunk uniform (`Chunk` in entry.wgsl).
@@ -376,6 +391,27 @@ impl Backend for WgpuBackend {
                 }
             })
         })
+    }
+
+    /// Core applies the update to the host's scene and says what changed;
+    /// only that goes to the device (see the crate docs). An error of the
+    /// update itself leaves the scene as it was. Should the device fail
+    /// after the host's scene changed (out of memory while the instance
+    /// records outgrow their buffer, a lost device), the scene is dropped,
+    /// and later calls say [`Error::NoScene`] until the next `set_scene`.
+    fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error> {
+        let mut applied = false;
+        let result = self.guarded("update_scene", |this| {
+            this.update_inner(update, &mut applied)
+        });
+        if result.is_err() && applied {
+            self.scene = None;
+        }
+        result
+    }
+
+    fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
+        self.geometry_sah_inner(geometry)
     }
 }
 

@@ -190,10 +190,14 @@ pub(crate) fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<
 /// - a traversal only moves to children after their parent, so it visits
 ///   finitely many nodes: every tree is checked before upload
 ///   ([`prism_core::gpu::check_tree`]), and one that breaks the rule is refused;
+///   a two-level walk enters each instance of the top tree's leaves at most
+///   once, and inside it walks a checked tree;
 /// - the integrators' loops count to `spp`, `max_depth` and `ao_samples`;
 /// - the refill kernels (refill.wgsl, [`ModuleConfig::lane_refill`]) loop
 ///   while a lane holds a ray or the chunk has rays left: a held ray ends after
-///   finitely many traversal steps, and every pass in which no lane holds one
+///   finitely many traversal steps (in every pass some lane that holds one
+///   steps: a two-level lane that waits to enter an instance waits only while
+///   another lane steps), and every pass in which no lane holds one
 ///   claims a subgroup's worth of rays from a counter that only grows, so the
 ///   chunk is exhausted after at most `chunk.count` claims. (Refill is off on
 ///   software adapters, where lavapipe was seen to mis-run the subgroup votes.)

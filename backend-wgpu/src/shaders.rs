@@ -13,7 +13,7 @@
 /// The shader files, in the order they are concatenated (each may use what the
 /// files before it declare; WGSL resolves module-scope names in any order, the
 /// order only keeps the source readable top-down).
-pub const SHADER_FILES: [(&str, &str); 13] = [
+pub const SHADER_FILES: [(&str, &str); 14] = [
     ("types.wgsl", include_str!("../shaders/types.wgsl")),
     ("math.wgsl", include_str!("../shaders/math.wgsl")),
     ("division.wgsl", include_str!("../shaders/division.wgsl")),
@@ -21,6 +21,7 @@ pub const SHADER_FILES: [(&str, &str); 13] = [
     ("sampling.wgsl", include_str!("../shaders/sampling.wgsl")),
     ("intersect.wgsl", include_str!("../shaders/intersect.wgsl")),
     ("traverse.wgsl", include_str!("../shaders/traverse.wgsl")),
+    ("two_level.wgsl", include_str!("../shaders/two_level.wgsl")),
     (
         "point_grid.wgsl",
         include_str!("../shaders/point_grid.wgsl"),
@@ -43,11 +44,17 @@ pub const DIVISION_F64: &str = include_str!("../shaders/division_f64.wgsl");
 /// subgroup operations (see [`ModuleConfig::lane_refill`]).
 pub const REFILL: (&str, &str) = ("refill.wgsl", include_str!("../shaders/refill.wgsl"));
 
+/// Largest traversal stack a module is compiled with: a two-level walk keeps
+/// one stack for both trees, each less than
+/// [`prism_core::gpu::TRAVERSAL_STACK_SIZE`] deep.
+pub const MAX_STACK_ENTRIES: u32 = 2 * prism_core::gpu::TRAVERSAL_STACK_SIZE as u32;
+
 /// What one compiled module is specialised for.
 ///
 /// The backend compiles one module per configuration it meets (the scene
-/// decides the last two fields, so that a scene of spheres runs no triangle
-/// code and a shallow tree zero-fills a short stack) and keeps them all.
+/// decides every field but the first two, so that a scene of spheres runs no
+/// triangle code, a shallow tree zero-fills a short stack and a flat scene
+/// runs no two-level code) and keeps them all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleConfig {
     /// `division_f64.wgsl` instead of `division.wgsl` (needs `SHADER_F64`).
@@ -55,7 +62,8 @@ pub struct ModuleConfig {
     /// Append [`REFILL`], whose subgroup operations need `SUBGROUP`.
     pub lane_refill: bool,
     /// `STACK_ENTRIES`: the traversal stack's length; at least the scene's BVH
-    /// depth ([`prism_core::Accel::depth`]), at most 64.
+    /// depth ([`prism_core::Accel::depth`]; two levels: plus the top tree's,
+    /// [`prism_core::Accel::top_depth`]), at most [`MAX_STACK_ENTRIES`].
     pub stack_entries: u32,
     /// `SCENE_KINDS`: 1 spheres only, 2 triangles only, 3 both.
     pub scene_kinds: u32,
@@ -68,6 +76,10 @@ pub struct ModuleConfig {
     /// grid after the slot materials ([`prism_core::point_grid`]; see
     /// `point_grid.wgsl`), and the Whitted and AO shadow rays read it.
     pub light_grid: bool,
+    /// `TWO_LEVEL`: the scene has instances ([`prism_core::Accel::is_two_level`]):
+    /// its `nodes` buffer holds the geometries' trees, the instance records
+    /// and the tree over the instances, and every walk is `two_level.wgsl`'s.
+    pub two_level: bool,
 }
 
 impl ModuleConfig {
@@ -79,13 +91,27 @@ impl ModuleConfig {
         scene_kinds: 3,
         octant_copies: false,
         light_grid: false,
+        two_level: false,
     };
 
+    /// The stack length for `accel`: its tree's depth (two levels: both
+    /// trees' depths together) rounded up to a power of two, 8 to
+    /// [`MAX_STACK_ENTRIES`].
+    pub fn stack_entries_for(accel: &prism_core::Accel) -> u32 {
+        let depth = accel.depth().saturating_add(accel.top_depth());
+        depth.clamp(1, MAX_STACK_ENTRIES).next_power_of_two().max(8)
+    }
+
     /// `self` narrowed to `accel`: its primitive kinds, a stack of the
-    /// tree's depth rounded up to a power of two (8 to 64), so that few
-    /// distinct modules arise, octant copies for a tree of at most
-    /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes, and a light grid
-    /// for at most [`prism_core::point_grid::POINT_GRID_MAX_PRIMS`] primitives.
+    /// tree's depth (two levels: both trees' depths together) rounded up to a
+    /// power of two (8 to [`MAX_STACK_ENTRIES`]), so that few distinct modules
+    /// arise, and for a flat scene octant copies for a tree of at most
+    /// [`prism_core::gpu::OCTANT_COPIES_MAX_NODES`] nodes and a light grid
+    /// for at most [`prism_core::point_grid::POINT_GRID_MAX_PRIMS`]
+    /// primitives. Both are built over one flat tree: a two-level scene has
+    /// neither (its geometries' trees are walked in object space, where a
+    /// ray's octant and the light's position differ from instance to
+    /// instance).
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
         for p in accel.primitives() {
@@ -98,12 +124,15 @@ impl ModuleConfig {
                 break;
             }
         }
-        let full = prism_core::gpu::TRAVERSAL_STACK_SIZE as u32;
+        let two_level = accel.is_two_level();
         ModuleConfig {
-            stack_entries: accel.depth().max(1).next_power_of_two().clamp(8, full),
+            stack_entries: Self::stack_entries_for(accel),
             scene_kinds: if kinds == 0 { 3 } else { kinds },
-            octant_copies: accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES,
-            light_grid: accel.primitives().len() <= prism_core::point_grid::POINT_GRID_MAX_PRIMS,
+            octant_copies: !two_level
+                && accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES,
+            light_grid: !two_level
+                && accel.primitives().len() <= prism_core::point_grid::POINT_GRID_MAX_PRIMS,
+            two_level,
             ..self
         }
     }
@@ -147,8 +176,8 @@ impl ShaderSource {
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
     /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS`,
-    /// `OCTANT_COPIES` and `LIGHT_GRID` (types.wgsl) rewritten in place (line
-    /// numbers do not move).
+    /// `OCTANT_COPIES`, `LIGHT_GRID` and `TWO_LEVEL` (types.wgsl) rewritten in
+    /// place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
         let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);
@@ -189,6 +218,11 @@ impl ShaderSource {
                 "LIGHT_GRID",
                 general.light_grid as u32,
                 config.light_grid as u32,
+            ),
+            (
+                "TWO_LEVEL",
+                general.two_level as u32,
+                config.two_level as u32,
             ),
         ] {
             text = text.replace(

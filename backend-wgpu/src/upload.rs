@@ -1,9 +1,11 @@
-//! The scene on the device: [`SceneState`] (the BVH or its octant copies,
-//! primitives, slot materials with the light grid, materials, and their bind
+//! The scene on the device: [`SceneState`] (the BVH or its octant copies, or a
+//! two-level scene's trees and instance records; primitives, slot materials
+//! with the light grid, materials, where the two levels lie, and their bind
 //! group), and its upload beside the current scene, which therefore survives
 //! a failed upload.
 
 use crate::buffers::{Reusable, create_buffer};
+use crate::levels::{Levels, NodeLayout, device_records, device_top_nodes};
 use crate::pipelines::exact;
 use crate::submit::wait;
 use crate::{BACKEND_NAME, ModuleConfig, WgpuBackend};
@@ -17,8 +19,24 @@ pub(crate) struct SceneState {
     /// The module configuration for this scene.
     pub(crate) config: ModuleConfig,
     pub(crate) bind_group: wgpu::BindGroup,
-    // Kept alive for the bind group.
-    _buffers: [wgpu::Buffer; 4],
+    pub(crate) buffers: SceneBuffers,
+    /// Where a two-level scene's parts lie in `nodes` (`None`: a flat scene).
+    pub(crate) layout: Option<NodeLayout>,
+}
+
+/// The scene's buffers (group 0 of entry.wgsl, bindings 1 to 4 and 6) and the
+/// bytes bound of each: the shaders bound-check against `arrayLength`.
+pub(crate) struct SceneBuffers {
+    pub(crate) nodes: wgpu::Buffer,
+    pub(crate) node_bytes: u64,
+    pub(crate) prims: wgpu::Buffer,
+    pub(crate) prim_bytes: u64,
+    pub(crate) slot_materials: wgpu::Buffer,
+    pub(crate) slot_bytes: u64,
+    pub(crate) materials: wgpu::Buffer,
+    pub(crate) material_bytes: u64,
+    /// `Levels` (entry.wgsl).
+    pub(crate) levels: wgpu::Buffer,
 }
 
 /// `accel`'s slot materials followed by `grid` as `point_grid.wgsl` reads it
@@ -34,7 +52,29 @@ fn slot_words_with_grid(accel: &Accel, grid: Option<&PointGrid>) -> Option<Vec<u
     Some(words)
 }
 
+/// What goes into the `nodes` buffer: its size, and the bytes written at
+/// each offset.
+struct NodeContents<'a> {
+    size: u64,
+    parts: [(u64, &'a [u8]); 3],
+}
+
 impl WgpuBackend {
+    /// [`Error::DeviceLimit`] naming `what` if `bytes` exceed one storage
+    /// binding.
+    pub(crate) fn check_binding(&self, what: &'static str, bytes: u64) -> Result<(), Error> {
+        let limit = self.limits.max_storage_buffer_binding_size;
+        if bytes.next_multiple_of(16) > limit {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what,
+                needed: bytes.next_multiple_of(16),
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// Upload `accel` next to the current scene, which therefore survives a
     /// failed upload; only if the device runs out of memory are the old scene
     /// and the cached work buffers released and the upload tried once more.
@@ -46,17 +86,20 @@ impl WgpuBackend {
             operation: "checking the BVH before upload",
             message: defect.to_string(),
         })?;
+        // For a two-level scene the configuration has neither octant copies
+        // nor a light grid: both are built over one flat tree, while its rays
+        // walk each geometry's tree in the object space of an instance, where
+        // their octant and the light's position change from one to the next.
         let mut config = self.config.for_accel(&accel);
-        // The tree's near-first octant copies when the module for this scene
-        // reads them; the module reads them only when they exist.
+        // A flat scene: the tree's near-first octant copies when the module
+        // for this scene reads them (it reads them only when they exist).
         let copies = config
             .octant_copies
             .then(|| prism_core::gpu::near_first_octant_copies(accel.nodes()))
             .flatten();
         config.octant_copies = copies.is_some();
-        let nodes: &[BvhNode] = copies.as_deref().unwrap_or(accel.nodes());
-        // The light grid, after the slot materials in their buffer, when the
-        // module for this scene reads it (see point_grid.wgsl).
+        // And the light grid, after the slot materials in their buffer, when
+        // the module for this scene reads it (see point_grid.wgsl).
         let grid = config
             .light_grid
             .then(|| {
@@ -66,7 +109,40 @@ impl WgpuBackend {
         config.light_grid = grid.is_some();
         let slot_words = slot_words_with_grid(&accel, grid.as_ref());
         let slot_words: &[u32] = slot_words.as_deref().unwrap_or(accel.slot_materials());
-        match self.try_upload_scene(&accel, nodes, slot_words) {
+        // A two-level scene: its geometries' trees, instance records and top
+        // tree, each with room for no more than it has (see levels.rs).
+        let layout = accel.is_two_level().then(|| NodeLayout::new(&accel, 0, 0));
+        let (records, top) = match &layout {
+            Some(layout) => {
+                self.check_binding("BVH nodes and instance records", layout.bytes())?;
+                let records = device_records(&accel, 0..accel.instances().len());
+                (records, device_top_nodes(&accel, layout.top_root())?)
+            }
+            None => Default::default(),
+        };
+        let tree: &[BvhNode] = copies.as_deref().unwrap_or(accel.nodes());
+        let nodes = match &layout {
+            Some(layout) => NodeContents {
+                size: layout.bytes(),
+                parts: [
+                    (0, bytemuck::cast_slice(tree)),
+                    (
+                        layout.instance_base() * crate::levels::NODE_BYTES,
+                        bytemuck::cast_slice(&records),
+                    ),
+                    (
+                        layout.top_root() * crate::levels::NODE_BYTES,
+                        bytemuck::cast_slice(&top),
+                    ),
+                ],
+            },
+            None => NodeContents {
+                size: size_of_val(tree) as u64,
+                parts: [(0, bytemuck::cast_slice(tree)), (0, &[]), (0, &[])],
+            },
+        };
+        let levels = layout.map_or(Levels::default(), |l| l.levels(&accel));
+        match self.try_upload_scene(&accel, &nodes, slot_words, levels) {
             Err(Error::OutOfMemory { .. })
                 if self.scene.is_some() || self.out_buf.buffer.is_some() =>
             {
@@ -74,7 +150,7 @@ impl WgpuBackend {
                 self.rays_buf = Reusable::default();
                 self.out_buf = Reusable::default();
                 self.readback_buf = Default::default();
-                self.try_upload_scene(&accel, nodes, slot_words)
+                self.try_upload_scene(&accel, &nodes, slot_words, levels)
             }
             other => other,
         }
@@ -82,46 +158,79 @@ impl WgpuBackend {
             config,
             accel,
             bind_group,
-            _buffers: buffers,
+            buffers,
+            layout,
         })
     }
 
-    /// Upload `accel` with its tree as `nodes` (the tree, or its octant copies
-    /// for a module that reads them) and its slot materials as `slot_words`
-    /// (followed by the light grid for a module that reads one).
+    /// Upload `accel` with its `nodes` buffer as `nodes` says (its tree, its
+    /// octant copies, or a two-level scene's parts) and its slot materials as
+    /// `slot_words` (followed by the light grid for a module that reads one).
     fn try_upload_scene(
         &self,
         accel: &Accel,
-        nodes: &[BvhNode],
+        nodes: &NodeContents,
         slot_words: &[u32],
-    ) -> Result<(wgpu::BindGroup, [wgpu::Buffer; 4]), Error> {
-        let node_bytes: &[u8] = bytemuck::cast_slice(nodes);
-        let binding_limit = self.limits.max_storage_buffer_binding_size;
+        levels: Levels,
+    ) -> Result<(wgpu::BindGroup, SceneBuffers), Error> {
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         let upload = |label: &'static str, bytes: &[u8]| -> Result<wgpu::Buffer, Error> {
-            let size = (bytes.len() as u64).next_multiple_of(16);
-            if size > binding_limit {
-                return Err(Error::DeviceLimit {
-                    backend: BACKEND_NAME,
-                    what: label,
-                    needed: size,
-                    limit: binding_limit,
-                });
-            }
-            let buffer = create_buffer(
-                &self.device,
-                label,
-                size,
-                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            )?;
+            let size = bytes.len() as u64;
+            self.check_binding(label, size)?;
+            let buffer = create_buffer(&self.device, label, size.next_multiple_of(16), storage)?;
             self.queue.write_buffer(&buffer, 0, bytes);
             Ok(buffer)
         };
-        let nodes = upload("BVH nodes", node_bytes)?;
+        self.check_binding("BVH nodes", nodes.size)?;
+        let node_buffer = create_buffer(
+            &self.device,
+            "BVH nodes",
+            nodes.size.next_multiple_of(16),
+            // COPY_SRC: an update that outgrows the buffer copies the
+            // geometries' trees from it into a larger one.
+            storage | wgpu::BufferUsages::COPY_SRC,
+        )?;
+        for &(offset, bytes) in &nodes.parts {
+            if !bytes.is_empty() {
+                self.queue.write_buffer(&node_buffer, offset, bytes);
+            }
+        }
         let prims = upload("primitives", bytemuck::cast_slice(accel.primitives()))?;
         let slot_materials = upload("slot materials", bytemuck::cast_slice(slot_words))?;
         let materials = upload("materials", bytemuck::cast_slice(accel.materials()))?;
-        // Bind the exact sizes: the shaders bound-check against arrayLength.
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let levels_buffer = create_buffer(
+            &self.device,
+            "two-level layout",
+            size_of::<Levels>() as u64,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        )?;
+        self.queue
+            .write_buffer(&levels_buffer, 0, bytemuck::bytes_of(&levels));
+        let buffers = SceneBuffers {
+            nodes: node_buffer,
+            node_bytes: nodes.size,
+            prims,
+            prim_bytes: size_of_val(accel.primitives()) as u64,
+            slot_materials,
+            slot_bytes: size_of_val(slot_words) as u64,
+            materials,
+            material_bytes: size_of_val(accel.materials()) as u64,
+            levels: levels_buffer,
+        };
+        let bind_group = self.scene_bind_group(&buffers);
+        let index = self.queue.submit([]);
+        wait(&self.device, Some(index), "set_scene")?;
+        Ok((bind_group, buffers))
+    }
+
+    /// The scene bind group (group 0) of `buffers`, each bound at its exact
+    /// size.
+    pub(crate) fn scene_bind_group(&self, buffers: &SceneBuffers) -> wgpu::BindGroup {
+        let entry = |binding, buffer, bytes: u64| wgpu::BindGroupEntry {
+            binding,
+            resource: exact(buffer, bytes as usize),
+        };
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("prism scene"),
             layout: &self.scene_layout,
             entries: &[
@@ -129,30 +238,19 @@ impl WgpuBackend {
                     binding: 0,
                     resource: wgpu::BindingResource::Buffer(self.params.as_entire_buffer_binding()),
                 },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: exact(&nodes, node_bytes.len()),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: exact(&prims, size_of_val(accel.primitives())),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: exact(&slot_materials, size_of_val(slot_words)),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: exact(&materials, size_of_val(accel.materials())),
-                },
+                entry(1, &buffers.nodes, buffers.node_bytes),
+                entry(2, &buffers.prims, buffers.prim_bytes),
+                entry(3, &buffers.slot_materials, buffers.slot_bytes),
+                entry(4, &buffers.materials, buffers.material_bytes),
                 wgpu::BindGroupEntry {
                     binding: 5,
                     resource: self.srgb8.as_entire_binding(),
                 },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: buffers.levels.as_entire_binding(),
+                },
             ],
-        });
-        let index = self.queue.submit([]);
-        wait(&self.device, Some(index), "set_scene")?;
-        Ok((bind_group, [nodes, prims, slot_materials, materials]))
+        })
     }
 }

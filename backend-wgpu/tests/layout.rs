@@ -57,14 +57,16 @@ fn wgsl_struct_layouts_match_core() {
             "{name}: WGSL members/offsets differ from prism_core::gpu"
         );
     }
-    // The register-side Ray and Hit have the bytes of core's Ray and Hit too.
+    // The register-side Ray and Hit have the bytes of core's Ray and Hit too
+    // (Hit: its five words; store_hit writes the padding of its second row).
     let (size, members) = wgsl_struct(&module, &layouter, "Hit");
-    assert_eq!(size as usize, size_of::<prism_core::Hit>());
+    assert_eq!(size as usize, offset_of!(prism_core::Hit, instance) + 4);
     let hit = [
         ("t", offset_of!(prism_core::Hit, t)),
         ("u", offset_of!(prism_core::Hit, u)),
         ("v", offset_of!(prism_core::Hit, v)),
         ("prim", offset_of!(prism_core::Hit, prim)),
+        ("instance", offset_of!(prism_core::Hit, instance)),
     ];
     assert_eq!(
         members,
@@ -77,6 +79,7 @@ fn wgsl_struct_layouts_match_core() {
         ("tmin", offset_of!(prism_core::Ray, tmin)),
         ("dir", offset_of!(prism_core::Ray, dir)),
         ("tmax", offset_of!(prism_core::Ray, tmax)),
+        ("mask", offset_of!(prism_core::Ray, mask)),
     ];
     assert_eq!(
         members,
@@ -155,6 +158,12 @@ fn wgsl_constants_match_core() {
         ("KIND_TRIANGLE", gpu::KIND_TRIANGLE as f64),
         ("KIND_SPHERE", gpu::KIND_SPHERE as f64),
         ("NO_PRIM", prism_core::Hit::NO_PRIM as f64),
+        ("NO_INSTANCE", prism_core::Hit::NO_INSTANCE as f64),
+        ("RAY_ALL", prism_core::Ray::ALL as f64),
+        (
+            "NO_MATERIAL",
+            prism_core::gpu::GpuInstance::NO_MATERIAL as f64,
+        ),
         ("MIN_DIR_COMPONENT", intersect::MIN_DIR_COMPONENT as f64),
         ("SLAB_EXIT_SCALE", intersect::SLAB_EXIT_SCALE as f64),
         (
@@ -281,12 +290,33 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         scene_kinds: 1,
         octant_copies: true,
         light_grid: true,
+        two_level: false,
     };
     let source = ShaderSource::assemble_for(None, &config);
     assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
     assert!(source.text.contains("const SCENE_KINDS: u32 = 1u;"));
     assert!(source.text.contains("const OCTANT_COPIES: u32 = 1u;"));
     assert!(source.text.contains("const LIGHT_GRID: u32 = 1u;"));
+    assert!(source.text.contains("const TWO_LEVEL: u32 = 0u;"));
+    validate_with_refill(&source);
+    // A two-level scene's module: the longest stack, the two-level walks.
+    let two_level = prism_wgpu::ModuleConfig {
+        stack_entries: prism_wgpu::MAX_STACK_ENTRIES,
+        scene_kinds: 2,
+        octant_copies: false,
+        light_grid: false,
+        two_level: true,
+        ..config
+    };
+    let source = ShaderSource::assemble_for(None, &two_level);
+    assert!(source.text.contains("const STACK_ENTRIES: u32 = 128u;"));
+    assert!(source.text.contains("const TWO_LEVEL: u32 = 1u;"));
+    validate_with_refill(&source);
+}
+
+/// `source` parses and validates with f64 and subgroup operations, and has
+/// the refill entry points.
+fn validate_with_refill(source: &ShaderSource) {
     let module = match naga::front::wgsl::parse_str(&source.text) {
         Ok(m) => m,
         Err(e) => panic!("WGSL does not parse:\n{}", e.emit_to_string(&source.text)),
@@ -336,6 +366,7 @@ fn module_config_follows_the_scene() {
         assert!((8..=64).contains(&c.stack_entries));
         assert_eq!((c.f64_division, c.lane_refill), (false, false));
         assert!(c.octant_copies, "a small tree gets its octant copies");
+        assert!(!c.two_level);
     }
     // A tree of more than OCTANT_COPIES_MAX_NODES nodes is read as it is.
     let mut large = Scene::new();
@@ -346,4 +377,23 @@ fn module_config_follows_the_scene() {
     let accel = Accel::build(&large).expect("scene");
     assert!(accel.nodes().len() > prism_core::gpu::OCTANT_COPIES_MAX_NODES);
     assert!(!general.for_accel(&accel).octant_copies);
+    // A small two-level scene: the two-level walks with a stack for both
+    // trees, and neither flat-only accelerator.
+    let mut two = Scene::new();
+    let m = two.add_material(Material::lambertian(Vec3::ONE));
+    let mut g = prism_core::Geometry::new();
+    for i in 0..50 {
+        g.add_sphere(Vec3::new(i as f32, 0.0, 0.0), 0.4, m);
+    }
+    let g = two.add_geometry(g);
+    for i in 0..40 {
+        let at = glam::Affine3A::from_translation(Vec3::new(0.0, 3.0 * i as f32, 0.0));
+        two.add_instance(prism_core::Instance::new(g, at));
+    }
+    let accel = Accel::build(&two).expect("scene");
+    let c = general.for_accel(&accel);
+    assert!(c.two_level && !c.octant_copies && !c.light_grid);
+    assert_eq!(c.scene_kinds, 1);
+    assert!(c.stack_entries >= accel.depth() + accel.top_depth());
+    assert!(c.stack_entries.is_power_of_two() && c.stack_entries <= prism_wgpu::MAX_STACK_ENTRIES);
 }
