@@ -561,7 +561,11 @@ fn apply(
             // `transforms`; an added instance's entry came before it.
             None => host.set_transform(&update.transforms[p.source as usize - update.add.len()].1),
         }
-        levels.records[p.index as usize] = p.record;
+        // The root as it is now: a geometry rebuilt in this same update
+        // moved its tree after `p.record` was worked out.
+        let mut record = p.record;
+        record.info[0] = f32::from_bits(levels.blas[p.geometry as usize].root());
+        levels.records[p.index as usize] = record;
         levels.world[p.index as usize] = p.world;
         touch(p.index);
     }

@@ -233,14 +233,14 @@ proptest! {
     fn updates_match_a_scene_built_from_scratch(
         geometries in prop::collection::vec(prop::collection::vec(prim(), 1..12), 1..3),
         first in prop::collection::vec(instance(3), 1..20),
-        steps in prop::collection::vec((prop::collection::vec(any::<prop::sample::Index>(), 0..4), prop::collection::vec(instance(3), 0..4), prop::collection::vec((any::<prop::sample::Index>(), transform()), 0..4), prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3)), 1..5),
+        steps in prop::collection::vec((prop::collection::vec(any::<prop::sample::Index>(), 0..4), prop::collection::vec(instance(3), 0..4), prop::collection::vec((any::<prop::sample::Index>(), transform()), 0..4), prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3), prop::option::of(any::<prop::sample::Index>())), 1..5),
         rays in prop::collection::vec(ray(), 24),
     ) {
         let fix = |i: Instance| Instance { geometry: i.geometry % geometries.len() as u32, ..i };
         let mut current: Vec<Option<Instance>> = first.iter().map(|i| Some(fix(*i))).collect();
         let instances: Vec<Instance> = first.iter().map(|i| fix(*i)).collect();
         let mut accel = Accel::build(&two_level(&geometries, &instances, TopLevelBuild::Auto)).unwrap();
-        for (removals, additions, moves, masks) in steps {
+        for (removals, additions, moves, masks, rebuild) in steps {
             let live: Vec<u32> = (0..current.len() as u32).filter(|&i| current[i as usize].is_some()).collect();
             let mut update = SceneUpdate::new();
             let mut removed = Vec::new();
@@ -269,6 +269,12 @@ proptest! {
                 let i = survivors[k.index(survivors.len())];
                 update.set_mask(i, *m);
                 masked.push((i, *m));
+            }
+            // A geometry rebuilt in the same update (its tree, and every later
+            // geometry's, may move: instances added or moved beside it must
+            // enter the tree where it is now).
+            if let Some(g) = rebuild {
+                update.rebuild(g.index(geometries.len()) as u32);
             }
             let changes = accel.update(&update).unwrap();
             // The model: removals, then additions into the lowest free slots.
@@ -880,4 +886,138 @@ fn top_trees_hold_every_live_instance_once() {
             }
         }
     }
+}
+
+/// Instances added and moved in the same update as a rebuild that moves the
+/// trees after the rebuilt one enter those trees where they now lie.
+#[test]
+fn instances_placed_beside_a_rebuild_enter_the_moved_trees() {
+    let (positions, triangles) = wavy_grid(8, 0.3);
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let mesh = scene.add_geometry(Geometry::mesh(&positions, &triangles, m).unwrap());
+    let mut balls = Geometry::new();
+    for k in 0..20 {
+        balls.add_sphere(Vec3::new(k as f32 * 0.5 - 5.0, (k % 3) as f32, 0.0), 0.3, m);
+    }
+    let balls = scene.add_geometry(balls);
+    scene.add_instance(Instance::new(
+        mesh,
+        Affine3A::from_translation(Vec3::new(0.0, 0.0, -10.0)),
+    ));
+    scene.add_instance(Instance::new(
+        balls,
+        Affine3A::from_translation(Vec3::new(0.0, 3.0, -12.0)),
+    ));
+    let mut accel = Accel::build(&scene).unwrap();
+    // Scramble the mesh (its refit tree keeps its shape) ...
+    let scrambled: Vec<Vec3> = positions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            Vec3::new(
+                p.z * 1.7,
+                ((i * 7919) % 13) as f32 * 0.4,
+                p.x * 0.3 + ((i * 31) % 5) as f32,
+            )
+        })
+        .collect();
+    let mut update = SceneUpdate::new();
+    update.set_vertices(mesh, &scrambled);
+    accel.update(&update).unwrap();
+    let before = accel.geometry_nodes(mesh).unwrap().len();
+    // ... then rebuild it, placing and moving instances of the other geometry.
+    let placed = Affine3A::from_translation(Vec3::new(1.0, -2.0, -11.0));
+    let moved = Affine3A::from_translation(Vec3::new(-1.0, 2.5, -9.0));
+    let mut update = SceneUpdate::new();
+    update
+        .rebuild(mesh)
+        .add_instance(Instance::new(balls, placed))
+        .set_transform(1, moved);
+    let changes = accel.update(&update).unwrap();
+    assert!(changes.rebuilt);
+    let after = accel.geometry_nodes(mesh).unwrap().len();
+    assert_ne!(
+        before, after,
+        "the rebuild must change the node count for this test to mean anything"
+    );
+    let mut fresh = Scene::new();
+    let m = fresh.add_material(Material::lambertian(Vec3::ONE));
+    let mesh = fresh.add_geometry(Geometry::mesh(&scrambled, &triangles, m).unwrap());
+    fresh.add_geometry(scene.geometries()[1].clone());
+    fresh.add_instance(Instance::new(
+        mesh,
+        Affine3A::from_translation(Vec3::new(0.0, 0.0, -10.0)),
+    ));
+    fresh.add_instance(Instance::new(balls, moved));
+    fresh.add_instance(Instance::new(balls, placed));
+    let fresh = Accel::build(&fresh).unwrap();
+    let mut hits = 0;
+    for i in 0..400 {
+        let d = Vec3::new(
+            (i % 20) as f32 * 0.06 - 0.6,
+            (i / 20) as f32 * 0.04 - 0.4,
+            -1.0,
+        );
+        let ray = Ray::new(Vec3::ZERO, d);
+        let (a, b) = (accel.intersect(&ray), fresh.intersect(&ray));
+        assert_eq!(
+            (a.t.to_bits(), a.instance),
+            (b.t.to_bits(), b.instance),
+            "ray {i}"
+        );
+        hits += (a.is_hit() && a.instance != 0) as u32;
+    }
+    assert!(hits > 20, "{hits} hits on the moved and placed instances");
+}
+
+/// The instanced agreement rule: the same primitive of another instance at
+/// the same `t` is a tie, not a match; the floor grows with the instance's
+/// distance from the origin; a short or missing answer is a mismatch.
+#[test]
+fn instanced_agreement_counts_instances() {
+    use prism_core::reference::{Agreement, AgreementCounts, classify_instanced};
+    let ray = Ray::new(Vec3::ZERO, Vec3::Z);
+    let near = |_: u32| Vec3::ZERO;
+    let hit = Hit::new(2.0, 0.0, 0.0, 7, 3);
+    assert_eq!(
+        classify_instanced(&ray, &hit, (2.0, 7, 3), near),
+        Agreement::Match
+    );
+    assert_eq!(
+        classify_instanced(&ray, &hit, (2.0, 7, 4), near),
+        Agreement::Tie
+    );
+    assert_eq!(
+        classify_instanced(&ray, &hit, (2.1, 7, 3), near),
+        Agreement::Mismatch
+    );
+    assert_eq!(
+        classify_instanced(&ray, &Hit::MISS, (2.0, 7, 3), near),
+        Agreement::Mismatch
+    );
+    assert_eq!(
+        classify_instanced(
+            &ray,
+            &Hit::MISS,
+            (f32::INFINITY, Hit::NO_PRIM, Hit::NO_INSTANCE),
+            near
+        ),
+        Agreement::Match
+    );
+    // A tiny t: off by 1e-5 is too much at the origin, within rounding for an
+    // instance placed a thousand units away.
+    let tiny = Hit::new(1e-3 + 1e-5, 0.0, 0.0, 7, 3);
+    assert_eq!(
+        classify_instanced(&ray, &tiny, (1e-3, 7, 3), near),
+        Agreement::Mismatch
+    );
+    let far = |_: u32| Vec3::new(1000.0, 0.0, 0.0);
+    assert_eq!(
+        classify_instanced(&ray, &tiny, (1e-3, 7, 3), far),
+        Agreement::Match
+    );
+    let counts =
+        AgreementCounts::compare_instanced(&[ray, ray], &[hit], &[(2.0, 7, 3), (2.0, 7, 3)], &[]);
+    assert_eq!((counts.total, counts.matches, counts.mismatches), (2, 1, 1));
 }
