@@ -178,7 +178,7 @@ fn check_against_core(what: &str, gpu: &mut CudaBackend, accel: &Accel, rays: &[
         .filter(|&i| o[i] != accel.occluded(&rays[i]))
         .count();
     let reference: Vec<(f32, u32, u32)> = c.iter().map(|h| (h.t, h.prim, h.instance)).collect();
-    let counts = instanced_agreement(rays, &g, &reference);
+    let counts = instanced_agreement(rays, &g, &reference, &[]);
     eprintln!(
         "{what}: {} rays, {} hits, {} differ from core ({counts:?}), occluded differs on {o_differ}",
         rays.len(),
@@ -521,11 +521,22 @@ fn an_identity_instance_renders_the_flat_scene_s_frames() {
                 .zip(&frames[1].0)
                 .filter(|(a, b)| a != b)
                 .count();
-            assert_eq!(
-                (differ, frames[0].1),
-                (0, frames[1].1),
-                "{} {integrator:?}: pixels differing, rays",
-                preset.name
+            // The flat kernels answer some rays from candidate lists (light
+            // grid, camera masks), which keep the tree's hits except where
+            // two primitives tie at the same t; the instanced kernels walk
+            // the trees. A tie can change a Whitted pixel (its shadow ray):
+            // the flat tests' share of such pixels is allowed here too.
+            let allowed = if integrator == Integrator::Whitted {
+                frames[0].0.len() / 200
+            } else {
+                0
+            };
+            assert!(
+                differ <= allowed && frames[0].1 == frames[1].1,
+                "{} {integrator:?}: {differ} pixels differing (at most {allowed}), rays {} and {}",
+                preset.name,
+                frames[0].1,
+                frames[1].1
             );
         }
     }
@@ -692,7 +703,7 @@ fn bunny_x1000_agrees_with_embree() {
         let rays = load_rays(&inst.join(format!("{stem}.{set}.rays"))).unwrap();
         let reference = load_ihits(&inst.join(format!("{stem}.{set}.ihits"))).unwrap();
         let g = gpu_hits(&mut gpu, &rays);
-        let counts = instanced_agreement(&rays, &g, &reference);
+        let counts = instanced_agreement(&rays, &g, &reference, &transforms);
         eprintln!("{stem}.{set} vs Embree: {counts:?}");
         assert!(counts.passed(), "{stem}.{set}: {counts:?}");
         let c = core_hits(&accel, &rays);

@@ -11,8 +11,9 @@
 use crate::levels::{NODE_BYTES, NodeLayout, device_records, device_top_nodes};
 use crate::submit::wait;
 use crate::{ModuleConfig, WgpuBackend};
+use prism_core::bvh::RayonFork;
 use prism_core::gpu::{BvhNode, GpuInstance, Primitive};
-use prism_core::{Changes, Error, RenderStats, SceneUpdate, UpdateStats};
+use prism_core::{Changes, Error, RefitOn, RenderStats, SceneUpdate, UpdateStats};
 use std::time::Instant;
 
 /// The records and top tree an update writes, staged on the host.
@@ -35,7 +36,9 @@ impl WgpuBackend {
         let start = Instant::now();
         let state = self.scene.as_mut().ok_or(Error::NoScene)?;
         // Checks everything first: on an error nothing has changed.
-        let changes = state.accel.update(update)?;
+        let changes = state
+            .accel
+            .update_with_fork(update, RefitOn::Host, &RayonFork)?;
         *applied = true;
         // Only the stack's length can change: the primitive kinds stay, and a
         // two-level scene has neither octant copies nor a light grid.

@@ -336,6 +336,12 @@ impl Bvh {
         Self::build_in(bounds, None::<&Sequential>, 1)
     }
 
+    /// [`Bvh::try_build_single_leaves`], the large subtrees through `fork`
+    /// (the same tree, bit for bit).
+    pub fn try_build_single_leaves_with<F: Fork>(bounds: &[Aabb], fork: &F) -> Result<Bvh, Error> {
+        Self::build_in(bounds, Some(fork), 1)
+    }
+
     /// [`Bvh::build_with`], or [`Error::HostOutOfMemory`] as for
     /// [`Bvh::try_build`] (also when a forked subtree's own node list cannot
     /// grow).

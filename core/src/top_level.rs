@@ -24,7 +24,7 @@
 //! codes, for fewer than `2^30` instances).
 
 use crate::aabb::Aabb;
-use crate::bvh::Bvh;
+use crate::bvh::{Bvh, Fork};
 use crate::error::Error;
 use crate::gpu::{BvhNode, EMPTY_CHILD};
 use alloc::vec::Vec;
@@ -69,11 +69,12 @@ fn room<T>(v: &mut Vec<T>, n: usize, what: &'static str) -> Result<(), Error> {
 /// Build the tree over the instances whose world boxes are `world` (an empty
 /// box: a removed instance, left out) into `nodes`. A leaf's index is the
 /// instance's index in `world`, its count 1. Returns the depth.
-pub(crate) fn build_top(
+pub(crate) fn build_top<F: Fork>(
     world: &[Aabb],
     build: TopLevelBuild,
     scratch: &mut TopScratch,
     nodes: &mut Vec<BvhNode>,
+    fork: Option<&F>,
 ) -> Result<u32, Error> {
     room(&mut scratch.live, world.len(), "top-level instance list")?;
     scratch.live.extend(
@@ -103,7 +104,10 @@ pub(crate) fn build_top(
     scratch
         .boxes
         .extend(live.iter().map(|&i| world[i as usize]));
-    let mut bvh = Bvh::try_build_single_leaves(&scratch.boxes)?;
+    let mut bvh = match fork {
+        Some(fork) => Bvh::try_build_single_leaves_with(&scratch.boxes, fork)?,
+        None => Bvh::try_build_single_leaves(&scratch.boxes)?,
+    };
     // Leaves name slots of `boxes`; name the instances instead.
     for n in &mut bvh.nodes {
         for (lo, count) in [

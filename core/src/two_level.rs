@@ -258,11 +258,20 @@ impl TwoLevel {
 
     /// Rebuild the top tree from the live instances' world boxes.
     pub(crate) fn rebuild_top(&mut self) -> Result<(), Error> {
+        self.rebuild_top_with(None::<&crate::bvh::Sequential>)
+    }
+
+    /// [`TwoLevel::rebuild_top`], its work spread through `fork` if given.
+    pub(crate) fn rebuild_top_with<F: crate::bvh::Fork>(
+        &mut self,
+        fork: Option<&F>,
+    ) -> Result<(), Error> {
         self.top_depth = build_top(
             &self.world,
             self.build,
             &mut self.top_scratch,
             &mut self.top,
+            fork,
         )?;
         Ok(())
     }

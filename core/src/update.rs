@@ -19,7 +19,7 @@
 
 use crate::aabb::Aabb;
 use crate::accel::{Accel, offset_nodes, triangle_record};
-use crate::bvh::Bvh;
+use crate::bvh::{Bvh, Fork, Sequential};
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
 use crate::instance::{Instance, MAX_INSTANCES, VACANT, world_bounds};
@@ -244,6 +244,28 @@ impl Accel {
     /// that an engine's frames allocate nothing once the scene has stopped
     /// growing.
     pub fn update_with(&mut self, update: &SceneUpdate, refit: RefitOn) -> Result<Changes, Error> {
+        self.update_in(update, refit, None::<&Sequential>)
+    }
+
+    /// [`Accel::update_with`], with the work of large updates spread through
+    /// `fork` (a thread pool's `join`, see [`Fork`]): the new records and
+    /// world boxes of at least [`FORK_MIN_MOVES`] moved instances, and the
+    /// top tree's build. The result is the same, bit for bit.
+    pub fn update_with_fork<F: Fork>(
+        &mut self,
+        update: &SceneUpdate,
+        refit: RefitOn,
+        fork: &F,
+    ) -> Result<Changes, Error> {
+        self.update_in(update, refit, Some(fork))
+    }
+
+    fn update_in<F: Fork>(
+        &mut self,
+        update: &SceneUpdate,
+        refit: RefitOn,
+        fork: Option<&F>,
+    ) -> Result<Changes, Error> {
         let material_count = self.materials().len();
         let Some(levels) = self.levels.as_deref_mut() else {
             return Err(Error::NotTwoLevel);
@@ -258,11 +280,12 @@ impl Accel {
             update,
             refit,
             material_count,
+            fork,
         );
         levels.scratch = scratch;
         let changes = result?;
         if changes.top_rebuilt {
-            levels.rebuild_top()?;
+            levels.rebuild_top_with(fork)?;
         }
         self.depth = levels.blas.iter().map(|b| b.depth).max().unwrap_or(0);
         self.bounds = levels.world_bounds();
@@ -355,12 +378,14 @@ pub(crate) struct UpdateScratch {
     latest: Vec<u32>,
     /// New states of added and moved instances.
     placed: Vec<Placed>,
+    /// New records and world boxes of moves worked out on several threads.
+    moved: Vec<(GpuInstance, Aabb)>,
 }
 
 /// [`Accel::update_with`] up to the top tree's rebuild (which the caller
 /// runs when `Changes::top_rebuilt` says so).
 #[allow(clippy::too_many_arguments)]
-fn apply(
+fn apply<F: Fork>(
     nodes: &mut Vec<BvhNode>,
     prims: &mut [Primitive],
     slot_material: &mut [u32],
@@ -369,9 +394,10 @@ fn apply(
     update: &SceneUpdate,
     refit: RefitOn,
     material_count: usize,
+    fork: Option<&F>,
 ) -> Result<Changes, Error> {
     if update.remove.is_empty() && update.add.is_empty() && update.rebuild.is_empty() {
-        return apply_moves(nodes, prims, levels, update, refit);
+        return apply_moves(nodes, prims, levels, scratch, update, refit, fork);
     }
     let mut changes = Changes::default();
     // --- Check, and work out the new instance states aside. ----------------
@@ -639,17 +665,89 @@ fn finish(
     }
 }
 
+/// Smallest number of moved instances whose new records
+/// [`Accel::update_with_fork`] works out on several threads: below it a
+/// frame's placements take some tens of microseconds, which a task switch
+/// would eat.
+pub const FORK_MIN_MOVES: usize = 2048;
+
+/// The new record and world box of every move into `out` (one entry each),
+/// the halves of a long list through `fork`; the first refused transform (in
+/// the list's order) is the error.
+fn place_moves<F: Fork>(
+    levels: &TwoLevel,
+    moves: &[(u32, Affine3A)],
+    out: &mut [(GpuInstance, Aabb)],
+    fork: &F,
+) -> Result<(), Error> {
+    if moves.len() < FORK_MIN_MOVES {
+        for (&(i, transform), slot) in moves.iter().zip(out.iter_mut()) {
+            let h = &levels.instances[i as usize];
+            *slot = levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material())?;
+        }
+        return Ok(());
+    }
+    let mid = moves.len() / 2;
+    let (first, second) = out.split_at_mut(mid);
+    let (a, b) = fork.join(
+        || place_moves(levels, &moves[..mid], first, fork),
+        || place_moves(levels, &moves[mid..], second, fork),
+    );
+    a.and(b)
+}
+
+/// Each move's new record and world box written as it is worked out, and
+/// put back from the instance's old transform if a later transform is
+/// refused.
+fn move_in_place(
+    levels: &mut TwoLevel,
+    update: &SceneUpdate,
+    touched: &mut (u32, u32),
+) -> Result<(), Error> {
+    for (k, &(i, transform)) in update.transforms.iter().enumerate() {
+        let h = &levels.instances[i as usize];
+        match levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material()) {
+            Ok((record, world)) => {
+                levels.records[i as usize] = record;
+                levels.world[i as usize] = world;
+                *touched = (touched.0.min(i), touched.1.max(i + 1));
+            }
+            Err(e) => {
+                // Put back every record written so far, from the old transforms.
+                for &(j, _) in &update.transforms[..k] {
+                    let h = levels.instances[j as usize];
+                    // ok (never fails): the old transform was accepted before.
+                    if let Ok((record, world)) = levels.place_parts(
+                        j as usize,
+                        &h.transform(),
+                        h.geometry,
+                        h.mask,
+                        h.material(),
+                    ) {
+                        levels.records[j as usize] = record;
+                        levels.world[j as usize] = world;
+                    }
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// [`apply`] for an update that only moves and masks existing instances and
 /// gives meshes new vertices (an engine's usual frame): each new record and
 /// world box is written as it is worked out, and put back from the instance's
 /// old transform if a later transform is refused, instead of being staged
 /// (staging a frame that moves 100,000 instances doubles its memory traffic).
-fn apply_moves(
+fn apply_moves<F: Fork>(
     nodes: &mut [BvhNode],
     prims: &mut [Primitive],
     levels: &mut TwoLevel,
+    scratch: &mut UpdateScratch,
     update: &SceneUpdate,
     refit: RefitOn,
+    fork: Option<&F>,
 ) -> Result<Changes, Error> {
     let live = |i: u32| -> Result<(), Error> {
         match levels.instances.get(i as usize) {
@@ -676,33 +774,24 @@ fn apply_moves(
         live(i)?;
     }
     let mut touched = (u32::MAX, 0u32);
-    for (k, &(i, transform)) in update.transforms.iter().enumerate() {
-        let h = &levels.instances[i as usize];
-        match levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material()) {
-            Ok((record, world)) => {
+    match fork {
+        Some(fork) if update.transforms.len() >= FORK_MIN_MOVES => {
+            // Worked out on the pool's threads, one entry a transform, then
+            // written (in order, so a repeated instance keeps its last move).
+            refill(
+                &mut scratch.moved,
+                update.transforms.len(),
+                (VACANT, Aabb::EMPTY),
+                "instance moves",
+            )?;
+            place_moves(levels, &update.transforms, &mut scratch.moved, fork)?;
+            for (&(i, _), &(record, world)) in update.transforms.iter().zip(&scratch.moved) {
                 levels.records[i as usize] = record;
                 levels.world[i as usize] = world;
                 touched = (touched.0.min(i), touched.1.max(i + 1));
             }
-            Err(e) => {
-                // Put back every record written so far, from the old transforms.
-                for &(j, _) in &update.transforms[..k] {
-                    let h = levels.instances[j as usize];
-                    // ok (never fails): the old transform was accepted before.
-                    if let Ok((record, world)) = levels.place_parts(
-                        j as usize,
-                        &h.transform(),
-                        h.geometry,
-                        h.mask,
-                        h.material(),
-                    ) {
-                        levels.records[j as usize] = record;
-                        levels.world[j as usize] = world;
-                    }
-                }
-                return Err(e);
-            }
         }
+        _ => move_in_place(levels, update, &mut touched)?,
     }
     for &(i, transform) in &update.transforms {
         levels.instances[i as usize].set_transform(&transform);

@@ -1021,3 +1021,72 @@ fn instanced_agreement_counts_instances() {
         AgreementCounts::compare_instanced(&[ray, ray], &[hit], &[(2.0, 7, 3), (2.0, 7, 3)], &[]);
     assert_eq!((counts.total, counts.matches, counts.mismatches), (2, 1, 1));
 }
+
+/// A `Fork` that runs the second half first, as a pool may.
+struct RightFirst;
+impl prism_core::bvh::Fork for RightFirst {
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        let rb = b();
+        (a(), rb)
+    }
+}
+
+/// Large updates spread through a `Fork` give the records, top tree and hits
+/// of the one-thread update, bit for bit; a refused transform among them
+/// leaves the scene as it was.
+#[test]
+fn forked_updates_equal_one_thread_updates() {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let mut ball = Geometry::new();
+    ball.add_sphere(Vec3::ZERO, 0.4, m);
+    let ball = scene.add_geometry(ball);
+    let n = 6000u32;
+    let place = |i: u32, frame: f32| {
+        let f = i as f32;
+        Affine3A::from_translation(Vec3::new(
+            (f * 0.37).sin() * 40.0 + frame,
+            (f * 0.11).cos() * 20.0,
+            -(f % 97.0),
+        ))
+    };
+    for i in 0..n {
+        scene.add_instance(Instance::new(ball, place(i, 0.0)));
+    }
+    for build in [TopLevelBuild::Sah, TopLevelBuild::Morton] {
+        scene.top_level_build = build;
+        let mut one = Accel::build(&scene).unwrap();
+        let mut many = one.clone();
+        let mut update = SceneUpdate::new();
+        for i in 0..n {
+            update.set_transform(i, place(i, 1.5));
+        }
+        let a = one.update(&update).unwrap();
+        let b = many
+            .update_with_fork(&update, prism_core::RefitOn::Host, &RightFirst)
+            .unwrap();
+        assert_eq!(a, b);
+        let bits = |x: &Accel| bytemuck::cast_slice::<GpuInstance, u32>(x.instances()).to_vec();
+        assert_eq!(bits(&one), bits(&many), "{build:?}");
+        assert_eq!(one.top_nodes(), many.top_nodes(), "{build:?}");
+        // A bad transform deep in the list: refused, nothing moved.
+        let mut bad = SceneUpdate::new();
+        for i in 0..n {
+            let t = if i == 4321 {
+                Affine3A::from_scale(Vec3::ZERO)
+            } else {
+                place(i, 9.0)
+            };
+            bad.set_transform(i, t);
+        }
+        match many.update_with_fork(&bad, prism_core::RefitOn::Host, &RightFirst) {
+            Err(Error::TransformInvalid { instance: 4321, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(bits(&one), bits(&many));
+    }
+}

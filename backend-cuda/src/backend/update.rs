@@ -14,6 +14,7 @@ use super::levels::{check_levels, count32, node_bytes, record_bytes, room};
 use super::upload::check_scene;
 use crate::driver::{self, BACKEND, DeviceBuffer, PinnedBuffer};
 use crate::kernels::{KernelConfig, REFIT_THREADS};
+use prism_core::bvh::RayonFork;
 use prism_core::{
     Accel, Changes, Error, GeometrySah, RefitOn, RenderStats, SceneUpdate, TimingSource,
     UpdateStats,
@@ -232,7 +233,7 @@ impl CudaBackend {
         drop(self.enter()?);
         let config = self.options.config.clone();
         let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
-        let changes = accel.update_with(update, RefitOn::Device)?;
+        let changes = accel.update_with_fork(update, RefitOn::Device, &RayonFork)?;
         let build = t0.elapsed();
         let st = self.state.as_mut().ok_or(Error::NoScene)?;
         let _g = st.ctx.enter()?;

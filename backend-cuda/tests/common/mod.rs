@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use prism_core::glam::{Affine3A, Vec3};
-use prism_core::reference::{Agreement, AgreementCounts, classify};
+use prism_core::reference::AgreementCounts;
 use prism_core::rng::Pcg;
 use prism_core::{
     Camera, Error, Geometry, Hit, Instance, Integrator, Material, PointLight, Ray, RenderSettings,
@@ -96,41 +96,19 @@ pub fn instanced_scene(mesh_path: &Path, transforms: &[Affine3A]) -> Result<Scen
     Ok(scene)
 }
 
-/// [`AgreementCounts`] of hits on instances against `(t, prim, instance)`
-/// references: a hit on another instance counts as another primitive (a tie
-/// at the same `t`, else a mismatch).
+/// Hits against a reference `(t, prim, instance)` under core's rule for
+/// instanced hits ([`prism_core::reference::AgreementCounts::compare_instanced`]):
+/// the same primitive of the same instance, `t` within the tolerance whose
+/// floor grows with the instance's translation (`transforms[i]`: instance
+/// `i`'s object-to-world transform; empty: every instance at the origin).
 pub fn instanced_agreement(
     rays: &[Ray],
     hits: &[Hit],
     reference: &[(f32, u32, u32)],
+    transforms: &[Affine3A],
 ) -> AgreementCounts {
-    let mut c = AgreementCounts {
-        total: rays.len(),
-        ..Default::default()
-    };
-    for (i, ray) in rays.iter().enumerate() {
-        let agreement = match (hits.get(i), reference.get(i)) {
-            (Some(h), Some(&(t, prim, instance))) => {
-                // Another instance: a primitive id the hit's cannot be.
-                let prim = if h.is_hit() && prim != Hit::NO_PRIM && h.instance != instance {
-                    h.prim ^ 1
-                } else {
-                    prim
-                };
-                classify(ray, h, t, prim)
-            }
-            _ => Agreement::Mismatch,
-        };
-        match agreement {
-            Agreement::Match => c.matches += 1,
-            Agreement::Tie => c.ties += 1,
-            Agreement::Mismatch => {
-                c.mismatches += 1;
-                c.first_mismatch.get_or_insert(i);
-            }
-        }
-    }
-    c
+    let translations: Vec<Vec3> = transforms.iter().map(|t| t.translation.into()).collect();
+    AgreementCounts::compare_instanced(rays, hits, reference, &translations)
 }
 
 /// `scene` as a two-level scene: its own primitives one geometry, placed
