@@ -7,7 +7,7 @@
 //! order per lane, so a hit's `t`, `u` and `v` are core's bit for bit.
 
 use crate::collapse::reserve;
-use glam::{Vec3A, Vec4};
+use glam::{Mat4, Vec3A, Vec4};
 use prism_core::gpu::{KIND_SPHERE, Primitive};
 use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, ray_sphere, ray_triangle_axes};
 use prism_core::traverse::ray_primitive;
@@ -59,19 +59,21 @@ impl Packets {
 
     /// Write the vertices of packets `range` again from the primitive records
     /// their lanes hold (core rewrites a refit mesh's records in place: same
-    /// slots, same ids, new vertices).
+    /// slots, same ids, new vertices). A lane without a slot stays NaN.
     pub(crate) fn refit(&mut self, range: core::ops::Range<usize>, prims: &[Primitive]) {
         for p in self.tri.get_mut(range).into_iter().flatten() {
-            for lane in 0..4 {
-                let Some(t) = prims.get(p.slot[lane] as usize) else {
-                    continue;
-                };
-                for axis in 0..3 {
-                    p.v0[axis][lane] = t.a[axis];
-                    p.v1[axis][lane] = t.b[axis];
-                    p.v2[axis][lane] = t.c[axis];
-                }
-            }
+            let record = |lane: usize| prims.get(p.slot[lane] as usize);
+            let records = [record(0), record(1), record(2), record(3)];
+            // Each vertex's four lanes as one 4x4 transpose: the records'
+            // rows (x, y, z, id bits) become the packet's x, y, z rows.
+            let rows = |vertex: fn(&Primitive) -> [f32; 4]| {
+                let m = Mat4::from_cols_array_2d(&records.map(|r| r.map_or([f32::NAN; 4], vertex)))
+                    .transpose();
+                [m.x_axis, m.y_axis, m.z_axis]
+            };
+            p.v0 = rows(|t| t.a);
+            p.v1 = rows(|t| t.b);
+            p.v2 = rows(|t| t.c);
         }
     }
 
