@@ -271,22 +271,6 @@ pub(super) fn any(
     }
 }
 
-/// Start fetching a child of the instances' tree that waits on the stack:
-/// its node or its instance's record.
-#[target_feature(enable = "avx2")]
-#[inline]
-fn prefetch_top(bvh: &Bvh8, child: u32, meta: u32) {
-    if meta == 0 {
-        let p: *const i8 = bvh.top.as_ptr().wrapping_add(child as usize).cast();
-        for line in 0..4 {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line));
-        }
-    } else {
-        let p: *const i8 = bvh.records.as_ptr().wrapping_add(child as usize).cast();
-        _mm_prefetch::<_MM_HINT_T0>(p);
-    }
-}
-
 /// Closest hit over both levels (`Hit::prim` the leaf slot, `Hit::instance`
 /// the instance), and where it came from (see [`NOT_IN_PACKET`]).
 ///
@@ -310,34 +294,14 @@ pub(super) fn closest_two_level(
     if bvh.top.is_empty() {
         return (Hit::MISS, NOT_IN_PACKET);
     }
+    // The instances' tree is small (a 256-byte node per four to eight
+    // instances) and stays in cache: its children are not prefetched.
     loop {
         if meta == 0 {
             if let Some(n) = bvh.top.get(child as usize) {
                 let (t, mask) = r.boxes(n, best.t);
-                if mask != 0 && sp + 8 <= STACK {
-                    // Push every entered child, sorted far to near (insertion
-                    // sort, stable: lower slots stay nearer on ties), pop the nearest.
-                    let base = sp;
-                    let mut m = mask;
-                    while m != 0 {
-                        let k = m.trailing_zeros() as usize & 7;
-                        m &= m - 1;
-                        let e = Entry {
-                            child: n.child[k],
-                            meta: n.meta[k],
-                            t: t[k],
-                        };
-                        prefetch_top(bvh, e.child, e.meta);
-                        let mut p = sp;
-                        while p > base && st[p - 1].t <= e.t {
-                            st[p] = st[p - 1];
-                            p -= 1;
-                        }
-                        st[p] = e;
-                        sp += 1;
-                    }
-                    sp -= 1;
-                    (child, meta) = (st[sp].child, st[sp].meta);
+                if let Some(next) = descend(n, &t, mask, st, &mut sp) {
+                    (child, meta) = next;
                     continue;
                 }
             }
@@ -404,7 +368,6 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
                             meta: n.meta[push],
                             t: 0.0,
                         };
-                        prefetch_top(bvh, n.child[push], n.meta[push]);
                         sp += 1;
                     }
                     (child, meta) = (n.child[near], n.meta[near]);
@@ -426,4 +389,64 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
         sp -= 1;
         (child, meta) = (st[sp].child, st[sp].meta);
     }
+}
+
+/// The closest-hit order of node `n`'s children entered at distances `t`
+/// (`mask`: the entered ones): the nearest is returned, to be visited next,
+/// and the others pushed so that the nearest of them is popped first (the
+/// lower slot first on equal distances). `None` when none was entered or the
+/// stack has not the room.
+#[target_feature(enable = "avx2,bmi1")]
+#[inline]
+fn descend(
+    n: &Node8,
+    t: &[f32; 8],
+    mask: u32,
+    st: &mut [Entry; STACK],
+    sp: &mut usize,
+) -> Option<(u32, u32)> {
+    if mask == 0 || *sp + 8 > STACK {
+        return None;
+    }
+    let mut m = mask;
+    let i = m.trailing_zeros() as usize & 7;
+    m &= m - 1;
+    if m == 0 {
+        return Some((n.child[i], n.meta[i]));
+    }
+    let j = m.trailing_zeros() as usize & 7;
+    m &= m - 1;
+    if m == 0 {
+        // Two children: the farther onto the stack (the lower slot wins a tie).
+        let (near, far) = if t[j] < t[i] { (j, i) } else { (i, j) };
+        st[*sp] = Entry {
+            child: n.child[far],
+            meta: n.meta[far],
+            t: t[far],
+        };
+        *sp += 1;
+        return Some((n.child[near], n.meta[near]));
+    }
+    // Three or more: push all, sorted far to near (insertion sort, stable:
+    // lower slots stay nearer on ties), pop the nearest.
+    let base = *sp;
+    let mut m = mask;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize & 7;
+        m &= m - 1;
+        let e = Entry {
+            child: n.child[k],
+            meta: n.meta[k],
+            t: t[k],
+        };
+        let mut p = *sp;
+        while p > base && st[p - 1].t <= e.t {
+            st[p] = st[p - 1];
+            p -= 1;
+        }
+        st[p] = e;
+        *sp += 1;
+    }
+    *sp -= 1;
+    Some((st[*sp].child, st[*sp].meta))
 }
