@@ -25,9 +25,9 @@
 mod walk;
 
 use crate::collapse::{Child, Source, children, gather, reserve};
-use crate::instances::{Span, write_records};
+use crate::instances::{Record, Span, write_records};
 use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf, ray_pre};
-use prism_core::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::{Accel, Error, Hit, Ray};
 use walk::{any, any_two_level, closest, closest_two_level};
 
@@ -114,7 +114,7 @@ pub struct Bvh8 {
     /// The instances' tree (empty for a flat scene).
     top: Vec<Node8>,
     /// The instances' records, with wide roots ([`crate::instances`]).
-    records: Vec<GpuInstance>,
+    records: Vec<Record>,
 }
 
 /// Whether this CPU runs [`Bvh8`]'s traversal.

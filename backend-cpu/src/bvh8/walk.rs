@@ -2,6 +2,7 @@
 //! and over both levels of a two-level scene.
 
 use super::{Bvh8, Entry, Node8, STACK, Stack};
+use crate::instances::Record;
 use crate::leaves::{
     Lanes, NOT_IN_PACKET, PACKET_LEAF, leaf_closest_axes, packet_hit_axes, packet_lane, ray_pre,
 };
@@ -305,7 +306,7 @@ pub(super) fn closest_two_level(
                     continue;
                 }
             }
-        } else if let Some(rec) = bvh.records.get(child as usize)
+        } else if let Some(Record(rec)) = bvh.records.get(child as usize)
             && ray.mask & rec.mask() != 0
         {
             let object = object_ray(rec, ray, best.t);
@@ -374,7 +375,7 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
                     continue;
                 }
             }
-        } else if let Some(rec) = bvh.records.get(child as usize)
+        } else if let Some(Record(rec)) = bvh.records.get(child as usize)
             && ray.mask & rec.mask() != 0
         {
             let object = object_ray(rec, ray, ray.tmax);
