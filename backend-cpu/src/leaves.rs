@@ -368,17 +368,24 @@ pub(crate) fn leaf_closest_axes(
 /// (`2 * kz + swapped`).
 const PERM_AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
 
-/// [`RayPre::new`] without its branches on the direction: the same values
-/// (the divisions and selections are the same per component), for the walks
-/// that work one out per instance they enter, where the branches on a random
-/// direction are mispredicted half the time.
+/// [`RayPre::inv_dir`] of `ray`: `1 / dir`, with components clamped away from
+/// zero as core clamps them (the first half of [`ray_pre_with`]).
 #[inline(always)]
-pub(crate) fn ray_pre(ray: &Ray) -> RayPre {
-    let d = ray.dir;
-    let da = Vec3A::from(d);
+pub(crate) fn inv_dir(ray: &Ray) -> Vec3A {
+    let da = Vec3A::from(ray.dir);
     let min = Vec3A::splat(MIN_DIR_COMPONENT);
     let safe = Vec3A::select(da.abs().cmplt(min), min.copysign(da), da);
-    let inv_dir = Vec3A::ONE / safe;
+    Vec3A::ONE / safe
+}
+
+/// [`RayPre::new`] of `ray` whose [`inv_dir`] is `inv_dir` (worked out
+/// already, for the root's test), without core's branches on the direction:
+/// the same values (the divisions and selections are the same per
+/// component), for the walks that work one out per instance they enter, where
+/// those branches on a random direction are mispredicted half the time.
+#[inline(always)]
+pub(crate) fn ray_pre_with(ray: &Ray, inv_dir: Vec3A) -> RayPre {
+    let d = ray.dir;
     let ad = d.abs();
     let (xy, xz, yz) = (ad.x > ad.y, ad.x > ad.z, ad.y > ad.z);
     // 0 where x is largest (beats y and z), 1 where y beats x and z, else 2.
@@ -405,13 +412,17 @@ pub(crate) fn ray_pre(ray: &Ray) -> RayPre {
 
 #[cfg(test)]
 mod tests {
-    use super::ray_pre;
+    use super::{inv_dir, ray_pre_with};
     use glam::Vec3;
     use prism_core::Ray;
     use prism_core::intersect::RayPre;
     use prism_core::rng::Pcg;
 
-    /// Every field of `ray_pre` is `RayPre::new`'s, bit for bit: random
+    fn ray_pre(ray: &Ray) -> RayPre {
+        ray_pre_with(ray, inv_dir(ray))
+    }
+
+    /// Every field of `ray_pre_with` is `RayPre::new`'s, bit for bit: random
     /// directions, ties between the largest components, zero and negative
     /// zero components, components below `MIN_DIR_COMPONENT`.
     #[test]

@@ -26,7 +26,7 @@ mod walk;
 
 use crate::collapse::{Child, Source, children, gather, reserve};
 use crate::instances::{Record, Span, write_records};
-use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf, ray_pre};
+use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::{Accel, Error, Hit, Ray};
 use walk::{any, any_two_level, closest, closest_two_level};
@@ -261,9 +261,8 @@ impl Bvh8 {
         let Some(root) = self.flat_root(ray) else {
             return (Hit::MISS, NOT_IN_PACKET);
         };
-        let pre = ray_pre(ray);
         // SAFETY: as above, a `Bvh8` implies AVX2 and BMI1.
-        unsafe { closest(self, prims, ray, &pre, root, &mut stack.e) }
+        unsafe { closest(self, prims, ray, root, &mut stack.e) }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
@@ -275,9 +274,8 @@ impl Bvh8 {
         let Some(root) = self.flat_root(ray) else {
             return false;
         };
-        let pre = ray_pre(ray);
         // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
-        unsafe { any(self, prims, ray, &pre, root, &mut stack.e) }
+        unsafe { any(self, prims, ray, root, &mut stack.e) }
     }
 }
 
