@@ -39,6 +39,10 @@ pub(crate) struct Packets {
     pub(crate) tri: Vec<TriPacket>,
     /// Scene primitive id of each lane, one entry per packet.
     ids: Vec<[u32; 4]>,
+    /// Each packet's first slot and number of lanes (its lanes hold
+    /// consecutive slots): what a refit reads, so that it only writes the
+    /// packets.
+    lanes: Vec<[u32; 2]>,
 }
 
 impl Packets {
@@ -62,14 +66,18 @@ impl Packets {
     /// their lanes hold (core rewrites a refit mesh's records in place: same
     /// slots, same ids, new vertices). A lane without a slot stays NaN.
     pub(crate) fn refit(&mut self, range: core::ops::Range<usize>, prims: &[Primitive]) {
-        for p in self.tri.get_mut(range).into_iter().flatten() {
-            let record = |lane: usize| prims.get(p.slot[lane] as usize);
-            let records = [record(0), record(1), record(2), record(3)];
+        let (Some(tri), Some(lanes)) = (self.tri.get_mut(range.clone()), self.lanes.get(range))
+        else {
+            return;
+        };
+        for (p, &[first, count]) in tri.iter_mut().zip(lanes) {
+            let first = first as usize;
+            let records = prims.get(first..first + count as usize).unwrap_or_default();
             // Each vertex's four lanes as one 4x4 transpose: the records'
             // rows (x, y, z, id bits) become the packet's x, y, z rows.
             let rows = |vertex: fn(&Primitive) -> [f32; 4]| {
-                let m = Mat4::from_cols_array_2d(&records.map(|r| r.map_or([f32::NAN; 4], vertex)))
-                    .transpose();
+                let lane = |k: usize| records.get(k).map_or([f32::NAN; 4], vertex);
+                let m = Mat4::from_cols_array_2d(&[lane(0), lane(1), lane(2), lane(3)]).transpose();
                 [m.x_axis, m.y_axis, m.z_axis]
             };
             p.v0 = rows(|t| t.a);
@@ -133,6 +141,7 @@ pub(crate) fn leaf(
     let more = tris.len().div_ceil(4);
     reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
     reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
+    reserve(&mut packets.lanes, more, "wide BVH triangle packets")?;
     for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
@@ -152,6 +161,7 @@ pub(crate) fn leaf(
         }
         packets.tri.push(p);
         packets.ids.push(id);
+        packets.lanes.push([chunk_first as u32, chunk.len() as u32]);
     }
     Ok((start, count | PACKET_LEAF))
 }

@@ -217,11 +217,18 @@ impl Bvh8 {
             .flatten()
             .zip(sources.into_iter().flatten())
         {
+            // The six rows are made here and stored whole (an empty slot has
+            // no source and keeps its boxes at +inf).
+            let mut rows = node.rows;
             for (k, s) in sources.iter().enumerate() {
                 if let Some((lo, hi)) = s.rows(bin) {
-                    node.set_box(k, &lo, &hi);
+                    for axis in 0..3 {
+                        rows[2 * axis][k] = lo[axis];
+                        rows[2 * axis + 1][k] = hi[axis];
+                    }
                 }
             }
+            node.rows = rows;
         }
         self.packets.refit(span.packets.clone(), accel.primitives());
     }
