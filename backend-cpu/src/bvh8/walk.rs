@@ -185,7 +185,8 @@ pub(super) fn any(
     };
     let (t, mask) = r.boxes(n, tmax);
     let mut sp = 0usize;
-    let Some((mut child, mut meta)) = nearest_first(bvh, n, &t, mask, st, &mut sp) else {
+    let far = |e: &Entry| prefetch(bvh, e.child, e.meta);
+    let Some((mut child, mut meta)) = nearest_first(n, &t, mask, st, &mut sp, far) else {
         return false;
     };
     let pre = ray_pre_with(ray, inv);
@@ -194,7 +195,7 @@ pub(super) fn any(
         if meta == 0 {
             if let Some(n) = bvh.nodes.get(child as usize) {
                 let (t, mask) = r.boxes(n, tmax);
-                if let Some(next) = nearest_first(bvh, n, &t, mask, st, &mut sp) {
+                if let Some(next) = nearest_first(n, &t, mask, st, &mut sp, far) {
                     (child, meta) = next;
                     continue;
                 }
@@ -225,17 +226,16 @@ pub(super) fn any(
 
 /// The any-hit order of node `n`'s children entered at distances `t`
 /// (`mask`): the nearest is returned, to be visited next, and the others
-/// pushed in slot order and prefetched. `None` when none was entered or the
-/// stack has not the room.
-#[target_feature(enable = "avx2,bmi1")]
-#[inline]
+/// pushed in slot order, each handed to `pushed` (to prefetch it). `None` when none was entered or the
+/// stack has not the room. Inlined as [`descend`] is.
+#[inline(always)]
 fn nearest_first(
-    bvh: &Bvh8,
     n: &Node8,
     t: &[f32; 8],
     mask: u32,
     st: &mut [Entry; STACK],
     sp: &mut usize,
+    pushed: impl Fn(&Entry),
 ) -> Option<(u32, u32)> {
     if mask == 0 || *sp + 8 > STACK {
         return None;
@@ -251,12 +251,13 @@ fn nearest_first(
         } else {
             k
         };
-        st[*sp] = Entry {
+        let e = Entry {
             child: n.child[push],
             meta: n.meta[push],
             t: 0.0,
         };
-        prefetch(bvh, n.child[push], n.meta[push]);
+        pushed(&e);
+        st[*sp] = e;
         *sp += 1;
     }
     Some((n.child[near], n.meta[near]))
@@ -383,9 +384,9 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
 /// and the others pushed so that the nearest of them is popped first (the
 /// lower slot first on equal distances), each pushed entry handed to
 /// `pushed` (to prefetch it). `None` when none was entered or the stack has
-/// not the room.
-#[target_feature(enable = "avx2,bmi1")]
-#[inline]
+/// not the room. Inlined into the walks, whose target features it then has
+/// (it takes none of its own, so that it can be inlined always).
+#[inline(always)]
 fn descend(
     n: &Node8,
     t: &[f32; 8],
