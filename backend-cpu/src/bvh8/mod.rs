@@ -119,13 +119,15 @@ pub struct Bvh8 {
 
 /// Whether this CPU runs [`Bvh8`]'s traversal.
 pub fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("bmi1")
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("bmi1")
+        && is_x86_feature_detected!("popcnt")
 }
 
 impl Bvh8 {
     /// Collapse `accel`'s binary BVHs (each node opens its inner child of largest
-    /// surface area until it holds eight), or `None` where the CPU lacks AVX2
-    /// or BMI1 ([`available`]). Its arrays grow fallibly: where the host has
+    /// surface area until it holds eight), or `None` where the CPU lacks AVX2,
+    /// BMI1 or POPCNT ([`available`]). Its arrays grow fallibly: where the host has
     /// not the memory, the error is [`Error::HostOutOfMemory`].
     pub fn build(accel: &Accel) -> Result<Option<Self>, Error> {
         if !available() {
@@ -260,28 +262,28 @@ impl Bvh8 {
     /// (see [`NOT_IN_PACKET`]).
     fn closest_at(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> (Hit, usize) {
         if self.two_level {
-            // SAFETY: a `Bvh8` exists only where `available()` found AVX2 and
-            // BMI1 (`build` is its only constructor), the features the walk is
+            // SAFETY: a `Bvh8` exists only where `available()` found AVX2, BMI1
+            // and POPCNT (`build` is its only constructor), the features the walk is
             // built for.
             return unsafe { closest_two_level(self, prims, ray, stack) };
         }
         let Some(root) = self.flat_root(ray) else {
             return (Hit::MISS, NOT_IN_PACKET);
         };
-        // SAFETY: as above, a `Bvh8` implies AVX2 and BMI1.
+        // SAFETY: as above, a `Bvh8` implies AVX2, BMI1 and POPCNT.
         unsafe { closest(self, prims, ray, root, &mut stack.e) }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
     pub fn occluded(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
         if self.two_level {
-            // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
+            // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
             return unsafe { any_two_level(self, prims, ray, stack) };
         }
         let Some(root) = self.flat_root(ray) else {
             return false;
         };
-        // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
+        // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
         unsafe { any(self, prims, ray, root, &mut stack.e) }
     }
 }
