@@ -26,6 +26,13 @@ pub(crate) struct Span {
     pub(crate) packets: Range<usize>,
 }
 
+/// An instance's record as the wide walks read it: core's record (64 bytes)
+/// on a cache line of its own (core's type is aligned to 16 bytes only, so in
+/// an array half of the records would straddle two lines).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+pub(crate) struct Record(pub(crate) GpuInstance);
+
 /// Write the wide-walk records of `accel`'s instances `range` into `records`
 /// (grown to `accel.instances().len()`, shrunk likewise): core's records with
 /// each root replaced by the wide root of the instance's geometry (`spans`).
@@ -39,15 +46,15 @@ pub(crate) fn write_records(
     accel: &Accel,
     spans: &[Span],
     range: Range<usize>,
-    records: &mut Vec<GpuInstance>,
+    records: &mut Vec<Record>,
 ) -> Result<(), Error> {
     let all = accel.instances();
     let grow = all.len().saturating_sub(records.len());
     reserve(records, grow, "instance records")?;
-    records.resize(all.len(), GpuInstance::default());
+    records.resize(all.len(), Record::default());
     let end = range.end.min(all.len());
     let start = range.start.min(end);
-    for (i, (mine, core)) in records[start..end]
+    for (i, (Record(mine), core)) in records[start..end]
         .iter_mut()
         .zip(&all[start..end])
         .enumerate()

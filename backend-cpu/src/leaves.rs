@@ -7,7 +7,7 @@
 //! order per lane, so a hit's `t`, `u` and `v` are core's bit for bit.
 
 use crate::collapse::reserve;
-use glam::{Vec3A, Vec4};
+use glam::{Mat4, Vec3A, Vec4};
 use prism_core::gpu::{KIND_SPHERE, Primitive};
 use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, ray_sphere, ray_triangle_axes};
 use prism_core::traverse::ray_primitive;
@@ -18,9 +18,10 @@ pub(crate) const PACKET_LEAF: u32 = 1 << 31;
 
 /// Four triangles as structure-of-arrays, tested together: `v0[axis]` holds that
 /// coordinate of each lane's first vertex. Unused lanes have NaN vertices, which
-/// fail every comparison of the watertight test and are never hit.
+/// fail every comparison of the watertight test and are never hit. 160 bytes,
+/// aligned to 32 so that a packet spans three cache lines, never four.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(16))]
+#[repr(C, align(32))]
 pub(crate) struct TriPacket {
     v0: [Vec4; 3],
     v1: [Vec4; 3],
@@ -38,6 +39,10 @@ pub(crate) struct Packets {
     pub(crate) tri: Vec<TriPacket>,
     /// Scene primitive id of each lane, one entry per packet.
     ids: Vec<[u32; 4]>,
+    /// Each packet's first slot and number of lanes (its lanes hold
+    /// consecutive slots): what a refit reads, so that it only writes the
+    /// packets.
+    lanes: Vec<[u32; 2]>,
 }
 
 impl Packets {
@@ -59,19 +64,25 @@ impl Packets {
 
     /// Write the vertices of packets `range` again from the primitive records
     /// their lanes hold (core rewrites a refit mesh's records in place: same
-    /// slots, same ids, new vertices).
+    /// slots, same ids, new vertices). A lane without a slot stays NaN.
     pub(crate) fn refit(&mut self, range: core::ops::Range<usize>, prims: &[Primitive]) {
-        for p in self.tri.get_mut(range).into_iter().flatten() {
-            for lane in 0..4 {
-                let Some(t) = prims.get(p.slot[lane] as usize) else {
-                    continue;
-                };
-                for axis in 0..3 {
-                    p.v0[axis][lane] = t.a[axis];
-                    p.v1[axis][lane] = t.b[axis];
-                    p.v2[axis][lane] = t.c[axis];
-                }
-            }
+        let (Some(tri), Some(lanes)) = (self.tri.get_mut(range.clone()), self.lanes.get(range))
+        else {
+            return;
+        };
+        for (p, &[first, count]) in tri.iter_mut().zip(lanes) {
+            let first = first as usize;
+            let records = prims.get(first..first + count as usize).unwrap_or_default();
+            // Each vertex's four lanes as one 4x4 transpose: the records'
+            // rows (x, y, z, id bits) become the packet's x, y, z rows.
+            let rows = |vertex: fn(&Primitive) -> [f32; 4]| {
+                let lane = |k: usize| records.get(k).map_or([f32::NAN; 4], vertex);
+                let m = Mat4::from_cols_array_2d(&[lane(0), lane(1), lane(2), lane(3)]).transpose();
+                [m.x_axis, m.y_axis, m.z_axis]
+            };
+            p.v0 = rows(|t| t.a);
+            p.v1 = rows(|t| t.b);
+            p.v2 = rows(|t| t.c);
         }
     }
 
@@ -130,6 +141,7 @@ pub(crate) fn leaf(
     let more = tris.len().div_ceil(4);
     reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
     reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
+    reserve(&mut packets.lanes, more, "wide BVH triangle packets")?;
     for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
@@ -149,6 +161,7 @@ pub(crate) fn leaf(
         }
         packets.tri.push(p);
         packets.ids.push(id);
+        packets.lanes.push([chunk_first as u32, chunk.len() as u32]);
     }
     Ok((start, count | PACKET_LEAF))
 }
@@ -365,17 +378,24 @@ pub(crate) fn leaf_closest_axes(
 /// (`2 * kz + swapped`).
 const PERM_AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
 
-/// [`RayPre::new`] without its branches on the direction: the same values
-/// (the divisions and selections are the same per component), for the walks
-/// that work one out per instance they enter, where the branches on a random
-/// direction are mispredicted half the time.
+/// [`RayPre::inv_dir`] of `ray`: `1 / dir`, with components clamped away from
+/// zero as core clamps them (the first half of [`ray_pre_with`]).
 #[inline(always)]
-pub(crate) fn ray_pre(ray: &Ray) -> RayPre {
-    let d = ray.dir;
-    let da = Vec3A::from(d);
+pub(crate) fn inv_dir(ray: &Ray) -> Vec3A {
+    let da = Vec3A::from(ray.dir);
     let min = Vec3A::splat(MIN_DIR_COMPONENT);
     let safe = Vec3A::select(da.abs().cmplt(min), min.copysign(da), da);
-    let inv_dir = Vec3A::ONE / safe;
+    Vec3A::ONE / safe
+}
+
+/// [`RayPre::new`] of `ray` whose [`inv_dir`] is `inv_dir` (worked out
+/// already, for the root's test), without core's branches on the direction:
+/// the same values (the divisions and selections are the same per
+/// component), for the walks that work one out per instance they enter, where
+/// those branches on a random direction are mispredicted half the time.
+#[inline(always)]
+pub(crate) fn ray_pre_with(ray: &Ray, inv_dir: Vec3A) -> RayPre {
+    let d = ray.dir;
     let ad = d.abs();
     let (xy, xz, yz) = (ad.x > ad.y, ad.x > ad.z, ad.y > ad.z);
     // 0 where x is largest (beats y and z), 1 where y beats x and z, else 2.
@@ -402,13 +422,17 @@ pub(crate) fn ray_pre(ray: &Ray) -> RayPre {
 
 #[cfg(test)]
 mod tests {
-    use super::ray_pre;
+    use super::{inv_dir, ray_pre_with};
     use glam::Vec3;
     use prism_core::Ray;
     use prism_core::intersect::RayPre;
     use prism_core::rng::Pcg;
 
-    /// Every field of `ray_pre` is `RayPre::new`'s, bit for bit: random
+    fn ray_pre(ray: &Ray) -> RayPre {
+        ray_pre_with(ray, inv_dir(ray))
+    }
+
+    /// Every field of `ray_pre_with` is `RayPre::new`'s, bit for bit: random
     /// directions, ties between the largest components, zero and negative
     /// zero components, components below `MIN_DIR_COMPONENT`.
     #[test]

@@ -10,6 +10,15 @@
 //! 128-bit SIMD ([`wide`]). Both give core's answers (see [`Traversal`]); the
 //! binary BVH itself stays available as [`Traversal::Binary`].
 //!
+//! Two-level scenes (geometries placed by instances, see [`prism_core::Scene`])
+//! have every geometry's tree and the tree over the instances collapsed alike;
+//! a ray enters an instance through core's own
+//! [`prism_core::two_level::object_ray`], so its hits are core's.
+//! [`Backend::update_scene`] applies an update to core's trees and then
+//! redoes only what changed in the wide ones: a refit mesh's tree is refit,
+//! changed instance records are written again, the instances' tree is
+//! collapsed again when core rebuilt it.
+//!
 //! ```
 //! use prism_core::{Backend, Camera, Image, Material, NoProgress, PixelFormat, RenderSettings, Scene};
 //! use prism_core::glam::Vec3;

@@ -16,13 +16,13 @@
 //! so far as its `tmax`, as core's walk does.
 
 use crate::collapse::{Source, gather, reserve};
-use crate::instances::{Span, write_records};
+use crate::instances::{Record, Span, write_records};
 use crate::leaves::{
     Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, dispatch_axes, leaf, leaf_closest, packet_hit,
     packet_lane, prim_hit,
 };
 use glam::Vec4;
-use prism_core::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::two_level::object_ray;
 use prism_core::{Accel, Error, Hit, Ray};
@@ -95,7 +95,7 @@ pub struct WideBvh {
     /// The instances' tree (empty for a flat scene).
     top: Vec<WideNode>,
     /// The instances' records, with wide roots ([`crate::instances`]).
-    records: Vec<GpuInstance>,
+    records: Vec<Record>,
 }
 
 impl WideBvh {
@@ -377,7 +377,7 @@ impl WideBvh {
             for &k in &order {
                 if t[k] < best.t && n.count[k] != 0 {
                     let index = n.child[k];
-                    let Some(rec) = self.records.get(index as usize) else {
+                    let Some(Record(rec)) = self.records.get(index as usize) else {
                         continue;
                     };
                     if ray.mask & rec.mask() == 0 {
@@ -426,7 +426,7 @@ impl WideBvh {
                     continue;
                 }
                 if n.count[k] != 0 {
-                    let Some(rec) = self.records.get(n.child[k] as usize) else {
+                    let Some(Record(rec)) = self.records.get(n.child[k] as usize) else {
                         continue;
                     };
                     if ray.mask & rec.mask() == 0 {

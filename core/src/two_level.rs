@@ -11,6 +11,7 @@
 //! instance's index.
 
 use crate::aabb::Aabb;
+use crate::accel::triangle_record;
 use crate::bvh::{COST_INTERSECT, COST_TRAVERSAL, sphere_bounds};
 use crate::error::{Error, try_vec};
 use crate::geometry::MeshTopology;
@@ -456,36 +457,47 @@ pub(crate) fn primitive_bounds(p: &Primitive) -> Aabb {
     }
 }
 
+/// A mesh geometry's triangles as its slots hold them, for [`refit`] to
+/// rewrite the slots from the mesh's vertices.
+pub(crate) struct MeshSlots<'a> {
+    /// The mesh.
+    pub(crate) mesh: &'a MeshTopology,
+    /// The geometry's slots (a range of the primitive array).
+    pub(crate) slots: core::ops::Range<usize>,
+}
+
 /// Recompute the boxes of the tree whose nodes are `nodes[range]` (indices
 /// into all of `nodes`, every inner child after its parent, as core's builder
 /// makes them) bottom-up from the primitive records `prims`; the shape stays.
-/// Returns the root's box.
+/// For a geometry of one indexed mesh (`mesh`), each leaf's slots are first
+/// rewritten from the mesh's current vertices (the record of the triangle of
+/// the slot's id), in the same pass: a slot is read and written once, while
+/// its cache line is at hand. Returns the root's box.
+///
+/// The slots' triangles are gathered first, in slot order, by a loop that
+/// does nothing else: a slot's id names a triangle anywhere in the mesh, and
+/// a loop that only fetches them keeps many such fetches in flight at once.
 pub(crate) fn refit(
     nodes: &mut [BvhNode],
     range: core::ops::Range<usize>,
-    prims: &[Primitive],
+    prims: &mut [Primitive],
+    mesh: Option<MeshSlots>,
 ) -> Aabb {
-    let child_box = |nodes: &[BvhNode], index: u32, count: u32| -> Option<Aabb> {
-        if index == EMPTY_CHILD {
-            None
-        } else if count > 0 {
-            let (a, b) = (index as usize, index as usize + count as usize);
-            Some(
-                prims
-                    .get(a..b)?
-                    .iter()
-                    .fold(Aabb::EMPTY, |acc, p| acc.union(primitive_bounds(p))),
-            )
-        } else {
-            let n = nodes.get(index as usize)?;
-            Some(node_box(n))
+    let mut gathered = Vec::new();
+    if let Some(m) = &mesh {
+        let slots = prims.get(m.slots.clone()).unwrap_or_default();
+        // Without the memory for the list, each slot fetches its own triangle.
+        if gathered.try_reserve_exact(slots.len()).is_ok() {
+            // ok: a mesh geometry's primitive ids are its triangle indices.
+            gathered.extend(slots.iter().map(|p| m.mesh.indices[p.id() as usize]));
         }
-    };
+    }
+    let mesh = mesh.as_ref().map(|m| (m, gathered.as_slice()));
     let first = range.start;
     for i in range.rev() {
         let Some(&n) = nodes.get(i) else { continue };
-        let left = child_box(nodes, n.left_index(), n.left_count());
-        let right = child_box(nodes, n.right_index(), n.right_count());
+        let left = child_box(nodes, prims, mesh, n.left_index(), n.left_count());
+        let right = child_box(nodes, prims, mesh, n.right_index(), n.right_count());
         let node = &mut nodes[i];
         if let Some(b) = left {
             set_rows(&mut node.left_lo, &mut node.left_hi, &b);
@@ -495,6 +507,53 @@ pub(crate) fn refit(
         }
     }
     nodes.get(first).map_or(Aabb::EMPTY, node_box)
+}
+
+/// The box of one child (`index`, `count`) of a node being refit: an inner
+/// node's (refit already, as it comes after its parent), or a leaf's, its
+/// slots rewritten from `mesh` first where one is given (with the triangles
+/// of its slots gathered in slot order, or an empty list). `None` for an
+/// absent child, or one outside the arrays (its rows stay as they are).
+#[inline(always)]
+fn child_box(
+    nodes: &[BvhNode],
+    prims: &mut [Primitive],
+    mesh: Option<(&MeshSlots, &[[u32; 3]])>,
+    index: u32,
+    count: u32,
+) -> Option<Aabb> {
+    if index == EMPTY_CHILD {
+        return None;
+    }
+    if count == 0 {
+        return nodes.get(index as usize).map(node_box);
+    }
+    let (first, end) = (index as usize, index as usize + count as usize);
+    let leaf = prims.get_mut(first..end)?;
+    Some(match mesh {
+        None => leaf
+            .iter()
+            .fold(Aabb::EMPTY, |acc, p| acc.union(primitive_bounds(p))),
+        Some((m, gathered)) => {
+            let at = first.wrapping_sub(m.slots.start);
+            let tris = gathered.get(at..at.wrapping_add(leaf.len()));
+            let mut acc = Aabb::EMPTY;
+            for (k, slot) in leaf.iter_mut().enumerate() {
+                let id = slot.id();
+                // ok: a mesh geometry's primitive ids are its triangle
+                // indices, checked against its vertex count when it was
+                // made (new vertices keep the count).
+                let [a, b, c] = match tris {
+                    Some(t) => t[k],
+                    None => m.mesh.indices[id as usize],
+                };
+                let p = &m.mesh.positions;
+                *slot = triangle_record(id, p[a as usize], p[b as usize], p[c as usize]);
+                acc = acc.union(primitive_bounds(slot));
+            }
+            acc
+        }
+    })
 }
 
 #[inline(always)]

@@ -18,12 +18,14 @@
 //! frames (bench/RESULTS.md measures both sides).
 
 use crate::aabb::Aabb;
-use crate::accel::{Accel, offset_nodes, triangle_record};
+use crate::accel::{Accel, offset_nodes};
 use crate::bvh::{Bvh, Fork, Sequential};
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
 use crate::instance::{Instance, MAX_INSTANCES, VACANT, world_bounds};
-use crate::two_level::{Blas, HostInstance, TwoLevel, primitive_bounds, refit, sah_cost};
+use crate::two_level::{
+    Blas, HostInstance, MeshSlots, TwoLevel, primitive_bounds, refit, sah_cost,
+};
 use alloc::vec::Vec;
 use glam::{Affine3A, Vec3};
 
@@ -813,20 +815,15 @@ fn apply_moves<F: Fork>(
     Ok(changes)
 }
 
-/// Rewrite a mesh geometry's slots from its vertices and refit its boxes.
+/// Rewrite a mesh geometry's slots from its vertices and refit its boxes
+/// (one pass over the tree, see [`refit`]).
 fn refresh_geometry(nodes: &mut [BvhNode], prims: &mut [Primitive], blas: &mut Blas) {
-    if let Some(topology) = &blas.topology {
-        let p = &topology.positions;
-        for slot in &mut prims[blas.prim_range()] {
-            let id = slot.id();
-            // ok: a mesh geometry's primitive ids are its triangle indices,
-            // and its indices were checked against its vertex count, which
-            // new vertices keep.
-            let [a, b, c] = topology.indices[id as usize];
-            *slot = triangle_record(id, p[a as usize], p[b as usize], p[c as usize]);
-        }
-    }
-    blas.bounds = refit(nodes, blas.node_range(), prims);
+    let mesh = blas.topology.as_ref().map(|mesh| MeshSlots {
+        mesh,
+        slots: blas.prim_range(),
+    });
+    let bounds = refit(nodes, blas.node_range(), prims, mesh);
+    blas.bounds = bounds;
     blas.stale = false;
 }
 

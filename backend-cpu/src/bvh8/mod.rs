@@ -25,9 +25,9 @@
 mod walk;
 
 use crate::collapse::{Child, Source, children, gather, reserve};
-use crate::instances::{Span, write_records};
-use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf, ray_pre};
-use prism_core::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
+use crate::instances::{Record, Span, write_records};
+use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf};
+use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::{Accel, Error, Hit, Ray};
 use walk::{any, any_two_level, closest, closest_two_level};
 
@@ -114,18 +114,20 @@ pub struct Bvh8 {
     /// The instances' tree (empty for a flat scene).
     top: Vec<Node8>,
     /// The instances' records, with wide roots ([`crate::instances`]).
-    records: Vec<GpuInstance>,
+    records: Vec<Record>,
 }
 
 /// Whether this CPU runs [`Bvh8`]'s traversal.
 pub fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("bmi1")
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("bmi1")
+        && is_x86_feature_detected!("popcnt")
 }
 
 impl Bvh8 {
     /// Collapse `accel`'s binary BVHs (each node opens its inner child of largest
-    /// surface area until it holds eight), or `None` where the CPU lacks AVX2
-    /// or BMI1 ([`available`]). Its arrays grow fallibly: where the host has
+    /// surface area until it holds eight), or `None` where the CPU lacks AVX2,
+    /// BMI1 or POPCNT ([`available`]). Its arrays grow fallibly: where the host has
     /// not the memory, the error is [`Error::HostOutOfMemory`].
     pub fn build(accel: &Accel) -> Result<Option<Self>, Error> {
         if !available() {
@@ -217,11 +219,18 @@ impl Bvh8 {
             .flatten()
             .zip(sources.into_iter().flatten())
         {
+            // The six rows are made here and stored whole (an empty slot has
+            // no source and keeps its boxes at +inf).
+            let mut rows = node.rows;
             for (k, s) in sources.iter().enumerate() {
                 if let Some((lo, hi)) = s.rows(bin) {
-                    node.set_box(k, &lo, &hi);
+                    for axis in 0..3 {
+                        rows[2 * axis][k] = lo[axis];
+                        rows[2 * axis + 1][k] = hi[axis];
+                    }
                 }
             }
+            node.rows = rows;
         }
         self.packets.refit(span.packets.clone(), accel.primitives());
     }
@@ -253,31 +262,29 @@ impl Bvh8 {
     /// (see [`NOT_IN_PACKET`]).
     fn closest_at(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> (Hit, usize) {
         if self.two_level {
-            // SAFETY: a `Bvh8` exists only where `available()` found AVX2 and
-            // BMI1 (`build` is its only constructor), the features the walk is
+            // SAFETY: a `Bvh8` exists only where `available()` found AVX2, BMI1
+            // and POPCNT (`build` is its only constructor), the features the walk is
             // built for.
             return unsafe { closest_two_level(self, prims, ray, stack) };
         }
         let Some(root) = self.flat_root(ray) else {
             return (Hit::MISS, NOT_IN_PACKET);
         };
-        let pre = ray_pre(ray);
-        // SAFETY: as above, a `Bvh8` implies AVX2 and BMI1.
-        unsafe { closest(self, prims, ray, &pre, root, &mut stack.e) }
+        // SAFETY: as above, a `Bvh8` implies AVX2, BMI1 and POPCNT.
+        unsafe { closest(self, prims, ray, root, &mut stack.e) }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
     pub fn occluded(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
         if self.two_level {
-            // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
+            // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
             return unsafe { any_two_level(self, prims, ray, stack) };
         }
         let Some(root) = self.flat_root(ray) else {
             return false;
         };
-        let pre = ray_pre(ray);
-        // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2 and BMI1.
-        unsafe { any(self, prims, ray, &pre, root, &mut stack.e) }
+        // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
+        unsafe { any(self, prims, ray, root, &mut stack.e) }
     }
 }
 

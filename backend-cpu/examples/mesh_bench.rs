@@ -1,0 +1,193 @@
+//! The CPU backend on one mesh as a flat scene, as Embree's `time` measures it
+//! (`shared/tools/embree-bench`): closest hit and occlusion of a ray file,
+//! Mrays/s (median of the runs, over wall time as Embree's; and over the
+//! process's CPU time, with the fastest run's), every traversal or one, and
+//! the hits checked against Embree's `.hits` reference (same primitive, `t`
+//! within 1e-4 relative; a different primitive at such a `t` is a tie).
+//!
+//! Usage: mesh_bench MESH.obj RAYS HITS [RUNS] [THREADS] [wide|wide4|binary]
+//! (RUNS: 7; THREADS: 1, 0 = every core; every traversal when none is named)
+
+use glam::Vec3;
+use prism_core::reference::{t_close, t_floor};
+use prism_core::{Backend, Hit, Material, Ray, Scene};
+use prism_cpu::{CpuBackend, Traversal};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: mesh_bench MESH.obj RAYS HITS [RUNS] [THREADS] [wide|wide4|binary]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let run = || -> Result<(), String> {
+        let [mesh, rays, hits] = args.get(..3).ok_or(USAGE)? else {
+            return Err(USAGE.into());
+        };
+        let number = |i: usize, default: usize| -> Result<usize, String> {
+            args.get(i).map_or(Ok(default), |a| {
+                a.parse().map_err(|_| format!("not a number: {a}"))
+            })
+        };
+        let traversals: Vec<Traversal> = match args.get(5).map(String::as_str) {
+            None => vec![Traversal::Wide, Traversal::Wide4, Traversal::Binary],
+            Some("wide") => vec![Traversal::Wide],
+            Some("wide4") => vec![Traversal::Wide4],
+            Some("binary") => vec![Traversal::Binary],
+            Some(other) => return Err(format!("unknown traversal {other}\n{USAGE}")),
+        };
+        bench(
+            mesh,
+            rays,
+            hits,
+            number(3, 7)?.max(1),
+            number(4, 1)?,
+            &traversals,
+        )
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A mesh by the rule of `shared/scenes/README.md` (tobj's fans, file order).
+fn load_obj(path: &str) -> Result<(Vec<Vec3>, Vec<[u32; 3]>), String> {
+    let options = tobj::LoadOptions {
+        triangulate: true,
+        single_index: false,
+        ignore_points: true,
+        ignore_lines: true,
+    };
+    let (models, _) = tobj::load_obj(path, &options).map_err(|e| format!("{path}: {e}"))?;
+    let (mut positions, mut triangles) = (Vec::new(), Vec::new());
+    for model in models {
+        let m = model.mesh;
+        let base = positions.len() as u32;
+        positions.extend(
+            m.positions
+                .chunks_exact(3)
+                .map(|p| Vec3::new(p[0], p[1], p[2])),
+        );
+        triangles.extend(
+            m.indices
+                .chunks_exact(3)
+                .map(|t| [base + t[0], base + t[1], base + t[2]]),
+        );
+    }
+    Ok((positions, triangles))
+}
+
+/// The little-endian `u32`/`f32` words of a file.
+fn words(path: &str) -> Result<Vec<u32>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect())
+}
+
+/// Seconds of CPU time the process has used (all its threads).
+#[cfg(unix)]
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call to fill.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    } else {
+        f64::NAN
+    }
+}
+
+/// CPU time is not read on this platform.
+#[cfg(not(unix))]
+fn cpu_seconds() -> f64 {
+    f64::NAN
+}
+
+fn bench(
+    mesh: &str,
+    rays: &str,
+    hits: &str,
+    runs: usize,
+    threads: usize,
+    traversals: &[Traversal],
+) -> Result<(), String> {
+    let (positions, triangles) = load_obj(mesh)?;
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    scene
+        .add_mesh(&positions, &triangles, m)
+        .map_err(|e| e.to_string())?;
+    let rays: Vec<Ray> = words(rays)?
+        .chunks_exact(8)
+        .map(|r| Ray::from_record(std::array::from_fn(|k| f32::from_bits(r[k]))))
+        .collect();
+    let reference: Vec<(f32, u32)> = words(hits)?
+        .chunks_exact(2)
+        .map(|h| (f32::from_bits(h[0]), h[1]))
+        .collect();
+    let mut cpu = CpuBackend::with_threads(threads).map_err(|e| e.to_string())?;
+    cpu.set_scene(&scene).map_err(|e| e.to_string())?;
+    let n = rays.len() as f64;
+    for &traversal in traversals {
+        cpu.set_traversal(traversal).map_err(|e| e.to_string())?;
+        let mut found = vec![Hit::MISS; rays.len()];
+        let mut occluded = vec![false; rays.len()];
+        let mut rates: [Vec<f64>; 4] = Default::default();
+        for run in 0..=runs {
+            let c0 = cpu_seconds();
+            let c = cpu
+                .intersect(&rays, &mut found)
+                .map_err(|e| e.to_string())?;
+            let c1 = cpu_seconds();
+            let o = cpu
+                .occluded(&rays, &mut occluded)
+                .map_err(|e| e.to_string())?;
+            let c2 = cpu_seconds();
+            if run > 0 {
+                rates[0].push(n / c.trace.as_secs_f64() / 1e6);
+                rates[1].push(n / o.trace.as_secs_f64() / 1e6);
+                rates[2].push(n / (c1 - c0) / 1e6);
+                rates[3].push(n / (c2 - c1) / 1e6);
+            }
+        }
+        for v in &mut rates {
+            v.sort_by(f64::total_cmp);
+        }
+        let [c, o, cc, co] = rates.each_ref().map(|v| v[v.len() / 2]);
+        let [bc, bo] = [&rates[2], &rates[3]].map(|v| v[v.len() - 1]);
+        let (mut matches, mut ties, mut mismatches) = (0, 0, 0);
+        for (i, ray) in rays.iter().enumerate() {
+            let h = found[i];
+            match reference.get(i) {
+                Some(&(t, prim)) => match (h.is_hit(), prim != Hit::NO_PRIM) {
+                    (false, false) => matches += 1,
+                    (true, true) if t_close(h.t, t, t_floor(ray)) => {
+                        if h.prim == prim {
+                            matches += 1;
+                        } else {
+                            ties += 1;
+                        }
+                    }
+                    _ => mismatches += 1,
+                },
+                None => mismatches += 1,
+            }
+        }
+        println!(
+            "prism-cpu {traversal:?} {mesh} threads={} rays={} closest_mrays={c:.2} \
+             occluded_mrays={o:.2} cpu_closest_mrays={cc:.2} cpu_occluded_mrays={co:.2} \
+             best_cpu_closest_mrays={bc:.2} best_cpu_occluded_mrays={bo:.2} matches={matches} \
+             ties={ties} mismatches={mismatches}",
+            cpu.threads(),
+            rays.len(),
+        );
+    }
+    Ok(())
+}

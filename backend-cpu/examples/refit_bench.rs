@@ -1,0 +1,166 @@
+//! A mesh whose every vertex moves each frame, as Embree's `refit` command
+//! moves it (`shared/tools/embree-bench`: a travelling wave along y of
+//! amplitude 1% of the bounding box's diagonal), refit through the CPU
+//! backend's `update_scene` on one thread: core's `Accel::update` (new slots,
+//! the binary tree refit on the host, the instance's box and the tree over
+//! the instances) and the wide BVH's refit. Prints the median time (and the
+//! fastest frame's) of the whole call and of core's part alone
+//! (`Accel::update` on a copy of the scene), and of a full `set_scene` for
+//! comparison; checks the refit scene's hits against a scene built from
+//! scratch with the last frame's vertices.
+//!
+//! Usage: refit_bench MESH.obj [REPEATS]   (REPEATS: 7)
+
+use glam::Vec3;
+use prism_core::{Accel, Backend, Geometry, Hit, Instance, Material, Ray, Scene, SceneUpdate};
+use prism_cpu::CpuBackend;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let run = || -> Result<(), String> {
+        let mesh = args
+            .first()
+            .ok_or("usage: refit_bench MESH.obj [REPEATS]")?;
+        let reps = match args.get(1) {
+            Some(r) => r.parse().map_err(|_| format!("not a number: {r}"))?,
+            None => 7usize,
+        };
+        bench(mesh, reps.max(1))
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A mesh by the rule of `shared/scenes/README.md` (tobj's fans, file order).
+fn load_obj(path: &str) -> Result<(Vec<Vec3>, Vec<[u32; 3]>), String> {
+    let options = tobj::LoadOptions {
+        triangulate: true,
+        single_index: false,
+        ignore_points: true,
+        ignore_lines: true,
+    };
+    let (models, _) = tobj::load_obj(path, &options).map_err(|e| format!("{path}: {e}"))?;
+    let (mut positions, mut triangles) = (Vec::new(), Vec::new());
+    for model in models {
+        let m = model.mesh;
+        let base = positions.len() as u32;
+        positions.extend(
+            m.positions
+                .chunks_exact(3)
+                .map(|p| Vec3::new(p[0], p[1], p[2])),
+        );
+        triangles.extend(
+            m.indices
+                .chunks_exact(3)
+                .map(|t| [base + t[0], base + t[1], base + t[2]]),
+        );
+    }
+    Ok((positions, triangles))
+}
+
+/// The scene: the mesh as one geometry, placed once with the identity.
+fn mesh_scene(positions: &[Vec3], triangles: &[[u32; 3]]) -> Result<Scene, String> {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let g = Geometry::mesh(positions, triangles, m).map_err(|e| e.to_string())?;
+    let g = scene.add_geometry(g);
+    scene.add_instance(Instance::new(g, glam::Affine3A::IDENTITY));
+    Ok(scene)
+}
+
+/// Frame `r`'s vertices: Embree's `refit` wave, `y += 0.01 diag sin(2 pi (4
+/// x / diag + 0.1 (r + 1)))`, in `f32` as there.
+fn wave(base: &[Vec3], diag: f32, r: usize, out: &mut [Vec3]) {
+    for (o, p) in out.iter_mut().zip(base) {
+        let phase = std::f32::consts::TAU * (p.x / diag * 4.0 + 0.1 * (r + 1) as f32);
+        *o = Vec3::new(p.x, p.y + 0.01 * diag * phase.sin(), p.z);
+    }
+}
+
+/// The median and the fastest of `v`, in milliseconds.
+fn median_min(mut v: Vec<Duration>) -> (f64, f64) {
+    v.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (ms(v[v.len() / 2]), ms(v[0]))
+}
+
+fn bench(mesh: &str, reps: usize) -> Result<(), String> {
+    let (positions, triangles) = load_obj(mesh)?;
+    let (lo, hi) = positions
+        .iter()
+        .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(*p), hi.max(*p))
+        });
+    let diag = (hi - lo).length();
+    let scene = mesh_scene(&positions, &triangles)?;
+    let mut cpu = CpuBackend::with_threads(1).map_err(|e| e.to_string())?;
+    let mut full = Vec::new();
+    for _ in 0..reps.min(5) {
+        let t = Instant::now();
+        cpu.set_scene(&scene).map_err(|e| e.to_string())?;
+        full.push(t.elapsed());
+    }
+    let mut core_only = Accel::build(&scene).map_err(|e| e.to_string())?;
+    let mut moved = positions.clone();
+    let (mut whole, mut core, mut reported) = (Vec::new(), Vec::new(), Vec::new());
+    // One untimed frame first (caches, the update's work arrays).
+    for r in 0..=reps {
+        wave(&positions, diag, r, &mut moved);
+        let mut update = SceneUpdate::new();
+        update.set_vertices(0, &moved);
+        let t = Instant::now();
+        let stats = cpu.update_scene(&update).map_err(|e| e.to_string())?;
+        let w = t.elapsed();
+        let t = Instant::now();
+        core_only.update(&update).map_err(|e| e.to_string())?;
+        let c = t.elapsed();
+        if r > 0 {
+            whole.push(w);
+            core.push(c);
+            reported.push(stats.stats.total);
+        }
+    }
+    // The refit scene against one built from scratch with the last vertices.
+    let fresh = Accel::build(&mesh_scene(&moved, &triangles)?).map_err(|e| e.to_string())?;
+    let centre = (lo + hi) * 0.5;
+    let rays: Vec<Ray> = (0..4096)
+        .map(|i| {
+            let a = i as f32 * 0.618_034 * std::f32::consts::TAU;
+            let z = 1.0 - 2.0 * (i as f32 + 0.5) / 4096.0;
+            let s = (1.0 - z * z).sqrt();
+            let o = centre + Vec3::new(s * a.cos(), z, s * a.sin()) * diag;
+            Ray::new(
+                o,
+                centre + (hi - lo) * 0.2 * Vec3::new(a.sin(), z, a.cos()) - o,
+            )
+        })
+        .collect();
+    let mut hits = vec![Hit::MISS; rays.len()];
+    cpu.intersect(&rays, &mut hits).map_err(|e| e.to_string())?;
+    let differ = rays
+        .iter()
+        .zip(&hits)
+        .filter(|(ray, h)| fresh.intersect(ray).t.to_bits() != h.t.to_bits())
+        .count();
+    let hit_count = hits.iter().filter(|h| h.is_hit()).count();
+    let (full, _) = median_min(full);
+    let (whole, whole_min) = median_min(whole);
+    let (core, core_min) = median_min(core);
+    let (reported, _) = median_min(reported);
+    println!(
+        "prism-cpu refit {mesh} threads=1 triangles={} set_scene_ms={full:.2} \
+         update_scene_ms={whole:.3} (fastest {whole_min:.3}) core_update_ms={core:.3} \
+         (fastest {core_min:.3}) reported_total_ms={reported:.3} hits={hit_count}/{} \
+         differ_from_fresh_build={differ}",
+        triangles.len(),
+        rays.len(),
+    );
+    Ok(())
+}
