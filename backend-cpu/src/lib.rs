@@ -52,7 +52,7 @@ use prism_core::integrator::render_pixel;
 use prism_core::point_grid::{PointGrid, build_point_grid};
 use prism_core::update::GeometrySah;
 use prism_core::{
-    Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray,
+    Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray, RefitOn,
     RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, UpdateStats,
 };
 use rayon::prelude::*;
@@ -369,7 +369,11 @@ impl Backend for CpuBackend {
     fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error> {
         let start = Instant::now();
         let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
-        let changes = accel.update(update)?;
+        // Large updates on the backend's threads (the same result as one
+        // thread's, Accel::update_with_fork).
+        let changes = self
+            .pool
+            .install(|| accel.update_with_fork(update, RefitOn::Host, &RayonFork))?;
         let accel = &*accel;
         let wide = if self.wide.kind() == Wide::kind_for(self.traversal) {
             self.wide.update(accel, &changes)

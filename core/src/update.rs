@@ -182,10 +182,10 @@ pub enum RefitOn {
     /// (and a backend uploads them).
     #[default]
     Host,
-    /// On the device: the host keeps the new vertices and the geometry's new
-    /// bounds (for the top tree), and leaves its slots and nodes as they were
-    /// until [`crate::Accel::refresh`]; a backend that refits on its device
-    /// uploads the vertices instead.
+    /// By the backend, in its own copy of the trees (a GPU on its device, the
+    /// CPU backend in its wide trees): the host keeps the new vertices and the
+    /// geometry's new bounds (for the top tree), and leaves its slots and
+    /// nodes as they were until [`crate::Accel::refresh`].
     Device,
 }
 
