@@ -87,7 +87,8 @@ pub fn instances_part(
         // The first few mismatches, to look at.
         let mut shown = 0;
         for (i, (h, r)) in b.hits.iter().zip(&reference).enumerate() {
-            let one = instanced_agreement(&rays[i..=i], std::slice::from_ref(h), &[*r], &transforms);
+            let one =
+                instanced_agreement(&rays[i..=i], std::slice::from_ref(h), &[*r], &transforms);
             if one.mismatches > 0 && shown < 5 {
                 shown += 1;
                 let _ = writeln!(
