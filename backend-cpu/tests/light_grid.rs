@@ -2,6 +2,11 @@
 //! small; the frames are the binary BVH's (which never uses one), pixel for pixel.
 
 mod common;
+// ok: `common::scenes` names `crate::procedural` (the facade's meshes made in
+// code, which need only glam).
+#[allow(dead_code)]
+#[path = "../../src/procedural.rs"]
+mod procedural;
 
 use common::pixels_wide_and_binary_differ;
 use common::scenes::{rtiow, whitted19};
