@@ -1,18 +1,22 @@
 //! A mesh whose every vertex moves each frame, as Embree's `refit` command
 //! moves it (`shared/tools/embree-bench`: a travelling wave along y of
 //! amplitude 1% of the bounding box's diagonal), refit through the CPU
-//! backend's `update_scene` on one thread: core's `Accel::update` (new slots,
-//! the binary tree refit on the host, the instance's box and the tree over
-//! the instances) and the wide BVH's refit. Prints the median time (and the
-//! fastest frame's) of the whole call and of core's part alone
-//! (`Accel::update` on a copy of the scene), and of a full `set_scene` for
-//! comparison; checks the refit scene's hits against a scene built from
-//! scratch with the last frame's vertices.
+//! backend's `update_scene` on one thread: core's `Accel::update_with` with
+//! `RefitOn::Device` (the new vertices and bounds, the instance's box and the
+//! tree over the instances; core's slots and binary tree are left for later)
+//! and the wide BVH's refit straight from the vertices. Prints the median
+//! time (and the fastest frame's) of the whole call and of core's part alone
+//! (`Accel::update_with` on a copy of the scene), core's own host refit of
+//! the same frames (`Accel::update`, what the backend did before), and a
+//! full `set_scene` for comparison; checks the refit scene's hits against a
+//! scene built from scratch with the last frame's vertices.
 //!
 //! Usage: refit_bench MESH.obj [REPEATS]   (REPEATS: 7)
 
 use glam::Vec3;
-use prism_core::{Accel, Backend, Geometry, Hit, Instance, Material, Ray, Scene, SceneUpdate};
+use prism_core::{
+    Accel, Backend, Geometry, Hit, Instance, Material, Ray, RefitOn, Scene, SceneUpdate,
+};
 use prism_cpu::CpuBackend;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -108,8 +112,10 @@ fn bench(mesh: &str, reps: usize) -> Result<(), String> {
         full.push(t.elapsed());
     }
     let mut core_only = Accel::build(&scene).map_err(|e| e.to_string())?;
+    let mut core_host = core_only.clone();
     let mut moved = positions.clone();
-    let (mut whole, mut core, mut reported) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut whole, mut core, mut host, mut reported) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // One untimed frame first (caches, the update's work arrays).
     for r in 0..=reps {
         wave(&positions, diag, r, &mut moved);
@@ -119,11 +125,17 @@ fn bench(mesh: &str, reps: usize) -> Result<(), String> {
         let stats = cpu.update_scene(&update).map_err(|e| e.to_string())?;
         let w = t.elapsed();
         let t = Instant::now();
-        core_only.update(&update).map_err(|e| e.to_string())?;
+        core_only
+            .update_with(&update, RefitOn::Device)
+            .map_err(|e| e.to_string())?;
         let c = t.elapsed();
+        let t = Instant::now();
+        core_host.update(&update).map_err(|e| e.to_string())?;
+        let h = t.elapsed();
         if r > 0 {
             whole.push(w);
             core.push(c);
+            host.push(h);
             reported.push(stats.stats.total);
         }
     }
@@ -153,11 +165,13 @@ fn bench(mesh: &str, reps: usize) -> Result<(), String> {
     let (full, _) = median_min(full);
     let (whole, whole_min) = median_min(whole);
     let (core, core_min) = median_min(core);
+    let (host, host_min) = median_min(host);
     let (reported, _) = median_min(reported);
     println!(
         "prism-cpu refit {mesh} threads=1 triangles={} set_scene_ms={full:.2} \
          update_scene_ms={whole:.3} (fastest {whole_min:.3}) core_update_ms={core:.3} \
-         (fastest {core_min:.3}) reported_total_ms={reported:.3} hits={hit_count}/{} \
+         (fastest {core_min:.3}) core_host_refit_ms={host:.3} (fastest {host_min:.3}) \
+         reported_total_ms={reported:.3} hits={hit_count}/{} \
          differ_from_fresh_build={differ}",
         triangles.len(),
         rays.len(),

@@ -1,6 +1,5 @@
 //! Collapsing core's binary trees into wide ones: which binary children one
-//! wide node takes, and where each came from (so that a refit of the binary
-//! tree can be copied into the wide one without collapsing it again).
+//! wide node takes.
 //!
 //! A wide node of width `W` starts from its binary node's two children and
 //! repeatedly opens the inner child of largest surface area until it holds
@@ -11,43 +10,11 @@ use prism_core::Error;
 use prism_core::gpu::{BvhNode, EMPTY_CHILD};
 
 /// One child of a binary node, as the collapse sees it: its box rows (the
-/// index and count in their `w` lanes) and the binary node and side it is
-/// stored in.
+/// index and count in their `w` lanes).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Child {
     pub(crate) lo: [f32; 4],
     pub(crate) hi: [f32; 4],
-    /// The binary node holding this child, and which of its two sides.
-    pub(crate) source: Source,
-}
-
-/// Where a wide node's child slot came from: a side of a binary node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Source {
-    /// Index of the binary node in its array.
-    pub(crate) node: u32,
-    /// 0: its left child, 1: its right child.
-    pub(crate) side: u32,
-}
-
-impl Source {
-    /// The slot of no child (an empty slot of a wide node).
-    pub(crate) const NONE: Source = Source {
-        node: u32::MAX,
-        side: 0,
-    };
-
-    /// The box of this child in `bin` as it is now: `(lo, hi)`, `None` for
-    /// [`Source::NONE`] or a node past the array.
-    #[inline(always)]
-    pub(crate) fn rows(self, bin: &[BvhNode]) -> Option<([f32; 4], [f32; 4])> {
-        let n = bin.get(self.node as usize)?;
-        Some(if self.side == 0 {
-            (n.left_lo, n.left_hi)
-        } else {
-            (n.right_lo, n.right_hi)
-        })
-    }
 }
 
 impl Child {
@@ -86,12 +53,10 @@ pub(crate) fn children(bin: &[BvhNode], node: u32) -> impl Iterator<Item = Child
             Child {
                 lo: n.left_lo,
                 hi: n.left_hi,
-                source: Source { node, side: 0 },
             },
             Child {
                 lo: n.right_lo,
                 hi: n.right_hi,
-                source: Source { node, side: 1 },
             },
         ]
     });

@@ -7,7 +7,7 @@
 //! order per lane, so a hit's `t`, `u` and `v` are core's bit for bit.
 
 use crate::collapse::reserve;
-use glam::{Mat4, Vec3A, Vec4};
+use glam::{Mat4, Vec3, Vec3A, Vec4};
 use prism_core::gpu::{KIND_SPHERE, Primitive};
 use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, ray_sphere, ray_triangle_axes};
 use prism_core::traverse::ray_primitive;
@@ -30,6 +30,15 @@ pub(crate) struct TriPacket {
     pub(crate) slot: [u32; 4],
 }
 
+#[cfg(test)]
+impl TriPacket {
+    /// Vertex `j` (0, 1, 2) of lane `lane`.
+    pub(crate) fn vertex(&self, lane: usize, j: usize) -> [f32; 3] {
+        let v = [&self.v0, &self.v1, &self.v2][j];
+        [v[0][lane], v[1][lane], v[2][lane]]
+    }
+}
+
 /// A wide BVH's triangle packets, and the scene id of each packet lane kept apart:
 /// a closest hit reads one id per ray, at the end, from this small array (16 bytes
 /// a packet, usually in cache) instead of from the primitive array (a cache miss per
@@ -39,10 +48,40 @@ pub(crate) struct Packets {
     pub(crate) tri: Vec<TriPacket>,
     /// Scene primitive id of each lane, one entry per packet.
     ids: Vec<[u32; 4]>,
-    /// Each packet's first slot and number of lanes (its lanes hold
-    /// consecutive slots): what a refit reads, so that it only writes the
-    /// packets.
-    lanes: Vec<[u32; 2]>,
+    /// The vertex indices of each lane's triangle in its geometry's mesh
+    /// ([`NO_TRIANGLE`] for an empty lane, or a geometry that is no indexed
+    /// mesh), one entry per packet: a copy of the mesh's triangles in packet
+    /// order, from which a refit writes the packets straight from the new
+    /// vertices ([`Packets::refit_mesh`]).
+    tris: Vec<[[u32; 3]; 4]>,
+}
+
+/// [`Packets`]' vertex indices of a lane without a mesh triangle.
+pub(crate) const NO_TRIANGLE: [u32; 3] = [u32::MAX; 3];
+
+/// A box grown from points and other boxes: its lower and upper rows (`x`,
+/// `y`, `z`; the `w` lanes unused).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    pub(crate) lo: Vec4,
+    pub(crate) hi: Vec4,
+}
+
+impl Bounds {
+    /// The box of nothing (grows into the first box it meets).
+    pub(crate) const EMPTY: Bounds = Bounds {
+        lo: Vec4::INFINITY,
+        hi: Vec4::NEG_INFINITY,
+    };
+
+    /// The box around both.
+    #[inline(always)]
+    pub(crate) fn union(self, other: Bounds) -> Bounds {
+        Bounds {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+        }
+    }
 }
 
 impl Packets {
@@ -62,27 +101,71 @@ impl Packets {
         self.tri.len()
     }
 
-    /// Write the vertices of packets `range` again from the primitive records
-    /// their lanes hold (core rewrites a refit mesh's records in place: same
-    /// slots, same ids, new vertices). A lane without a slot stays NaN.
-    pub(crate) fn refit(&mut self, range: core::ops::Range<usize>, prims: &[Primitive]) {
-        let (Some(tri), Some(lanes)) = (self.tri.get_mut(range.clone()), self.lanes.get(range))
+    /// Write packets `range` again from a mesh's vertices `positions` (the
+    /// lanes' triangles are [`Packets`]' copy of the mesh's), one after the
+    /// other, and each one's box into `boxes` (by its place in `range`).
+    /// Each lane is the record core's refit writes for its slot: the
+    /// triangle's vertices, all three the first one where the triangle has
+    /// no area (core's `triangle_record`, the same operations per lane); a
+    /// lane without a triangle (or one whose index lies past `positions`)
+    /// stays NaN and adds nothing to the box. A box is the union of its
+    /// lanes' (core's box of these slots, up to the sign of a zero bound,
+    /// which no slab test tells apart).
+    pub(crate) fn refit_mesh(
+        &mut self,
+        range: core::ops::Range<usize>,
+        positions: &[Vec3],
+        boxes: &mut [Bounds],
+    ) {
+        let (Some(tri), Some(tris)) = (self.tri.get_mut(range.clone()), self.tris.get(range))
         else {
             return;
         };
-        for (p, &[first, count]) in tri.iter_mut().zip(lanes) {
-            let first = first as usize;
-            let records = prims.get(first..first + count as usize).unwrap_or_default();
-            // Each vertex's four lanes as one 4x4 transpose: the records'
-            // rows (x, y, z, id bits) become the packet's x, y, z rows.
-            let rows = |vertex: fn(&Primitive) -> [f32; 4]| {
-                let lane = |k: usize| records.get(k).map_or([f32::NAN; 4], vertex);
-                let m = Mat4::from_cols_array_2d(&[lane(0), lane(1), lane(2), lane(3)]).transpose();
+        let vertex = |i: u32| {
+            positions
+                .get(i as usize)
+                .map_or(Vec4::NAN, |v| v.extend(0.0))
+        };
+        for ((p, lanes), out) in tri.iter_mut().zip(tris).zip(boxes) {
+            // Vertex `j` of the four lanes, as x, y and z rows.
+            let rows = |j: usize| {
+                let m = Mat4::from_cols(
+                    vertex(lanes[0][j]),
+                    vertex(lanes[1][j]),
+                    vertex(lanes[2][j]),
+                    vertex(lanes[3][j]),
+                )
+                .transpose();
                 [m.x_axis, m.y_axis, m.z_axis]
             };
-            p.v0 = rows(|t| t.a);
-            p.v1 = rows(|t| t.b);
-            p.v2 = rows(|t| t.c);
+            let (a, b, c) = (rows(0), rows(1), rows(2));
+            // glam's `Vec3::cross` of `b - a` and `c - a`, per lane.
+            let e1 = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+            let e2 = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+            let n = [
+                e1[1] * e2[2] - e2[1] * e1[2],
+                e1[2] * e2[0] - e2[2] * e1[0],
+                e1[0] * e2[1] - e2[0] * e1[1],
+            ];
+            let flat = n[0].cmpeq(Vec4::ZERO) & n[1].cmpeq(Vec4::ZERO) & n[2].cmpeq(Vec4::ZERO);
+            let b = [0, 1, 2].map(|k| Vec4::select(flat, a[k], b[k]));
+            let c = [0, 1, 2].map(|k| Vec4::select(flat, a[k], c[k]));
+            // Lanes with a triangle (the others are NaN).
+            let live = a[0].cmpeq(a[0]);
+            let lo =
+                [0, 1, 2].map(|k| Vec4::select(live, a[k].min(b[k]).min(c[k]), Vec4::INFINITY));
+            let hi =
+                [0, 1, 2].map(|k| Vec4::select(live, a[k].max(b[k]).max(c[k]), Vec4::NEG_INFINITY));
+            p.v0 = a;
+            p.v1 = b;
+            p.v2 = c;
+            // The four lanes' boxes as rows (x, y, z, x), folded.
+            let lo = Mat4::from_cols(lo[0], lo[1], lo[2], lo[0]).transpose();
+            let hi = Mat4::from_cols(hi[0], hi[1], hi[2], hi[0]).transpose();
+            *out = Bounds {
+                lo: lo.x_axis.min(lo.y_axis).min(lo.z_axis.min(lo.w_axis)),
+                hi: hi.x_axis.max(hi.y_axis).max(hi.z_axis.max(hi.w_axis)),
+            };
         }
     }
 
@@ -123,12 +206,15 @@ pub(crate) fn all_triangles(prims: &[Primitive], first: u32, count: u32) -> bool
 }
 
 /// A leaf's `(child, count)`: packets when every primitive is a triangle, else
-/// the primitive range itself (spheres are tested one by one).
+/// the primitive range itself (spheres are tested one by one). `mesh`: the
+/// triangles of the geometry's indexed mesh, by primitive id, where it is one
+/// (their vertex indices are kept with the packets, for refits).
 pub(crate) fn leaf(
     prims: &[Primitive],
     first: u32,
     count: u32,
     packets: &mut Packets,
+    mesh: Option<&[[u32; 3]]>,
 ) -> Result<(u32, u32), Error> {
     let range = first as usize..first as usize + count as usize;
     let Some(tris) = prims.get(range.clone()) else {
@@ -141,7 +227,7 @@ pub(crate) fn leaf(
     let more = tris.len().div_ceil(4);
     reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
     reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
-    reserve(&mut packets.lanes, more, "wide BVH triangle packets")?;
+    reserve(&mut packets.tris, more, "wide BVH triangle packets")?;
     for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
@@ -150,6 +236,7 @@ pub(crate) fn leaf(
             slot: [u32::MAX; 4],
         };
         let mut id = [u32::MAX; 4];
+        let mut tris = [NO_TRIANGLE; 4];
         for (lane, t) in chunk.iter().enumerate() {
             for axis in 0..3 {
                 p.v0[axis][lane] = t.a[axis];
@@ -158,10 +245,13 @@ pub(crate) fn leaf(
             }
             p.slot[lane] = (chunk_first + lane) as u32;
             id[lane] = t.id();
+            if let Some(&tri) = mesh.and_then(|m| m.get(t.id() as usize)) {
+                tris[lane] = tri;
+            }
         }
         packets.tri.push(p);
         packets.ids.push(id);
-        packets.lanes.push([chunk_first as u32, chunk.len() as u32]);
+        packets.tris.push(tris);
     }
     Ok((start, count | PACKET_LEAF))
 }

@@ -14,10 +14,11 @@
 //! have every geometry's tree and the tree over the instances collapsed alike;
 //! a ray enters an instance through core's own
 //! [`prism_core::two_level::object_ray`], so its hits are core's.
-//! [`Backend::update_scene`] applies an update to core's trees and then
-//! redoes only what changed in the wide ones: a refit mesh's tree is refit,
-//! changed instance records are written again, the instances' tree is
-//! collapsed again when core rebuilt it.
+//! [`Backend::update_scene`] applies an update to core's scene and then
+//! redoes only what changed in the wide trees: a refit mesh's tree is refit
+//! straight from its new vertices (core's own copy of it is brought up to
+//! date only where it is read), changed instance records are written again,
+//! the instances' tree is collapsed again when core rebuilt it.
 //!
 //! ```
 //! use prism_core::{Backend, Camera, Image, Material, NoProgress, PixelFormat, RenderSettings, Scene};
@@ -41,6 +42,7 @@ pub mod bvh8;
 mod collapse;
 mod instances;
 mod leaves;
+mod refit;
 mod trees;
 pub mod wide;
 
@@ -145,18 +147,26 @@ impl CpuBackend {
     /// built already); where the host has not the memory for it the error is
     /// [`Error::HostOutOfMemory`] and the traversal stays as it was.
     pub fn set_traversal(&mut self, traversal: Traversal) -> Result<(), Error> {
-        if let Some(accel) = &self.accel
+        if let Some(accel) = &mut self.accel
             && self.wide.kind() != Wide::kind_for(traversal)
         {
+            // The collapse reads core's trees: made current first.
+            accel.refresh();
             self.wide = Wide::build(accel, traversal)?;
         }
         self.traversal = traversal;
         Ok(())
     }
 
-    /// The scene as traced, once `set_scene` succeeded.
-    pub fn accel(&self) -> Option<&Accel> {
-        self.accel.as_ref()
+    /// The scene as traced, once `set_scene` succeeded, its trees current:
+    /// where an update left core's copy of a refit mesh's slots and nodes
+    /// behind (the wide trees are refit on their own, see
+    /// [`Backend::update_scene`]), they are brought up to date here first
+    /// ([`Accel::refresh`]).
+    pub fn accel(&mut self) -> Option<&Accel> {
+        let accel = self.accel.as_mut()?;
+        accel.refresh();
+        Some(accel)
     }
 
     /// The traversal the calls walk: the one chosen, or core's binary trees
@@ -245,7 +255,11 @@ impl Backend for CpuBackend {
         progress: &dyn Progress,
     ) -> Result<RenderStats, Error> {
         let start = Instant::now();
-        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
+        let traversal = self.walked();
+        let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
+        // Shading reads core's slots (a refit mesh's may lag its vertices).
+        accel.refresh();
+        let accel = &*accel;
         let (width, height) = (image.width(), image.height());
         let params = settings.params(accel, camera, width, height)?;
         let wide_tracer = WideTracer {
@@ -254,7 +268,6 @@ impl Backend for CpuBackend {
             light_grid: self.light_grid.as_ref(),
             cell_grid: self.cell_grid.as_ref(),
         };
-        let traversal = self.walked();
         let srgb8 = &self.srgb8;
         let rays = AtomicU64::new(0);
         let bands_done = AtomicU64::new(0);
@@ -330,8 +343,9 @@ impl Backend for CpuBackend {
     fn intersect(&mut self, rays: &[Ray], hits: &mut [Hit]) -> Result<RenderStats, Error> {
         let start = Instant::now();
         check_batch("intersect", rays, hits.len())?;
-        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
-        let (wide, traversal, prims) = (&self.wide, self.walked(), accel.primitives());
+        let traversal = self.walked();
+        let accel = current(&mut self.accel, traversal)?;
+        let (wide, prims) = (&self.wide, accel.primitives());
         Ok(trace_batch(
             &self.pool,
             start,
@@ -347,8 +361,9 @@ impl Backend for CpuBackend {
     fn occluded(&mut self, rays: &[Ray], occluded: &mut [bool]) -> Result<RenderStats, Error> {
         let start = Instant::now();
         check_batch("occluded", rays, occluded.len())?;
-        let accel = self.accel.as_ref().ok_or(Error::NoScene)?;
-        let (wide, traversal, prims) = (&self.wide, self.walked(), accel.primitives());
+        let traversal = self.walked();
+        let accel = current(&mut self.accel, traversal)?;
+        let (wide, prims) = (&self.wide, accel.primitives());
         Ok(trace_batch(
             &self.pool,
             start,
@@ -361,11 +376,18 @@ impl Backend for CpuBackend {
         ))
     }
 
-    /// Core applies the update to its trees (refits on the host), then the
-    /// wide BVH does only what changed (see `Wide::update`). Should the host
-    /// not have the memory for that, the update still stands and the wide BVH
-    /// is dropped: the backend walks core's trees (the same answers) until a
-    /// later update or [`CpuBackend::set_traversal`] builds it again.
+    /// Core applies the update to its copy of the scene, leaving the refit
+    /// of a mesh's tree to this backend ([`RefitOn::Device`]: core keeps the
+    /// new vertices and bounds, its own slots and nodes lag them until
+    /// [`Accel::refresh`]); the wide BVH then does only what changed (see
+    /// `Wide::update`), its refit trees refit straight from the new
+    /// vertices. Core's trees are brought up to date only where they are
+    /// read: a collapse, a render (shading reads the slots), the binary
+    /// traversal, [`Backend::geometry_sah`], [`CpuBackend::accel`]. Should
+    /// the host not have the memory for the wide BVH's part, the update
+    /// still stands and the wide BVH is dropped: the backend walks core's
+    /// trees (the same answers) until a later update or
+    /// [`CpuBackend::set_traversal`] builds it again.
     fn update_scene(&mut self, update: &SceneUpdate) -> Result<UpdateStats, Error> {
         let start = Instant::now();
         let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
@@ -373,9 +395,14 @@ impl Backend for CpuBackend {
         // thread's, Accel::update_with_fork).
         let changes = self
             .pool
-            .install(|| accel.update_with_fork(update, RefitOn::Host, &RayonFork))?;
+            .install(|| accel.update_with_fork(update, RefitOn::Device, &RayonFork))?;
+        let current = self.wide.kind() == Wide::kind_for(self.traversal);
+        if changes.rebuilt || !current {
+            // A collapse reads core's trees.
+            accel.refresh();
+        }
         let accel = &*accel;
-        let wide = if self.wide.kind() == Wide::kind_for(self.traversal) {
+        let wide = if current {
             self.wide.update(accel, &changes)
         } else {
             Wide::build(accel, self.traversal).map(|w| self.wide = w)
@@ -394,9 +421,25 @@ impl Backend for CpuBackend {
         })
     }
 
+    /// Core's figure, from its trees brought up to date first (a device
+    /// refit leaves them behind, and core gives none for such a tree).
     fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
-        self.accel.as_ref()?.geometry_sah(geometry)
+        let accel = self.accel.as_mut()?;
+        accel.refresh();
+        accel.geometry_sah(geometry)
     }
+}
+
+/// The scene, for a batch walked by `traversal`: core's trees brought up to
+/// date first where it walks them ([`Traversal::Binary`]). The wide walks
+/// need not: a refit mesh's leaves are all packets, which hold their own
+/// vertices and ids, so they never read its lagging slots.
+fn current(accel: &mut Option<Accel>, traversal: Traversal) -> Result<&Accel, Error> {
+    let accel = accel.as_mut().ok_or(Error::NoScene)?;
+    if traversal == Traversal::Binary {
+        accel.refresh();
+    }
+    Ok(accel)
 }
 
 /// `out[i] = trace(rays[i])` for every ray, in chunks of [`RAY_CHUNK`] across

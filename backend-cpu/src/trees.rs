@@ -64,11 +64,13 @@ impl Wide {
 
     /// Bring the BVH up to date with `accel` after an update that changed
     /// `changes`, doing only what changed: every tree again after a
-    /// geometry's rebuild (its nodes and slots moved), else the refit
-    /// geometries' trees refit from core's refit ones, the changed instance
-    /// records written again and the instances' tree collapsed again when
-    /// core rebuilt it. On an error the BVH is partly updated: the caller
-    /// drops it.
+    /// geometry's rebuild (its nodes and slots moved; `accel` must be
+    /// current then, see [`Accel::refresh`]), else the refit geometries'
+    /// trees refit straight from their meshes' new vertices (core's slots
+    /// and nodes may lag them, [`prism_core::RefitOn::Device`]), the changed
+    /// instance records written again and the instances' tree collapsed
+    /// again when core rebuilt it. On an error the BVH is partly updated:
+    /// the caller drops it.
     pub(crate) fn update(&mut self, accel: &Accel, changes: &Changes) -> Result<(), Error> {
         if self.kind() == 0 {
             return Ok(());
@@ -88,7 +90,11 @@ impl Wide {
         macro_rules! apply {
             ($b:expr) => {{
                 for &g in &changes.refit {
-                    $b.refit(accel, g);
+                    // Only a mesh's vertices move.
+                    let (_, positions) = accel
+                        .geometry_mesh(g)
+                        .ok_or(Error::NotAMesh { geometry: g })?;
+                    $b.refit(g, positions)?;
                 }
                 if let Some(range) = records {
                     $b.update_records(accel, range)?;

@@ -15,13 +15,14 @@
 //! space and the walk goes down the geometry's wide tree, with the closest hit
 //! so far as its `tmax`, as core's walk does.
 
-use crate::collapse::{Source, gather, reserve};
+use crate::collapse::{gather, reserve};
 use crate::instances::{Record, Span, write_records};
 use crate::leaves::{
-    Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, dispatch_axes, leaf, leaf_closest, packet_hit,
-    packet_lane, prim_hit,
+    Bounds, Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, dispatch_axes, leaf, leaf_closest,
+    packet_hit, packet_lane, prim_hit,
 };
-use glam::Vec4;
+use crate::refit::{RefitNode, refit_tree};
+use glam::{Vec3, Vec4};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::two_level::object_ray;
@@ -79,14 +80,34 @@ impl WideNode {
     }
 }
 
+impl RefitNode for WideNode {
+    const WIDTH: usize = 4;
+
+    #[inline(always)]
+    fn slot(&self, k: usize) -> (u32, u32) {
+        (self.child[k], self.count[k])
+    }
+
+    #[inline(always)]
+    fn slot_box(&self, k: usize) -> Bounds {
+        Bounds {
+            lo: Vec4::new(self.min_x[k], self.min_y[k], self.min_z[k], 0.0),
+            hi: Vec4::new(self.max_x[k], self.max_y[k], self.max_z[k], 0.0),
+        }
+    }
+
+    #[inline(always)]
+    fn set_slot_box(&mut self, k: usize, b: &Bounds) {
+        self.set_box(k, &b.lo.to_array(), &b.hi.to_array());
+    }
+}
+
 /// The 4-wide BVH of one [`Accel`]: every geometry's tree, and for a
 /// two-level scene the instances' tree and records.
 #[derive(Clone, Debug, Default)]
 pub struct WideBvh {
     /// Every geometry's wide tree, one after the other.
     nodes: Vec<WideNode>,
-    /// The binary child each slot of each node was made from (for refits).
-    sources: Vec<[Source; 4]>,
     packets: Packets,
     /// Each geometry's root and ranges.
     spans: Vec<Span>,
@@ -112,7 +133,6 @@ impl WideBvh {
             ..WideBvh::default()
         };
         reserve(&mut out.nodes, bin.len() / 2 + 1, "4-wide BVH nodes")?;
-        reserve(&mut out.sources, bin.len() / 2 + 1, "4-wide BVH nodes")?;
         reserve(
             &mut out.spans,
             accel.geometry_count(),
@@ -120,9 +140,10 @@ impl WideBvh {
         )?;
         for g in 0..accel.geometry_count() as u32 {
             let (nodes, packets) = (out.nodes.len(), out.packets.len());
+            let mesh = accel.geometry_mesh(g).map(|(triangles, _)| triangles);
             let root = match accel.geometry_root(g) {
                 Some(r) if (r as usize) < bin.len() => {
-                    collapse(bin, accel.primitives(), r, &mut out)?
+                    collapse(bin, accel.primitives(), mesh, r, &mut out)?
                 }
                 _ => EMPTY_CHILD,
             };
@@ -176,24 +197,29 @@ impl WideBvh {
         write_records(accel, &self.spans, range, &mut self.records)
     }
 
-    /// Make geometry `g`'s wide tree match `accel`'s refit binary tree and
-    /// primitive records (same shape, new boxes and vertices).
-    pub(crate) fn refit(&mut self, accel: &Accel, g: u32) {
+    /// The geometries' nodes, the packets and each geometry's span (for
+    /// the refit's tests).
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (&[WideNode], &Packets, &[Span]) {
+        (&self.nodes, &self.packets, &self.spans)
+    }
+
+    /// Refit geometry `g`'s tree (an indexed mesh's) to its vertices
+    /// `positions`: the packets written from them, the boxes bottom-up (see
+    /// [`crate::refit`]). Core's slots and binary nodes are not read.
+    pub(crate) fn refit(&mut self, g: u32, positions: &[Vec3]) -> Result<(), Error> {
         let Some(span) = self.spans.get(g as usize) else {
-            return;
+            return Ok(());
         };
-        let bin = accel.nodes();
-        for (node, sources) in self.nodes[span.nodes.clone()]
-            .iter_mut()
-            .zip(&self.sources[span.nodes.clone()])
-        {
-            for (k, s) in sources.iter().enumerate() {
-                if let Some((lo, hi)) = s.rows(bin) {
-                    node.set_box(k, &lo, &hi);
-                }
-            }
-        }
-        self.packets.refit(span.packets.clone(), accel.primitives());
+        let nodes = self.nodes.get_mut(span.nodes.clone()).unwrap_or_default();
+        let packets = span.packets.clone();
+        refit_tree(
+            nodes,
+            span.nodes.start,
+            &mut self.packets,
+            packets,
+            positions,
+        )
     }
 }
 
@@ -201,33 +227,29 @@ impl WideBvh {
 fn collapse(
     bin: &[BvhNode],
     prims: &[Primitive],
+    mesh: Option<&[[u32; 3]]>,
     node: u32,
     out: &mut WideBvh,
 ) -> Result<u32, Error> {
     let (kids, _) = gather::<4, ()>(bin, node, |_| (), |_| false);
     let me = out.nodes.len();
     reserve(&mut out.nodes, 1, "4-wide BVH nodes")?;
-    reserve(&mut out.sources, 1, "4-wide BVH nodes")?;
     out.nodes.push(WideNode::EMPTY);
-    out.sources.push([Source::NONE; 4]);
     let mut w = WideNode::EMPTY;
-    let mut sources = [Source::NONE; 4];
     for (k, (c, ())) in kids
         .iter()
         .enumerate()
         .filter_map(|(k, c)| Some((k, (*c)?)))
     {
         w.set_box(k, &c.lo, &c.hi);
-        sources[k] = c.source;
         if c.is_inner() {
-            w.child[k] = collapse(bin, prims, c.index(), out)?;
+            w.child[k] = collapse(bin, prims, mesh, c.index(), out)?;
             w.count[k] = 0;
         } else {
-            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
+            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets, mesh)?;
         }
     }
     out.nodes[me] = w;
-    out.sources[me] = sources;
     Ok(me as u32)
 }
 

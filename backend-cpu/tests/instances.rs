@@ -510,3 +510,74 @@ fn an_instance_added_with_a_rebuild_is_walked_from_its_new_root() {
         );
     }
 }
+
+/// The mesh's vertices moved in several updates in a row, with instances
+/// moved beside them, and nothing read of core's own trees in between (the
+/// wide trees are refit straight from the vertices, core's left behind):
+/// every answer is that of a scene refit on the host after each update, and
+/// a render (which brings core's trees up to date for its shading) is the
+/// binary traversal's.
+#[test]
+fn refits_in_a_row_keep_cores_answers() {
+    for seed in 1..4 {
+        let mut r = Rng::new(300 + seed);
+        let scene = two_level_scene(&mut r, 2, 12);
+        let rays = rays(&mut r, 1500);
+        let mut backends: Vec<CpuBackend> = WIDE
+            .iter()
+            .map(|&t| {
+                let mut cpu = CpuBackend::with_threads(1).expect("cpu");
+                cpu.set_traversal(t).expect("traversal");
+                cpu.set_scene(&scene).expect("scene");
+                cpu
+            })
+            .collect();
+        let mut reference = Accel::build(&scene).expect("accel");
+        let mut hits = 0;
+        for step in 0..5 {
+            let (positions, _) = wavy_grid(6, 1.5 * r.u(), r.s() * 3.0);
+            let mut vertices: Vec<Vec3> = positions.iter().map(|p| *p + r.v3(0.3)).collect();
+            // Triangles without area: two vertices made one, now and then.
+            for _ in 0..step * 3 {
+                let i = r.below(vertices.len() as u32 - 1) as usize;
+                vertices[i + 1] = vertices[i];
+            }
+            let mut u = SceneUpdate::new();
+            u.set_vertices(0, &vertices);
+            if step % 2 == 1 {
+                u.set_transform(r.below(12), transform(&mut r));
+            }
+            reference.update(&u).expect("update");
+            for (cpu, traversal) in backends.iter_mut().zip(WIDE) {
+                cpu.update_scene(&u).expect("update");
+                let what = format!("{traversal:?} seed {seed} step {step}");
+                let mut got = vec![Hit::MISS; rays.len()];
+                let mut occluded = vec![false; rays.len()];
+                cpu.intersect(&rays, &mut got).expect("intersect");
+                cpu.occluded(&rays, &mut occluded).expect("occluded");
+                hits += check(&reference, &rays, &got, &occluded, &what);
+            }
+        }
+        assert!(hits > 500, "seed {seed}: only {hits} hits compared");
+        let camera = Camera::look_at(Vec3::new(9.0, 14.0, 17.0), Vec3::ZERO, Vec3::Y, 50.0);
+        let settings = RenderSettings {
+            spp: 1,
+            max_depth: 3,
+            ..RenderSettings::default()
+        };
+        for (cpu, traversal) in backends.iter_mut().zip(WIDE) {
+            let mut frames = Vec::new();
+            for t in [traversal, Traversal::Binary] {
+                cpu.set_traversal(t).expect("traversal");
+                let mut image = Image::new(40, 30, PixelFormat::LinearF32).expect("image");
+                cpu.render(&camera, &settings, &mut image, &NoProgress)
+                    .expect("render");
+                frames.push(image.linear().to_vec());
+            }
+            assert!(
+                frames[0] == frames[1],
+                "{traversal:?} seed {seed}: the refit scene renders other pixels"
+            );
+        }
+    }
+}

@@ -24,9 +24,11 @@
 
 mod walk;
 
-use crate::collapse::{Child, Source, children, gather, reserve};
+use crate::collapse::{Child, children, gather, reserve};
 use crate::instances::{Record, Span, write_records};
-use crate::leaves::{NOT_IN_PACKET, Packets, all_triangles, leaf};
+use crate::leaves::{Bounds, NOT_IN_PACKET, Packets, all_triangles, leaf};
+use crate::refit::{RefitNode, refit_tree};
+use glam::{Vec3, Vec4};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::{Accel, Error, Hit, Ray};
 use walk::{any, any_two_level, closest, closest_two_level};
@@ -70,6 +72,29 @@ impl Node8 {
     }
 }
 
+impl RefitNode for Node8 {
+    const WIDTH: usize = 8;
+
+    #[inline(always)]
+    fn slot(&self, k: usize) -> (u32, u32) {
+        (self.child[k], self.meta[k])
+    }
+
+    #[inline(always)]
+    fn slot_box(&self, k: usize) -> Bounds {
+        let r = &self.rows;
+        Bounds {
+            lo: Vec4::new(r[0][k], r[2][k], r[4][k], 0.0),
+            hi: Vec4::new(r[1][k], r[3][k], r[5][k], 0.0),
+        }
+    }
+
+    #[inline(always)]
+    fn set_slot_box(&mut self, k: usize, b: &Bounds) {
+        self.set_box(k, &b.lo.to_array(), &b.hi.to_array());
+    }
+}
+
 /// One entry of a traversal stack: a child reference and its entry distance.
 #[derive(Clone, Copy, Debug, Default)]
 struct Entry {
@@ -104,8 +129,6 @@ impl Stack {
 pub struct Bvh8 {
     /// Every geometry's tree, one after the other.
     nodes: Vec<Node8>,
-    /// The binary child each slot of each node was made from (for refits).
-    sources: Vec<[Source; 8]>,
     packets: Packets,
     /// Each geometry's root and ranges.
     spans: Vec<Span>,
@@ -136,7 +159,6 @@ impl Bvh8 {
         let bin = accel.nodes();
         let mut out = Bvh8 {
             nodes: Vec::new(),
-            sources: Vec::new(),
             packets: Packets::default(),
             spans: Vec::new(),
             two_level: accel.is_two_level(),
@@ -144,7 +166,6 @@ impl Bvh8 {
             records: Vec::new(),
         };
         reserve(&mut out.nodes, bin.len() / 4 + 1, "8-wide BVH nodes")?;
-        reserve(&mut out.sources, bin.len() / 4 + 1, "8-wide BVH nodes")?;
         reserve(
             &mut out.spans,
             accel.geometry_count(),
@@ -152,9 +173,10 @@ impl Bvh8 {
         )?;
         for g in 0..accel.geometry_count() as u32 {
             let (nodes, packets) = (out.nodes.len(), out.packets.len());
+            let mesh = accel.geometry_mesh(g).map(|(triangles, _)| triangles);
             let root = match accel.geometry_root(g) {
                 Some(r) if (r as usize) < bin.len() => {
-                    collapse(bin, accel.primitives(), r, &mut out)?
+                    collapse(bin, accel.primitives(), mesh, r, &mut out)?
                 }
                 _ => EMPTY_CHILD,
             };
@@ -203,36 +225,29 @@ impl Bvh8 {
         write_records(accel, &self.spans, range, &mut self.records)
     }
 
-    /// Make geometry `g`'s tree match `accel`'s refit binary tree and
-    /// primitive records (same shape, new boxes and vertices).
-    pub(crate) fn refit(&mut self, accel: &Accel, g: u32) {
+    /// The geometries' nodes, the packets and each geometry's span (for
+    /// the refit's tests).
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (&[Node8], &Packets, &[Span]) {
+        (&self.nodes, &self.packets, &self.spans)
+    }
+
+    /// Refit geometry `g`'s tree (an indexed mesh's) to its vertices
+    /// `positions`: the packets written from them, the boxes bottom-up (see
+    /// [`crate::refit`]). Core's slots and binary nodes are not read.
+    pub(crate) fn refit(&mut self, g: u32, positions: &[Vec3]) -> Result<(), Error> {
         let Some(span) = self.spans.get(g as usize) else {
-            return;
+            return Ok(());
         };
-        let bin = accel.nodes();
-        let (nodes, sources) = (
-            self.nodes.get_mut(span.nodes.clone()),
-            self.sources.get(span.nodes.clone()),
-        );
-        for (node, sources) in nodes
-            .into_iter()
-            .flatten()
-            .zip(sources.into_iter().flatten())
-        {
-            // The six rows are made here and stored whole (an empty slot has
-            // no source and keeps its boxes at +inf).
-            let mut rows = node.rows;
-            for (k, s) in sources.iter().enumerate() {
-                if let Some((lo, hi)) = s.rows(bin) {
-                    for axis in 0..3 {
-                        rows[2 * axis][k] = lo[axis];
-                        rows[2 * axis + 1][k] = hi[axis];
-                    }
-                }
-            }
-            node.rows = rows;
-        }
-        self.packets.refit(span.packets.clone(), accel.primitives());
+        let nodes = self.nodes.get_mut(span.nodes.clone()).unwrap_or_default();
+        let packets = span.packets.clone();
+        refit_tree(
+            nodes,
+            span.nodes.start,
+            &mut self.packets,
+            packets,
+            positions,
+        )
     }
 
     /// Closest hit; `Hit::prim` is the primitive id within its geometry,
@@ -320,7 +335,13 @@ fn small_subtree(bin: &[BvhNode], c: &Child, depth: u32) -> Option<(u32, u32)> {
 }
 
 /// Append the node for binary node `node` (and its subtree); returns its index.
-fn collapse(bin: &[BvhNode], prims: &[Primitive], node: u32, out: &mut Bvh8) -> Result<u32, Error> {
+fn collapse(
+    bin: &[BvhNode],
+    prims: &[Primitive],
+    mesh: Option<&[[u32; 3]]>,
+    node: u32,
+    out: &mut Bvh8,
+) -> Result<u32, Error> {
     // Each child with the slot range it becomes a leaf of, if it is a small subtree.
     let small = |c: &Child| {
         small_subtree(bin, c, 0)
@@ -329,30 +350,25 @@ fn collapse(bin: &[BvhNode], prims: &[Primitive], node: u32, out: &mut Bvh8) -> 
     let (kids, _) = gather::<8, _>(bin, node, small, Option::is_some);
     let me = out.nodes.len();
     reserve(&mut out.nodes, 1, "8-wide BVH nodes")?;
-    reserve(&mut out.sources, 1, "8-wide BVH nodes")?;
     out.nodes.push(Node8::EMPTY);
-    out.sources.push([Source::NONE; 8]);
     let mut w = Node8::EMPTY;
-    let mut sources = [Source::NONE; 8];
     for (k, (c, merged)) in kids
         .iter()
         .enumerate()
         .filter_map(|(k, c)| Some((k, (*c)?)))
     {
         w.set_box(k, &c.lo, &c.hi);
-        sources[k] = c.source;
         if let Some((first, count)) = merged {
-            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets)?;
+            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets, mesh)?;
         } else if c.is_inner() {
-            w.child[k] = collapse(bin, prims, c.index(), out)?;
+            w.child[k] = collapse(bin, prims, mesh, c.index(), out)?;
             w.meta[k] = 0;
         } else {
-            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
+            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets, mesh)?;
         }
     }
-    if let (Some(n), Some(s)) = (out.nodes.get_mut(me), out.sources.get_mut(me)) {
+    if let Some(n) = out.nodes.get_mut(me) {
         *n = w;
-        *s = sources;
     }
     Ok(me as u32)
 }
