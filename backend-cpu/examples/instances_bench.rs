@@ -9,6 +9,9 @@
 //! (RUNS: 7; THREADS: 1, 0 = every core; `--core`: also count the answers
 //! that differ from core's own walk, `Accel::intersect` and `occluded`)
 //!
+//! It then moves every instance a little, frame after frame, through
+//! `update_scene`, and prints the median time of a frame.
+//!
 //! Mrays/s are medians over wall time, as Embree's are; `cpu_*` are over the
 //! process's CPU time, which the other work of a shared machine disturbs less
 //! (with one thread, the two agree on an idle machine), and `best_cpu_*` the
@@ -21,7 +24,7 @@
 use glam::Vec3;
 use prism_core::instance::from_rows;
 use prism_core::reference::{t_close, t_floor};
-use prism_core::{Backend, Geometry, Hit, Instance, Material, Ray, Scene};
+use prism_core::{Backend, Geometry, Hit, Instance, Material, Ray, Scene, SceneUpdate};
 use prism_cpu::CpuBackend;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -196,6 +199,26 @@ fn bench(
             rays[i]
         );
     }
+    // Every instance moved a little, through `update_scene` (core's update,
+    // its tree over the instances rebuilt, and the backend's collapse of it),
+    // then back: median of the frames.
+    let transforms: Vec<_> = scene.instances().iter().map(|i| i.transform).collect();
+    let mut frames = Vec::new();
+    for frame in 0..2 * runs.max(4) {
+        let shift = glam::Affine3A::from_translation(Vec3::splat(1e-3 * (frame % 2) as f32));
+        let mut update = SceneUpdate::new();
+        for (i, t) in transforms.iter().enumerate() {
+            update.set_transform(i as u32, shift * *t);
+        }
+        let t0 = Instant::now();
+        cpu.update_scene(&update).map_err(|e| e.to_string())?;
+        frames.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    frames.sort_by(f64::total_cmp);
+    println!(
+        "move every instance: update_scene_ms={:.3}",
+        frames[frames.len() / 2]
+    );
     if core {
         let accel = cpu.accel().ok_or("no scene")?;
         let differ = rays

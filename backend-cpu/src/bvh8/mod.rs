@@ -16,8 +16,10 @@
 //! tie at exactly the same `t`.
 //!
 //! A two-level scene has every geometry's tree collapsed, one after the other,
-//! and its tree over the instances too (each of its leaves one instance). The
-//! walk goes down the instances' tree with the world ray; at an instance whose
+//! and its tree over the instances too (each of its leaves one instance),
+//! whose boxes are made from each geometry's outline as placed, far closer
+//! than the boxes core's tree has (see `Bvh8::collapse_top`). The walk goes
+//! down the instances' tree with the world ray; at an instance whose
 //! mask the ray shares, core's [`prism_core::two_level::object_ray`] carries
 //! the ray into object space and the walk goes down the geometry's tree with
 //! the closest hit so far as its `tmax`, as core's walk does (see `walk`).
@@ -25,7 +27,7 @@
 mod walk;
 
 use crate::collapse::{Child, children, gather, reserve};
-use crate::instances::{Record, Span, write_records};
+use crate::instances::{Outline, Record, Span, write_records};
 use crate::leaves::{Bounds, NOT_IN_PACKET, Packets, all_triangles, leaf};
 use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
@@ -132,9 +134,13 @@ pub struct Bvh8 {
     packets: Packets,
     /// Each geometry's root and ranges.
     spans: Vec<Span>,
+    /// Each geometry's outline (two-level scenes), for its instances' boxes.
+    outlines: Vec<Outline>,
     /// Whether the scene is two-level.
     two_level: bool,
-    /// The instances' tree (empty for a flat scene).
+    /// The instances' tree (empty for a flat scene): core's, collapsed, with
+    /// each instance's box made from its geometry's outline (see
+    /// [`Bvh8::collapse_top`]).
     top: Vec<Node8>,
     /// The instances' records, with wide roots ([`crate::instances`]).
     records: Vec<Record>,
@@ -161,6 +167,7 @@ impl Bvh8 {
             nodes: Vec::new(),
             packets: Packets::default(),
             spans: Vec::new(),
+            outlines: Vec::new(),
             two_level: accel.is_two_level(),
             top: Vec::new(),
             records: Vec::new(),
@@ -187,6 +194,15 @@ impl Bvh8 {
             });
         }
         if out.two_level {
+            reserve(
+                &mut out.outlines,
+                accel.geometry_count(),
+                "8-wide BVH geometries",
+            )?;
+            for g in 0..out.spans.len() {
+                let outline = out.outline(g)?;
+                out.outlines.push(outline);
+            }
             out.collapse_top(accel)?;
             out.update_records(accel, 0..accel.instances().len())?;
         }
@@ -204,7 +220,14 @@ impl Bvh8 {
     }
 
     /// Collapse `accel`'s tree over the instances again (after a rebuild of
-    /// it), into a new array: on an error the old tree is kept.
+    /// it), into a new array (on an error the old tree is kept), and give
+    /// each instance the box of its geometry's outline as placed
+    /// ([`Outline::world_box`]; the inner boxes follow, bottom-up).
+    ///
+    /// The shape stays core's (its boxes pick which children a node takes),
+    /// and a box never leaves out a hit core's walk finds (see
+    /// [`crate::instances::OUTLINE_SLACK`]): the walk finds core's closest
+    /// hit, only sooner.
     pub(crate) fn collapse_top(&mut self, accel: &Accel) -> Result<(), Error> {
         let bin = accel.top_nodes();
         let mut top = Vec::new();
@@ -212,8 +235,65 @@ impl Bvh8 {
         if !bin.is_empty() {
             collapse_top(bin, 0, &mut top)?;
         }
+        let mut boxes: Vec<Bounds> = Vec::new();
+        reserve(&mut boxes, top.len(), "8-wide instance tree")?;
+        boxes.resize(top.len(), Bounds::EMPTY);
+        // A node's children come after it.
+        for (i, n) in top.iter_mut().enumerate().rev() {
+            let mut all = Bounds::EMPTY;
+            for k in 0..8 {
+                let (child, meta) = (n.child[k], n.meta[k]);
+                let b = if meta != 0 {
+                    let placed = accel.instance(child).and_then(|inst| {
+                        let outline = self.outlines.get(inst.geometry as usize)?;
+                        outline.world_box(&inst.transform)
+                    });
+                    // ok: an instance without an outline (an empty geometry)
+                    // keeps core's box.
+                    placed.unwrap_or_else(|| n.slot_box(k))
+                } else if let Some(b) = boxes.get(child as usize) {
+                    *b
+                } else {
+                    continue;
+                };
+                n.set_slot_box(k, &b);
+                all = all.union(b);
+            }
+            if let Some(b) = boxes.get_mut(i) {
+                *b = all;
+            }
+        }
         self.top = top;
         Ok(())
+    }
+
+    /// The outline of geometry `g`'s tree: the boxes two levels below its
+    /// root (a child's own where it is a leaf).
+    fn outline(&self, g: usize) -> Result<Outline, Error> {
+        let root = self
+            .spans
+            .get(g)
+            .and_then(|s| self.nodes.get(s.root as usize));
+        let mut boxes = Vec::new();
+        let present = |n: &Node8, k: usize| n.child[k] != EMPTY_CHILD || n.meta[k] != 0;
+        for (k, root) in root.into_iter().flat_map(|r| (0..8).map(move |k| (k, r))) {
+            if !present(root, k) {
+                continue;
+            }
+            match self.nodes.get(root.child[k] as usize) {
+                Some(n) if root.meta[k] == 0 => {
+                    for j in (0..8).filter(|&j| present(n, j)) {
+                        reserve(&mut boxes, 1, "instance outlines")?;
+                        boxes.push(n.slot_box(j));
+                    }
+                }
+                _ => {
+                    reserve(&mut boxes, 1, "instance outlines")?;
+                    boxes.push(root.slot_box(k));
+                }
+            }
+        }
+        Outline::new(&boxes)
     }
 
     /// Write the records of `accel`'s instances `range` again.
@@ -247,7 +327,16 @@ impl Bvh8 {
             &mut self.packets,
             packets,
             positions,
-        )
+        )?;
+        // The instances' boxes follow the outline when the instances' tree
+        // is collapsed again (core rebuilds its own after new vertices).
+        if self.two_level {
+            let outline = self.outline(g as usize)?;
+            if let Some(o) = self.outlines.get_mut(g as usize) {
+                *o = outline;
+            }
+        }
+        Ok(())
     }
 
     /// Closest hit; `Hit::prim` is the primitive id within its geometry,
