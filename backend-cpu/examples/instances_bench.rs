@@ -201,14 +201,16 @@ fn bench(
     }
     // Every instance moved a little, through `update_scene` (core's update,
     // its tree over the instances rebuilt, and the backend's collapse of it),
-    // then back: median of the frames.
+    // then back (the last frame puts the scene back as it was): median of
+    // the frames.
     let transforms: Vec<_> = scene.instances().iter().map(|i| i.transform).collect();
+    let shift = glam::Affine3A::from_translation(Vec3::splat(1e-3));
     let mut frames = Vec::new();
     for frame in 0..2 * runs.max(4) {
-        let shift = glam::Affine3A::from_translation(Vec3::splat(1e-3 * (frame % 2) as f32));
         let mut update = SceneUpdate::new();
         for (i, t) in transforms.iter().enumerate() {
-            update.set_transform(i as u32, shift * *t);
+            let moved = if frame % 2 == 0 { shift * *t } else { *t };
+            update.set_transform(i as u32, moved);
         }
         let t0 = Instant::now();
         cpu.update_scene(&update).map_err(|e| e.to_string())?;
