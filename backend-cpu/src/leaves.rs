@@ -30,6 +30,14 @@ pub(crate) struct TriPacket {
     pub(crate) slot: [u32; 4],
 }
 
+impl TriPacket {
+    /// The vertex rows: `[v0, v1, v2]`, each `[x, y, z]` over the four lanes.
+    #[inline(always)]
+    pub(crate) fn rows(&self) -> [&[Vec4; 3]; 3] {
+        [&self.v0, &self.v1, &self.v2]
+    }
+}
+
 #[cfg(test)]
 impl TriPacket {
     /// Vertex `j` (0, 1, 2) of lane `lane`.
@@ -268,15 +276,12 @@ pub(crate) struct Lanes {
     pub(crate) ix: Vec4,
     pub(crate) iy: Vec4,
     pub(crate) iz: Vec4,
-    /// The watertight test's axes `(kx, ky, kz)` ([`RayPre`]'s), each below 3.
-    axes: [usize; 3],
 }
 
 impl Lanes {
     #[inline(always)]
     pub(crate) fn new(pre: &RayPre) -> Self {
         Lanes {
-            axes: [pre.kx.min(2), pre.ky.min(2), pre.kz.min(2)],
             o: [
                 Vec4::splat(pre.origin.x),
                 Vec4::splat(pre.origin.y),
@@ -317,22 +322,6 @@ pub(crate) fn packet_hit<const KX: usize, const KY: usize, const KZ: usize>(
         tmin,
         tmax,
     )
-}
-
-/// [`packet_hit`] with the ray's axes read at run time ([`Lanes`] holds
-/// them): the same operations on the same values, for walks that take rays
-/// of any axis order without a copy per order.
-#[inline(always)]
-pub(crate) fn packet_hit_axes(
-    l: &Lanes,
-    p: &TriPacket,
-    tmin: f32,
-    tmax: f32,
-) -> Option<(usize, f32, f32, f32)> {
-    let [kx, ky, kz] = l.axes;
-    // ok: `Lanes::new` keeps every axis below 3.
-    let rel = |v: &[Vec4; 3]| [v[kx] - l.o[kx], v[ky] - l.o[ky], v[kz] - l.o[kz]];
-    packet_test(l, rel(&p.v0), rel(&p.v1), rel(&p.v2), tmin, tmax)
 }
 
 /// The watertight test of a packet's four lanes from its vertices relative to

@@ -4,13 +4,12 @@
 use super::{Bvh8, Entry, Node8, STACK, Stack};
 use crate::instances::Record;
 use crate::leaves::{
-    Lanes, NOT_IN_PACKET, PACKET_LEAF, inv_dir, leaf_closest_axes, packet_hit_axes, packet_lane,
-    ray_pre_with,
+    NOT_IN_PACKET, PACKET_LEAF, TriPacket, inv_dir, leaf_closest_axes, packet_lane, ray_pre_with,
 };
 use core::arch::x86_64::*;
 use glam::{Vec3, Vec3A, Vec4};
 use prism_core::gpu::Primitive;
-use prism_core::intersect::{SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::traverse::ray_primitive;
 use prism_core::two_level::object_ray;
 use prism_core::{Hit, Ray};
@@ -124,7 +123,7 @@ pub(super) fn closest(
         return MISS;
     };
     let pre = ray_pre_with(ray, inv);
-    let lanes = Lanes::new(&pre);
+    let lanes = Lanes8::new(&pre);
     let tmin = ray.tmin;
     let mut best = Hit::new(ray.tmax, 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE);
     let mut best_at = NOT_IN_PACKET;
@@ -139,10 +138,15 @@ pub(super) fn closest(
             }
         } else if meta & PACKET_LEAF != 0 {
             let leaf = bvh.packets.leaf(child, meta & !PACKET_LEAF);
-            for (i, p) in leaf.iter().enumerate() {
-                if let Some((lane, t, u, v)) = packet_hit_axes(&lanes, p, tmin, best.t) {
-                    best = Hit::new(t, u, v, p.slot[lane], 0);
-                    best_at = packet_lane(child + i as u32, lane);
+            // Two packets a test (the last one twice for an odd count).
+            for (i, pair) in leaf.chunks(2).enumerate() {
+                let (p, q) = (&pair[0], pair.last().unwrap_or(&pair[0]));
+                if let Some((lane, t, u, v)) = pair_hit(&lanes, p, q, tmin, best.t) {
+                    // (A lone packet's copy never wins: it ties its first lanes.)
+                    let second = lane >= 4 && pair.len() == 2;
+                    let (packet, lane) = if second { (q, lane - 4) } else { (p, lane & 3) };
+                    best = Hit::new(t, u, v, packet.slot[lane], 0);
+                    best_at = packet_lane(child + (2 * i + usize::from(second)) as u32, lane);
                 }
             }
         } else {
@@ -190,7 +194,7 @@ pub(super) fn any(
         return false;
     };
     let pre = ray_pre_with(ray, inv);
-    let lanes = Lanes::new(&pre);
+    let lanes = Lanes8::new(&pre);
     loop {
         if meta == 0 {
             if let Some(n) = bvh.nodes.get(child as usize) {
@@ -204,8 +208,11 @@ pub(super) fn any(
             if bvh
                 .packets
                 .leaf(child, meta & !PACKET_LEAF)
-                .iter()
-                .any(|p| packet_hit_axes(&lanes, p, tmin, tmax).is_some())
+                .chunks(2)
+                .any(|pair| {
+                    let (p, q) = (&pair[0], pair.last().unwrap_or(&pair[0]));
+                    pair_any(&lanes, p, q, tmin, tmax)
+                })
             {
                 return true;
             }
@@ -472,4 +479,132 @@ impl Distances {
         let eq = self.lo.cmpeq(s).bitmask() | self.hi.cmpeq(s).bitmask() << 4;
         ((lt | (eq & ((1 << k) - 1))) & self.mask).count_ones() as usize
     }
+}
+
+/// The ray's constants for the watertight triangle test ([`RayPre`]'s),
+/// splatted across eight lanes: two packets tested at once.
+struct Lanes8 {
+    o: [__m256; 3],
+    sx: __m256,
+    sy: __m256,
+    sz: __m256,
+    /// The test's axes `(kx, ky, kz)`, each below 3.
+    axes: [usize; 3],
+}
+
+impl Lanes8 {
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn new(pre: &RayPre) -> Self {
+        Lanes8 {
+            o: [
+                _mm256_set1_ps(pre.origin.x),
+                _mm256_set1_ps(pre.origin.y),
+                _mm256_set1_ps(pre.origin.z),
+            ],
+            sx: _mm256_set1_ps(pre.shear.x),
+            sy: _mm256_set1_ps(pre.shear.y),
+            sz: _mm256_set1_ps(pre.shear.z),
+            axes: [pre.kx.min(2), pre.ky.min(2), pre.kz.min(2)],
+        }
+    }
+}
+
+/// The watertight test of packets `p` (lanes 0-3) and `q` (lanes 4-7) with
+/// the ray's axes read at run time (`l`, a [`Lanes8`]): per lane the
+/// operations of the 4-wide `crate::leaves::packet_hit` (and so of core's
+/// `ray_triangle_axes`), in the same order, so `t`, `u` and `v` are core's
+/// bit for bit. Gives the mask of the lanes hit in `(tmin, tmax)` and each
+/// lane's `t`, `u` and `v`. A macro, so that it is always inlined into the
+/// AVX2 walks (a function with a target feature of its own is inlined only
+/// as the compiler sees fit, and it did not: the call cost the walk more
+/// than the pairing saved).
+macro_rules! pair_test {
+    ($l:expr, $p:expr, $q:expr, $tmin:expr, $tmax:expr) => {{
+        let l: &Lanes8 = $l;
+        let (p, q): (&TriPacket, &TriPacket) = ($p, $q);
+        let [kx, ky, kz] = l.axes;
+        let (pr, qr) = (p.rows(), q.rows());
+        // Vertex `j`'s coordinate on axis `k` over the eight lanes, less the
+        // origin's. ok: `Lanes8::new` keeps every axis below 3.
+        let rel = |j: usize, k: usize| {
+            let v = _mm256_set_m128(__m128::from(qr[j][k]), __m128::from(pr[j][k]));
+            _mm256_sub_ps(v, l.o[k])
+        };
+        let (a, b, c) = (
+            [rel(0, kx), rel(0, ky), rel(0, kz)],
+            [rel(1, kx), rel(1, ky), rel(1, kz)],
+            [rel(2, kx), rel(2, ky), rel(2, kz)],
+        );
+        let (mul, sub, add) = (_mm256_mul_ps, _mm256_sub_ps, _mm256_add_ps);
+        let ax = sub(a[0], mul(l.sx, a[2]));
+        let ay = sub(a[1], mul(l.sy, a[2]));
+        let bx = sub(b[0], mul(l.sx, b[2]));
+        let by = sub(b[1], mul(l.sy, b[2]));
+        let cx = sub(c[0], mul(l.sx, c[2]));
+        let cy = sub(c[1], mul(l.sy, c[2]));
+        let u = sub(mul(cx, by), mul(cy, bx));
+        let v = sub(mul(ax, cy), mul(ay, cx));
+        let w = sub(mul(bx, ay), mul(by, ax));
+        let zero = _mm256_setzero_ps();
+        let lt = |x| _mm256_cmp_ps::<_CMP_LT_OQ>(x, zero);
+        let gt = |x| _mm256_cmp_ps::<_CMP_GT_OQ>(x, zero);
+        let negative = _mm256_or_ps(_mm256_or_ps(lt(u), lt(v)), lt(w));
+        let positive = _mm256_or_ps(_mm256_or_ps(gt(u), gt(v)), gt(w));
+        let outside = _mm256_and_ps(negative, positive);
+        let det = add(add(u, v), w);
+        let az = mul(l.sz, a[2]);
+        let bz = mul(l.sz, b[2]);
+        let cz = mul(l.sz, c[2]);
+        let t_scaled = add(add(mul(u, az), mul(v, bz)), mul(w, cz));
+        let rcp = _mm256_div_ps(_mm256_set1_ps(1.0), det);
+        let t = mul(t_scaled, rcp);
+        // glam's `cmpne` is unordered (true for NaN), as here.
+        let ok = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_NEQ_UQ>(det, zero),
+            _mm256_and_ps(
+                _mm256_cmp_ps::<_CMP_GT_OQ>(t, _mm256_set1_ps($tmin)),
+                _mm256_cmp_ps::<_CMP_LT_OQ>(t, _mm256_set1_ps($tmax)),
+            ),
+        );
+        let hit = _mm256_andnot_ps(outside, ok);
+        (_mm256_movemask_ps(hit) as u32, t, mul(v, rcp), mul(w, rcp))
+    }};
+}
+
+/// `pair_test!`'s nearest hit in `(tmin, tmax)`: `(lane, t, u, v)`, the
+/// lowest lane on equal `t` (lanes 0-3 are `p`'s: the order in which testing
+/// `p` and then `q` one lane at a time keeps its best).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn pair_hit(
+    l: &Lanes8,
+    p: &TriPacket,
+    q: &TriPacket,
+    tmin: f32,
+    tmax: f32,
+) -> Option<(usize, f32, f32, f32)> {
+    let (mask, t, u, v) = pair_test!(l, p, q, tmin, tmax);
+    if mask == 0 {
+        return None;
+    }
+    let ts: [f32; 8] = bytemuck::cast(t);
+    let mut best = mask.trailing_zeros() as usize & 7;
+    let mut m = mask & (mask - 1);
+    while m != 0 {
+        let lane = m.trailing_zeros() as usize & 7;
+        m &= m - 1;
+        if ts[lane] < ts[best] {
+            best = lane;
+        }
+    }
+    let (us, vs): ([f32; 8], [f32; 8]) = (bytemuck::cast(u), bytemuck::cast(v));
+    Some((best, ts[best], us[best], vs[best]))
+}
+
+/// Whether `pair_test!` finds any hit in `(tmin, tmax)`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn pair_any(l: &Lanes8, p: &TriPacket, q: &TriPacket, tmin: f32, tmax: f32) -> bool {
+    pair_test!(l, p, q, tmin, tmax).0 != 0
 }
