@@ -27,7 +27,7 @@
 mod walk;
 
 use crate::collapse::{Child, children, gather, reserve};
-use crate::instances::{Outline, Record, Span, write_records};
+use crate::instances::{Columns, Outline, Span, write_columns};
 use crate::leaves::{Bounds, NOT_IN_PACKET, Packets, all_triangles, leaf};
 use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
@@ -142,8 +142,10 @@ pub struct Bvh8 {
     /// each instance's box made from its geometry's outline (see
     /// [`Bvh8::collapse_top`]).
     top: Vec<Node8>,
-    /// The instances' records, with wide roots ([`crate::instances`]).
-    records: Vec<Record>,
+    /// The instances' world-to-object columns ([`crate::instances`]).
+    records: Vec<Columns>,
+    /// Each instance's root (of its geometry's wide tree) and mask.
+    roots: Vec<[u32; 2]>,
 }
 
 /// Whether this CPU runs [`Bvh8`]'s traversal.
@@ -171,6 +173,7 @@ impl Bvh8 {
             two_level: accel.is_two_level(),
             top: Vec::new(),
             records: Vec::new(),
+            roots: Vec::new(),
         };
         reserve(&mut out.nodes, bin.len() / 4 + 1, "8-wide BVH nodes")?;
         reserve(
@@ -302,7 +305,13 @@ impl Bvh8 {
         accel: &Accel,
         range: core::ops::Range<usize>,
     ) -> Result<(), Error> {
-        write_records(accel, &self.spans, range, &mut self.records)
+        write_columns(
+            accel,
+            &self.spans,
+            range,
+            &mut self.records,
+            &mut self.roots,
+        )
     }
 
     /// The geometries' nodes, the packets and each geometry's span (for

@@ -2,7 +2,6 @@
 //! and over both levels of a two-level scene.
 
 use super::{Bvh8, Entry, Node8, STACK, Stack};
-use crate::instances::Record;
 use crate::leaves::{
     NOT_IN_PACKET, PACKET_LEAF, TriPacket, inv_dir, leaf_closest_axes, packet_lane, ray_pre_with,
 };
@@ -11,7 +10,6 @@ use glam::{Vec3, Vec3A, Vec4};
 use prism_core::gpu::Primitive;
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::traverse::ray_primitive;
-use prism_core::two_level::object_ray;
 use prism_core::{Hit, Ray};
 
 /// The ray's slab-test constants in 256-bit registers, and which row of a node
@@ -303,11 +301,12 @@ pub(super) fn closest_two_level(
                     continue;
                 }
             }
-        } else if let Some(Record(rec)) = bvh.records.get(child as usize)
-            && ray.mask & rec.mask() != 0
+        } else if let Some(&[root, mask]) = bvh.roots.get(child as usize)
+            && ray.mask & mask != 0
+            && let Some(rec) = bvh.records.get(child as usize)
         {
-            let object = object_ray(rec, ray, best.t);
-            let (hit, at) = closest(bvh, prims, &object, rec.root(), inner);
+            let object = rec.object_ray(ray, best.t);
+            let (hit, at) = closest(bvh, prims, &object, root, inner);
             if hit.is_hit() {
                 best = Hit::new(hit.t, hit.u, hit.v, hit.prim, child);
                 best_at = at;
@@ -370,11 +369,12 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
                     continue;
                 }
             }
-        } else if let Some(Record(rec)) = bvh.records.get(child as usize)
-            && ray.mask & rec.mask() != 0
+        } else if let Some(&[root, mask]) = bvh.roots.get(child as usize)
+            && ray.mask & mask != 0
+            && let Some(rec) = bvh.records.get(child as usize)
         {
-            let object = object_ray(rec, ray, ray.tmax);
-            if any(bvh, prims, &object, rec.root(), inner) {
+            let object = rec.object_ray(ray, ray.tmax);
+            if any(bvh, prims, &object, root, inner) {
                 return true;
             }
         }
