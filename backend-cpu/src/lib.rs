@@ -11,9 +11,11 @@
 //! binary BVH itself stays available as [`Traversal::Binary`].
 //!
 //! Two-level scenes (geometries placed by instances, see [`prism_core::Scene`])
-//! have every geometry's tree and the tree over the instances collapsed alike;
-//! a ray enters an instance through core's own
-//! [`prism_core::two_level::object_ray`], so its hits are core's.
+//! have every geometry's tree and the tree over the instances collapsed alike
+//! (the 8-wide tree over the instances boxes each one more closely than
+//! core's, from its geometry's outline); a ray enters an instance through
+//! core's own [`prism_core::two_level::object_ray`] (or the same arithmetic
+//! on the same numbers), so its hits are core's.
 //! [`Backend::update_scene`] applies an update to core's scene and then
 //! redoes only what changed in the wide trees: a refit mesh's tree is refit
 //! straight from its new vertices (core's own copy of it is brought up to

@@ -20,9 +20,11 @@
 //! whose boxes are made from each geometry's outline as placed, far closer
 //! than the boxes core's tree has (see `Bvh8::collapse_top`). The walk goes
 //! down the instances' tree with the world ray; at an instance whose
-//! mask the ray shares, core's [`prism_core::two_level::object_ray`] carries
-//! the ray into object space and the walk goes down the geometry's tree with
-//! the closest hit so far as its `tmax`, as core's walk does (see `walk`).
+//! mask the ray shares, the ray is carried into object space as core's
+//! [`prism_core::two_level::object_ray`] carries it (the same ray, bit for
+//! bit, from the rows kept as columns) and the walk goes down the geometry's
+//! tree with the closest hit so far as its `tmax`, as core's walk does (see
+//! `walk`).
 
 mod walk;
 

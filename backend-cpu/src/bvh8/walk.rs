@@ -97,9 +97,9 @@ fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
 /// dispatch to a copy for its object ray's order).
 ///
 /// The root is tested first with the ray's origin and inverse direction
-/// alone: most rays that enter an instance's box meet none of its root's
-/// children (three in four on bunny-x1000), and those need nothing more of
-/// the ray (its axis order and shear, its packet constants).
+/// alone: many rays that enter an instance's box meet none of its root's
+/// children (one in two on bunny-x1000, boxed by outlines), and those need
+/// nothing more of the ray (its axis order and shear, its packet constants).
 #[target_feature(enable = "avx2,bmi1,popcnt")]
 pub(super) fn closest(
     bvh: &Bvh8,
@@ -273,7 +273,8 @@ fn nearest_first(
 ///
 /// The instances' tree is walked as a geometry's tree is, nearest child
 /// first; an instance is entered, when the ray's mask shares a bit with its
-/// own, by core's `object_ray` with the closest hit so far as `tmax`.
+/// own, by core's `object_ray` (its columns' copy of it) with the closest hit
+/// so far as `tmax`.
 #[target_feature(enable = "avx2,bmi1,popcnt")]
 pub(super) fn closest_two_level(
     bvh: &Bvh8,
