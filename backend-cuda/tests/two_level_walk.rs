@@ -31,6 +31,9 @@ enum Phase {
     Leaf,
 }
 
+/// A node's child as a node step sees it: entry distance, (index, count).
+type Child = (f32, (u32, u32));
+
 /// The kernels' TwoLevelWalk.
 struct Walk<'a> {
     accel: &'a Accel,
@@ -167,7 +170,9 @@ impl<'a> Walk<'a> {
                 return self.top_next(f32::INFINITY, 0, self.next_t, self.next_index);
             }
             self.next_instance = false;
-            if !(self.next_t < self.best.t) {
+            // The kernel's `!(w.next_t < w.best.t)`: a NaN stops too.
+            let nearer = self.next_t < self.best.t;
+            if !nearer {
                 return self.top_next(f32::INFINITY, 0, f32::INFINITY, 0);
             }
             self.node = self.next_index;
@@ -230,7 +235,7 @@ impl<'a> Walk<'a> {
     }
 
     /// The node's children near to far: (t, (index, count)) each.
-    fn children(&self, n: &BvhNode) -> ((f32, (u32, u32)), (f32, (u32, u32))) {
+    fn children(&self, n: &BvhNode) -> (Child, Child) {
         let tmin = self.ray.tmin;
         let tl = ray_aabb_rows(&self.pre, &n.left_lo, &n.left_hi, tmin, self.best.t);
         let tr = ray_aabb_rows(&self.pre, &n.right_lo, &n.right_hi, tmin, self.best.t);
@@ -337,7 +342,8 @@ impl<'a> Walk<'a> {
     fn leaf_step(&mut self) -> bool {
         loop {
             if self.leaf_count == 0 {
-                if self.pend_count == 0 || !(self.pend_t < self.best.t) {
+                let nearer = self.pend_t < self.best.t;
+                if self.pend_count == 0 || !nearer {
                     break;
                 }
                 self.node = self.pend_index;

@@ -139,9 +139,10 @@ fn spread_bits(v: u32) -> u32 {
     (x | (x << 2)) & 0x0924_9249
 }
 
-/// Fewest keys of a range whose two halves [`build_morton`] builds through
-/// its `fork`: a range of 1,024 instances takes some 30 microseconds on one
-/// core, a task switch a few.
+/// Fewest keys of a range whose two halves the Morton builder
+/// ([`TopLevelBuild::Morton`]) builds through the update's
+/// [`Fork`] ([`crate::Accel::update_with_fork`]): a range of 1,024 instances
+/// takes some 30 microseconds on one core, a task switch a few.
 pub const FORK_MIN_TOP_KEYS: usize = 1024;
 
 /// The tree over `live` (indices into `world`) by Morton codes, into `nodes`,

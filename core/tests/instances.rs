@@ -1122,7 +1122,7 @@ fn forked_morton_top_trees_equal_one_thread_trees() {
     let place = |i: u32, frame: f32| {
         let f = i as f32;
         // Every ninth instance on one spot: runs of equal codes.
-        if i % 9 == 0 {
+        if i.is_multiple_of(9) {
             return Affine3A::from_translation(Vec3::new(frame, 1.0, 2.0));
         }
         Affine3A::from_translation(Vec3::new(
