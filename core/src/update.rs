@@ -673,6 +673,13 @@ fn finish(
 /// would eat.
 pub const FORK_MIN_MOVES: usize = 2048;
 
+/// Fewest moves of a piece of a forked update's placements: a list is halved
+/// until its pieces are shorter than twice this. Some 512 placements take 30
+/// to 50 microseconds on one core, several times a task's start on a pool;
+/// 10,000 moves make 16 pieces, work for a 16-core host's threads (pieces of
+/// 1,024 to 2,047 made 8).
+pub const FORK_MOVES_PIECE: usize = 512;
+
 /// The new record and world box of every move into `out` (one entry each),
 /// the halves of a long list through `fork`; the first refused transform (in
 /// the list's order) is the error.
@@ -682,7 +689,7 @@ fn place_moves<F: Fork>(
     out: &mut [(GpuInstance, Aabb)],
     fork: &F,
 ) -> Result<(), Error> {
-    if moves.len() < FORK_MIN_MOVES {
+    if moves.len() < 2 * FORK_MOVES_PIECE {
         for (&(i, transform), slot) in moves.iter().zip(out.iter_mut()) {
             let h = &levels.instances[i as usize];
             *slot = levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material())?;

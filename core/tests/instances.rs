@@ -1090,3 +1090,90 @@ fn forked_updates_equal_one_thread_updates() {
         assert_eq!(bits(&one), bits(&many));
     }
 }
+
+/// A `Fork` that runs `a` on a scoped thread while `b` runs on this one.
+struct Threads;
+impl prism_core::bvh::Fork for Threads {
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        std::thread::scope(|s| {
+            let a = s.spawn(a);
+            let rb = b();
+            (a.join().expect("a half of the build panicked"), rb)
+        })
+    }
+}
+
+/// The Morton top tree built with its halves through a `Fork` (threads, or
+/// the second half first) is the one-thread tree node for node, with its
+/// depth, for sizes about the forking bound and with many instances at one
+/// place (equal codes, split at the middle).
+#[test]
+fn forked_morton_top_trees_equal_one_thread_trees() {
+    use prism_core::top_level::FORK_MIN_TOP_KEYS;
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let mut ball = Geometry::new();
+    ball.add_sphere(Vec3::ZERO, 0.4, m);
+    let ball = scene.add_geometry(ball);
+    let place = |i: u32, frame: f32| {
+        let f = i as f32;
+        // Every ninth instance on one spot: runs of equal codes.
+        if i.is_multiple_of(9) {
+            return Affine3A::from_translation(Vec3::new(frame, 1.0, 2.0));
+        }
+        Affine3A::from_translation(Vec3::new(
+            (f * 0.37).sin() * 40.0 + frame,
+            (f * 0.11).cos() * 20.0,
+            -(f % 97.0),
+        ))
+    };
+    for n in [
+        1,
+        2,
+        3,
+        FORK_MIN_TOP_KEYS as u32 - 1,
+        FORK_MIN_TOP_KEYS as u32,
+        FORK_MIN_TOP_KEYS as u32 + 1,
+        2 * FORK_MIN_TOP_KEYS as u32 + 3,
+        9000,
+    ] {
+        let mut s = scene.clone();
+        s.top_level_build = TopLevelBuild::Morton;
+        for i in 0..n {
+            s.add_instance(Instance::new(ball, place(i, 0.0)));
+        }
+        let one = Accel::build(&s).unwrap();
+        let mut update = SceneUpdate::new();
+        for i in 0..n {
+            update.set_transform(i, place(i, 2.5));
+        }
+        let mut one_moved = one.clone();
+        one_moved.update(&update).unwrap();
+        for (name, moved) in [
+            ("threads", {
+                let mut a = one.clone();
+                a.update_with_fork(&update, prism_core::RefitOn::Host, &Threads)
+                    .unwrap();
+                a
+            }),
+            ("right first", {
+                let mut a = one.clone();
+                a.update_with_fork(&update, prism_core::RefitOn::Host, &RightFirst)
+                    .unwrap();
+                a
+            }),
+        ] {
+            assert_eq!(
+                bytemuck::cast_slice::<_, u32>(moved.top_nodes()),
+                bytemuck::cast_slice::<_, u32>(one_moved.top_nodes()),
+                "{n} instances, {name}"
+            );
+            assert_eq!(moved.top_depth(), one_moved.top_depth(), "{n}, {name}");
+            assert_eq!(moved.top_nodes().len(), n.max(2) as usize - 1, "{n}");
+        }
+    }
+}
