@@ -151,11 +151,11 @@ __device__ __forceinline__ void refill_lanes(u32* work, u32 n, RayClaim& claim, 
 
 // Closest hits with lane refill: each lane of a persistent warp holds one ray
 // and the warp steps all of them through the BVH one node at a time; once at
-// least REFILL lanes are done, those lanes take new rays from `work`
+// least PRISM_TRACE_REFILL lanes are done, those lanes take new rays from `work`
 // (one atomic per warp). Incoherent rays need very different numbers of steps;
 // refilling keeps most lanes busy instead of waiting for the warp's longest ray.
 // Every ray is walked exactly as by intersect_one.
-template <typename Walk, u32 REFILL>
+template <typename Walk>
 __device__ __forceinline__ void intersect_refill(const SceneView& s, const float4* __restrict__ rays, u32 n,
                                                  float4* __restrict__ hits, u32* work) {
     Walk w;
@@ -165,7 +165,7 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
     bool exhausted = false;  // warp-uniform: every range is used up
     RayClaim claim = ray_claim_begin();
     for (;;) {
-        refill_lanes<REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
+        refill_lanes<PRISM_TRACE_REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
             u32 mask;
             const Ray ray = load_ray(rays, i, mask);
             if (w.begin(s, ray, mask)) {
@@ -180,9 +180,7 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
             }
             continue;
         }
-        // Every lane steps (an idle one does nothing), so that a walk may
-        // hold some of its lanes back (InstancesClosest::step_all).
-        if (!w.step_all(s, stack, busy)) {
+        if (busy && !w.step(s, stack)) {
             store_hit(s, w.end(), ray_index, hits);
             busy = false;
         }
@@ -190,7 +188,7 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
 }
 
 // Any hits with lane refill (see intersect_refill).
-template <typename Walk, u32 REFILL>
+template <typename Walk>
 __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4* __restrict__ rays, u32 n,
                                                 unsigned char* __restrict__ out, u32* work) {
     Walk w;
@@ -200,7 +198,7 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
     bool exhausted = false;  // warp-uniform: every range is used up
     RayClaim claim = ray_claim_begin();
     for (;;) {
-        refill_lanes<REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
+        refill_lanes<PRISM_OCCLUDED_REFILL>(work, n, claim, busy, exhausted, ray_index, [&](u32 i) {
             u32 mask;
             const Ray ray = load_ray(rays, i, mask);
             if (w.begin(s, ray, mask)) {
@@ -215,10 +213,12 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
             }
             continue;
         }
-        const int r = w.step_all(s, stack, busy);
-        if (r != PRISM_STEP_MORE) {
-            out[ray_index] = r == PRISM_STEP_HIT ? 1 : 0;
-            busy = false;
+        if (busy) {
+            const int r = w.step(s, stack);
+            if (r != PRISM_STEP_MORE) {
+                out[ray_index] = r == PRISM_STEP_HIT ? 1 : 0;
+                busy = false;
+            }
         }
     }
 }
@@ -252,15 +252,14 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
 #endif
 
 // The two batch kernels of one walk pair, compiled to fit MIN_BLOCKS blocks
-// an SM, their warps refilling lanes once REFILL (closest) or OCC_REFILL
-// (occluded) are idle: NAME_INTERSECT: hits[i] = the closest hit of ray i
-// (Hit, two rows: t, u, v, scene primitive id bits; instance);
-// NAME_OCCLUDED: out[i] = 1 when something ray i sees lies on it, else 0.
-#define PRISM_TRACE_KERNELS(NAME_INTERSECT, NAME_OCCLUDED, CLOSEST, ANY, MIN_BLOCKS, REFILL, OCC_REFILL)           \
+// an SM: NAME_INTERSECT: hits[i] = the closest hit of ray i (Hit, two rows:
+// t, u, v, scene primitive id bits; instance); NAME_OCCLUDED: out[i] = 1 when
+// something ray i sees lies on it, else 0.
+#define PRISM_TRACE_KERNELS(NAME_INTERSECT, NAME_OCCLUDED, CLOSEST, ANY, MIN_BLOCKS)                              \
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, MIN_BLOCKS)                                  \
         NAME_INTERSECT(SceneView s, const float4* __restrict__ rays, u32 n, float4* __restrict__ hits, u32* work) { \
-        if (PRISM_PERSISTENT && (REFILL) > 0) {                                                                    \
-            intersect_refill<CLOSEST, (REFILL)>(s, rays, n, hits, work);                                           \
+        if (PRISM_PERSISTENT && PRISM_TRACE_REFILL > 0) {                                                          \
+            intersect_refill<CLOSEST>(s, rays, n, hits, work);                                                     \
         } else {                                                                                                   \
             PRISM_FOR_EACH_RAY(n, work, intersect_one<CLOSEST>(s, rays, i, hits))                                  \
         }                                                                                                          \
@@ -268,8 +267,8 @@ __device__ __forceinline__ void occluded_refill(const SceneView& s, const float4
     extern "C" __global__ void __launch_bounds__(PRISM_TRACE_THREADS, MIN_BLOCKS)                                  \
         NAME_OCCLUDED(SceneView s, const float4* __restrict__ rays, u32 n, unsigned char* __restrict__ out,        \
                       u32* work) {                                                                                 \
-        if (PRISM_PERSISTENT && (OCC_REFILL) > 0) {                                                                \
-            occluded_refill<ANY, (OCC_REFILL)>(s, rays, n, out, work);                                             \
+        if (PRISM_PERSISTENT && PRISM_OCCLUDED_REFILL > 0) {                                                       \
+            occluded_refill<ANY>(s, rays, n, out, work);                                                           \
         } else {                                                                                                   \
             PRISM_FOR_EACH_RAY(n, work, occluded_one<ANY>(s, rays, i, out))                                        \
         }                                                                                                          \

@@ -13,15 +13,6 @@
 //   PRISM_OCCLUDED_REFILL  the same for occluded
 //   PRISM_TRACE_SHARDS  ray ranges, each with its own counter, that the refill
 //                       kernels claim from (default 16; see refill_lanes)
-//   PRISM_INSTANCE_TRACE_REFILL, PRISM_INSTANCE_OCCLUDED_REFILL  the same as
-//                       PRISM_TRACE_REFILL and PRISM_OCCLUDED_REFILL for the
-//                       two-level batch kernels (default 4, see below)
-//   PRISM_INSTANCE_TRACE_MIN_BLOCKS  the two-level batch kernels' launch bound
-//   PRISM_TWO_LEVEL_ENTER_WAIT, PRISM_TWO_LEVEL_LEAF_WAIT  N > 1: the two-level
-//                       batch kernels hold a lane's instance entry (its leaves)
-//                       back until N lanes of its warp wait for theirs; LEAF_WAIT
-//                       1 gives leaves their own phase without waits (see
-//                       two_level.cuh; default 0 for both)
 //   PRISM_LOBE_BRANCHES 1: scatter evaluates only the lobe it picks (see material.cuh)
 //   PRISM_TREE_CHECKS   0: the host checked the tree at upload, the kernels skip
 //                       core's per-leaf and per-node checks (see traverse.cuh)
@@ -459,7 +450,7 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_whitted_grid##SUFFIX, 1, K, true, true)                                       \
     PRISM_RENDER_KERNEL(prism_render_ao_grid##SUFFIX, 2, K, true, true)                                            \
     PRISM_TRACE_KERNELS(prism_intersect##SUFFIX, prism_occluded##SUFFIX, TreeClosest<K>, TreeAny<K>,                \
-                        PRISM_TRACE_MIN_BLOCKS, PRISM_TRACE_REFILL, PRISM_OCCLUDED_REFILL)
+                        PRISM_TRACE_MIN_BLOCKS)
 
 // Blocks an SM the two-level batch kernels are compiled to fit: their walk
 // keeps more state than one tree's (the world ray beside the object ray, the
@@ -470,23 +461,6 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
 // bound (80 registers) and 611 with 8 blocks (64 registers, spills).
 #ifndef PRISM_INSTANCE_TRACE_MIN_BLOCKS
 #define PRISM_INSTANCE_TRACE_MIN_BLOCKS 7
-#endif
-
-// Idle lanes at which the two-level batch kernels' warps refill (see
-// intersect_refill; 0 when the flat kernels' PRISM_TRACE_REFILL and
-// PRISM_OCCLUDED_REFILL say no refill). A refill costs some hundred
-// instructions and an atomic's round trip for the warp; with the flat
-// kernels' 16, a warp of the two-level kernels, whose steps take some 450
-// instructions of a warp each (a node step, leaves and instance entries run
-// apart for the lanes that need them), stepped 23.4 busy lanes of 32 on
-// average on bunny-x1000's diffuse rays (H100, Nsight Compute): about 8
-// lanes wait for a refill at any time. At 4, about 2 do, for four times the
-// refills (some 3% of the kernel's instructions).
-#ifndef PRISM_INSTANCE_TRACE_REFILL
-#define PRISM_INSTANCE_TRACE_REFILL (PRISM_TRACE_REFILL > 0 ? 4 : 0)
-#endif
-#ifndef PRISM_INSTANCE_OCCLUDED_REFILL
-#define PRISM_INSTANCE_OCCLUDED_REFILL (PRISM_OCCLUDED_REFILL > 0 ? 4 : 0)
 #endif
 
 // The kernels of two-level scenes, once per kind of the geometries'
@@ -500,8 +474,7 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_ao_instances##SUFFIX, 2, (K | PRISM_INSTANCES), false, false)                \
     PRISM_TRACE_KERNELS(prism_intersect_instances##SUFFIX, prism_occluded_instances##SUFFIX,                       \
                         InstancesClosest<K | PRISM_INSTANCES>, InstancesAny<K | PRISM_INSTANCES>,                  \
-                        PRISM_INSTANCE_TRACE_MIN_BLOCKS, PRISM_INSTANCE_TRACE_REFILL,                              \
-                        PRISM_INSTANCE_OCCLUDED_REFILL)
+                        PRISM_INSTANCE_TRACE_MIN_BLOCKS)
 
 // prism_camera_masks: masks[i] = the camera candidates of tile i of
 // PRISM_CAMERA_MASK_TILE pixels (tiles_x a row, tiles_y rows), from `count`

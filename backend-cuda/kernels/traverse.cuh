@@ -391,11 +391,6 @@ struct TreeClosest {
     }
     // false once the walk is over
     __device__ __forceinline__ bool step(const SceneView& s, u32* stack) { return closest_hit_step<K>(c, stack, s); }
-    // step for every lane of a warp (batch.cuh's refill loops): false once
-    // a busy lane's walk is over
-    __device__ __forceinline__ bool step_all(const SceneView& s, u32* stack, bool busy) {
-        return !busy || step(s, stack);
-    }
     __device__ __forceinline__ Hit end() { return closest_hit_end(c); }
 };
 
@@ -413,8 +408,4 @@ struct TreeAny {
     }
     // PRISM_STEP_HIT or PRISM_STEP_MISS once the walk is over, else PRISM_STEP_MORE
     __device__ __forceinline__ int step(const SceneView& s, u32* stack) { return any_hit_step<K>(a, stack, s); }
-    // step for every lane of a warp: PRISM_STEP_MORE for an idle one
-    __device__ __forceinline__ int step_all(const SceneView& s, u32* stack, bool busy) {
-        return busy ? step(s, stack) : PRISM_STEP_MORE;
-    }
 };

@@ -14,36 +14,13 @@
 // Core's walk_top enters an instance as soon as its node's step meets it,
 // nearer child first, and finishes that node's step after the instance's
 // walk. Here both levels are one loop of steps (so that the batch kernels
-// can refill lanes between steps, batch.cuh), and between two steps a lane
-// is in one of three phases (TwoLevelWalk::phase):
-//
-// - STEP: its next step is a node step, in the top tree or in the
-//   instance's (one fetch and one pair of box tests for both levels);
-// - ENTER: a top node's step met an instance, which `node` names. The lane's
-//   next step starts by entering it (its record read, its mask tested, the
-//   object ray made) and goes on with the instance root's node step. What is
-//   left of the top node's step (the other child, its entry distance and
-//   whether it is an instance) waits in `next`, and the step that leaves the
-//   instance carries it out: the farther instance of a node whose children
-//   are both instances is another ENTER;
-// - LEAF (with PRISM_TWO_LEVEL_LEAF_WAIT > 0, see two_level_leaf.cuh): a
-//   node step inside an instance met leaves, whose primitives the lane
-//   tests in a phase of their own.
-//
-// So a lane's entry, its root step and its leaves take one step, as when the
-// node step entered the instance itself; but a warp runs one copy of the
-// entry (the record's loads, the object ray, its reciprocals) for all its
-// lanes that enter an instance in a step, where the near child, the far
-// child and the leave of an instance each had their own copy, run by a lane
-// or two: on an H100 those copies took 28% of the warp instructions of
-// bunny-x1000's diffuse rays, at 2 to 3 lanes of 32 (Nsight Compute's
-// per-instruction counts). The batch kernels may also hold the entries and
-// the leaves back until enough lanes of the warp wait for them
-// (PRISM_TWO_LEVEL_ENTER_WAIT, PRISM_TWO_LEVEL_LEAF_WAIT): a lane waits, the
-// order of its tests stays. The order of every box test, primitive test and
-// instance entry is core's. One stack serves both levels: the top level's
-// entries lie below `top_sp`, the instance's above, and each level keeps
-// core's bound of PRISM_TRAVERSAL_STACK_SIZE entries of its own.
+// can refill lanes between steps, batch.cuh): a step that enters an instance
+// keeps what is left of the top node's step (the other child, its entry
+// distance and whether it is an instance) in `next`, and the step that
+// leaves the instance carries it out. The order of every box test,
+// primitive test and instance entry is core's. One stack serves both levels:
+// the top level's entries lie below `top_sp`, the instance's above, and each
+// level keeps core's bound of PRISM_TRAVERSAL_STACK_SIZE entries of its own.
 //
 // The instance's kind (K with PRISM_INSTANCES) marks the kernels of
 // two-level scenes; their geometries' primitives are PRISM_PRIM_KINDS(K).
@@ -93,23 +70,6 @@ __device__ __forceinline__ V3 world_normal(float4 r0, float4 r1, float4 r2, V3 n
               (__fmul_rn(r0.z, n.x) + __fmul_rn(r1.z, n.y)) + __fmul_rn(r2.z, n.z));
 }
 
-// A lane's phase between two steps (see above).
-#define PRISM_PHASE_STEP 0u
-#define PRISM_PHASE_ENTER 1u
-#define PRISM_PHASE_LEAF 2u
-
-// The batch kernels' waits (InstancesClosest::step_all): lanes whose next
-// step starts with an entry wait until at least PRISM_TWO_LEVEL_ENTER_WAIT
-// lanes of the warp do, or until no lane has a node step to take; lanes at
-// leaves likewise with PRISM_TWO_LEVEL_LEAF_WAIT (which also gives the
-// leaves their phase). 0 or 1: no wait.
-#ifndef PRISM_TWO_LEVEL_ENTER_WAIT
-#define PRISM_TWO_LEVEL_ENTER_WAIT 0
-#endif
-#ifndef PRISM_TWO_LEVEL_LEAF_WAIT
-#define PRISM_TWO_LEVEL_LEAF_WAIT 0
-#endif
-
 // The state of a two-level walk between two steps. The stack is kept apart
 // (see ClosestHit).
 struct TwoLevelWalk {
@@ -123,17 +83,16 @@ struct TwoLevelWalk {
     // The closest hit so far (prim: the slot); best.t is the walk's tmax
     // (any hit: the world ray's, which it never lowers).
     Hit best;
-    // STEP: the node the walk is at, in the top tree or (inside an
-    // instance) in SceneView::nodes; ENTER: the instance to enter; LEAF: the
-    // next slot to test.
+    // The node the walk is at, in the top tree or (inside an instance) in
+    // SceneView::nodes.
     u32 node;
     u32 sp;
     // Stack entries of the top level; those above belong to the instance.
     u32 top_sp;
     // The instance the walk is in, or PRISM_NO_INSTANCE at the top.
     u32 inst;
-    // What is left of the top node's step that met the instance: its other
-    // child (node or instance index), that child's entry distance and
+    // What is left of the top node's step that entered the instance: its
+    // other child (node or instance index), that child's entry distance and
     // whether it is an instance still to be entered.
     u32 next_index;
     float next_t;
@@ -142,18 +101,6 @@ struct TwoLevelWalk {
     // which waits for the first leaf of the instance whose primitives the
     // ray tests: most object rays leave an instance's tree without one.
     bool triangles_ready;
-    // PRISM_PHASE_STEP, _ENTER or _LEAF.
-    u32 phase;
-#if PRISM_TWO_LEVEL_LEAF_WAIT > 0
-    // LEAF: the slots of the current leaf left to test (from `node`), then
-    // what follows it: a leaf (pend_count > 0), tested if its box is still
-    // nearer than the best hit; an inner node (pend_count 0), walked next if
-    // nearer; or nothing (pend_t = +inf).
-    u32 leaf_count;
-    u32 pend_index;
-    u32 pend_count;
-    float pend_t;
-#endif
 };
 
 // The head of prism_core::two_level::TwoLevel::closest_hit / any_hit, and of
@@ -181,7 +128,6 @@ __device__ __forceinline__ void two_level_begin(TwoLevelWalk& w, const Ray& ray,
     w.next_t = PRISM_INF;
     w.next_instance = false;
     w.triangles_ready = false;
-    w.phase = PRISM_PHASE_STEP;
 }
 
 // walk_top's `enter` up to the instance's walk: whether the ray sees
@@ -195,14 +141,12 @@ __device__ __forceinline__ bool enter_instance(TwoLevelWalk& w, const SceneView&
     if (!leaf_in_range(index, 1u, s.instance_count)) {
         return false;
     }
-    // The whole record (one 64-byte line) at once: the rows' loads do not
-    // wait for the mask's (they did: an L2 round trip more a lane entering).
-    float4 r0, r1, r2;
-    instance_rows(s, index, r0, r1, r2);
     const float4 info = __ldg(&s.instances[index].info);
     if ((w.mask & __float_as_uint(info.y)) == 0) {
         return false;
     }
+    float4 r0, r1, r2;
+    instance_rows(s, index, r0, r1, r2);
     const V3 o = object_point(r0, r1, r2, w.origin);
     const V3 d = v3(object_vector_row(r0, w.dir), object_vector_row(r1, w.dir), object_vector_row(r2, w.dir));
     // RayPre::new of the object ray, but for its triangle setup (see
@@ -241,69 +185,60 @@ __device__ __forceinline__ bool top_next(TwoLevelWalk& w, u32* stack, float t_ne
     return true;
 }
 
-// walk_top's instances in a node step whose children are sorted near to far:
-// the first instance child still nearer than the best hit is to be entered
-// (ENTER, at the lane's next step), the rest of the step kept in `next`;
-// true when there is one. An instance child not entered gets t = +inf.
-__device__ __forceinline__ bool top_meets_instance(TwoLevelWalk& w, float& t_near, u32 near_index, u32 near_count,
-                                                   float& t_far, u32 far_index, u32 far_count) {
+// One iteration of walk_top's loop, up to the first instance it enters (then
+// `next` keeps the rest of the step), for the any-hit walk (the closest-hit
+// walk folds it into two_level_closest_step); false when the walk is over.
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ bool top_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
+    if (!node_in_range(w.node, s.top_node_count)) {
+        return false;
+    }
+    const float4* n = reinterpret_cast<const float4*>(s.top_nodes + w.node);
+    const float4 ll = __ldg(n + 0);
+    const float4 lh = __ldg(n + 1);
+    const float4 rl = __ldg(n + 2);
+    const float4 rh = __ldg(n + 3);
+    const float tl = child_box<TMIN_NONNEG, false>(w.pre, ll, lh, w.tmin, w.best.t);
+    const float tr = child_box<TMIN_NONNEG, false>(w.pre, rl, rh, w.tmin, w.best.t);
+    const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+    const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+    const bool swap = tr < tl;
+    float t_near = swap ? tr : tl;
+    const u32 near_index = swap ? r_index : l_index;
+    const u32 near_count = swap ? r_count : l_count;
+    float t_far = swap ? tl : tr;
+    const u32 far_index = swap ? l_index : r_index;
+    const u32 far_count = swap ? l_count : r_count;
+    // Instances (leaves of one) are entered right away, nearest first.
     if (near_count > 0) {
-        if (t_near < w.best.t) {
-            w.node = near_index;
+        if (t_near < w.best.t && enter_instance<K>(w, s, near_index)) {
             w.next_index = far_index;
             w.next_t = t_far;
             w.next_instance = far_count > 0;
-            w.phase = PRISM_PHASE_ENTER;
             return true;
         }
         t_near = PRISM_INF;
     }
     if (far_count > 0) {
-        if (t_far < w.best.t) {
+        if (t_far < w.best.t && enter_instance<K>(w, s, far_index)) {
             // The near child is then all that is left: an inner node, or
             // nothing (t_near = +inf) where it was an instance.
-            w.node = far_index;
             w.next_index = near_index;
             w.next_t = t_near;
             w.next_instance = false;
-            w.phase = PRISM_PHASE_ENTER;
             return true;
         }
         t_far = PRISM_INF;
     }
-    return false;
-}
-
-// The ENTER phase: walk_top's `enter` of instance `node`; where the ray does
-// not see it (its mask, or no such record), the rest of the top node's step:
-// the farther instance if still nearer than the best hit (one loop, so that
-// the entry's code has one copy), else the inner child left or the stack.
-// False when the walk is over.
-template <int K>
-__device__ __forceinline__ bool enter_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
-    w.phase = PRISM_PHASE_STEP;
-#pragma unroll 1
-    for (;;) {
-        if (enter_instance<K>(w, s, w.node)) {
-            return true;
-        }
-        if (!w.next_instance) {
-            return top_next(w, stack, PRISM_INF, 0, w.next_t, w.next_index);
-        }
-        w.next_instance = false;
-        if (!(w.next_t < w.best.t)) {
-            return top_next(w, stack, PRISM_INF, 0, PRISM_INF, 0);
-        }
-        w.node = w.next_index;
-        w.next_t = PRISM_INF;
-    }
+    return top_next(w, stack, t_near, near_index, t_far, far_index);
 }
 
 // Back at the top after an instance's walk (its stack entries dropped: core's
 // walk of a tree ends at a node past the last even with entries left): the
-// rest of the top node's step that entered it (`next`), the farther instance
-// to be entered at the lane's next step; false when the walk is over.
-__device__ __forceinline__ bool leave_instance(TwoLevelWalk& w, u32* stack) {
+// rest of the top node's step that entered it (`next`); false when the walk
+// is over.
+template <int K>
+__device__ __forceinline__ bool leave_instance(TwoLevelWalk& w, u32* stack, const SceneView& s) {
     w.inst = PRISM_NO_INSTANCE;
     w.sp = w.top_sp;
     w.pre.origin = w.origin;
@@ -311,10 +246,8 @@ __device__ __forceinline__ bool leave_instance(TwoLevelWalk& w, u32* stack) {
     if (w.next_instance) {
         // The farther instance of a node whose two children are instances.
         w.next_instance = false;
-        if (w.next_t < w.best.t) {
-            w.node = w.next_index;
+        if (w.next_t < w.best.t && enter_instance<K>(w, s, w.next_index)) {
             w.next_t = PRISM_INF;
-            w.phase = PRISM_PHASE_ENTER;
             return true;
         }
         return top_next(w, stack, PRISM_INF, 0, PRISM_INF, 0);
@@ -323,51 +256,19 @@ __device__ __forceinline__ bool leave_instance(TwoLevelWalk& w, u32* stack) {
     return top_next(w, stack, PRISM_INF, 0, w.next_t, w.next_index);
 }
 
-// The end of a node step at either level once its leaves are done: the
-// nearer inner child next and the farther pushed, or the one of them, or the
-// level's last stack entry; at the end of an instance's walk, the rest of
-// the top node's step (leave_instance). False when the whole walk is over.
-__device__ __forceinline__ bool level_next(TwoLevelWalk& w, u32* stack, bool top, float t_near, u32 near_index,
-                                           float t_far, u32 far_index) {
-    // This level's stack entries lie above `floor`; each level keeps core's
-    // bound of its own.
-    const u32 floor = top ? 0u : w.top_sp;
-    const bool go_near = t_near < w.best.t;
-    const bool go_far = t_far < w.best.t;
-    if (go_near && go_far) {
-        if (w.sp - floor < PRISM_TRAVERSAL_STACK_SIZE) {
-            stack[w.sp] = far_index;
-            ++w.sp;
-        }
-        w.node = near_index;
-    } else if (go_near) {
-        w.node = near_index;
-    } else if (go_far) {
-        w.node = far_index;
-    } else if (w.sp > floor) {
-        --w.sp;
-        w.node = stack[w.sp];
-    } else {
-        return top ? false : leave_instance(w, stack);
-    }
-    return true;
-}
-
-#include "two_level_leaf.cuh"
-
-// The STEP phase of prism_core::two_level::TwoLevel::closest_hit: one
-// iteration of walk_top's loop up to the first instance it meets (ENTER), or
-// inside an instance one iteration of prism_core::traverse::closest_hit's
-// loop (closest_hit_step's, with the hit's instance) and, when that walk is
-// over, the rest of the top node's step. Both levels share the node fetch,
-// the box tests and the choice of the next node, so that lanes of a warp at
-// different levels differ only in what they do at a leaf. False when the
-// whole walk is over.
+// One step of prism_core::two_level::TwoLevel::closest_hit: one iteration
+// of walk_top's loop (up to the first instance it enters, `next` keeping the
+// rest of the step), or inside an instance one iteration of
+// prism_core::traverse::closest_hit's loop (closest_hit_step's, with the
+// hit's instance) and, when that walk is over, the rest of the top node's
+// step. Both levels share the node fetch, the box tests and the choice of the
+// next node, so that lanes of a warp at different levels differ only in what
+// they do at a leaf. False when the whole walk is over.
 template <int K, bool TMIN_NONNEG>
-__device__ __forceinline__ bool closest_node_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
+__device__ __forceinline__ bool two_level_closest_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
     const bool top = w.inst == PRISM_NO_INSTANCE;
     if (!node_in_range(w.node, top ? s.top_node_count : s.node_count)) {
-        return top ? false : leave_instance(w, stack);
+        return top ? false : leave_instance<K>(w, stack, s);
     }
     const RayPre& pre = w.pre;
     const float4* n = reinterpret_cast<const float4*>((top ? s.top_nodes : s.nodes) + w.node);
@@ -388,44 +289,92 @@ __device__ __forceinline__ bool closest_node_step(TwoLevelWalk& w, u32* stack, c
     const u32 far_count = swap ? l_count : r_count;
     if (top) {
         // Instances (leaves of one) are entered right away, nearest first.
-        if (top_meets_instance(w, t_near, near_index, near_count, t_far, far_index, far_count)) {
-            return true;
+        if (near_count > 0) {
+            if (t_near < w.best.t && enter_instance<K>(w, s, near_index)) {
+                w.next_index = far_index;
+                w.next_t = t_far;
+                w.next_instance = far_count > 0;
+                return true;
+            }
+            t_near = PRISM_INF;
+        }
+        if (far_count > 0) {
+            if (t_far < w.best.t && enter_instance<K>(w, s, far_index)) {
+                // The near child is then all that is left: an inner node, or
+                // nothing (t_near = +inf) where it was an instance.
+                w.next_index = near_index;
+                w.next_t = t_near;
+                w.next_instance = false;
+                return true;
+            }
+            t_far = PRISM_INF;
         }
     } else if (near_count > 0 || far_count > 0) {
-#if PRISM_TWO_LEVEL_LEAF_WAIT > 0
-        return leaf_begin(w, stack, s, t_near, near_index, near_count, t_far, far_index, far_count);
-#else
-        leaves_closest<K>(w, s, t_near, near_index, near_count, t_far, far_index, far_count);
-#endif
-    }
-    return level_next(w, stack, top, t_near, near_index, t_far, far_index);
-}
-
-// One step of prism_core::two_level::TwoLevel::closest_hit: the lane's
-// instance entry (ENTER, unless run_enter is false: the lane then waits),
-// its node step (STEP), then its leaves (LEAF, unless run_leaf is false).
-// False when the whole walk is over.
-template <int K, bool TMIN_NONNEG>
-__device__ __forceinline__ bool two_level_closest_step(TwoLevelWalk& w, u32* stack, const SceneView& s,
-                                                       bool run_enter = true, bool run_leaf = true) {
-    if (w.phase == PRISM_PHASE_ENTER) {
-        if (!run_enter) {
-            return true;
+        // Leaves are intersected right away, nearest first, by one loop over
+        // both (see closest_hit_step).
+        u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+        if (near_count > 0) {
+            if (t_near < w.best.t && leaf_in_range(near_index, near_count, s.prim_count)) {
+                a_first = near_index;
+                a_count = near_count;
+            }
+            t_near = PRISM_INF;
         }
-        if (!enter_step<K>(w, stack, s)) {
-            return false;
+        const float t_far_leaf = t_far;
+        if (far_count > 0) {
+            if (leaf_in_range(far_index, far_count, s.prim_count)) {
+                b_first = far_index;
+                b_count = far_count;
+            }
+            t_far = PRISM_INF;
+        }
+        if ((PRISM_PRIM_KINDS(K) & PRISM_TRIANGLES) != 0 && !w.triangles_ready &&
+            (a_count > 0 || (b_count > 0 && t_far_leaf < w.best.t))) {
+            ray_pre_triangles(w.pre);
+            w.triangles_ready = true;
+        }
+        for (;;) {
+            if (a_count == 0) {
+                if (b_count == 0 || !(t_far_leaf < w.best.t)) {
+                    break;
+                }
+                a_first = b_first;
+                a_count = b_count;
+                b_count = 0;
+            }
+            float t, u, v;
+            if (ray_primitive<PRISM_PRIM_KINDS(K)>(pre, s.prims + a_first, w.tmin, w.best.t, t, u, v)) {
+                w.best.t = t;
+                w.best.u = u;
+                w.best.v = v;
+                w.best.prim = a_first;
+                w.best.instance = w.inst;
+            }
+            ++a_first;
+            --a_count;
         }
     }
-    if (w.phase == PRISM_PHASE_STEP && !closest_node_step<K, TMIN_NONNEG>(w, stack, s)) {
-        return false;
+    // This level's stack entries lie above `floor`; each level keeps core's
+    // bound of its own.
+    const u32 floor = top ? 0u : w.top_sp;
+    const bool go_near = t_near < w.best.t;
+    const bool go_far = t_far < w.best.t;
+    if (go_near && go_far) {
+        if (w.sp - floor < PRISM_TRAVERSAL_STACK_SIZE) {
+            stack[w.sp] = far_index;
+            ++w.sp;
+        }
+        w.node = near_index;
+    } else if (go_near) {
+        w.node = near_index;
+    } else if (go_far) {
+        w.node = far_index;
+    } else if (w.sp > floor) {
+        --w.sp;
+        w.node = stack[w.sp];
+    } else {
+        return top ? false : leave_instance<K>(w, stack, s);
     }
-#if PRISM_TWO_LEVEL_LEAF_WAIT > 0
-    if (w.phase == PRISM_PHASE_LEAF && run_leaf) {
-        return leaf_step<K>(w, stack, s);
-    }
-#else
-    (void)run_leaf;
-#endif
     return true;
 }
 
@@ -438,7 +387,95 @@ __device__ __forceinline__ Hit two_level_closest_end(const TwoLevelWalk& w) {
     return h;
 }
 
-#include "two_level_any.cuh"
+// One iteration of prism_core::traverse::any_hit's loop in the tree of the
+// instance the walk is in (any_hit_step's), and the top node step's rest
+// when that walk is over: PRISM_STEP_HIT or PRISM_STEP_MISS when the whole
+// walk is over, else PRISM_STEP_MORE.
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ int instance_any_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
+    if (!node_in_range(w.node, s.node_count)) {
+        return leave_instance<K>(w, stack, s) ? PRISM_STEP_MORE : PRISM_STEP_MISS;
+    }
+    const RayPre& pre = w.pre;
+    const float4* n = reinterpret_cast<const float4*>(s.nodes + w.node);
+    const float4 ll = __ldg(n + 0);
+    const float4 lh = __ldg(n + 1);
+    const float4 rl = __ldg(n + 2);
+    const float4 rh = __ldg(n + 3);
+    const float tl = child_box<TMIN_NONNEG, false>(pre, ll, lh, w.tmin, w.best.t);
+    const float tr = child_box<TMIN_NONNEG, false>(pre, rl, rh, w.tmin, w.best.t);
+    const u32 l_index = __float_as_uint(ll.w), l_count = __float_as_uint(lh.w);
+    const u32 r_index = __float_as_uint(rl.w), r_count = __float_as_uint(rh.w);
+    bool go_left = tl < PRISM_INF;
+    bool go_right = tr < PRISM_INF;
+    // Leaves: left first, then right; the first hit ends the whole walk.
+    u32 a_first = 0, a_count = 0, b_first = 0, b_count = 0;
+    if (go_left && l_count > 0) {
+        if (leaf_in_range(l_index, l_count, s.prim_count)) {
+            a_first = l_index;
+            a_count = l_count;
+        }
+        go_left = false;
+    }
+    if (go_right && r_count > 0) {
+        if (leaf_in_range(r_index, r_count, s.prim_count)) {
+            b_first = r_index;
+            b_count = r_count;
+        }
+        go_right = false;
+    }
+    if ((PRISM_PRIM_KINDS(K) & PRISM_TRIANGLES) != 0 && !w.triangles_ready && (a_count > 0 || b_count > 0)) {
+        ray_pre_triangles(w.pre);
+        w.triangles_ready = true;
+    }
+    for (;;) {
+        if (a_count == 0) {
+            if (b_count == 0) {
+                break;
+            }
+            a_first = b_first;
+            a_count = b_count;
+            b_count = 0;
+        }
+        float t, u, v;
+        if (ray_primitive<PRISM_PRIM_KINDS(K)>(pre, s.prims + a_first, w.tmin, w.best.t, t, u, v)) {
+            return PRISM_STEP_HIT;
+        }
+        ++a_first;
+        --a_count;
+    }
+    const bool swap = tr < tl;
+    const u32 near = swap ? r_index : l_index;
+    const u32 far = swap ? l_index : r_index;
+    const bool go_near = swap ? go_right : go_left;
+    const bool go_far = swap ? go_left : go_right;
+    if (go_near && go_far) {
+        if (w.sp - w.top_sp < PRISM_TRAVERSAL_STACK_SIZE) {
+            stack[w.sp] = far;
+            ++w.sp;
+        }
+        w.node = near;
+    } else if (go_near) {
+        w.node = near;
+    } else if (go_far) {
+        w.node = far;
+    } else if (w.sp > w.top_sp) {
+        --w.sp;
+        w.node = stack[w.sp];
+    } else {
+        return leave_instance<K>(w, stack, s) ? PRISM_STEP_MORE : PRISM_STEP_MISS;
+    }
+    return PRISM_STEP_MORE;
+}
+
+// One step of prism_core::two_level::TwoLevel::any_hit.
+template <int K, bool TMIN_NONNEG>
+__device__ __forceinline__ int two_level_any_step(TwoLevelWalk& w, u32* stack, const SceneView& s) {
+    if (w.inst == PRISM_NO_INSTANCE) {
+        return top_step<K, TMIN_NONNEG>(w, stack, s) ? PRISM_STEP_MORE : PRISM_STEP_MISS;
+    }
+    return instance_any_step<K, TMIN_NONNEG>(w, stack, s);
+}
 
 // mirrors prism_core::two_level::TwoLevel::closest_hit: `prim` of the result
 // is the slot, `instance` the instance hit.
@@ -466,17 +503,8 @@ __device__ __forceinline__ bool any_hit_instances(const SceneView& s, const Ray&
     }
 }
 
-// Whether the lanes of a batch kernel's warp that wait in `phase` (their bits
-// in `waiting`) take their step now: at least `wait` of them do, or no lane
-// of the warp has a node step to take (`stepping`), so that no warp stalls.
-__device__ __forceinline__ bool phase_runs(u32 waiting, u32 stepping, int wait) {
-    return wait <= 1 || __popc(waiting) >= wait || stepping == 0;
-}
-
 // The batch kernels' walks over instances (see TreeClosest): every ray is
-// walked, its mask meeting the instances'. step_all is called by every lane
-// of the warp (`busy`: the lane has a ray), so that the warp can hold its
-// entries and leaves back (PRISM_TWO_LEVEL_ENTER_WAIT, _LEAF_WAIT).
+// walked, its mask meeting the instances'.
 template <int K>
 struct InstancesClosest {
     static constexpr u32 STACK = PRISM_TWO_LEVEL_STACK_SIZE;
@@ -489,32 +517,6 @@ struct InstancesClosest {
     }
     __device__ __forceinline__ bool step(const SceneView& s, u32* stack) {
         return two_level_closest_step<K, false>(w, stack, s);
-    }
-    // false once a busy lane's walk is over
-    __device__ __forceinline__ bool step_all(const SceneView& s, u32* stack, bool busy) {
-        bool run_enter = true;
-        if (PRISM_TWO_LEVEL_ENTER_WAIT > 1) {
-            const u32 entering = __ballot_sync(0xffffffffu, busy && w.phase == PRISM_PHASE_ENTER);
-            const u32 stepping = __ballot_sync(0xffffffffu, busy && w.phase == PRISM_PHASE_STEP);
-            run_enter = phase_runs(entering, stepping, PRISM_TWO_LEVEL_ENTER_WAIT);
-        }
-        bool more = true;
-        if (busy) {
-            more = two_level_closest_step<K, false>(w, stack, s, run_enter, PRISM_TWO_LEVEL_LEAF_WAIT <= 1);
-        }
-#if PRISM_TWO_LEVEL_LEAF_WAIT > 1
-        // The leaves of the lanes that met some in this step, once enough
-        // lanes wait for theirs.
-        const bool at_leaf = busy && more && w.phase == PRISM_PHASE_LEAF;
-        const u32 leaves = __ballot_sync(0xffffffffu, at_leaf);
-        if (leaves != 0) {
-            const u32 stepping = __ballot_sync(0xffffffffu, busy && more && w.phase == PRISM_PHASE_STEP);
-            if (phase_runs(leaves, stepping, PRISM_TWO_LEVEL_LEAF_WAIT) && at_leaf) {
-                more = leaf_step<K>(w, stack, s);
-            }
-        }
-#endif
-        return !busy || more;
     }
     __device__ __forceinline__ Hit end() { return two_level_closest_end(w); }
 };
@@ -531,15 +533,5 @@ struct InstancesAny {
     }
     __device__ __forceinline__ int step(const SceneView& s, u32* stack) {
         return two_level_any_step<K, false>(w, stack, s);
-    }
-    // PRISM_STEP_MORE for an idle lane
-    __device__ __forceinline__ int step_all(const SceneView& s, u32* stack, bool busy) {
-        bool run_enter = true;
-        if (PRISM_TWO_LEVEL_ENTER_WAIT > 1) {
-            const u32 entering = __ballot_sync(0xffffffffu, busy && w.phase == PRISM_PHASE_ENTER);
-            const u32 stepping = __ballot_sync(0xffffffffu, busy && w.phase == PRISM_PHASE_STEP);
-            run_enter = phase_runs(entering, stepping, PRISM_TWO_LEVEL_ENTER_WAIT);
-        }
-        return busy ? two_level_any_step<K, false>(w, stack, s, run_enter) : PRISM_STEP_MORE;
     }
 };

@@ -27,7 +27,7 @@ pub use config::KernelConfig;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 18] = [
+pub const SOURCES: [(&str, &str); 16] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -48,14 +48,6 @@ pub const SOURCES: [(&str, &str); 18] = [
     ("image.cuh", include_str!("../kernels/image.cuh")),
     ("integrator.cuh", include_str!("../kernels/integrator.cuh")),
     ("two_level.cuh", include_str!("../kernels/two_level.cuh")),
-    (
-        "two_level_leaf.cuh",
-        include_str!("../kernels/two_level_leaf.cuh"),
-    ),
-    (
-        "two_level_any.cuh",
-        include_str!("../kernels/two_level_any.cuh"),
-    ),
     ("batch.cuh", include_str!("../kernels/batch.cuh")),
     ("refit.cuh", include_str!("../kernels/refit.cuh")),
 ];

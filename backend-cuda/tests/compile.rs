@@ -83,9 +83,6 @@ fn every_kernel_variant_compiles_for_sm_90() {
             "-DPRISM_TRACE_SHARDS=1".into(),
             "-DPRISM_CAMERA_LIST=0".into(),
             "-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8".into(),
-            "-DPRISM_INSTANCE_TRACE_REFILL=16".into(),
-            "-DPRISM_TWO_LEVEL_ENTER_WAIT=4".into(),
-            "-DPRISM_TWO_LEVEL_LEAF_WAIT=8".into(),
         ],
         ..d.clone()
     });
