@@ -40,10 +40,9 @@ timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_
 bench_rc=$?
 echo "bench: exit $bench_rc"
 # The two-level trace kernels under a few other build choices, one
-# compilation each (some 30 s on the H100 machine): the flat kernels' refill
-# at 16 idle lanes (the default's before it refilled at 4), a refill at 2, and
-# the warps' waits for entries and for leaves (two_level.cuh).
-configs=${TWO_LEVEL_CONFIGS-"default,-DPRISM_INSTANCE_TRACE_REFILL=16,-DPRISM_INSTANCE_TRACE_REFILL=2,-DPRISM_TWO_LEVEL_ENTER_WAIT=4,-DPRISM_TWO_LEVEL_LEAF_WAIT=6"}
+# compilation each (some 30 s on the H100 machine): register bounds of 8
+# blocks an SM and the flat kernels' one, and lane refill at 24 idle lanes.
+configs=${TWO_LEVEL_CONFIGS-"default,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=1,refill24"}
 if [ -n "$configs" ]; then
   timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --parts instances --repeats 10 --config "$configs" \
     > "$OUT/bench_two_level.log" 2>&1
