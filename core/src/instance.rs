@@ -207,12 +207,10 @@ pub(crate) fn gpu_instance(
             t[k] as f32,
         ]
     };
+    // In f32 SIMD lanes: the bound is a margin's scale, where a few ulps
+    // either way do not matter (and the identity still gives exactly 1).
     let l = transform.matrix3;
-    let (x, y, z) = (
-        l.x_axis.as_dvec3(),
-        l.y_axis.as_dvec3(),
-        l.z_axis.as_dvec3(),
-    );
+    let (x, y, z) = (l.x_axis, l.y_axis, l.z_axis);
     let (xy, yz, zx) = (x.dot(y).abs(), y.dot(z).abs(), z.dot(x).abs());
     let gershgorin = (x.length_squared() + xy + zx)
         .max(y.length_squared() + xy + yz)
@@ -223,7 +221,7 @@ pub(crate) fn gpu_instance(
             f32::from_bits(root),
             f32::from_bits(mask as u32),
             f32::from_bits(material),
-            libm::sqrt(gershgorin) as f32,
+            libm::sqrtf(gershgorin),
         ],
     }
 }

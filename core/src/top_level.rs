@@ -219,15 +219,25 @@ pub(crate) struct MortonKey {
 fn radix_sort_codes(keys: &mut Vec<MortonKey>, other: &mut Vec<MortonKey>) -> Result<(), Error> {
     const RADIX: u32 = 11;
     const BUCKETS: usize = 1 << RADIX;
-    room(other, keys.len(), "top-level sort buffer")?;
-    other.resize(
-        keys.len(),
-        MortonKey {
-            code: 0,
-            instance: 0,
-            bounds: Aabb::EMPTY,
-        },
-    );
+    // Every entry of `other` is written by the first pass: only its length
+    // matters, so entries kept from an earlier build are not cleared.
+    if other.len() < keys.len() {
+        other
+            .try_reserve(keys.len() - other.len())
+            .map_err(|_| Error::HostOutOfMemory {
+                what: "top-level sort buffer",
+                bytes: (keys.len() * size_of::<MortonKey>()) as u64,
+            })?;
+        other.resize(
+            keys.len(),
+            MortonKey {
+                code: 0,
+                instance: 0,
+                bounds: Aabb::EMPTY,
+            },
+        );
+    }
+    other.truncate(keys.len());
     let mut count = [[0u32; BUCKETS]; 3];
     let digit = |code: u32, pass: usize| ((code >> (pass as u32 * RADIX)) as usize) & (BUCKETS - 1);
     for k in keys.iter() {

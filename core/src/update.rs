@@ -705,6 +705,22 @@ fn place_moves<F: Fork>(
     a.and(b)
 }
 
+/// Whether instance `i` exists and is live, or the error naming it.
+#[inline]
+fn live_instance(levels: &TwoLevel, i: u32) -> Result<(), Error> {
+    match levels.instances.get(i as usize) {
+        Some(h) if h.live => Ok(()),
+        Some(_) => Err(Error::InstanceOutOfRange {
+            instance: i,
+            reason: "removed",
+        }),
+        None => Err(Error::InstanceOutOfRange {
+            instance: i,
+            reason: "past the last instance",
+        }),
+    }
+}
+
 /// Each move's new record and world box written as it is worked out, and
 /// put back from the instance's old transform if a later transform is
 /// refused.
@@ -714,8 +730,13 @@ fn move_in_place(
     touched: &mut (u32, u32),
 ) -> Result<(), Error> {
     for (k, &(i, transform)) in update.transforms.iter().enumerate() {
-        let h = &levels.instances[i as usize];
-        match levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material()) {
+        // Checked here rather than in a pass of its own: one read of the
+        // instance a move (a frame may move every instance).
+        let placed = live_instance(levels, i).and_then(|()| {
+            let h = &levels.instances[i as usize];
+            levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material())
+        });
+        match placed {
             Ok((record, world)) => {
                 levels.records[i as usize] = record;
                 levels.world[i as usize] = world;
@@ -758,33 +779,20 @@ fn apply_moves<F: Fork>(
     refit: RefitOn,
     fork: Option<&F>,
 ) -> Result<Changes, Error> {
-    let live = |i: u32| -> Result<(), Error> {
-        match levels.instances.get(i as usize) {
-            Some(h) if h.live => Ok(()),
-            Some(_) => Err(Error::InstanceOutOfRange {
-                instance: i,
-                reason: "removed",
-            }),
-            None => Err(Error::InstanceOutOfRange {
-                instance: i,
-                reason: "past the last instance",
-            }),
-        }
-    };
     // Everything but the transforms first: the transforms' step is the last
     // that can fail, so that undoing it undoes everything.
     for &(i, _) in &update.masks {
-        live(i)?;
+        live_instance(levels, i)?;
     }
     for &(g, positions) in &update.vertices {
         check_vertices(levels, g, positions)?;
     }
-    for &(i, _) in &update.transforms {
-        live(i)?;
-    }
     let mut touched = (u32::MAX, 0u32);
     match fork {
         Some(fork) if update.transforms.len() >= FORK_MIN_MOVES => {
+            for &(i, _) in &update.transforms {
+                live_instance(levels, i)?;
+            }
             // Worked out on the pool's threads, one entry a transform, then
             // written (in order, so a repeated instance keeps its last move).
             refill(

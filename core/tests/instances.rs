@@ -805,6 +805,18 @@ fn bad_instances_and_updates_are_named() {
     let bits = |a: &Accel| bytemuck::cast_slice::<GpuInstance, u32>(a.instances()).to_vec();
     assert_eq!(bits(&accel), bits(&good));
     assert_eq!(accel.bounds(), good.bounds());
+    // The same with an instance past the last after accepted moves.
+    let mut update = SceneUpdate::new();
+    update
+        .set_transform(0, Affine3A::from_translation(Vec3::new(1.0, 2.0, 3.0)))
+        .set_transform(1, Affine3A::from_translation(Vec3::new(5.0, 5.0, 5.0)))
+        .set_transform(9, Affine3A::IDENTITY);
+    assert!(matches!(
+        accel.update(&update),
+        Err(Error::InstanceOutOfRange { instance: 9, .. })
+    ));
+    assert!(same(&accel));
+    assert_eq!(bits(&accel), bits(&good));
     let mut update = SceneUpdate::new();
     assert!(matches!(
         update.add_instances(std::iter::repeat_n(
