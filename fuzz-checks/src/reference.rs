@@ -165,9 +165,12 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
             .map(|cr| prism_core::bvh::sphere_bounds(cr.truncate(), cr.w)),
         None => None,
     };
-    let Some(bounds) = bounds else {
-        return false;
-    };
+    bounds.is_some_and(|b| off_box(ray, t, &b))
+}
+
+/// Whether the hit at `t` of `ray` lies outside `bounds`, exactly, for every
+/// parameter within [`T_ROUNDING`] of `t` (see [`off_primitive_box`]).
+pub fn off_box(ray: &Ray, t: f32, bounds: &prism_core::Aabb) -> bool {
     let t = f64::from(t);
     let ends = [t * (1.0 - T_ROUNDING), t * (1.0 + T_ROUNDING)];
     (0..3).any(|k| {
