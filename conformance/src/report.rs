@@ -383,7 +383,9 @@ fn two_level_section(out: &mut String, report: &Report) {
         "<h2 id=two-level>Two-level scenes</h2><p class=lead>Geometries placed by instances: \
          <b>instanced reference sets</b>, every backend against Embree's hits of a mesh placed \
          many times (the same primitive of the same instance within the tolerance is a match, \
-         another primitive or instance there a tie); <b>generated instanced cases</b>, random \
+         another primitive or instance there a tie; the tolerance's absolute floor is a few ulps \
+         of the ray's placement in the instance over the hit's cosine, the rounding every tracer \
+         makes carrying a ray into an instance's space); <b>generated instanced cases</b>, random \
          geometries under random rotations, non-uniform scales and translations with random ray \
          and instance masks, against an oracle that tests triangles carried into the world in \
          <span class=mono>f64</span> and spheres in their object space with the ray carried there \
