@@ -996,7 +996,10 @@ fn assert_two_level_answers(answers: &str) {
     assert!(answers.contains("instance: 0"), "{answers}");
     assert!(answers.contains("instance: 1"), "{answers}");
     assert!(answers.contains("instance: 2"), "{answers}");
-    assert!(answers.ends_with("[true, true, true, false, false]"), "{answers}");
+    assert!(
+        answers.ends_with("[true, true, true, false, false]"),
+        "{answers}"
+    );
 }
 
 /// On every backend holding [`two_level_scene`]: `update` is refused with an
@@ -1005,7 +1008,9 @@ fn assert_two_level_answers(answers: &str) {
 fn assert_update_refused(update: &prism::SceneUpdate, check: impl Fn(&Error) -> bool) {
     for mut backend in every_backend() {
         let name = backend.info().name;
-        backend.set_scene(&two_level_scene()).expect("the two-level scene");
+        backend
+            .set_scene(&two_level_scene())
+            .expect("the two-level scene");
         let before = two_level_answers(backend.as_mut());
         assert_two_level_answers(&before);
         let err = backend.update_scene(update).expect_err("a bad update");
@@ -1017,7 +1022,9 @@ fn assert_update_refused(update: &prism::SceneUpdate, check: impl Fn(&Error) -> 
             0,
             prism::glam::Affine3A::from_translation(Vec3::new(0.0, 0.0, -6.0)),
         );
-        let stats = backend.update_scene(&good).expect("a good update after a bad one");
+        let stats = backend
+            .update_scene(&good)
+            .expect("a good update after a bad one");
         assert!(stats.changes.top_rebuilt, "{name}");
         assert_usable(backend.as_mut(), "a refused update");
     }
@@ -1028,7 +1035,9 @@ fn assert_update_refused(update: &prism::SceneUpdate, check: impl Fn(&Error) -> 
 fn assert_two_level_scene_refused(scene: &Scene, expected: &Error) {
     for mut backend in every_backend() {
         let name = backend.info().name;
-        backend.set_scene(&two_level_scene()).expect("the two-level scene");
+        backend
+            .set_scene(&two_level_scene())
+            .expect("the two-level scene");
         let before = two_level_answers(backend.as_mut());
         let got = backend.set_scene(scene).expect_err("a bad two-level scene");
         assert_eq!(format!("{got:?}"), format!("{expected:?}"), "{name}");
@@ -1079,14 +1088,16 @@ fn non_finite_or_singular_transform_names_the_instance() {
         // In an update: a move, and an addition.
         let mut update = prism::SceneUpdate::new();
         update.set_transform(2, t);
-        assert_update_refused(&update, |e| {
-            matches!(e, Error::TransformInvalid { instance: 2, reason: r, .. } if r.contains(reason))
-        });
+        assert_update_refused(
+            &update,
+            |e| matches!(e, Error::TransformInvalid { instance: 2, reason: r, .. } if r.contains(reason)),
+        );
         let mut update = prism::SceneUpdate::new();
         update.add_instance(prism::Instance::new(0, t));
-        assert_update_refused(&update, |e| {
-            matches!(e, Error::TransformInvalid { reason: r, .. } if r.contains(reason))
-        });
+        assert_update_refused(
+            &update,
+            |e| matches!(e, Error::TransformInvalid { reason: r, .. } if r.contains(reason)),
+        );
     }
 }
 
@@ -1203,13 +1214,16 @@ fn update_naming_a_missing_or_removed_instance_names_it() {
     });
     let mut update = prism::SceneUpdate::new();
     update.remove_instance(1).remove_instance(1);
-    assert_update_refused(&update, |e| {
-        matches!(e, Error::InstanceOutOfRange { instance: 1, reason } if reason.contains("removed"))
-    });
+    assert_update_refused(
+        &update,
+        |e| matches!(e, Error::InstanceOutOfRange { instance: 1, reason } if reason.contains("removed")),
+    );
     // Removed by an earlier update, then named.
     for mut backend in every_backend() {
         let name = backend.info().name;
-        backend.set_scene(&two_level_scene()).expect("the two-level scene");
+        backend
+            .set_scene(&two_level_scene())
+            .expect("the two-level scene");
         let mut remove = prism::SceneUpdate::new();
         remove.remove_instance(1);
         backend.update_scene(&remove).expect("a removal");
@@ -1217,7 +1231,9 @@ fn update_naming_a_missing_or_removed_instance_names_it() {
         assert!(!before.contains("instance: 1,"), "{name}: {before}");
         for update in [
             prism::SceneUpdate::new().set_mask(1, 3).clone(),
-            prism::SceneUpdate::new().set_transform(1, Affine3A::IDENTITY).clone(),
+            prism::SceneUpdate::new()
+                .set_transform(1, Affine3A::IDENTITY)
+                .clone(),
             prism::SceneUpdate::new().remove_instance(1).clone(),
         ] {
             match backend.update_scene(&update) {
@@ -1238,9 +1254,7 @@ fn new_vertices_for_a_geometry_that_is_not_a_mesh_are_refused() {
     let four = quad_vertices();
     let mut update = prism::SceneUpdate::new();
     update.set_vertices(1, &four);
-    assert_update_refused(&update, |e| {
-        matches!(e, Error::NotAMesh { geometry: 1 })
-    });
+    assert_update_refused(&update, |e| matches!(e, Error::NotAMesh { geometry: 1 }));
     let mut update = prism::SceneUpdate::new();
     update.set_vertices(5, &four);
     assert_update_refused(&update, |e| {
