@@ -97,7 +97,8 @@ pub mod two_level;
 pub use bytes::Bytes;
 pub use meshes::{mesh_obj, mesh_ply};
 pub use reference::{
-    T_ROUNDING, boxes_to_primitive, brute_force, in_face_plane, off_box, off_primitive_box,
+    T_ROUNDING, boxes_to_primitive, brute_force, in_face_plane, near_tmax, off_box,
+    off_primitive_box,
 };
 pub use scenes::{TWO_LEVEL, scene_trace};
 pub use settings::render_settings;

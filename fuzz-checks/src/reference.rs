@@ -183,6 +183,14 @@ pub fn off_box(ray: &Ray, t: f32, bounds: &prism_core::Aabb) -> bool {
     })
 }
 
+/// Whether `t` lies within [`T_ROUNDING`] of a finite `ray.tmax` (an
+/// infinite `tmax` is near no hit: `inf - t <= 1e-6 * inf` would say it is).
+pub fn near_tmax(ray: &Ray, t: f32) -> bool {
+    ray.tmax.is_finite()
+        && (f64::from(ray.tmax) - f64::from(t)).abs()
+            <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()))
+}
+
 /// Relative rounding allowed on a hit distance `t` from the single-precision
 /// primitive tests (8 ulps of `f32`).
 pub const T_ROUNDING: f64 = 1e-6;
@@ -236,9 +244,7 @@ pub(crate) fn closest_hit_agrees(
     let hit_ref = prim != Hit::NO_PRIM;
     let culled = hit_ref
         && (in_face_plane(nodes, prims, ray, t, prim) || off_primitive_box(scene, ray, t, prim));
-    let at_tmax = hit_ref
-        && (f64::from(ray.tmax) - f64::from(t)).abs()
-            <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()));
+    let at_tmax = hit_ref && near_tmax(ray, t);
     let missed = hit_ref && (!hit.is_hit() || hit.t > t);
     let agrees =
         (missed && (culled || at_tmax)) || classify(ray, hit, t, prim) != Agreement::Mismatch;

@@ -23,7 +23,7 @@
 
 use crate::backend::{known_good_call, with_backend};
 use crate::bytes::Bytes;
-use crate::reference::{T_ROUNDING, off_box};
+use crate::reference::{near_tmax, off_box};
 use crate::scenes::{decode_material, error_names_bad_item, same_error};
 use crate::settings::finite_radiance;
 use crate::{MAX_PRIMITIVES, MAX_RAYS, Violation};
@@ -455,9 +455,7 @@ fn top_leaf_box(top: &[BvhNode], instance: u32) -> Option<Aabb> {
 /// primitive's box (object space) or off the instance's top-level box
 /// (world space), or within rounding of `tmax`.
 fn excused(accel: &Accel, ray: &Ray, t: f32, instance: u32, slot: usize) -> bool {
-    let at_tmax = (f64::from(ray.tmax) - f64::from(t)).abs()
-        <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()));
-    if at_tmax || near_face_plane(accel.top_nodes(), ray, t) {
+    if near_tmax(ray, t) || near_face_plane(accel.top_nodes(), ray, t) {
         return true;
     }
     if top_leaf_box(accel.top_nodes(), instance).is_none_or(|b| off_box(ray, t, &b)) {
