@@ -561,7 +561,13 @@ fn apply(
             // `transforms`; an added instance's entry came before it.
             None => host.set_transform(&update.transforms[p.source as usize - update.add.len()].1),
         }
-        levels.records[p.index as usize] = p.record;
+        let mut record = p.record;
+        if changes.rebuilt {
+            // The record was worked out before the rebuild laid the trees out
+            // again: its root is the one its geometry's tree has now.
+            record.info[0] = f32::from_bits(levels.blas[p.geometry as usize].root());
+        }
+        levels.records[p.index as usize] = record;
         levels.world[p.index as usize] = p.world;
         touch(p.index);
     }

@@ -881,3 +881,56 @@ fn top_trees_hold_every_live_instance_once() {
         }
     }
 }
+
+/// An instance moved in the same update that rebuilds another geometry's
+/// tree (whose node count changes, moving every later tree) keeps the root
+/// of its own geometry's tree, not the one it had before the rebuild.
+/// (Found by the `scene_trace` fuzz target.)
+#[test]
+fn a_moved_instance_follows_its_tree_through_a_rebuild() {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    // Two zero-area triangles: the first build leaves them out of the tree,
+    // a rebuild over the slots keeps them, so the tree grows.
+    let first = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 1.0),
+            Vec3::new(0.0, 0.0, 1.0),
+            Vec3::new(1.0, -11.75, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3], [0, 0, 2], [0, 0, 1]],
+        m,
+    )
+    .unwrap();
+    scene.add_geometry(first);
+    let quad = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 0.0),
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, 1.0, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3]],
+        m,
+    )
+    .unwrap();
+    let quad = scene.add_geometry(quad);
+    scene.add_instance(Instance::new(quad, Affine3A::IDENTITY));
+    let mut accel = Accel::build(&scene).unwrap();
+    let before = accel.geometry_nodes(0).unwrap().len();
+    let mut update = SceneUpdate::new();
+    update
+        .set_transform(0, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)))
+        .rebuild(0);
+    let changes = accel.update(&update).unwrap();
+    assert!(changes.rebuilt);
+    assert_ne!(
+        accel.geometry_nodes(0).unwrap().len(),
+        before,
+        "the case needs a rebuild that changes the node count"
+    );
+    assert_eq!(Some(accel.instances()[0].root()), accel.geometry_root(quad));
+    let hit = accel.intersect(&Ray::new(Vec3::new(0.2, 0.1, 5.0), Vec3::NEG_Z));
+    assert_eq!((hit.instance, hit.t), (0, 10.0), "{hit:?}");
+}
