@@ -165,7 +165,7 @@ pub struct Changes {
     /// Whether the top tree was rebuilt ([`crate::Accel::top_nodes`]).
     pub top_rebuilt: bool,
     /// Geometries whose vertices changed: their slots and nodes (refit on the
-    /// host, or left for the device, see [`crate::accel::RefitOn`]).
+    /// host, or left for the device, see [`RefitOn`]).
     pub refit: Vec<u32>,
     /// Whether a geometry was rebuilt: every geometry's nodes, slots and
     /// slot materials may have moved, and every instance record with them.
