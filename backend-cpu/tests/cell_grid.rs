@@ -6,7 +6,8 @@ mod common;
 
 use common::pixels_wide_and_binary_differ;
 use common::scenes::{cornell, rtiow, whitted19};
-// ok: `common::scenes` names `crate::Error`.
+// ok: `common::scenes` names `crate::Error` and `crate::procedural`.
+use common::procedural;
 use prism_core::Error;
 use prism_core::{Backend, Integrator, RenderSettings};
 use prism_cpu::CpuBackend;

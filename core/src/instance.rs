@@ -242,7 +242,8 @@ pub(crate) const VACANT: GpuInstance = GpuInstance {
 /// (`|M|` times the half extent), then widened by 4 ulps of the largest
 /// magnitude involved, which bounds the rounding of those few operations
 /// (each result is a sum of at most four rounded terms no larger than it).
-/// An empty `b` stays empty.
+/// A side whose bound overflows `f32` is unbounded (`-inf` or `+inf`). An
+/// empty `b` stays empty.
 pub(crate) fn world_bounds(transform: &Affine3A, b: &Aabb) -> Aabb {
     if b.is_empty() {
         return Aabb::EMPTY;
@@ -257,8 +258,13 @@ pub(crate) fn world_bounds(transform: &Affine3A, b: &Aabb) -> Aabb {
     // The largest magnitude any term or partial sum reaches, per axis.
     let scale = abs * (c.abs() + e) + transform.translation.abs();
     let pad = we + scale * (4.0 * f32::EPSILON);
+    // Past the range of f32 (a geometry spanning 1e30 scaled by 1e15), the
+    // centre and the pad overflow and `inf - inf` is NaN, a box no ray
+    // enters: such a side is unbounded instead, so the box still holds the
+    // image and the instance stays reachable.
+    let (lo, hi) = (wc - pad, wc + pad);
     Aabb {
-        min: (wc - pad).into(),
-        max: (wc + pad).into(),
+        min: Vec3A::select(lo.is_nan_mask(), Vec3A::NEG_INFINITY, lo).into(),
+        max: Vec3A::select(hi.is_nan_mask(), Vec3A::INFINITY, hi).into(),
     }
 }

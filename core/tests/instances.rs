@@ -1189,3 +1189,94 @@ fn forked_morton_top_trees_equal_one_thread_trees() {
         }
     }
 }
+
+/// An instance moved in the same update that rebuilds another geometry's
+/// tree (whose node count changes, moving every later tree) keeps the root
+/// of its own geometry's tree, not the one it had before the rebuild.
+/// (Found by the `scene_trace` fuzz target.)
+#[test]
+fn a_moved_instance_follows_its_tree_through_a_rebuild() {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    // Two zero-area triangles: the first build leaves them out of the tree,
+    // a rebuild over the slots keeps them, so the tree grows.
+    let first = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 1.0),
+            Vec3::new(0.0, 0.0, 1.0),
+            Vec3::new(1.0, -11.75, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3], [0, 0, 2], [0, 0, 1]],
+        m,
+    )
+    .unwrap();
+    scene.add_geometry(first);
+    let quad = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 0.0),
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, 1.0, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3]],
+        m,
+    )
+    .unwrap();
+    let quad = scene.add_geometry(quad);
+    scene.add_instance(Instance::new(quad, Affine3A::IDENTITY));
+    let mut accel = Accel::build(&scene).unwrap();
+    let before = accel.geometry_nodes(0).unwrap().len();
+    let mut update = SceneUpdate::new();
+    update
+        .set_transform(0, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)))
+        .rebuild(0);
+    let changes = accel.update(&update).unwrap();
+    assert!(changes.rebuilt);
+    assert_ne!(
+        accel.geometry_nodes(0).unwrap().len(),
+        before,
+        "the case needs a rebuild that changes the node count"
+    );
+    assert_eq!(Some(accel.instances()[0].root()), accel.geometry_root(quad));
+    let hit = accel.intersect(&Ray::new(Vec3::new(0.2, 0.1, 5.0), Vec3::NEG_Z));
+    assert_eq!((hit.instance, hit.t), (0, 10.0), "{hit:?}");
+}
+
+/// An instance whose world box overflows `f32` (a geometry spanning 1e30
+/// under a scale of 1e15) gets unbounded sides, not NaN ones, and stays
+/// reachable. (Found by the `scene_trace` fuzz target.)
+#[test]
+fn an_instance_whose_world_box_overflows_is_still_hit() {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let mut g = Geometry::new();
+    g.add_sphere(Vec3::ZERO, 1.0, m);
+    g.add_triangle(
+        Vec3::new(1e30, -9.25, -4.0),
+        Vec3::new(1.0, -1.0, 1.0),
+        Vec3::new(0.0, 1.0, 1.0),
+        m,
+    );
+    let g = scene.add_geometry(g);
+    let t = Affine3A::from_scale_rotation_translation(
+        Vec3::splat(1e15),
+        glam::Quat::from_rotation_y(0.3),
+        Vec3::new(-2e16, 0.0, 0.0),
+    );
+    scene.add_instance(Instance::new(g, t));
+    let accel = Accel::build(&scene).unwrap();
+    for n in accel.top_nodes() {
+        assert!(
+            n.left_lo[..3]
+                .iter()
+                .chain(&n.left_hi[..3])
+                .all(|v| !v.is_nan()),
+            "{n:?}"
+        );
+    }
+    let ray = Ray::new(Vec3::new(-2e16, 0.0, 5e15), Vec3::NEG_Z);
+    let hit = accel.intersect(&ray);
+    assert_eq!((hit.instance, hit.prim), (0, 0), "{hit:?}");
+    assert!((hit.t - 4e15).abs() < 4e15 * 1e-5, "{hit:?}");
+}
