@@ -186,6 +186,7 @@ pub fn mesh_cases(dir: &Path) -> (Vec<MeshRays>, Vec<Note>) {
                 name: set,
                 rays,
                 reference,
+                instances: None,
             }),
             (Ok(rays), Ok(reference)) => notes.push(Note {
                 what: format!("ray set {mesh}/{set}"),
@@ -203,6 +204,98 @@ pub fn mesh_cases(dir: &Path) -> (Vec<MeshRays>, Vec<Note>) {
     (meshes, notes)
 }
 
+/// The instanced sets of `dir/instances`: every `P.instances` with its `P.S.rays`
+/// and `P.S.ihits` (`bunny-x1000.primary.rays`), where `P` is a mesh of `dir`
+/// and `-xN` (`bunny-x1000` places `dir/bunny.obj` 1,000 times). Each becomes a
+/// two-level scene ([`crate::instanced_scene`]) whose reference carries
+/// Embree's instance ids. Problems are failing notes, as for [`mesh_cases`]; a
+/// `dir` without `instances/` has none.
+pub fn instanced_cases(dir: &Path) -> (Vec<MeshRays>, Vec<Note>) {
+    let mut notes = Vec::new();
+    let idir = dir.join("instances");
+    let Ok(entries) = std::fs::read_dir(&idir) else {
+        return (Vec::new(), notes);
+    };
+    let mut prefixes: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter_map(|f| f.strip_suffix(".instances").map(str::to_string))
+        .collect();
+    prefixes.sort();
+    let mut out = Vec::new();
+    for prefix in prefixes {
+        let note = |reason: String| Note {
+            what: format!("instanced set {prefix}"),
+            reason,
+            fails: true,
+        };
+        let mesh_name = prefix.rsplit_once("-x").map_or(prefix.as_str(), |(m, _)| m);
+        let mesh_path = ["obj", "ply"]
+            .iter()
+            .map(|ext| dir.join(format!("{mesh_name}.{ext}")))
+            .find(|p| p.exists());
+        let Some(mesh_path) = mesh_path else {
+            notes.push(note(format!(
+                "no mesh {mesh_name}.obj in {}",
+                dir.display()
+            )));
+            continue;
+        };
+        let scene = crate::mesh::load_mesh(&mesh_path).and_then(|mesh| {
+            let transforms = crate::rays::read_instances(idir.join(format!("{prefix}.instances")))?;
+            crate::instanced_scene(
+                &mesh,
+                &transforms,
+                Material::lambertian(glam::Vec3::splat(0.7)),
+            )
+        });
+        let scene = match scene {
+            Ok(s) => s,
+            Err(e) => {
+                notes.push(note(e.to_string()));
+                continue;
+            }
+        };
+        let mut m = MeshRays {
+            name: prefix.clone(),
+            scene,
+            sets: Vec::new(),
+        };
+        for set in ["primary", "diffuse"] {
+            let rays_path = idir.join(format!("{prefix}.{set}.rays"));
+            if !rays_path.exists() {
+                continue;
+            }
+            let rays = crate::rays::read_rays(&rays_path);
+            let hits = crate::rays::read_instance_hits(idir.join(format!("{prefix}.{set}.ihits")));
+            match (rays, hits) {
+                (Ok(rays), Ok(hits)) if !rays.is_empty() && rays.len() == hits.len() => {
+                    m.sets.push(RaySet {
+                        name: set.into(),
+                        rays,
+                        reference: hits.iter().map(|&(t, p, _)| (t, p)).collect(),
+                        instances: Some(hits.iter().map(|h| h.2).collect()),
+                    })
+                }
+                (Ok(rays), Ok(hits)) => notes.push(Note {
+                    what: format!("ray set {prefix}/{set}"),
+                    reason: format!("{} rays but {} reference hits", rays.len(), hits.len()),
+                    fails: true,
+                }),
+                (Err(e), _) | (_, Err(e)) => notes.push(Note {
+                    what: format!("ray set {prefix}/{set}"),
+                    reason: e.to_string(),
+                    fails: true,
+                }),
+            }
+        }
+        if !m.sets.is_empty() {
+            out.push(m);
+        }
+    }
+    (out, notes)
+}
+
 /// The built-in cases: every preset scene, and the reference ray sets of
 /// `scenes` (or of [`default_scenes_dir`], where a missing directory is a
 /// non-failing note unless [`scenes_required`]).
@@ -211,7 +304,11 @@ pub fn builtin_cases(scenes: Option<&Path>) -> Cases {
     let required = explicit || scenes_required();
     let dir = scenes.map_or_else(default_scenes_dir, Path::to_path_buf);
     let (meshes, mut notes) = if dir.is_dir() || explicit {
-        mesh_cases(&dir)
+        let (mut meshes, mut notes) = mesh_cases(&dir);
+        let (instanced, more) = instanced_cases(&dir);
+        meshes.extend(instanced);
+        notes.extend(more);
+        (meshes, notes)
     } else {
         (
             Vec::new(),

@@ -50,6 +50,28 @@ pub fn mesh_scene(mesh: &mesh::Mesh, material: Material) -> Result<(Scene, Camer
     Ok((scene, Camera::look_at(eye, center, Vec3::Y, 45.0)))
 }
 
+/// A two-level scene of one geometry, `mesh` in `material`, placed once by
+/// each of `transforms`, in order (instance `i` is `transforms[i]`): how the
+/// instanced reference sets of `shared/scenes/instances` are traced. Bad
+/// transforms are refused when the scene is built, naming the instance.
+pub fn instanced_scene(
+    mesh: &mesh::Mesh,
+    transforms: &[glam::Affine3A],
+    material: Material,
+) -> Result<Scene, Error> {
+    let mut scene = Scene::new();
+    let m = scene.add_material(material);
+    let g = scene.add_geometry(Geometry::mesh(&mesh.positions, &mesh.triangles, m)?);
+    scene.add_instances(transforms.iter().map(|t| Instance::new(g, *t)))?;
+    let b = mesh.bounds();
+    scene.light = PointLight {
+        position: (b.center() + Vec3::new(0.0, 100.0 * b.diagonal(), 0.0))
+            .clamp(Vec3::splat(-f32::MAX), Vec3::splat(f32::MAX)),
+        color: Vec3::ONE,
+    };
+    Ok(scene)
+}
+
 /// The README's Rust examples, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -1,14 +1,24 @@
 //! The `prism` command line: render, bench, info, conformance.
 
+// `CliError` holds a `prism::Error`, whose largest variants (a transform's
+// twelve floats, a ray's eight) pass clippy's size bound for `Err`. It is the
+// command line's one error, returned once per run to `main` and printed, so
+// its size costs nothing there.
+#![allow(clippy::result_large_err)]
+
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use prism::{
-    Backend, BackendChoice, Camera, Error, Hit, Image, Integrator, Material, OpenOptions,
-    PixelFormat, Progress, Ray, RenderSettings, RenderStats, Scene,
+    Backend, BackendChoice, Camera, Error, Image, Integrator, Material, OpenOptions, PixelFormat,
+    Progress, RenderSettings, Scene,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+mod cli;
+
+use cli::bench::{bench, ms};
 
 #[derive(Parser)]
 #[command(
@@ -25,7 +35,8 @@ struct Cli {
 enum Command {
     /// Render a built-in scene or a mesh to PNG (or linear EXR).
     Render(RenderArgs),
-    /// Time a scene render (stage table) or a ray file (Mrays/s), median of N runs.
+    /// Time a scene render (stage table), moving frames of a two-level scene, or a
+    /// ray file (Mrays/s, flat or instanced), median of N runs.
     Bench(BenchArgs),
     /// List the backends found, their devices, and why any was skipped.
     Info,
@@ -36,7 +47,7 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct SceneArgs {
-    /// Built-in scene: rtiow, whitted19, cornell.
+    /// Built-in scene: rtiow, whitted19, cornell, instances.
     #[arg(long, default_value = "rtiow", conflicts_with = "mesh")]
     scene: String,
     /// This mesh (.obj or .ply) instead of a built-in scene (rendered; traced by `bench --rays`).
@@ -99,10 +110,24 @@ struct BenchArgs {
     /// Trace this ray file (with --mesh) instead of rendering.
     #[arg(long, requires = "mesh")]
     rays: Option<PathBuf>,
-    /// Reference hits for --rays: report agreement (match, tie, mismatch); exits
-    /// non-zero when closest hits or occlusion disagree.
+    /// Reference hits for --rays (.hits; .ihits with --instances): report
+    /// agreement (match, tie, mismatch); exits non-zero when closest hits or
+    /// occlusion disagree.
     #[arg(long, requires = "rays")]
     hits: Option<PathBuf>,
+    /// Place --mesh once per transform of this .instances file (in file order)
+    /// and trace --rays on that two-level scene; --hits is then an .ihits file
+    /// (instance ids compared too).
+    #[arg(long, requires = "rays")]
+    instances: Option<PathBuf>,
+    /// Time moving frames of a two-level scene: move this many instances each
+    /// frame, update the scene (top level rebuilt), render.
+    #[arg(long, conflicts_with_all = ["rays", "mesh"])]
+    moving: Option<u32>,
+    /// Frames to take the median of with --moving (after one warm-up frame).
+    #[arg(long, default_value_t = 20, requires = "moving",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    frames: u32,
 }
 
 /// What the command line reports: Prism's errors, and its own.
@@ -435,188 +460,6 @@ fn save(image: &Image, path: &Path) -> Result<(), Error> {
         )
         .map_err(io),
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// The median: the middle value, or the mean of the two middle ones.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => 0.5 * (v[n / 2 - 1] + v[n / 2]),
-    }
-}
-
-fn bench(a: BenchArgs) -> Result<(), CliError> {
-    match (&a.rays, &a.scene.mesh) {
-        (Some(rays), Some(mesh)) => bench_rays(&a, mesh, rays),
-        (Some(_), None) => Err(CliError::Usage("--rays needs --mesh")),
-        (None, _) => bench_render(&a),
-    }
-}
-
-fn bench_render(a: &BenchArgs) -> Result<(), CliError> {
-    let (name, scene, camera, settings, w, h) = setup(&a.scene)?;
-    let mut backend = open_backend(&a.scene)?;
-    let mut image = Image::new(w, h, PixelFormat::Srgba8)?;
-    // One untimed warm-up: kernel compilation, caches, page faults.
-    backend.set_scene(&scene)?;
-    let bar = progress_bar(format!("bench {name} {w}x{h}: warm-up"));
-    backend.render(&camera, &settings, &mut image, &Bar(bar.clone()))?;
-    bar.finish_and_clear();
-    let mut runs: Vec<(RenderStats, RenderStats)> = Vec::new();
-    for k in 1..=a.runs {
-        let s = backend.set_scene(&scene)?;
-        let bar = progress_bar(format!("bench {name} {w}x{h}: run {k}/{}", a.runs));
-        let r = backend.render(&camera, &settings, &mut image, &Bar(bar.clone()))?;
-        bar.finish_and_clear();
-        runs.push((s, r));
-    }
-    let col = |f: &dyn Fn(&(RenderStats, RenderStats)) -> f64| median(runs.iter().map(f).collect());
-    let info = backend.info();
-    println!(
-        "bench {name} {w}x{h} {} spp depth {} {} on {} [{}], median of {} runs ({:?})",
-        settings.spp,
-        settings.max_depth,
-        settings.integrator.name(),
-        info.name,
-        info.device,
-        a.runs,
-        runs[0].1.timing
-    );
-    println!("| build ms | upload ms | trace ms | download ms | frame ms | rays | Mrays/s |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {} | {:.1} |",
-        col(&|r| ms(r.0.build)),
-        col(&|r| ms(r.0.upload)),
-        col(&|r| ms(r.1.trace)),
-        col(&|r| ms(r.1.download)),
-        col(&|r| ms(r.1.total)),
-        runs[0].1.rays,
-        col(&|r| r.1.mrays_per_s()),
-    );
-    Ok(())
-}
-
-fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), CliError> {
-    let s = &a.scene;
-    let render_only = s.width.is_some()
-        || s.height.is_some()
-        || s.spp.is_some()
-        || s.depth.is_some()
-        || s.seed != 0
-        || s.integrator.is_some()
-        || s.ao_samples.is_some()
-        || s.ao_distance.is_some()
-        || s.ao_shadows;
-    if render_only {
-        return Err(CliError::Usage(
-            "--rays traces the ray file as it is: --width, --height, --spp, --depth, --seed, \
-             --integrator and --ao-* apply to renders only",
-        ));
-    }
-    let mesh = prism::mesh::load_mesh(mesh_path)?;
-    let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(glam::Vec3::splat(0.7)))?;
-    let rays: Vec<Ray> = prism::rays::read_rays(rays_path)?;
-    if rays.is_empty() {
-        return Err(CliError::NoRays {
-            path: rays_path.display().to_string(),
-        });
-    }
-    // The reference is read and checked before any timing, so that a wrong
-    // file fails at once.
-    let reference = match &a.hits {
-        Some(hits_path) => {
-            let reference = prism::rays::read_hits(hits_path)?;
-            if reference.len() != rays.len() {
-                return Err(CliError::HitsLength {
-                    hits: hits_path.display().to_string(),
-                    hit_count: reference.len(),
-                    rays: rays_path.display().to_string(),
-                    ray_count: rays.len(),
-                });
-            }
-            Some((hits_path, reference))
-        }
-        None => None,
-    };
-    let mut backend = open_backend(&a.scene)?;
-    let mut hits = vec![Hit::MISS; rays.len()];
-    let mut occ = vec![false; rays.len()];
-    let bar = ProgressBar::new(u64::from(a.runs) + 1).with_style(
-        ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:40}] {pos}/{len} runs {elapsed_precise}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message(format!(
-        "tracing {} rays of {}",
-        rays.len(),
-        rays_path.display()
-    ));
-    // One untimed warm-up, as for a render.
-    backend.set_scene(&scene)?;
-    backend.intersect(&rays, &mut hits)?;
-    backend.occluded(&rays, &mut occ)?;
-    bar.inc(1);
-    let (mut build, mut closest, mut occluded) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..a.runs {
-        build.push(ms(backend.set_scene(&scene)?.build));
-        let s = backend.intersect(&rays, &mut hits)?;
-        closest.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
-        let s = backend.occluded(&rays, &mut occ)?;
-        occluded.push(rays.len() as f64 / s.trace.as_secs_f64() / 1e6);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let info = backend.info();
-    println!(
-        "bench {} {} ({} tris, {} rays) on {} [{}], median of {}: build {:.1} ms, closest {:.2} Mrays/s, occluded {:.2} Mrays/s",
-        mesh_path.display(),
-        rays_path.display(),
-        mesh.triangles.len(),
-        rays.len(),
-        info.name,
-        info.device,
-        a.runs,
-        median(build),
-        median(closest),
-        median(occluded)
-    );
-    if let Some((hits_path, reference)) = &reference {
-        let c = prism::reference::AgreementCounts::compare(&rays, &hits, reference);
-        let occ_bad = occ
-            .iter()
-            .zip(reference)
-            .filter(|(o, r)| **o != (r.1 != Hit::NO_PRIM))
-            .count();
-        println!(
-            "agreement with {}: {} rays, {} match, {} ties, {} mismatches (first: {:?}); occluded disagrees on {}",
-            hits_path.display(),
-            c.total,
-            c.matches,
-            c.ties,
-            c.mismatches,
-            c.first_mismatch,
-            occ_bad
-        );
-        if !c.passed() || occ_bad > 0 {
-            return Err(CliError::Disagrees {
-                backend: info.name.to_string(),
-                hits: hits_path.display().to_string(),
-                mismatches: c.mismatches,
-                total: c.total,
-                occluded: occ_bad,
-            });
-        }
-    }
-    Ok(())
 }
 
 fn info() -> Result<(), CliError> {

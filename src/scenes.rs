@@ -334,7 +334,7 @@ pub fn instances() -> Preset {
         })
         .collect();
     let mut ground = Geometry::new();
-    let g = 100.0;
+    let g = 600.0;
     let c = [
         Vec3::new(-g, 0.0, -g),
         Vec3::new(g, 0.0, -g),
@@ -366,8 +366,8 @@ pub fn instances() -> Preset {
     }
     s.add_instance(Instance::new(geometries[0], Affine3A::IDENTITY).with_user_id(INSTANCE_COUNT));
     let camera = Camera::look_at(
-        Vec3::new(-42.0, 18.0, 46.0),
-        Vec3::new(4.0, 0.0, -6.0),
+        Vec3::new(-30.0, 10.0, 32.0),
+        Vec3::new(-8.0, 0.0, 10.0),
         Vec3::Y,
         45.0,
     );

@@ -921,3 +921,382 @@ fn unknown_backend_name_lists_the_known_ones() {
     assert_traces_good_scene(backend.as_mut(), "an unknown backend name");
     assert_usable(backend.as_mut(), "an unknown backend name");
 }
+
+// ---------------------------------------------------------------------------
+// Two-level scenes: instances and updates, through the `Backend` trait on
+// every backend that opens here (the CPU always).
+
+/// Every backend that opens on this machine, the CPU first.
+fn every_backend() -> Vec<Box<dyn Backend + Send>> {
+    let mut v = vec![cpu()];
+    for choice in [BackendChoice::Cuda, BackendChoice::Wgpu] {
+        if let Ok(opened) = prism::open_with_env(choice, None) {
+            v.push(opened.backend);
+        }
+    }
+    v
+}
+
+/// A two-level scene: geometry 0 a unit quad (one indexed mesh of 4
+/// vertices in the plane `z = 0`), geometry 1 a unit sphere (not a mesh);
+/// instance 0 the quad at `z = -5`, instance 1 the sphere at `(4, 0, -5)`,
+/// instance 2 the quad at `(0, 4, -5)` seen only by rays with mask bit 1.
+fn two_level_scene() -> Scene {
+    use prism::glam::Affine3A;
+    use prism::{Geometry, Instance};
+    let mut s = Scene::new();
+    let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    let quad = Geometry::mesh(&quad_vertices(), &[[0, 1, 2], [0, 2, 3]], m).expect("a quad");
+    let quad = s.add_geometry(quad);
+    let mut ball = Geometry::new();
+    ball.add_sphere(Vec3::ZERO, 1.0, m);
+    let ball = s.add_geometry(ball);
+    let at = |x, y| Affine3A::from_translation(Vec3::new(x, y, -5.0));
+    s.add_instance(Instance::new(quad, at(0.0, 0.0)));
+    s.add_instance(Instance::new(ball, at(4.0, 0.0)));
+    s.add_instance(Instance::new(quad, at(0.0, 4.0)).with_mask(0b10));
+    s
+}
+
+fn quad_vertices() -> Vec<Vec3> {
+    vec![
+        Vec3::new(-1.0, -1.0, 0.0),
+        Vec3::new(1.0, -1.0, 0.0),
+        Vec3::new(1.0, 1.0, 0.0),
+        Vec3::new(-1.0, 1.0, 0.0),
+    ]
+}
+
+/// Rays down -z at each instance (the last with every mask bit), and a miss.
+fn two_level_rays() -> Vec<Ray> {
+    let down = |x, y| Ray::new(Vec3::new(x, y, 5.0), Vec3::NEG_Z);
+    vec![
+        down(0.2, 0.1),
+        down(4.0, 0.3),
+        down(0.1, 4.2).with_mask(0b10),
+        down(0.1, 4.2).with_mask(0b01),
+        down(-9.0, -9.0),
+    ]
+}
+
+/// Closest hits and any-hit answers of [`two_level_rays`], as text to
+/// compare bit for bit.
+fn two_level_answers(backend: &mut dyn Backend) -> String {
+    let rays = two_level_rays();
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut occluded = vec![false; rays.len()];
+    backend.intersect(&rays, &mut hits).expect("intersect");
+    backend.occluded(&rays, &mut occluded).expect("occluded");
+    format!("{hits:?} {occluded:?}")
+}
+
+/// The answers of [`two_level_scene`] as it is built: instance 0, 1 and 2 hit
+/// by the first three rays, the masked-out quad and the miss not.
+fn assert_two_level_answers(answers: &str) {
+    assert!(answers.contains("instance: 0"), "{answers}");
+    assert!(answers.contains("instance: 1"), "{answers}");
+    assert!(answers.contains("instance: 2"), "{answers}");
+    assert!(
+        answers.ends_with("[true, true, true, false, false]"),
+        "{answers}"
+    );
+}
+
+/// On every backend holding [`two_level_scene`]: `update` is refused with an
+/// error `check` accepts, the scene answers every ray as before (bit for
+/// bit), a valid update then succeeds and the backend stays usable.
+fn assert_update_refused(update: &prism::SceneUpdate, check: impl Fn(&Error) -> bool) {
+    for mut backend in every_backend() {
+        let name = backend.info().name;
+        backend
+            .set_scene(&two_level_scene())
+            .expect("the two-level scene");
+        let before = two_level_answers(backend.as_mut());
+        assert_two_level_answers(&before);
+        let err = backend.update_scene(update).expect_err("a bad update");
+        assert!(check(&err), "{name}: {err:?}");
+        assert!(!err.to_string().is_empty());
+        assert_eq!(two_level_answers(backend.as_mut()), before, "{name}: {err}");
+        let mut good = prism::SceneUpdate::new();
+        good.set_transform(
+            0,
+            prism::glam::Affine3A::from_translation(Vec3::new(0.0, 0.0, -6.0)),
+        );
+        let stats = backend
+            .update_scene(&good)
+            .expect("a good update after a bad one");
+        assert!(stats.changes.top_rebuilt, "{name}");
+        assert_usable(backend.as_mut(), "a refused update");
+    }
+}
+
+/// On every backend holding [`two_level_scene`]: `set_scene(scene)` is
+/// refused with `expected`, and the two-level scene still answers as before.
+fn assert_two_level_scene_refused(scene: &Scene, expected: &Error) {
+    for mut backend in every_backend() {
+        let name = backend.info().name;
+        backend
+            .set_scene(&two_level_scene())
+            .expect("the two-level scene");
+        let before = two_level_answers(backend.as_mut());
+        let got = backend.set_scene(scene).expect_err("a bad two-level scene");
+        assert_eq!(format!("{got:?}"), format!("{expected:?}"), "{name}");
+        assert_eq!(two_level_answers(backend.as_mut()), before, "{name}");
+        assert_usable(backend.as_mut(), "a refused two-level scene");
+    }
+}
+
+#[test]
+fn non_finite_or_singular_transform_names_the_instance() {
+    use prism::glam::Affine3A;
+    let nan = Affine3A::from_translation(Vec3::new(f32::NAN, 0.0, 0.0));
+    let inf = Affine3A::from_scale(Vec3::new(1.0, f32::INFINITY, 1.0));
+    let flat = Affine3A::from_scale(Vec3::new(1.0, 0.0, 1.0));
+    let sliver = Affine3A::from_scale(Vec3::new(1.0, 1e-7, 1.0));
+    for (t, reason) in [
+        (nan, "not finite"),
+        (inf, "not finite"),
+        (flat, "singular"),
+        (sliver, "nearly singular"),
+    ] {
+        // In a new scene: set_scene refuses it, naming instance 1.
+        let scene = two_level_scene();
+        let mut insts: Vec<_> = scene.instances().to_vec();
+        insts[1].transform = t;
+        let mut bad = Scene::new();
+        bad.add_material(Material::lambertian(Vec3::splat(0.5)));
+        for g in scene.geometries() {
+            bad.add_geometry(g.clone());
+        }
+        bad.add_instances(insts).expect("three instances");
+        let err = prism::Accel::build(&bad).expect_err("a bad transform");
+        match &err {
+            Error::TransformInvalid {
+                instance: 1,
+                transform,
+                reason: r,
+            } => {
+                assert!(r.contains(reason), "{reason}: {err}");
+                assert_eq!(
+                    format!("{transform:?}"),
+                    format!("{:?}", prism::instance::rows(&t))
+                );
+            }
+            other => panic!("{reason}: {other:?}"),
+        }
+        assert_two_level_scene_refused(&bad, &err);
+        // In an update: a move, and an addition.
+        let mut update = prism::SceneUpdate::new();
+        update.set_transform(2, t);
+        assert_update_refused(
+            &update,
+            |e| matches!(e, Error::TransformInvalid { instance: 2, reason: r, .. } if r.contains(reason)),
+        );
+        let mut update = prism::SceneUpdate::new();
+        update.add_instance(prism::Instance::new(0, t));
+        assert_update_refused(
+            &update,
+            |e| matches!(e, Error::TransformInvalid { reason: r, .. } if r.contains(reason)),
+        );
+    }
+}
+
+#[test]
+fn geometry_id_out_of_range_names_instance_and_geometry() {
+    use prism::glam::Affine3A;
+    let mut bad = two_level_scene();
+    bad.add_instance(prism::Instance::new(7, Affine3A::IDENTITY));
+    assert_two_level_scene_refused(
+        &bad,
+        &Error::GeometryOutOfRange {
+            instance: 3,
+            geometry: 7,
+            count: 2,
+        },
+    );
+    let mut update = prism::SceneUpdate::new();
+    update.add_instance(prism::Instance::new(2, Affine3A::IDENTITY));
+    assert_update_refused(&update, |e| {
+        matches!(
+            e,
+            Error::GeometryOutOfRange {
+                geometry: 2,
+                count: 2,
+                ..
+            }
+        )
+    });
+    // An instance's material override past the last material, likewise.
+    let mut bad = two_level_scene();
+    bad.add_instance(prism::Instance::new(0, Affine3A::IDENTITY).with_material(5));
+    assert_two_level_scene_refused(
+        &bad,
+        &Error::InstanceMaterialOutOfRange {
+            instance: 3,
+            material: 5,
+            count: 1,
+        },
+    );
+}
+
+#[test]
+fn update_with_another_vertex_count_names_geometry_and_counts() {
+    let three = quad_vertices()[..3].to_vec();
+    let mut update = prism::SceneUpdate::new();
+    update.set_vertices(0, &three);
+    assert_update_refused(&update, |e| {
+        matches!(
+            e,
+            Error::VertexCountMismatch {
+                geometry: 0,
+                given: 3,
+                expected: 4
+            }
+        )
+    });
+    // Non-finite new vertices name the geometry and the vertex.
+    let mut nan = quad_vertices();
+    nan[2].y = f32::NAN;
+    let mut update = prism::SceneUpdate::new();
+    update.set_vertices(0, &nan);
+    assert_update_refused(&update, |e| match e {
+        Error::InGeometry {
+            geometry: 0,
+            source,
+        } => matches!(**source, Error::VertexNotFinite { vertex: 2, .. }),
+        _ => false,
+    });
+}
+
+#[test]
+fn more_instances_than_the_index_holds_are_refused_by_length() {
+    use prism::glam::Affine3A;
+    use prism::instance::MAX_INSTANCES;
+    let one = prism::Instance::new(0, Affine3A::IDENTITY);
+    // The length is checked before any instance is read: nothing is allocated.
+    let mut scene = two_level_scene();
+    match scene.add_instances(std::iter::repeat_n(one, MAX_INSTANCES)) {
+        Err(Error::TooManyInstances { count, limit }) => {
+            assert_eq!((count, limit), (MAX_INSTANCES + 3, MAX_INSTANCES));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(scene.instances().len(), 3, "nothing was added");
+    let mut update = prism::SceneUpdate::new();
+    update.add_instance(one);
+    match update.add_instances(std::iter::repeat_n(one, MAX_INSTANCES)) {
+        Err(Error::TooManyInstances { count, limit }) => {
+            assert_eq!((count, limit), (MAX_INSTANCES + 1, MAX_INSTANCES));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The update keeps its one addition, and applies.
+    for mut backend in every_backend() {
+        backend.set_scene(&scene).expect("the two-level scene");
+        let stats = backend.update_scene(&update).expect("one addition");
+        assert_eq!(stats.changes.added, vec![3]);
+        assert_usable(backend.as_mut(), "too many instances");
+    }
+}
+
+#[test]
+fn update_naming_a_missing_or_removed_instance_names_it() {
+    use prism::glam::Affine3A;
+    let mut update = prism::SceneUpdate::new();
+    update.set_transform(9, Affine3A::IDENTITY);
+    assert_update_refused(&update, |e| {
+        matches!(e, Error::InstanceOutOfRange { instance: 9, .. })
+    });
+    let mut update = prism::SceneUpdate::new();
+    update.set_mask(3, 1);
+    assert_update_refused(&update, |e| {
+        matches!(e, Error::InstanceOutOfRange { instance: 3, .. })
+    });
+    let mut update = prism::SceneUpdate::new();
+    update.remove_instance(1).remove_instance(1);
+    assert_update_refused(
+        &update,
+        |e| matches!(e, Error::InstanceOutOfRange { instance: 1, reason } if reason.contains("removed")),
+    );
+    // Removed by an earlier update, then named.
+    for mut backend in every_backend() {
+        let name = backend.info().name;
+        backend
+            .set_scene(&two_level_scene())
+            .expect("the two-level scene");
+        let mut remove = prism::SceneUpdate::new();
+        remove.remove_instance(1);
+        backend.update_scene(&remove).expect("a removal");
+        let before = two_level_answers(backend.as_mut());
+        assert!(!before.contains("instance: 1,"), "{name}: {before}");
+        for update in [
+            prism::SceneUpdate::new().set_mask(1, 3).clone(),
+            prism::SceneUpdate::new()
+                .set_transform(1, Affine3A::IDENTITY)
+                .clone(),
+            prism::SceneUpdate::new().remove_instance(1).clone(),
+        ] {
+            match backend.update_scene(&update) {
+                Err(Error::InstanceOutOfRange {
+                    instance: 1,
+                    reason,
+                }) => assert!(reason.contains("removed"), "{name}: {reason}"),
+                other => panic!("{name}: {other:?}"),
+            }
+            assert_eq!(two_level_answers(backend.as_mut()), before, "{name}");
+        }
+        assert_usable(backend.as_mut(), "an update naming a removed instance");
+    }
+}
+
+#[test]
+fn new_vertices_for_a_geometry_that_is_not_a_mesh_are_refused() {
+    let four = quad_vertices();
+    let mut update = prism::SceneUpdate::new();
+    update.set_vertices(1, &four);
+    assert_update_refused(&update, |e| matches!(e, Error::NotAMesh { geometry: 1 }));
+    let mut update = prism::SceneUpdate::new();
+    update.set_vertices(5, &four);
+    assert_update_refused(&update, |e| {
+        matches!(
+            e,
+            Error::UnknownGeometry {
+                geometry: 5,
+                count: 2
+            }
+        )
+    });
+    let mut update = prism::SceneUpdate::new();
+    update.rebuild(2);
+    assert_update_refused(&update, |e| {
+        matches!(
+            e,
+            Error::UnknownGeometry {
+                geometry: 2,
+                count: 2
+            }
+        )
+    });
+}
+
+#[test]
+fn an_update_of_a_flat_scene_or_of_no_scene_is_refused() {
+    use prism::glam::Affine3A;
+    let mut update = prism::SceneUpdate::new();
+    update.set_transform(0, Affine3A::IDENTITY);
+    for mut backend in every_backend() {
+        let name = backend.info().name;
+        match backend.update_scene(&update) {
+            Err(Error::NoScene) => {}
+            other => panic!("{name}: before set_scene: {other:?}"),
+        }
+        backend.set_scene(&good_scene()).expect("the good scene");
+        match backend.update_scene(&update) {
+            Err(Error::NotTwoLevel) => {}
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(backend.geometry_sah(0), None, "{name}");
+        assert_traces_good_scene(backend.as_mut(), "an update of a flat scene");
+        assert_usable(backend.as_mut(), "an update of a flat scene");
+    }
+}

@@ -266,6 +266,293 @@ fn bench_hits_fails_on_any_disagreement() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+fn write_words(path: &Path, words: &[u32]) {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// `.instances` records: row-major 3x4 object-to-world matrices.
+fn write_instances(path: &Path, translations: &[[f32; 3]]) {
+    let words: Vec<u32> = translations
+        .iter()
+        .flat_map(|[x, y, z]| {
+            [1.0, 0.0, 0.0, *x, 0.0, 1.0, 0.0, *y, 0.0, 0.0, 1.0, *z].map(f32::to_bits)
+        })
+        .collect();
+    write_words(path, &words);
+}
+
+/// `.ihits` records: `(t, prim, instance)`.
+fn write_ihits(path: &Path, hits: &[(f32, u32, u32)]) {
+    let words: Vec<u32> = hits
+        .iter()
+        .flat_map(|&(t, p, i)| [t.to_bits(), p, i])
+        .collect();
+    write_words(path, &words);
+}
+
+#[test]
+fn bench_instances_compares_primitive_and_instance() {
+    let dir = temp_dir("instances");
+    // A quad of two triangles in z = 0, placed three times along x.
+    let mesh = dir.join("quad.obj");
+    std::fs::write(
+        &mesh,
+        "v -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nf 1 2 3\nf 1 3 4\n",
+    )
+    .expect("mesh");
+    let placements = dir.join("quad-x3.instances");
+    write_instances(
+        &placements,
+        &[[0.0, 0.0, 0.0], [4.0, 0.0, -1.0], [8.0, 0.0, -2.0]],
+    );
+    // Down -z onto each placement's second triangle (x > y there), and a miss.
+    let rays = dir.join("quad-x3.rays");
+    write_rays(
+        &rays,
+        &[
+            [-0.5, 0.5, 2.0, 0.0, 0.0, 0.0, -1.0, f32::INFINITY],
+            [3.5, 0.5, 2.0, 0.0, 0.0, 0.0, -1.0, f32::INFINITY],
+            [7.5, -0.5, 2.0, 0.0, 0.0, 0.0, -1.0, f32::INFINITY],
+            [20.0, 0.0, 2.0, 0.0, 0.0, 0.0, -1.0, f32::INFINITY],
+        ],
+    );
+    let miss = (f32::INFINITY, u32::MAX, u32::MAX);
+    let bench = |hits: &Path| {
+        let o = prism(
+            &[
+                "bench",
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--runs",
+                "1",
+                "--mesh",
+                arg(&mesh),
+                "--instances",
+                arg(&placements),
+                "--rays",
+                arg(&rays),
+                "--hits",
+                arg(hits),
+            ],
+            &[],
+        );
+        (
+            o.status.success(),
+            stderr(&o),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+
+    let good = dir.join("good.ihits");
+    write_ihits(&good, &[(2.0, 1, 0), (3.0, 1, 1), (4.0, 0, 2), miss]);
+    let (ok, err, out) = bench(&good);
+    assert!(ok, "{err}");
+    assert!(out.contains("3 instances of 2 tris"), "{out}");
+    assert!(
+        out.contains("bottom level") && out.contains("top level"),
+        "{out}"
+    );
+    assert!(
+        out.contains("4 rays, 4 match, 0 ties, 0 mismatches"),
+        "{out}"
+    );
+
+    // The same primitive at the same t on another instance: a tie, not a match.
+    let other = dir.join("other-instance.ihits");
+    write_ihits(&other, &[(2.0, 1, 0), (3.0, 1, 2), (4.0, 0, 2), miss]);
+    let (ok, err, out) = bench(&other);
+    assert!(ok, "{err}");
+    assert!(out.contains("3 match, 1 ties, 0 mismatches"), "{out}");
+
+    // Another t: a mismatch, and the exit status says so.
+    let wrong = dir.join("wrong.ihits");
+    write_ihits(&wrong, &[(2.0, 1, 0), (3.5, 1, 1), (4.0, 0, 2), miss]);
+    let (ok, err, _) = bench(&wrong);
+    assert!(!ok);
+    assert!(
+        err.contains("disagrees with") && err.contains("mismatches on 1 of 4"),
+        "{err}"
+    );
+
+    // One record short: refused before any timing.
+    let short = dir.join("short.ihits");
+    write_ihits(&short, &[(2.0, 1, 0), (3.0, 1, 1), (4.0, 0, 2)]);
+    let (ok, err, out) = bench(&short);
+    assert!(!ok);
+    assert!(
+        err.contains("holds 3 reference hits") && err.contains("holds 4 rays"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+
+    // A singular placement is refused, naming the instance.
+    let flat = dir.join("flat.instances");
+    write_words(
+        &flat,
+        &[
+            1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+        ]
+        .map(f32::to_bits),
+    );
+    let o = prism(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--mesh",
+            arg(&mesh),
+            "--instances",
+            arg(&flat),
+            "--rays",
+            arg(&rays),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("instance 0: transform"),
+        "{}",
+        stderr(&o)
+    );
+
+    // --instances needs --rays, and render settings are refused.
+    let o = prism(
+        &[
+            "bench",
+            "--mesh",
+            arg(&mesh),
+            "--instances",
+            arg(&placements),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--rays"), "{}", stderr(&o));
+    let (ok, err, _) = {
+        let o = prism(
+            &[
+                "bench",
+                "--backend",
+                "cpu",
+                "--mesh",
+                arg(&mesh),
+                "--instances",
+                arg(&placements),
+                "--rays",
+                arg(&rays),
+                "--spp",
+                "2",
+            ],
+            &[],
+        );
+        (o.status.success(), stderr(&o), ())
+    };
+    assert!(!ok);
+    assert!(err.contains("apply to renders only"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_moving_prints_update_and_trace_rows() {
+    let o = prism(
+        &[
+            "bench",
+            "--scene",
+            "instances",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+            "--moving",
+            "64",
+            "--frames",
+            "2",
+            "--width",
+            "16",
+            "--height",
+            "9",
+            "--spp",
+            "1",
+        ],
+        &[],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("64 of 4097 instances moving"), "{out}");
+    assert!(out.contains("median of 2 frames"), "{out}");
+    assert!(
+        out.contains("| update (64 moved, top level rebuilt) |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| trace |") && out.contains("| frame |"),
+        "{out}"
+    );
+
+    // A flat scene has no instances to move; --frames needs --moving.
+    let o = prism(
+        &[
+            "bench",
+            "--scene",
+            "cornell",
+            "--backend",
+            "cpu",
+            "--moving",
+            "4",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("two-level"), "{}", stderr(&o));
+    let o = prism(&["bench", "--scene", "instances", "--frames", "3"], &[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--moving"), "{}", stderr(&o));
+    let o = prism(
+        &[
+            "bench",
+            "--scene",
+            "instances",
+            "--moving",
+            "4",
+            "--frames",
+            "0",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--frames"), "{}", stderr(&o));
+}
+
+#[test]
+fn render_instances_writes_an_image() {
+    let dir = temp_dir("render-instances");
+    let out = dir.join("instances.png");
+    let o = prism(
+        &[
+            "render",
+            "--scene",
+            "instances",
+            "--backend",
+            "cpu",
+            "--width",
+            "32",
+            "--height",
+            "18",
+            "--spp",
+            "1",
+            "--out",
+            arg(&out),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn settings_for_another_integrator_are_refused() {
     let dir = temp_dir("integrator");

@@ -343,6 +343,12 @@ impl Backend for Misbehaving {
         }
         Ok(stats)
     }
+    fn update_scene(&mut self, update: &prism::SceneUpdate) -> Result<prism::UpdateStats, Error> {
+        self.0.update_scene(update)
+    }
+    fn geometry_sah(&mut self, geometry: u32) -> Option<prism::GeometrySah> {
+        self.0.geometry_sah(geometry)
+    }
 }
 
 /// The quick suite on the cornell scene: the CPU backend beside one that lies.
@@ -545,6 +551,7 @@ fn run_refuses_ray_sets_that_check_nothing() {
         name: name.into(),
         rays,
         reference,
+        instances: None,
     };
     let cases = Cases {
         meshes: vec![MeshRays {

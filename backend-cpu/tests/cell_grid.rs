@@ -3,15 +3,11 @@
 //! uses one), pixel for pixel.
 
 mod common;
-// ok: `common::scenes` names `crate::procedural` (the facade's meshes made in
-// code, which need only glam).
-#[allow(dead_code)]
-#[path = "../../src/procedural.rs"]
-mod procedural;
 
 use common::pixels_wide_and_binary_differ;
 use common::scenes::{cornell, rtiow, whitted19};
-// ok: `common::scenes` names `crate::Error`.
+// ok: `common::scenes` names `crate::Error` and `crate::procedural`.
+use common::procedural;
 use prism_core::Error;
 use prism_core::{Backend, Integrator, RenderSettings};
 use prism_cpu::CpuBackend;

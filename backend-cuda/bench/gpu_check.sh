@@ -6,7 +6,7 @@
 # configuration: rtiow, whitted19, the trace kernels, bunny-x1000, a moving
 # frame of 10,000 instances, ogre's refit on the device), the SASS of the
 # default kernels and an Nsight Compute look at the hottest kernels. Logs go to
-# $OUT; tables last. Some 3 to 4 minutes on an H100 with SKIP_NCU=1.
+# $OUT; tables last. Some 4 to 5 minutes on an H100 with SKIP_NCU=1.
 #   BENCH_ARGS  arguments of gpu_bench (default: none; --sweep runs every
 #               kernel configuration, which takes far longer)
 #   TWO_LEVEL_CONFIGS  configurations whose two-level trace kernels are
@@ -39,9 +39,10 @@ fi
 timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
 bench_rc=$?
 echo "bench: exit $bench_rc"
-# The two-level trace kernels under a few other build choices (register
-# bounds, lane refill): one compilation each.
-configs=${TWO_LEVEL_CONFIGS-"default,refill24,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=7,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8"}
+# The two-level trace kernels under a few other build choices, one
+# compilation each (some 30 s on the H100 machine): register bounds of 8
+# blocks an SM and the flat kernels' one, and lane refill at 24 idle lanes.
+configs=${TWO_LEVEL_CONFIGS-"default,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=8,-DPRISM_INSTANCE_TRACE_MIN_BLOCKS=1,refill24"}
 if [ -n "$configs" ]; then
   timeout ${BENCH_TIMEOUT:-300} $G/bin/gpu_bench --scenes $S --parts instances --repeats 10 --config "$configs" \
     > "$OUT/bench_two_level.log" 2>&1

@@ -313,38 +313,19 @@ fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<Hit> {
     hits
 }
 
-/// Hits against Embree's instanced reference `(t, prim, instance)`: matches
-/// (same primitive and instance, `t` within 1e-4 relative), ties (another
-/// primitive or instance at such a `t`), mismatches; and the first mismatch.
+/// Hits against an instanced reference `(t, prim, instance)` under core's
+/// rule (`AgreementCounts::compare_instanced`: the same primitive of the same
+/// instance, the tolerance's floor growing with the instance's translation,
+/// `translations[i]` instance `i`'s): matches, ties, mismatches; and the
+/// first mismatch.
 fn compare_instanced(
     rays: &[Ray],
     hits: &[Hit],
     reference: &[(f32, u32, u32)],
+    translations: &[prism_core::glam::Vec3],
 ) -> ((usize, usize, usize), Option<usize>) {
-    use prism_core::reference::{t_close, t_floor};
-    let (mut matches, mut ties, mut mismatches, mut first) = (0, 0, 0, None);
-    for (i, ray) in rays.iter().enumerate() {
-        let (Some(h), Some(&(t, prim, instance))) = (hits.get(i), reference.get(i)) else {
-            mismatches += 1;
-            first.get_or_insert(i);
-            continue;
-        };
-        match (h.is_hit(), prim != Hit::NO_PRIM) {
-            (false, false) => matches += 1,
-            (true, true) if t_close(h.t, t, t_floor(ray)) => {
-                if (h.prim, h.instance) == (prim, instance) {
-                    matches += 1;
-                } else {
-                    ties += 1;
-                }
-            }
-            _ => {
-                mismatches += 1;
-                first.get_or_insert(i);
-            }
-        }
-    }
-    ((matches, ties, mismatches), first)
+    let c = AgreementCounts::compare_instanced(rays, hits, reference, translations);
+    ((c.matches, c.ties, c.mismatches), c.first_mismatch)
 }
 
 /// `--instances`: the bunny placed 1,000 times (`DIR/instances/bunny-x1000.*`),
@@ -382,6 +363,8 @@ fn instances_bench(
     if placements.is_empty() {
         return Err(io(&base, "no instances in bunny-x1000.instances".into()));
     }
+    let translations: Vec<prism_core::glam::Vec3> =
+        placements.iter().map(|t| t.translation.into()).collect();
     for t in placements {
         scene.add_instance(prism_core::Instance::new(g, t));
     }
@@ -394,7 +377,7 @@ fn instances_bench(
         let reference =
             prism::rays::read_instance_hits(base.join(format!("bunny-x1000.{set}.ihits")))?;
         let core = core_hits(&accel, &rays);
-        let (core_counts, _) = compare_instanced(&rays, &core, &reference);
+        let (core_counts, _) = compare_instanced(&rays, &core, &reference, &translations);
         let core_ref: Vec<(f32, u32, u32)> =
             core.iter().map(|h| (h.t, h.prim, h.instance)).collect();
         rep.line(format!(
@@ -479,8 +462,8 @@ fn instances_bench(
             let reference: Vec<(f32, u32, u32)> =
                 reference.iter().copied().cycle().take(n).collect();
             let core: Vec<(f32, u32, u32)> = core.iter().copied().cycle().take(n).collect();
-            let (counts, _) = compare_instanced(&big, &hits, &reference);
-            let ((_, _, core_bad), first) = compare_instanced(&big, &hits, &core);
+            let (counts, _) = compare_instanced(&big, &hits, &reference, &translations);
+            let ((_, _, core_bad), first) = compare_instanced(&big, &hits, &core, &translations);
             let occ_bad = occ
                 .iter()
                 .zip(&core)

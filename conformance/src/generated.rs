@@ -8,19 +8,20 @@
 //! direction components (the slab test's infinities), and meshes with duplicate
 //! vertices, zero-area triangles, slivers and duplicate triangles.
 
-use glam::{Quat, Vec3};
+use glam::{Affine3A, DAffine3, DMat3, Quat, Vec3};
 use prism_core::integrator::spawn_tmin;
 use prism_core::intersect::{RayPre, ray_sphere, ray_triangle};
 use prism_core::rng::Pcg;
 use prism_core::scene::PrimRef;
-use prism_core::{Hit, Material, Ray, Scene};
+use prism_core::{Geometry, Hit, Instance, Material, Ray, Scene};
 
 /// One generated case: a scene, a batch of rays, and where it came from.
 #[derive(Clone, Debug)]
 pub struct GeneratedCase {
     /// Unique name (`family/variant/seed`).
     pub name: String,
-    /// The family (`soup`, `spheres`, `mixed`, `grazing`, `surface`, `scale`, `axis`, `degenerate`).
+    /// The family (`soup`, `spheres`, `mixed`, `grazing`, `surface`, `scale`, `axis`,
+    /// `degenerate`, `instances`).
     pub family: &'static str,
     /// What the case holds, for a person.
     pub description: String,
@@ -76,7 +77,12 @@ fn test(pre: &RayPre, p: &Prim, tmin: f32, tmax: f32) -> Option<(f32, f32, f32)>
 /// `ray_triangle` / `ray_sphere`, in primitive id order, keeping a hit only when
 /// it is strictly nearer (so of two primitives at the same `t` the lower id wins;
 /// the agreement rule counts the other as a tie).
+///
+/// A two-level scene is answered by [`instanced_brute_force`].
 pub fn brute_force(scene: &Scene, rays: &[Ray]) -> OracleAnswers {
+    if scene.is_two_level() {
+        return instanced_brute_force(scene, rays);
+    }
     let prims = prims(scene);
     let mut out = OracleAnswers {
         hits: Vec::with_capacity(rays.len()),
@@ -96,6 +102,110 @@ pub fn brute_force(scene: &Scene, rays: &[Ray]) -> OracleAnswers {
         }
         out.hits.push(best);
         out.occluded.push(any);
+    }
+    out
+}
+
+/// One instance as the instanced oracle tests it: its triangles carried into
+/// the world (in `f64`, rounded once), its spheres with the inverse transform
+/// that carries a ray into their object space.
+struct PlacedPrims {
+    mask: u32,
+    triangles: Vec<(u32, [Vec3; 3])>,
+    spheres: Vec<(u32, Vec3, f32)>,
+    world_to_object: DAffine3,
+}
+
+/// The oracle of a two-level scene: every instance the ray's mask lets it
+/// see, every primitive of its geometry, with prism-core's own tests.
+///
+/// Triangles are tested in the world: the oracle carries each instance's
+/// triangles through its transform in `f64`, rounding each vertex once, and
+/// tests them with the world ray, so that it shares nothing with the
+/// backends' walk, which carries the ray into object space instead (with
+/// `f32` rows). Spheres cannot be: a sphere under a non-uniform scale is an
+/// ellipsoid, which prism-core has no test for, so a sphere is tested in its
+/// object space with the ray carried there exactly (the inverse and the
+/// products in `f64`, rounded once); its `t` is the world's, the direction
+/// not being renormalised. The two paths round differently from the walk, so
+/// the agreement rule's tolerance, not bit equality, judges them (ties
+/// counted). Of two hits at the same `t` the first instance and the lower id
+/// win.
+pub fn instanced_brute_force(scene: &Scene, rays: &[Ray]) -> OracleAnswers {
+    let placed: Vec<PlacedPrims> = scene
+        .instances()
+        .iter()
+        .filter_map(|inst| {
+            let g = scene.geometries().get(inst.geometry as usize)?;
+            let m = DAffine3 {
+                matrix3: DMat3::from_cols(
+                    inst.transform.matrix3.x_axis.as_dvec3(),
+                    inst.transform.matrix3.y_axis.as_dvec3(),
+                    inst.transform.matrix3.z_axis.as_dvec3(),
+                ),
+                translation: inst.transform.translation.as_dvec3(),
+            };
+            let world = |p: Vec3| m.transform_point3(p.as_dvec3()).as_vec3();
+            let mut triangles = Vec::new();
+            let mut spheres = Vec::new();
+            for id in 0..g.primitive_count() as u32 {
+                match g.primitive(id)? {
+                    PrimRef::Triangle(t) => {
+                        let [a, b, c] = g.triangle(t)?;
+                        triangles.push((id, [world(a), world(b), world(c)]));
+                    }
+                    PrimRef::Sphere(k) => {
+                        let cr = g.spheres().get(k as usize)?;
+                        spheres.push((id, cr.truncate(), cr.w));
+                    }
+                }
+            }
+            Some(PlacedPrims {
+                mask: u32::from(inst.mask),
+                triangles,
+                spheres,
+                world_to_object: m.inverse(),
+            })
+        })
+        .collect();
+    let mut out = OracleAnswers::default();
+    for ray in rays {
+        let pre = RayPre::new(ray);
+        let mut best = Hit::MISS;
+        let mut tmax = ray.tmax;
+        for (i, p) in placed.iter().enumerate() {
+            if ray.mask & p.mask == 0 {
+                continue;
+            }
+            for &(id, [a, b, c]) in &p.triangles {
+                if let Some((t, u, v)) = ray_triangle(&pre, a, b, c, ray.tmin, tmax) {
+                    tmax = t;
+                    best = Hit::new(t, u, v, id, i as u32);
+                }
+            }
+            if p.spheres.is_empty() {
+                continue;
+            }
+            let object = Ray::segment(
+                p.world_to_object
+                    .transform_point3(ray.origin.as_dvec3())
+                    .as_vec3(),
+                p.world_to_object
+                    .transform_vector3(ray.dir.as_dvec3())
+                    .as_vec3(),
+                ray.tmin,
+                ray.tmax,
+            );
+            let opre = RayPre::new(&object);
+            for &(id, center, r) in &p.spheres {
+                if let Some(t) = ray_sphere(opre.origin, opre.dir, center, r, ray.tmin, tmax) {
+                    tmax = t;
+                    best = Hit::new(t, 0.0, 0.0, id, i as u32);
+                }
+            }
+        }
+        out.occluded.push(best.is_hit());
+        out.hits.push(best);
     }
     out
 }
@@ -205,6 +315,8 @@ const SURFACE: u32 = 5;
 const SCALE: u32 = 6;
 const AXIS: u32 = 7;
 const DEGENERATE: u32 = 8;
+const INSTANCES: u32 = 9;
+const REFIT: u32 = 10;
 
 /// How many cases and rays to make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,11 +378,205 @@ pub fn cases(size: GenSize) -> Vec<GeneratedCase> {
         out.push(surface(seed, size));
         out.push(axis(seed, size));
         out.push(degenerate(seed, size));
+        out.push(instanced(seed, size));
     }
     for (k, &scale) in [1e-4f32, 1e-2, 1.0, 1e2, 1e5].iter().enumerate() {
         out.push(scaled(k as u32 + 1, scale, size));
     }
     out
+}
+
+/// A two-level scene: three random geometries (a triangle soup, a sphere
+/// set, and both) in `[-1, 1]^3`, placed by random instances (a random
+/// rotation, a non-uniform scale of each axis in [0.3, 3], so that spheres
+/// become ellipsoids, and a translation in `[-8, 8]^3`) with random masks
+/// (some of them 0, seen by no ray), and rays at the field with random
+/// masks (a quarter seeing everything).
+fn instanced(seed: u32, size: GenSize) -> GeneratedCase {
+    let mut rng = Rng::new(seed, INSTANCES);
+    let mut s = Scene::new();
+    let m = grey(&mut s);
+    let per = (size.triangles / 8).max(2);
+    let mut soup = Scene::new();
+    add_soup(&mut soup, &mut rng, per, m);
+    let mut balls = Scene::new();
+    add_spheres(&mut balls, &mut rng, (size.spheres / 4).max(2), m);
+    let geometry = |from: &[&Scene]| {
+        let mut g = Geometry::new();
+        for sc in from {
+            for (_, p) in prims(sc) {
+                match p {
+                    Prim::Triangle([a, b, c]) => {
+                        g.add_triangle(a, b, c, m);
+                    }
+                    Prim::Sphere(c, r) => {
+                        g.add_sphere(c, r, m);
+                    }
+                }
+            }
+        }
+        g
+    };
+    s.add_geometry(geometry(&[&soup]));
+    s.add_geometry(geometry(&[&balls]));
+    s.add_geometry(geometry(&[&soup, &balls]));
+    let count = 24 + rng.index(24);
+    let mut masked_out = 0;
+    for _ in 0..count {
+        let rotation = Quat::from_axis_angle(rng.unit(), rng.range(0.0, std::f32::consts::TAU));
+        let scale = Vec3::new(
+            rng.log_range(0.3, 3.0),
+            rng.log_range(0.3, 3.0),
+            rng.log_range(0.3, 3.0),
+        );
+        let t = Affine3A::from_scale_rotation_translation(scale, rotation, rng.in_box(8.0));
+        let mask = match rng.index(8) {
+            0 => 0,
+            1 | 2 => 0xFF,
+            _ => 1u8 << rng.index(8),
+        };
+        masked_out += usize::from(mask == 0);
+        s.add_instance(Instance::new(rng.index(3) as u32, t).with_mask(mask));
+    }
+    let rays = scatter_rays(&mut rng, size.rays, 9.0)
+        .into_iter()
+        .map(|r| match rng.index(4) {
+            0 => r,
+            _ => r.with_mask(rng.0.next_u32() & 0xFF),
+        })
+        .collect();
+    GeneratedCase {
+        name: format!("instances/{seed}"),
+        family: "instances",
+        description: format!(
+            "{count} instances ({masked_out} of mask 0) of 3 geometries ({per} triangles, \
+             {} spheres, both) under random rotations, non-uniform scales and \
+             translations; random ray and instance masks",
+            balls.sphere_count()
+        ),
+        seed,
+        scene: s,
+        rays,
+    }
+}
+
+/// A refit case: a two-level scene with a mesh geometry whose vertices move
+/// over a few frames (each applied by `update_scene`, which refits the
+/// mesh's tree), and the rays that must then hit what they hit in the same
+/// scene built afresh with the last frame's vertices.
+#[derive(Clone, Debug)]
+pub struct RefitCase {
+    /// Unique name (`refit/seed`).
+    pub name: String,
+    /// The seed the case was made from.
+    pub seed: u32,
+    /// What the case holds, for a person.
+    pub description: String,
+    /// The mesh geometry whose vertices move (geometry 0).
+    pub geometry: u32,
+    /// Its triangles.
+    pub triangles: Vec<[u32; 3]>,
+    /// Its vertices as first built.
+    pub initial: Vec<Vec3>,
+    /// Its vertices in each later frame, in order.
+    pub frames: Vec<Vec<Vec3>>,
+    /// The instances (of the mesh, and of geometry 1, a few spheres).
+    pub instances: Vec<Instance>,
+    /// The rays.
+    pub rays: Vec<Ray>,
+}
+
+impl RefitCase {
+    /// The case's scene with the mesh's vertices at `positions`.
+    pub fn scene(&self, positions: &[Vec3]) -> Scene {
+        let mut s = Scene::new();
+        let m = grey(&mut s);
+        let mesh = Geometry::mesh(positions, &self.triangles, m).unwrap_or_default();
+        s.add_geometry(mesh);
+        let mut balls = Geometry::new();
+        balls.add_sphere(Vec3::new(0.0, 0.6, 0.0), 0.3, m);
+        balls.add_sphere(Vec3::new(0.5, -0.4, 0.2), 0.2, m);
+        s.add_geometry(balls);
+        for inst in &self.instances {
+            s.add_instance(*inst);
+        }
+        s
+    }
+}
+
+/// An `n x n` grid of quads over `[-1, 1]^2` in `z = 0`, two triangles each.
+pub fn grid_mesh(n: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let n = n.max(1);
+    let mut positions = Vec::new();
+    for j in 0..=n {
+        for i in 0..=n {
+            let (x, y) = (i as f32 / n as f32, j as f32 / n as f32);
+            positions.push(Vec3::new(2.0 * x - 1.0, 2.0 * y - 1.0, 0.0));
+        }
+    }
+    let mut triangles = Vec::new();
+    let at = |i: usize, j: usize| (j * (n + 1) + i) as u32;
+    for j in 0..n {
+        for i in 0..n {
+            triangles.push([at(i, j), at(i + 1, j), at(i + 1, j + 1)]);
+            triangles.push([at(i, j), at(i + 1, j + 1), at(i, j + 1)]);
+        }
+    }
+    (positions, triangles)
+}
+
+/// The refit cases for `size`: one per seed.
+pub fn refit_cases(size: GenSize) -> Vec<RefitCase> {
+    (1..=size.seeds).map(|seed| refit(seed, size)).collect()
+}
+
+/// A 16 x 16 grid mesh placed 12 times (rotated, scaled, moved) beside four
+/// placements of two spheres; three frames each move every vertex by up to
+/// 0.3 (a wave, then noise on it), so that boxes grow and overlap.
+fn refit(seed: u32, size: GenSize) -> RefitCase {
+    let mut rng = Rng::new(seed, REFIT);
+    let (initial, triangles) = grid_mesh(16);
+    let mut frames = Vec::new();
+    for f in 1..=3 {
+        let phase = f as f32 * 0.7;
+        frames.push(
+            initial
+                .iter()
+                .map(|p| {
+                    let wave = 0.3 * (3.0 * p.x + phase).sin() * (2.0 * p.y).cos();
+                    *p + Vec3::new(0.0, 0.0, wave) + 0.1 * rng.in_box(1.0)
+                })
+                .collect(),
+        );
+    }
+    let mut instances = Vec::new();
+    for k in 0..16 {
+        let rotation = Quat::from_axis_angle(rng.unit(), rng.range(0.0, std::f32::consts::TAU));
+        let scale = Vec3::new(
+            rng.log_range(0.5, 2.0),
+            rng.log_range(0.5, 2.0),
+            rng.log_range(0.5, 2.0),
+        );
+        let t = Affine3A::from_scale_rotation_translation(scale, rotation, rng.in_box(5.0));
+        instances.push(Instance::new(u32::from(k >= 12), t));
+    }
+    let rays = scatter_rays(&mut rng, size.rays, 6.0);
+    RefitCase {
+        name: format!("refit/{seed}"),
+        seed,
+        description: format!(
+            "a 16 x 16 grid mesh ({} triangles) placed 12 times beside 4 placements of two \
+             spheres; its vertices moved over 3 frames by update_scene (refit), against the \
+             same scene built afresh",
+            triangles.len()
+        ),
+        geometry: 0,
+        triangles,
+        initial,
+        frames,
+        instances,
+        rays,
+    }
 }
 
 fn soup(seed: u32, size: GenSize) -> GeneratedCase {

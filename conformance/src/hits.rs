@@ -6,7 +6,7 @@ use crate::thresholds::{
     MAX_HIT_MISMATCHES, MAX_OCCLUDED_DISAGREEMENTS, MAX_TIE_SHARE, UV_TOLERANCE, within,
 };
 use prism_core::intersect::MIN_DIR_COMPONENT;
-use prism_core::reference::{Agreement, AgreementCounts, classify};
+use prism_core::reference::{Agreement, AgreementCounts, ORIGIN_ULPS, classify, t_close, t_floor};
 use prism_core::{Accel, Backend, Hit, Ray, Scene};
 use std::time::Instant;
 
@@ -139,12 +139,124 @@ pub struct Reference<'a> {
     /// trees differ, the CPU's 8-wide one testing fewer boxes, so which face
     /// plane culls a primitive may differ too); `None`: no such rays.
     pub also_excused: Option<&'a [bool]>,
+    /// The instance of each reference hit and the scene's placements
+    /// (instanced sets, two-level cases, another backend's answers on them):
+    /// see [`Instanced`]. `None`: not compared (flat references, whose hits
+    /// all name instance 0).
+    pub instances: Option<Instanced<'a>>,
+}
+
+/// The instance side of a reference on a two-level scene.
+#[derive(Clone, Copy, Debug)]
+pub struct Instanced<'a> {
+    /// The instance of each reference hit (`Hit::NO_INSTANCE` for a miss): a
+    /// hit of the same primitive at the same `t` on another instance is a
+    /// tie, not a match.
+    pub ids: &'a [u32],
+    /// Per ray, the magnitude whose rounding bounds how well the reference
+    /// hit's `t` is known ([`origin_scales`]).
+    pub scales: &'a [f32],
+}
+
+/// Per ray, the magnitude, in world units, whose rounding bounds how well the
+/// `t` of its reference hit `(t, prim, instance)` on `scene` is known.
+///
+/// Every backend, like Embree, carries a ray into an instance's object space
+/// in `f32`, and each rounds differently (Embree inverts the transform in
+/// `f32`, Prism in `f64`), so the point a ray starts from in object space is
+/// known to a few ulps of the largest magnitude involved: the origin's, the
+/// instance's translation's (times its linear part's condition number over
+/// 3, `|M| |M^-1|` in Frobenius norms, 1 for a rotation with a uniform
+/// scale). Along a ray meeting the surface at angle `a` to its normal, such a
+/// shift moves the hit by itself over `cos a`: a diffuse ray leaving a bunny
+/// meets it again at `t = 4e-4` with the two answers `8e-7` apart, far above
+/// the relative tolerance there. The scale is that magnitude over `cos a`
+/// (`cos a` of the reference hit's primitive in the world, at least `1e-3`);
+/// [`instanced_classify`] takes its ulps as the floor of the tolerance. 0 for
+/// a miss, or a hit the scene cannot resolve.
+pub fn origin_scales(scene: &Scene, rays: &[Ray], reference: &[(f32, u32, u32)]) -> Vec<f32> {
+    rays.iter()
+        .zip(reference)
+        .map(|(ray, &(t, prim, instance))| {
+            origin_scale(scene, ray, t, prim, instance).unwrap_or(0.0)
+        })
+        .collect()
+}
+
+fn origin_scale(scene: &Scene, ray: &Ray, t: f32, prim: u32, instance: u32) -> Option<f32> {
+    let inst = scene.instances().get(instance as usize)?;
+    let g = scene.geometries().get(inst.geometry as usize)?;
+    let m = inst.transform.matrix3;
+    let inv = m.inverse();
+    let fro = |a: glam::Mat3A| {
+        (a.x_axis.length_squared() + a.y_axis.length_squared() + a.z_axis.length_squared()).sqrt()
+    };
+    let condition = (fro(m) * fro(inv) / 3.0).max(1.0);
+    let magnitude = ray
+        .origin
+        .abs()
+        .max_element()
+        .max(inst.transform.translation.abs().max_element() * condition);
+    // The primitive's normal in object space, carried to the world by M^-T.
+    let object_normal = match g.primitive(prim)? {
+        prism_core::scene::PrimRef::Triangle(k) => {
+            let [a, b, c] = g.triangle(k)?;
+            (b - a).cross(c - a)
+        }
+        prism_core::scene::PrimRef::Sphere(k) => {
+            let cr = g.spheres().get(k as usize)?;
+            let p = inst.transform.inverse().transform_point3(ray.at(t));
+            p - cr.truncate()
+        }
+    };
+    let n = (inv.transpose() * glam::Vec3A::from(object_normal)).normalize_or_zero();
+    let cos = n
+        .dot(glam::Vec3A::from(ray.dir.normalize_or_zero()))
+        .abs()
+        .max(1e-3);
+    let scale = magnitude / cos;
+    Some(if scale.is_finite() { scale } else { f32::MAX })
+}
+
+/// [`classify`] for a two-level scene: the reference is `(t, prim,
+/// instance)`, a hit of another primitive or instance at the same `t` is a
+/// tie, and the absolute floor of the tolerance is the larger of the ray's
+/// own ([`prism_core::reference::t_floor`]) and the same number of ulps of
+/// `scale`, the ray's [`origin_scales`] entry.
+pub fn instanced_classify(
+    ray: &Ray,
+    hit: &Hit,
+    (t, prim, instance): (f32, u32, u32),
+    scale: f32,
+) -> Agreement {
+    let len = ray.dir.length();
+    let placed = if len > 0.0 {
+        ORIGIN_ULPS * f32::EPSILON * scale / len
+    } else {
+        0.0
+    };
+    let floor = t_floor(ray).max(placed);
+    match (hit.is_hit(), prim != Hit::NO_PRIM) {
+        (false, false) => Agreement::Match,
+        (true, true) if t_close(hit.t, t, floor) => {
+            if hit.prim == prim && hit.instance == instance {
+                Agreement::Match
+            } else {
+                Agreement::Tie
+            }
+        }
+        _ => Agreement::Mismatch,
+    }
 }
 
 impl<'a> Reference<'a> {
     /// `(t, prim)` pairs of `hits`, the form a reference takes.
     pub fn pairs(hits: &[Hit]) -> Vec<(f32, u32)> {
         hits.iter().map(|h| (h.t, h.prim)).collect()
+    }
+    /// The instance of each of `hits`.
+    pub fn instances_of(hits: &[Hit]) -> Vec<u32> {
+        hits.iter().map(|h| h.instance).collect()
     }
     /// `(u, v)` pairs of `hits`.
     pub fn uvs(hits: &[Hit]) -> Vec<(f32, f32)> {
@@ -340,7 +452,16 @@ pub fn compare(
         .zip(&excused)
         .map(|(&r, &e)| if e { (f32::INFINITY, Hit::NO_PRIM) } else { r })
         .collect();
-    let mut counts = AgreementCounts::compare(&rays[..n], &kept(&answers.hits[..n]), &kept_ref);
+    let kept_hits = kept(&answers.hits[..n]);
+    let mut counts = AgreementCounts::compare(&rays[..n], &kept_hits, &kept_ref);
+    if let Some(inst) = reference.instances {
+        let triples: Vec<(f32, u32, u32)> = kept_ref
+            .iter()
+            .zip(inst.ids.iter().chain(std::iter::repeat(&Hit::NO_INSTANCE)))
+            .map(|(&(t, p), &i)| (t, p, i))
+            .collect();
+        counts = instance_agreement(&rays[..n], &kept_hits, &triples, inst.scales);
+    }
     let face_plane = excused.iter().filter(|&&e| e).count();
     // Excused rays were compared as two misses: count them apart, not as matches.
     counts.matches -= face_plane;
@@ -420,6 +541,11 @@ pub fn compare(
         ("reference occlusion flags", Some(reference.occluded.len())),
         ("reference barycentrics", reference.uv.map(<[_]>::len)),
         ("excused flags", reference.also_excused.map(<[_]>::len)),
+        (
+            "reference instances",
+            reference.instances.map(|i| i.ids.len()),
+        ),
+        ("origin scales", reference.instances.map(|i| i.scales.len())),
     ];
     for (what, len) in lengths {
         if let Some(len) = len.filter(|&l| l != rays.len()) {
@@ -431,6 +557,45 @@ pub fn compare(
         }
     }
     check
+}
+
+/// Agreement of instanced hits with a reference of `(t, prim, instance)`
+/// per ray: the rule of [`AgreementCounts::compare`] with the instance part
+/// of the hit's identity: the same primitive of the same instance at the same
+/// `t` (within tolerance) is a match, a different primitive or instance at
+/// that `t` a tie, anything else (and a ray without an answer or a
+/// reference) a mismatch.
+///
+/// `scales` are [`origin_scales`] of the reference, widening the floor of
+/// the tolerance where the rounding of the ray carried into an instance's
+/// space says so ([`instanced_classify`]); a ray without one gets none.
+pub fn instance_agreement(
+    rays: &[Ray],
+    hits: &[Hit],
+    reference: &[(f32, u32, u32)],
+    scales: &[f32],
+) -> AgreementCounts {
+    let mut c = AgreementCounts {
+        total: rays.len(),
+        ..Default::default()
+    };
+    for (i, ray) in rays.iter().enumerate() {
+        let agreement = match (hits.get(i), reference.get(i)) {
+            (Some(h), Some(&r)) => {
+                instanced_classify(ray, h, r, scales.get(i).copied().unwrap_or(0.0))
+            }
+            _ => Agreement::Mismatch,
+        };
+        match agreement {
+            Agreement::Match => c.matches += 1,
+            Agreement::Tie => c.ties += 1,
+            Agreement::Mismatch => {
+                c.mismatches += 1;
+                c.first_mismatch.get_or_insert(i);
+            }
+        }
+    }
+    c
 }
 
 /// The default tie limit for reference meshes.
@@ -459,16 +624,12 @@ mod tests {
             tie_limit: None,
             face_planes: None,
             also_excused: None,
+            instances: None,
         }
     }
 
     fn hit(t: f32, prim: u32) -> Hit {
-        Hit {
-            t,
-            u: 0.25,
-            v: 0.5,
-            prim,
-        }
+        Hit::new(t, 0.25, 0.5, prim, 0)
     }
 
     #[test]
@@ -584,6 +745,7 @@ mod tests {
                 tie_limit: None,
                 face_planes: Some(&planes),
                 also_excused: None,
+                instances: None,
             },
         );
         assert_eq!(
@@ -619,6 +781,7 @@ mod tests {
                 tie_limit: None,
                 face_planes: None,
                 also_excused: Some(&excused),
+                instances: None,
             },
         );
         assert_eq!(
@@ -646,6 +809,7 @@ mod tests {
             tie_limit: None,
             face_planes: None,
             also_excused: None,
+            instances: None,
         };
         assert!(compare("g", "b", &rays, &answers, &r).passed());
         r.tie_limit = Some(0.5);

@@ -11,6 +11,12 @@
 //!   rays through shared edges and vertices, rays leaving surfaces, scenes from
 //!   1e-4 to 1e5 units, axis-parallel rays, degenerate meshes; CPU brute force
 //!   with prism-core's own intersection functions is the oracle.
+//! - **Instances**: Embree's instanced ray sets (`.ihits`, instance ids
+//!   compared) like the flat ones; generated two-level cases (random
+//!   geometries under random rotations, non-uniform scales and translations,
+//!   random masks) against [`generated::instanced_brute_force`]; and refit
+//!   cases ([`generated::RefitCase`]): a mesh's vertices moved through
+//!   `update_scene`, every backend's hits against its own fresh build.
 //! - **Images** ([`images`]): every scene with every integrator, same seed and
 //!   sample count on every backend; per pair, mean absolute error, RMSE, the
 //!   share of pixels off by more than 2/255, and a converged comparison of tile
@@ -45,14 +51,15 @@ pub mod images;
 pub mod report;
 pub mod thresholds;
 
-use generated::{GenSize, GeneratedCase, brute_force};
+use generated::{GenSize, GeneratedCase, RefitCase, brute_force};
 use hits::{
-    Answers, FacePlanes, HitCheck, REFERENCE_TIE_LIMIT, Reference, compare, face_plane_misses,
-    trace,
+    Answers, FacePlanes, HitCheck, Instanced, REFERENCE_TIE_LIMIT, Reference, compare,
+    face_plane_misses, origin_scales, trace,
 };
 use images::{PixelMetrics, TileMetrics};
 use prism_core::{
     Backend, Camera, Image, Integrator, NoProgress, PixelFormat, Ray, RenderSettings, Scene,
+    SceneUpdate,
 };
 use std::time::{Duration, Instant};
 
@@ -89,14 +96,20 @@ pub struct RaySet {
     pub rays: Vec<Ray>,
     /// Embree's `(t, prim)` per ray; `prim == Hit::NO_PRIM` for a miss.
     pub reference: Vec<(f32, u32)>,
+    /// For an instanced set (`.ihits`), Embree's instance per ray
+    /// (`Hit::NO_INSTANCE` for a miss): compared too. `None` for a flat set.
+    pub instances: Option<Vec<u32>>,
 }
 
-/// A mesh and its reference ray sets.
+/// A mesh and its reference ray sets: the mesh alone (a flat scene), or the
+/// mesh placed by many instances (a two-level scene, `bunny-x1000`).
 #[derive(Clone, Debug)]
 pub struct MeshRays {
-    /// Name (`bunny`).
+    /// Name (`bunny`, `bunny-x1000`).
     pub name: String,
-    /// The mesh as a scene (triangles numbered as the reference numbers them).
+    /// The mesh as a scene (triangles numbered as the reference numbers them;
+    /// for an instanced set, one geometry placed once per reference instance,
+    /// in the reference's order).
     pub scene: Scene,
     /// Its ray sets.
     pub sets: Vec<RaySet>,
@@ -394,6 +407,9 @@ pub struct Report {
     pub ray_sets: Vec<HitCheck>,
     /// `(mesh, set, rays, reference hits)` of each reference ray set checked.
     pub ray_set_sizes: Vec<(String, String, usize, usize)>,
+    /// The meshes of [`Report::ray_set_sizes`] traced as two-level scenes
+    /// (the instanced sets, `bunny-x1000`).
+    pub two_level_meshes: Vec<String>,
     /// Image checks.
     pub images: Vec<ImageCheck>,
     /// Time per section: generated, ray sets, images.
@@ -554,6 +570,7 @@ pub fn run(
         generated: Vec::new(),
         ray_sets: Vec::new(),
         ray_set_sizes: Vec::new(),
+        two_level_meshes: Vec::new(),
         images: Vec::new(),
         timings: Vec::new(),
     };
@@ -607,6 +624,11 @@ pub fn run(
             });
         }
     }
+    if config.generated.check().is_ok() {
+        for case in generated::refit_cases(config.generated) {
+            report.generated.push(run_refit(&case, &mut live, log));
+        }
+    }
     report.timings.push(("generated cases", start.elapsed()));
 
     let start = Instant::now();
@@ -631,6 +653,8 @@ fn run_generated(
     let oracle = brute_force(&case.scene, &case.rays);
     let pairs = Reference::pairs(&oracle.hits);
     let uv = Reference::uvs(&oracle.hits);
+    let instances = Reference::instances_of(&oracle.hits);
+    let scales = origin_scales(&case.scene, &case.rays, &triples(&oracle.hits));
     let planes = FacePlanes::new(&case.scene);
     let reference = Reference {
         name: "brute force",
@@ -640,13 +664,17 @@ fn run_generated(
         tie_limit: None,
         face_planes: planes.as_ref(),
         also_excused: None,
+        instances: Some(Instanced {
+            ids: &instances,
+            scales: &scales,
+        }),
     };
     let mut row = GeneratedRow {
         name: case.name.clone(),
         family: case.family,
         description: case.description.clone(),
         seed: case.seed,
-        primitives: case.scene.primitive_count(),
+        primitives: placed_primitives(&case.scene),
         rays: case.rays.len(),
         oracle_hits: oracle.hits.iter().filter(|h| h.is_hit()).count(),
         checks: Vec::new(),
@@ -685,6 +713,8 @@ fn run_generated(
             };
             let pairs = Reference::pairs(&b.hits);
             let uv = Reference::uvs(&b.hits);
+            let instances = Reference::instances_of(&b.hits);
+            let scales = origin_scales(&case.scene, &case.rays, &triples(&b.hits));
             let either: Vec<bool> = (0..case.rays.len())
                 .map(|k| {
                     let of = |x: usize| excused.get(x).and_then(|e| e.get(k)) == Some(&true);
@@ -704,6 +734,10 @@ fn run_generated(
                     tie_limit: None,
                     face_planes: None,
                     also_excused: Some(&either),
+                    instances: Some(Instanced {
+                        ids: &instances,
+                        scales: &scales,
+                    }),
                 },
             );
             log(&format!(
@@ -715,6 +749,101 @@ fn run_generated(
             ));
             row.checks.push(check);
         }
+    }
+    row
+}
+
+/// `(t, prim, instance)` of each hit.
+fn triples(hits: &[prism_core::Hit]) -> Vec<(f32, u32, u32)> {
+    hits.iter().map(|h| (h.t, h.prim, h.instance)).collect()
+}
+
+/// Primitives a ray may meet: a flat scene's own, or every instance's
+/// geometry's, counted once per instance.
+pub fn placed_primitives(scene: &Scene) -> usize {
+    if !scene.is_two_level() {
+        return scene.primitive_count();
+    }
+    scene
+        .instances()
+        .iter()
+        .filter_map(|i| scene.geometries().get(i.geometry as usize))
+        .map(|g| g.primitive_count())
+        .sum()
+}
+
+/// One refit case on every backend: the scene set, the mesh's vertices moved
+/// frame by frame through `update_scene`, the rays traced; then the same
+/// scene built afresh with the last frame's vertices (`set_scene`) and traced
+/// again. The refit answers must agree with the fresh build's under the
+/// agreement rule, instances included (ties counted).
+fn run_refit(case: &RefitCase, live: &mut [Live], log: &mut dyn FnMut(&str)) -> GeneratedRow {
+    let last = case.frames.last().unwrap_or(&case.initial);
+    let fresh_scene = case.scene(last);
+    let mut row = GeneratedRow {
+        name: case.name.clone(),
+        family: "refit",
+        description: case.description.clone(),
+        seed: case.seed,
+        primitives: placed_primitives(&fresh_scene),
+        rays: case.rays.len(),
+        oracle_hits: 0,
+        checks: Vec::new(),
+    };
+    for b in live.iter_mut() {
+        let refit = b
+            .backend
+            .set_scene(&case.scene(&case.initial))
+            .and_then(|_| {
+                for frame in &case.frames {
+                    let mut update = SceneUpdate::new();
+                    update.set_vertices(case.geometry, frame);
+                    b.backend.update_scene(&update)?;
+                }
+                trace(b.backend.as_mut(), &case.rays)
+            });
+        let fresh = b
+            .backend
+            .set_scene(&fresh_scene)
+            .and_then(|_| trace(b.backend.as_mut(), &case.rays));
+        let check = match (refit, fresh) {
+            (Ok(a), Ok(f)) => {
+                row.oracle_hits = f.hits.iter().filter(|h| h.is_hit()).count();
+                let pairs = Reference::pairs(&f.hits);
+                let uv = Reference::uvs(&f.hits);
+                let instances = Reference::instances_of(&f.hits);
+                let scales = origin_scales(&fresh_scene, &case.rays, &triples(&f.hits));
+                compare(
+                    &case.name,
+                    &b.name,
+                    &case.rays,
+                    &a,
+                    &Reference {
+                        name: "a fresh build",
+                        hits: &pairs,
+                        uv: Some(&uv),
+                        occluded: &f.occluded,
+                        tie_limit: None,
+                        face_planes: None,
+                        also_excused: None,
+                        instances: Some(Instanced {
+                            ids: &instances,
+                            scales: &scales,
+                        }),
+                    },
+                )
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                HitCheck::failed_call(&case.name, &b.name, "a fresh build", e.to_string())
+            }
+        };
+        log(&format!(
+            "refit {} on {} vs a fresh build: {}",
+            case.name,
+            b.name,
+            verdict(&check)
+        ));
+        row.checks.push(check);
     }
     row
 }
@@ -740,6 +869,7 @@ struct Subset {
     group: String,
     rays: Vec<Ray>,
     reference: Vec<(f32, u32)>,
+    instances: Option<Vec<u32>>,
 }
 
 fn run_mesh(
@@ -764,7 +894,10 @@ fn run_mesh(
                 s.reference.len()
             ))
         } else {
-            None
+            s.instances
+                .as_ref()
+                .filter(|i| i.len() != s.rays.len())
+                .map(|i| format!("{} rays but {} reference instances", s.rays.len(), i.len()))
         };
         match problem {
             Some(reason) => {
@@ -784,8 +917,15 @@ fn run_mesh(
             group: format!("{}/{}", mesh.name, s.name),
             rays: s.rays.iter().step_by(stride).copied().collect(),
             reference: s.reference.iter().step_by(stride).copied().collect(),
+            instances: s
+                .instances
+                .as_ref()
+                .map(|i| i.iter().step_by(stride).copied().collect()),
         })
         .collect();
+    if mesh.scene.is_two_level() && !sets.is_empty() {
+        report.two_level_meshes.push(mesh.name.clone());
+    }
     for (s, sub) in usable.iter().zip(&sets) {
         report.ray_set_sizes.push((
             mesh.name.clone(),
@@ -803,11 +943,23 @@ fn run_mesh(
             group,
             rays,
             reference,
+            instances,
         } in &sets
         {
             let result = match &scene {
                 Ok(_) => trace(b.backend.as_mut(), rays),
                 Err(e) => Err(e.clone()),
+            };
+            let scales = match instances {
+                Some(ids) => {
+                    let t: Vec<(f32, u32, u32)> = reference
+                        .iter()
+                        .zip(ids)
+                        .map(|(&(t, p), &i)| (t, p, i))
+                        .collect();
+                    origin_scales(&mesh.scene, rays, &t)
+                }
+                None => Vec::new(),
             };
             let check = match &result {
                 Ok(a) => {
@@ -825,6 +977,10 @@ fn run_mesh(
                             tie_limit: REFERENCE_TIE_LIMIT,
                             face_planes: None,
                             also_excused: None,
+                            instances: instances.as_deref().map(|ids| Instanced {
+                                ids,
+                                scales: scales.as_slice(),
+                            }),
                         },
                     )
                 }
@@ -853,6 +1009,8 @@ fn run_mesh(
                 };
                 let pairs = Reference::pairs(&b.hits);
                 let uv = Reference::uvs(&b.hits);
+                let instances = Reference::instances_of(&b.hits);
+                let scales = origin_scales(&mesh.scene, rays, &triples(&b.hits));
                 let check = compare(
                     group,
                     &live[i].name,
@@ -866,6 +1024,10 @@ fn run_mesh(
                         tie_limit: REFERENCE_TIE_LIMIT,
                         face_planes: None,
                         also_excused: None,
+                        instances: Some(Instanced {
+                            ids: &instances,
+                            scales: &scales,
+                        }),
                     },
                 );
                 log(&format!(

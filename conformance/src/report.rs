@@ -374,6 +374,70 @@ fn hit_row(out: &mut String, c: &HitCheck, first: Option<(&str, usize)>, face_pl
     }
 }
 
+/// The section on two-level scenes: the instanced reference sets (instance
+/// ids compared), the generated instanced cases and the refit cases, each
+/// also listed in its own section above.
+fn two_level_section(out: &mut String, report: &Report) {
+    let _ = write!(
+        out,
+        "<h2 id=two-level>Two-level scenes</h2><p class=lead>Geometries placed by instances: \
+         <b>instanced reference sets</b>, every backend against Embree's hits of a mesh placed \
+         many times (the same primitive of the same instance within the tolerance is a match, \
+         another primitive or instance there a tie; the tolerance's absolute floor is a few ulps \
+         of the ray's placement in the instance over the hit's cosine, the rounding every tracer \
+         makes carrying a ray into an instance's space); <b>generated instanced cases</b>, random \
+         geometries under random rotations, non-uniform scales and translations with random ray \
+         and instance masks, against an oracle that tests triangles carried into the world in \
+         <span class=mono>f64</span> and spheres in their object space with the ray carried there \
+         exactly (an ellipsoid has no world-space test), a masked-out instance never hit; \
+         <b>refit</b>, a mesh's vertices moved through <span class=mono>update_scene</span> over \
+         several frames (its tree refit), every backend against its own fresh build of the final \
+         scene.</p><table>{}",
+        hit_head("check", true)
+    );
+    let mut rows = 0;
+    for c in report.ray_sets.iter().filter(|c| {
+        report.two_level_meshes.iter().any(|m| {
+            c.group
+                .strip_prefix(m.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        })
+    }) {
+        let first = format!(
+            "<b>{}</b><div class=settings>instanced reference set</div>",
+            esc(&c.group)
+        );
+        hit_row(
+            out,
+            c,
+            Some((first.as_str(), 1 + usize::from(!c.passed()))),
+            true,
+        );
+        rows += 1;
+    }
+    for g in report
+        .generated
+        .iter()
+        .filter(|g| matches!(g.family, "instances" | "refit"))
+    {
+        let first = format!(
+            "<b>{}</b><div class=settings>{}</div><div class=settings>{} placed primitives</div>",
+            esc(&g.name),
+            esc(&g.description),
+            g.primitives
+        );
+        let span = g.checks.len() + g.checks.iter().filter(|c| !c.passed()).count();
+        for (k, c) in g.checks.iter().enumerate() {
+            hit_row(out, c, (k == 0).then_some((first.as_str(), span)), true);
+            rows += 1;
+        }
+    }
+    if rows == 0 {
+        out.push_str("<tr><td colspan=11>no two-level check ran</td></tr>");
+    }
+    out.push_str("</table>");
+}
+
 fn hit_head(first: &str, face_plane: bool) -> String {
     format!(
         "<tr><th>{first}</th><th>backend</th><th>against</th><th class=num>rays</th>\
@@ -692,7 +756,8 @@ pub fn write_html(report: &Report, dir: &Path) -> Result<PathBuf, ReportError> {
          <header class=\"banner {}\"><div class=inner><h1>Prism conformance</h1>\
          <p id=verdict>{}</p><p class=summary id=summary>{}</p><span class=when>{}</span></div></header>\
          <nav><div class=inner>{}<a href=\"#backends\">Backends</a><a href=\"#generated\">Generated cases</a>\
-         <a href=\"#rays\">Reference ray sets</a><a href=\"#images\">Images</a><a href=\"#thresholds\">Thresholds</a>\
+         <a href=\"#rays\">Reference ray sets</a><a href=\"#two-level\">Two-level scenes</a>\
+         <a href=\"#images\">Images</a><a href=\"#thresholds\">Thresholds</a>\
          <a href=\"#run\">Run</a></div></nav><main>",
         if pass { "PASS" } else { "FAIL" },
         if pass { "pass" } else { "fail" },
@@ -848,6 +913,9 @@ pub fn write_html(report: &Report, dir: &Path) -> Result<PathBuf, ReportError> {
         out.push_str("<tr><td colspan=11>no reference ray sets were checked</td></tr>");
     }
     out.push_str("</table>");
+
+    // Two-level scenes: their rows of the sections above, gathered.
+    two_level_section(&mut out, report);
 
     // Images.
     let legend_src = save_rgba(dir, "legend.png", 256, 12, legend())?;

@@ -207,12 +207,10 @@ pub(crate) fn gpu_instance(
             t[k] as f32,
         ]
     };
+    // In f32 SIMD lanes: the bound is a margin's scale, where a few ulps
+    // either way do not matter (and the identity still gives exactly 1).
     let l = transform.matrix3;
-    let (x, y, z) = (
-        l.x_axis.as_dvec3(),
-        l.y_axis.as_dvec3(),
-        l.z_axis.as_dvec3(),
-    );
+    let (x, y, z) = (l.x_axis, l.y_axis, l.z_axis);
     let (xy, yz, zx) = (x.dot(y).abs(), y.dot(z).abs(), z.dot(x).abs());
     let gershgorin = (x.length_squared() + xy + zx)
         .max(y.length_squared() + xy + yz)
@@ -223,7 +221,7 @@ pub(crate) fn gpu_instance(
             f32::from_bits(root),
             f32::from_bits(mask as u32),
             f32::from_bits(material),
-            libm::sqrt(gershgorin) as f32,
+            libm::sqrtf(gershgorin),
         ],
     }
 }
@@ -244,7 +242,8 @@ pub(crate) const VACANT: GpuInstance = GpuInstance {
 /// (`|M|` times the half extent), then widened by 4 ulps of the largest
 /// magnitude involved, which bounds the rounding of those few operations
 /// (each result is a sum of at most four rounded terms no larger than it).
-/// An empty `b` stays empty.
+/// A side whose bound overflows `f32` is unbounded (`-inf` or `+inf`). An
+/// empty `b` stays empty.
 pub(crate) fn world_bounds(transform: &Affine3A, b: &Aabb) -> Aabb {
     if b.is_empty() {
         return Aabb::EMPTY;
@@ -259,8 +258,13 @@ pub(crate) fn world_bounds(transform: &Affine3A, b: &Aabb) -> Aabb {
     // The largest magnitude any term or partial sum reaches, per axis.
     let scale = abs * (c.abs() + e) + transform.translation.abs();
     let pad = we + scale * (4.0 * f32::EPSILON);
+    // Past the range of f32 (a geometry spanning 1e30 scaled by 1e15), the
+    // centre and the pad overflow and `inf - inf` is NaN, a box no ray
+    // enters: such a side is unbounded instead, so the box still holds the
+    // image and the instance stays reachable.
+    let (lo, hi) = (wc - pad, wc + pad);
     Aabb {
-        min: (wc - pad).into(),
-        max: (wc + pad).into(),
+        min: Vec3A::select(lo.is_nan_mask(), Vec3A::NEG_INFINITY, lo).into(),
+        max: Vec3A::select(hi.is_nan_mask(), Vec3A::INFINITY, hi).into(),
     }
 }

@@ -98,7 +98,7 @@ pub(crate) fn build_top<F: Fork>(
             codes,
             ..
         } = scratch;
-        return build_morton(world, live, keys, sort, codes, nodes);
+        return build_morton(world, live, keys, sort, codes, nodes, fork);
     }
     room(&mut scratch.boxes, live.len(), "top-level boxes")?;
     scratch
@@ -139,14 +139,24 @@ fn spread_bits(v: u32) -> u32 {
     (x | (x << 2)) & 0x0924_9249
 }
 
-/// The tree over `live` (indices into `world`) by Morton codes, into `nodes`.
-fn build_morton(
+/// Fewest keys of a range whose two halves the Morton builder
+/// ([`TopLevelBuild::Morton`]) builds through the update's
+/// [`Fork`] ([`crate::Accel::update_with_fork`]): a range of 1,024 instances
+/// takes some 30 microseconds on one core, a task switch a few.
+pub const FORK_MIN_TOP_KEYS: usize = 1024;
+
+/// The tree over `live` (indices into `world`) by Morton codes, into `nodes`,
+/// its halves' subtrees built through `fork` where given (the same tree:
+/// a range of `k` keys takes `k - 1` nodes, so each subtree's place in the
+/// depth-first order is known before it is built).
+fn build_morton<F: Fork>(
     world: &[Aabb],
     live: &[u32],
     keys: &mut Vec<MortonKey>,
     sort: &mut Vec<MortonKey>,
     codes: &mut Vec<u32>,
     nodes: &mut Vec<BvhNode>,
+    fork: Option<&F>,
 ) -> Result<u32, Error> {
     let n = live.len();
     room(nodes, n.max(1), "top-level nodes")?;
@@ -182,21 +192,16 @@ fn build_morton(
     // that those of 100,000 instances stay in the L2 cache.
     room(codes, n, "top-level codes")?;
     codes.extend(keys.iter().map(|k| k.code));
-    let mut builder = MortonBuilder {
-        keys,
-        codes,
-        nodes,
-        depth: 0,
-    };
-    builder.nodes.push(empty_node());
+    let builder = MortonBuilder { keys, codes };
     if n == 1 {
-        let leaf = builder.leaf(0);
-        builder.nodes[0] = node_of(&leaf, &ChildRow::absent());
-        builder.depth = 1;
-    } else {
-        builder.fill(0, 0, n, 0);
+        nodes.push(node_of(&builder.leaf(0), &ChildRow::absent()));
+        return Ok(1);
     }
-    Ok(builder.depth)
+    // ok: `nodes` was reserved for `n - 1` inner nodes (a tree of leaves of
+    // one), so this does not allocate.
+    nodes.resize(n - 1, empty_node());
+    let (_, depth) = builder.fill(nodes, 0, 0, n, 0, fork);
+    Ok(depth)
 }
 
 /// An instance as the Morton builder sorts it: its box travels with its
@@ -214,15 +219,25 @@ pub(crate) struct MortonKey {
 fn radix_sort_codes(keys: &mut Vec<MortonKey>, other: &mut Vec<MortonKey>) -> Result<(), Error> {
     const RADIX: u32 = 11;
     const BUCKETS: usize = 1 << RADIX;
-    room(other, keys.len(), "top-level sort buffer")?;
-    other.resize(
-        keys.len(),
-        MortonKey {
-            code: 0,
-            instance: 0,
-            bounds: Aabb::EMPTY,
-        },
-    );
+    // Every entry of `other` is written by the first pass: only its length
+    // matters, so entries kept from an earlier build are not cleared.
+    if other.len() < keys.len() {
+        other
+            .try_reserve(keys.len() - other.len())
+            .map_err(|_| Error::HostOutOfMemory {
+                what: "top-level sort buffer",
+                bytes: (keys.len() * size_of::<MortonKey>()) as u64,
+            })?;
+        other.resize(
+            keys.len(),
+            MortonKey {
+                code: 0,
+                instance: 0,
+                bounds: Aabb::EMPTY,
+            },
+        );
+    }
+    other.truncate(keys.len());
     let mut count = [[0u32; BUCKETS]; 3];
     let digit = |code: u32, pass: usize| ((code >> (pass as u32 * RADIX)) as usize) & (BUCKETS - 1);
     for k in keys.iter() {
@@ -300,13 +315,11 @@ struct MortonBuilder<'a> {
     keys: &'a [MortonKey],
     /// Their codes alone.
     codes: &'a [u32],
-    nodes: &'a mut Vec<BvhNode>,
-    depth: u32,
 }
 
 // ok (indexing in the builder): ranges `[start, end)` lie in `[0, keys.len())`
 // and split strictly inside; the low half of a key is an index into `world`;
-// nodes are pushed before they are filled.
+// a range of `k >= 2` keys is given exactly `k - 1` nodes.
 impl MortonBuilder<'_> {
     fn leaf(&self, k: usize) -> ChildRow {
         let key = &self.keys[k];
@@ -340,31 +353,65 @@ impl MortonBuilder<'_> {
         lo
     }
 
-    /// Fill node `node` with the children of `[start, end)` (at least two
-    /// keys); the node is at `depth`. Returns the range's bounds.
-    fn fill(&mut self, node: usize, start: usize, end: usize, depth: u32) -> Aabb {
+    /// Fill `nodes`, the `end - start - 1` nodes of the subtree over
+    /// `[start, end)` (at least two keys) in depth-first order, its root
+    /// first at index `base` of the whole tree and at `depth`; ranges of at
+    /// least [`FORK_MIN_TOP_KEYS`] keys build their halves through `fork`.
+    /// Returns the range's bounds and the depth of its deepest leaf.
+    fn fill<F: Fork>(
+        &self,
+        nodes: &mut [BvhNode],
+        base: usize,
+        start: usize,
+        end: usize,
+        depth: u32,
+        fork: Option<&F>,
+    ) -> (Aabb, u32) {
         let mid = self.split(start, end);
-        let left = self.child(start, mid, depth + 1);
-        let right = self.child(mid, end, depth + 1);
-        let bounds = left.bounds.union(right.bounds);
-        self.nodes[node] = node_of(&left, &right);
-        bounds
+        // The left range's nodes follow the root, the right range's follow
+        // those.
+        let Some((root, rest)) = nodes.split_first_mut() else {
+            // Not reached: a range of two keys or more has its node.
+            return (Aabb::EMPTY, depth);
+        };
+        let (left_nodes, right_nodes) = rest.split_at_mut(mid - start - 1);
+        let left = |nodes: &mut [BvhNode]| self.child(nodes, base + 1, start, mid, depth + 1, fork);
+        let right = |nodes: &mut [BvhNode]| {
+            self.child(nodes, base + (mid - start), mid, end, depth + 1, fork)
+        };
+        let ((l, l_depth), (r, r_depth)) = match fork {
+            Some(f) if end - start >= FORK_MIN_TOP_KEYS => {
+                f.join(|| left(left_nodes), || right(right_nodes))
+            }
+            _ => (left(left_nodes), right(right_nodes)),
+        };
+        let bounds = l.bounds.union(r.bounds);
+        *root = node_of(&l, &r);
+        (bounds, l_depth.max(r_depth))
     }
 
-    fn child(&mut self, start: usize, end: usize, depth: u32) -> ChildRow {
+    /// The child over `[start, end)` at `depth`: a leaf, or the inner node
+    /// at index `index` of the whole tree whose subtree fills `nodes`.
+    fn child<F: Fork>(
+        &self,
+        nodes: &mut [BvhNode],
+        index: usize,
+        start: usize,
+        end: usize,
+        depth: u32,
+        fork: Option<&F>,
+    ) -> (ChildRow, u32) {
         if end - start == 1 {
-            self.depth = self.depth.max(depth);
-            return self.leaf(start);
+            return (self.leaf(start), depth);
         }
-        let node = self.nodes.len();
-        // ok: `nodes` was reserved for `n - 1` inner nodes (a tree of leaves
-        // of one), so this push does not allocate.
-        self.nodes.push(empty_node());
-        let bounds = self.fill(node, start, end, depth);
-        ChildRow {
-            bounds,
-            index: node as u32,
-            count: 0,
-        }
+        let (bounds, deepest) = self.fill(nodes, index, start, end, depth, fork);
+        (
+            ChildRow {
+                bounds,
+                index: index as u32,
+                count: 0,
+            },
+            deepest,
+        )
     }
 }

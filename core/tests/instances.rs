@@ -805,6 +805,18 @@ fn bad_instances_and_updates_are_named() {
     let bits = |a: &Accel| bytemuck::cast_slice::<GpuInstance, u32>(a.instances()).to_vec();
     assert_eq!(bits(&accel), bits(&good));
     assert_eq!(accel.bounds(), good.bounds());
+    // The same with an instance past the last after accepted moves.
+    let mut update = SceneUpdate::new();
+    update
+        .set_transform(0, Affine3A::from_translation(Vec3::new(1.0, 2.0, 3.0)))
+        .set_transform(1, Affine3A::from_translation(Vec3::new(5.0, 5.0, 5.0)))
+        .set_transform(9, Affine3A::IDENTITY);
+    assert!(matches!(
+        accel.update(&update),
+        Err(Error::InstanceOutOfRange { instance: 9, .. })
+    ));
+    assert!(same(&accel));
+    assert_eq!(bits(&accel), bits(&good));
     let mut update = SceneUpdate::new();
     assert!(matches!(
         update.add_instances(std::iter::repeat_n(
@@ -1089,4 +1101,182 @@ fn forked_updates_equal_one_thread_updates() {
         }
         assert_eq!(bits(&one), bits(&many));
     }
+}
+
+/// A `Fork` that runs `a` on a scoped thread while `b` runs on this one.
+struct Threads;
+impl prism_core::bvh::Fork for Threads {
+    fn join<RA: Send, RB: Send>(
+        &self,
+        a: impl FnOnce() -> RA + Send,
+        b: impl FnOnce() -> RB + Send,
+    ) -> (RA, RB) {
+        std::thread::scope(|s| {
+            let a = s.spawn(a);
+            let rb = b();
+            (a.join().expect("a half of the build panicked"), rb)
+        })
+    }
+}
+
+/// The Morton top tree built with its halves through a `Fork` (threads, or
+/// the second half first) is the one-thread tree node for node, with its
+/// depth, for sizes about the forking bound and with many instances at one
+/// place (equal codes, split at the middle).
+#[test]
+fn forked_morton_top_trees_equal_one_thread_trees() {
+    use prism_core::top_level::FORK_MIN_TOP_KEYS;
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let mut ball = Geometry::new();
+    ball.add_sphere(Vec3::ZERO, 0.4, m);
+    let ball = scene.add_geometry(ball);
+    let place = |i: u32, frame: f32| {
+        let f = i as f32;
+        // Every ninth instance on one spot: runs of equal codes.
+        if i.is_multiple_of(9) {
+            return Affine3A::from_translation(Vec3::new(frame, 1.0, 2.0));
+        }
+        Affine3A::from_translation(Vec3::new(
+            (f * 0.37).sin() * 40.0 + frame,
+            (f * 0.11).cos() * 20.0,
+            -(f % 97.0),
+        ))
+    };
+    for n in [
+        1,
+        2,
+        3,
+        FORK_MIN_TOP_KEYS as u32 - 1,
+        FORK_MIN_TOP_KEYS as u32,
+        FORK_MIN_TOP_KEYS as u32 + 1,
+        2 * FORK_MIN_TOP_KEYS as u32 + 3,
+        9000,
+    ] {
+        let mut s = scene.clone();
+        s.top_level_build = TopLevelBuild::Morton;
+        for i in 0..n {
+            s.add_instance(Instance::new(ball, place(i, 0.0)));
+        }
+        let one = Accel::build(&s).unwrap();
+        let mut update = SceneUpdate::new();
+        for i in 0..n {
+            update.set_transform(i, place(i, 2.5));
+        }
+        let mut one_moved = one.clone();
+        one_moved.update(&update).unwrap();
+        for (name, moved) in [
+            ("threads", {
+                let mut a = one.clone();
+                a.update_with_fork(&update, prism_core::RefitOn::Host, &Threads)
+                    .unwrap();
+                a
+            }),
+            ("right first", {
+                let mut a = one.clone();
+                a.update_with_fork(&update, prism_core::RefitOn::Host, &RightFirst)
+                    .unwrap();
+                a
+            }),
+        ] {
+            assert_eq!(
+                bytemuck::cast_slice::<_, u32>(moved.top_nodes()),
+                bytemuck::cast_slice::<_, u32>(one_moved.top_nodes()),
+                "{n} instances, {name}"
+            );
+            assert_eq!(moved.top_depth(), one_moved.top_depth(), "{n}, {name}");
+            assert_eq!(moved.top_nodes().len(), n.max(2) as usize - 1, "{n}");
+        }
+    }
+}
+
+/// An instance moved in the same update that rebuilds another geometry's
+/// tree (whose node count changes, moving every later tree) keeps the root
+/// of its own geometry's tree, not the one it had before the rebuild.
+/// (Found by the `scene_trace` fuzz target.)
+#[test]
+fn a_moved_instance_follows_its_tree_through_a_rebuild() {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    // Two zero-area triangles: the first build leaves them out of the tree,
+    // a rebuild over the slots keeps them, so the tree grows.
+    let first = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 1.0),
+            Vec3::new(0.0, 0.0, 1.0),
+            Vec3::new(1.0, -11.75, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3], [0, 0, 2], [0, 0, 1]],
+        m,
+    )
+    .unwrap();
+    scene.add_geometry(first);
+    let quad = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 0.0),
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, 1.0, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3]],
+        m,
+    )
+    .unwrap();
+    let quad = scene.add_geometry(quad);
+    scene.add_instance(Instance::new(quad, Affine3A::IDENTITY));
+    let mut accel = Accel::build(&scene).unwrap();
+    let before = accel.geometry_nodes(0).unwrap().len();
+    let mut update = SceneUpdate::new();
+    update
+        .set_transform(0, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)))
+        .rebuild(0);
+    let changes = accel.update(&update).unwrap();
+    assert!(changes.rebuilt);
+    assert_ne!(
+        accel.geometry_nodes(0).unwrap().len(),
+        before,
+        "the case needs a rebuild that changes the node count"
+    );
+    assert_eq!(Some(accel.instances()[0].root()), accel.geometry_root(quad));
+    let hit = accel.intersect(&Ray::new(Vec3::new(0.2, 0.1, 5.0), Vec3::NEG_Z));
+    assert_eq!((hit.instance, hit.t), (0, 10.0), "{hit:?}");
+}
+
+/// An instance whose world box overflows `f32` (a geometry spanning 1e30
+/// under a scale of 1e15) gets unbounded sides, not NaN ones, and stays
+/// reachable. (Found by the `scene_trace` fuzz target.)
+#[test]
+fn an_instance_whose_world_box_overflows_is_still_hit() {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let mut g = Geometry::new();
+    g.add_sphere(Vec3::ZERO, 1.0, m);
+    g.add_triangle(
+        Vec3::new(1e30, -9.25, -4.0),
+        Vec3::new(1.0, -1.0, 1.0),
+        Vec3::new(0.0, 1.0, 1.0),
+        m,
+    );
+    let g = scene.add_geometry(g);
+    let t = Affine3A::from_scale_rotation_translation(
+        Vec3::splat(1e15),
+        glam::Quat::from_rotation_y(0.3),
+        Vec3::new(-2e16, 0.0, 0.0),
+    );
+    scene.add_instance(Instance::new(g, t));
+    let accel = Accel::build(&scene).unwrap();
+    for n in accel.top_nodes() {
+        assert!(
+            n.left_lo[..3]
+                .iter()
+                .chain(&n.left_hi[..3])
+                .all(|v| !v.is_nan()),
+            "{n:?}"
+        );
+    }
+    let ray = Ray::new(Vec3::new(-2e16, 0.0, 5e15), Vec3::NEG_Z);
+    let hit = accel.intersect(&ray);
+    assert_eq!((hit.instance, hit.prim), (0, 0), "{hit:?}");
+    assert!((hit.t - 4e15).abs() < 4e15 * 1e-5, "{hit:?}");
 }

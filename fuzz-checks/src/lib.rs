@@ -13,7 +13,7 @@
 //! |-------------------|-----------------------------------------------------------|-------------------------------------------------------------------------------------------------|
 //! | [`mesh_obj`]      | the bytes of an OBJ file                                  | [`parse_obj`](prism::mesh::parse_obj) returns a mesh whose indices are in range, or [`Error::Parse`](prism_core::Error::Parse) naming the file; the mesh traces like brute force |
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`](prism::mesh::parse_ply)                                                                |
-//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; shadow rays from the hit points to a small scene's light (and to the first ray's origin) get from the light grid, where it answers, the answer of testing every primitive (a hit off its primitive's box counting either way, as for traversal); closest hits through the scene's cell grid agree with brute force under the same rule as `intersect`; a 3x3 render of the scene succeeds and, for a tame scene, is finite |
+//! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; shadow rays from the hit points to a small scene's light (and to the first ray's origin) get from the light grid, where it answers, the answer of testing every primitive (a hit off its primitive's box counting either way, as for traversal); closest hits through the scene's cell grid agree with brute force under the same rule as `intersect`; a 3x3 render of the scene succeeds and, for a tame scene, is finite. A first byte of [`TWO_LEVEL`] or more makes it a two-level scene ([`two_level`]): geometries, instances (any transform, mask, material override), masked rays and update sequences; bad scenes and updates are refused naming a bad item with the previous scene's answers unchanged, good ones trace like core's object-space brute force over every instance and slot on every CPU traversal, masked-out instances are never hit |
 //! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera finite and the same with both traversals, or, where the images differ, with every ray of the frame tracing like brute force on every traversal (touching spheres tie); cancelling is an error |
 //!
 //! Traversal is compared with brute force under the slab test's documented
@@ -92,11 +92,13 @@ mod meshes;
 mod reference;
 mod scenes;
 mod settings;
+pub mod two_level;
 
 pub use bytes::Bytes;
 pub use meshes::{mesh_obj, mesh_ply};
 pub use reference::{
-    T_ROUNDING, boxes_to_primitive, brute_force, in_face_plane, off_primitive_box,
+    T_ROUNDING, boxes_to_primitive, brute_force, in_face_plane, near_tmax, off_box,
+    off_primitive_box,
 };
-pub use scenes::scene_trace;
+pub use scenes::{TWO_LEVEL, scene_trace};
 pub use settings::render_settings;

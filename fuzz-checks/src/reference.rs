@@ -165,9 +165,12 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
             .map(|cr| prism_core::bvh::sphere_bounds(cr.truncate(), cr.w)),
         None => None,
     };
-    let Some(bounds) = bounds else {
-        return false;
-    };
+    bounds.is_some_and(|b| off_box(ray, t, &b))
+}
+
+/// Whether the hit at `t` of `ray` lies outside `bounds`, exactly, for every
+/// parameter within [`T_ROUNDING`] of `t` (see [`off_primitive_box`]).
+pub fn off_box(ray: &Ray, t: f32, bounds: &prism_core::Aabb) -> bool {
     let t = f64::from(t);
     let ends = [t * (1.0 - T_ROUNDING), t * (1.0 + T_ROUNDING)];
     (0..3).any(|k| {
@@ -178,6 +181,14 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
         let below = ends.iter().all(|&t| lo - o > t * d);
         above || below
     })
+}
+
+/// Whether `t` lies within [`T_ROUNDING`] of a finite `ray.tmax` (an
+/// infinite `tmax` is near no hit: `inf - t <= 1e-6 * inf` would say it is).
+pub fn near_tmax(ray: &Ray, t: f32) -> bool {
+    ray.tmax.is_finite()
+        && (f64::from(ray.tmax) - f64::from(t)).abs()
+            <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()))
 }
 
 /// Relative rounding allowed on a hit distance `t` from the single-precision
@@ -233,9 +244,7 @@ pub(crate) fn closest_hit_agrees(
     let hit_ref = prim != Hit::NO_PRIM;
     let culled = hit_ref
         && (in_face_plane(nodes, prims, ray, t, prim) || off_primitive_box(scene, ray, t, prim));
-    let at_tmax = hit_ref
-        && (f64::from(ray.tmax) - f64::from(t)).abs()
-            <= T_ROUNDING * f64::from(t.abs().max(ray.tmax.abs()));
+    let at_tmax = hit_ref && near_tmax(ray, t);
     let missed = hit_ref && (!hit.is_hit() || hit.t > t);
     let agrees =
         (missed && (culled || at_tmax)) || classify(ray, hit, t, prim) != Agreement::Mismatch;

@@ -16,9 +16,12 @@ use prism_core::{
 };
 use prism_cpu::CpuBackend;
 
+/// The first byte from which a `scene_trace` input is a two-level scene.
+pub const TWO_LEVEL: u8 = 0xD0;
+
 /// Whether `scene` breaks a rule of [`Scene::validate`]: the spec, written
 /// independently of the implementation.
-fn scene_is_valid(scene: &Scene) -> bool {
+pub(crate) fn scene_is_valid(scene: &Scene) -> bool {
     let materials = scene.materials();
     scene.primitive_count() > 0
         && materials
@@ -44,7 +47,7 @@ fn scene_is_valid(scene: &Scene) -> bool {
 }
 
 /// Whether the item a scene error names really is bad.
-fn error_names_bad_item(scene: &Scene, e: &Error) -> bool {
+pub(crate) fn error_names_bad_item(scene: &Scene, e: &Error) -> bool {
     let sphere = |prim: usize| match scene.primitive(prim as u32) {
         Some(PrimRef::Sphere(s)) => scene.spheres().get(s as usize).copied(),
         _ => None,
@@ -99,7 +102,7 @@ pub(crate) fn same_bits(a: [f32; 3], b: [f32; 3]) -> bool {
 }
 
 /// A material: usually a valid one, sometimes raw values.
-fn decode_material(b: &mut Bytes) -> Material {
+pub(crate) fn decode_material(b: &mut Bytes) -> Material {
     match b.u8() {
         0..=159 => Material::lambertian(Vec3::new(b.unit(), b.unit(), b.unit())),
         160..=191 => Material::metal(Vec3::splat(b.unit()), b.unit()),
@@ -224,7 +227,7 @@ fn decode_ray(b: &mut Bytes, scene: &Scene) -> Ray {
 /// Whether every coordinate, radius and emission of `scene` is of a size real
 /// scenes use; inside this domain a NaN or infinite pixel is an integrator bug,
 /// outside it overflow is expected.
-fn scene_is_tame(scene: &Scene) -> bool {
+pub(crate) fn scene_is_tame(scene: &Scene) -> bool {
     let tame = |v: Vec3| v.abs().max_element() <= 1e4;
     scene
         .spheres()
@@ -270,10 +273,20 @@ fn render_scene_check(
 /// Arbitrary materials, spheres, triangles and meshes; validation, BVH build and
 /// `set_scene`; then a batch of arbitrary rays through `intersect` and `occluded`
 /// against brute force.
+///
+/// A first byte of [`TWO_LEVEL`] or more makes the scene two-level instead:
+/// geometries placed by instances, traced with masked rays, then updated
+/// (see [`crate::two_level`]). Below it, only its lowest bit is read (whether
+/// degenerate triangles are refused), as before two-level scenes existed, so
+/// that saved inputs decode as they did.
 pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
     let mut b = Bytes::new(data);
     let mut scene = Scene::new();
-    scene.reject_degenerate = b.u8() & 1 == 1;
+    let head = b.u8();
+    scene.reject_degenerate = head & 1 == 1;
+    if head >= TWO_LEVEL {
+        return crate::two_level::two_level_trace(&mut b, scene.reject_degenerate);
+    }
     let materials = b.u8() % 4;
     for _ in 0..materials {
         scene.add_material(decode_material(&mut b));

@@ -3,10 +3,17 @@
 /// The facade's built-in scenes (`prism::scenes`), compiled in from their
 /// source, which needs only core: a dev-dependency on the facade would keep
 /// these tests from building whenever another backend does not. The file
-/// names `crate::Error`, which each test that uses it imports at its root.
+/// names `crate::Error` and `crate::procedural`, which each test that uses it
+/// imports at its root.
 #[allow(dead_code)]
 #[path = "../../../src/scenes.rs"]
 pub mod scenes;
+
+/// The facade's meshes made in code (`prism::procedural`), which the
+/// `instances` scene places; compiled in from their source like `scenes`.
+#[allow(dead_code)]
+#[path = "../../../src/procedural.rs"]
+pub mod procedural;
 
 use prism_core::{Backend, Image, NoProgress, PixelFormat, RenderSettings};
 use prism_cpu::{CpuBackend, Traversal};

@@ -14,6 +14,7 @@
 
 use crate::common::*;
 use prism_core::backend::Backend;
+use prism_core::bvh::RayonFork;
 use prism_core::camera::camera_ray;
 use prism_core::glam::{Affine3A, Quat, Vec3};
 use prism_core::rng::Pcg;
@@ -224,6 +225,38 @@ pub fn moving_part(
         total.iter().copied().fold(0.0, f64::max),
     );
     let frame_ms = median(&mut total);
+    // Core's part of the host update alone, on a host copy of the scene:
+    // through rayon's pool (as update_scene runs it) and on one thread.
+    let mut host = Accel::build(&scene)?;
+    let (mut forked, mut one_thread) = (vec![], vec![]);
+    for f in 1..=(2 * warm + 2 * frames.max(1)) as u32 {
+        let mut update = SceneUpdate::new();
+        for (i, t) in moving_field(&base, f).iter().enumerate() {
+            update.set_transform(i as u32, *t);
+        }
+        let t0 = Instant::now();
+        if f % 2 == 0 {
+            host.update_with_fork(&update, RefitOn::Device, &RayonFork)?;
+        } else {
+            host.update_with(&update, RefitOn::Device)?;
+        }
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        if f > 2 * warm as u32 {
+            if f % 2 == 0 {
+                &mut forked
+            } else {
+                &mut one_thread
+            }
+            .push(ms);
+        }
+    }
+    let _ = writeln!(
+        log,
+        "   moving frame, core's update alone on the host ({} hardware threads): {:.3} ms through rayon's pool, {:.3} ms on one thread (medians)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        median(&mut forked),
+        median(&mut one_thread)
+    );
     // The last frame's hits against core's, on every 64th ray.
     let mut hits = vec![Hit::MISS; rays.len()];
     gpu.resident_hits(&mut hits)?;
