@@ -226,7 +226,10 @@ impl Outline {
     /// half extent), their union, widened by 64 ulps of the largest
     /// magnitude involved (this arithmetic's rounding, a few ulps, with room
     /// to spare) and by [`OUTLINE_SLACK`] of its extent. `None` for an empty
-    /// outline.
+    /// outline, and for one whose placed box would leave the range of `f32`
+    /// (a geometry spanning 1e30 under a scale of 1e15): there `inf - inf`
+    /// is NaN, which the unions above it would drop, so such an instance
+    /// keeps core's box, unbounded on the sides that overflow.
     pub(crate) fn world_box(&self, transform: &Affine3A) -> Option<Bounds> {
         if self.centre[0].is_empty() {
             return None;
@@ -251,6 +254,12 @@ impl Outline {
             lo[axis] = l.min_element() + t[axis];
             hi[axis] = h.max_element() + t[axis];
             scale[axis] = row.abs().dot(self.magnitude) + t[axis].abs();
+        }
+        // `scale` bounds every term and sum above (each centre and half
+        // extent is at most `magnitude`); NaN fails both tests.
+        const FAR: f32 = f32::MAX / 16.0;
+        if !(self.magnitude.cmplt(Vec3A::splat(FAR)).all() && scale.iter().all(|&s| s < FAR)) {
+            return None;
         }
         let (lo, hi) = (Vec3A::from_array(lo), Vec3A::from_array(hi));
         let slack = OUTLINE_SLACK * (hi - lo).max_element();
@@ -307,6 +316,32 @@ mod tests {
             };
             assert_eq!(bits(&want), bits(&got));
         }
+    }
+
+    /// An outline placed past the range of `f32` has no world box (its
+    /// instance keeps core's), never a NaN one.
+    #[test]
+    fn an_outline_placed_past_f32_has_no_box() {
+        let boxes = [
+            Bounds {
+                lo: Vec4::new(-1.0, -9.25, -4.0, 0.0),
+                hi: Vec4::new(1e30, 1.0, 1.0, 0.0),
+            },
+            Bounds {
+                lo: Vec4::new(-1.0, -1.0, -1.0, 0.0),
+                hi: Vec4::new(1.0, 1.0, 1.0, 0.0),
+            },
+        ];
+        let outline = Outline::new(&boxes).expect("outline");
+        let rot = Quat::from_rotation_y(0.3);
+        let at = Vec3::new(-2e16, 0.0, 0.0);
+        let far = Affine3A::from_scale_rotation_translation(Vec3::splat(1e15), rot, at);
+        assert!(outline.world_box(&far).is_none());
+        let near = Affine3A::from_scale_rotation_translation(Vec3::splat(1e-3), rot, at);
+        let b = outline.world_box(&near).expect("a box");
+        assert!(b.lo.is_finite() && b.hi.is_finite(), "{b:?}");
+        let nan = Affine3A::from_translation(Vec3::NAN);
+        assert!(outline.world_box(&nan).is_none());
     }
 
     /// An outline's world box holds every corner of its boxes placed (in

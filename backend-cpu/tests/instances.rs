@@ -581,3 +581,54 @@ fn refits_in_a_row_keep_cores_answers() {
         }
     }
 }
+
+/// Instances whose placed boxes overflow `f32` (a geometry spanning 1e30
+/// under a scale of 1e15), among others of ordinary size, are still hit by
+/// the wide walks, as by core's (which boxes them unbounded there).
+#[test]
+fn instances_whose_world_boxes_overflow_are_still_hit() {
+    let ray = Ray::new(Vec3::new(-2e16, 0.0, 5e15), Vec3::NEG_Z);
+    for at in [0, 3, 7, 12, 19] {
+        let mut scene = Scene::new();
+        let m = scene.add_material(Material::lambertian(Vec3::ONE));
+        let mut huge = Geometry::new();
+        huge.add_sphere(Vec3::ZERO, 1.0, m);
+        huge.add_triangle(
+            Vec3::new(1e30, -9.25, -4.0),
+            Vec3::new(1.0, -1.0, 1.0),
+            Vec3::new(0.0, 1.0, 1.0),
+            m,
+        );
+        let huge = scene.add_geometry(huge);
+        let mut ball = Geometry::new();
+        ball.add_sphere(Vec3::ZERO, 1.0, m);
+        let ball = scene.add_geometry(ball);
+        // A row of 20 unit spheres scaled by 1e15, 3e15 apart, the one at
+        // `at` on the ray; it and two more carry the huge triangle.
+        for i in 0..20u32 {
+            let place = Affine3A::from_scale_rotation_translation(
+                Vec3::splat(1e15),
+                Quat::from_rotation_y(0.3),
+                Vec3::new(-2e16 + 3e15 * (i as f32 - at as f32), 0.0, 0.0),
+            );
+            let g = if [at, (at + 5) % 20, (at + 11) % 20].contains(&i) {
+                huge
+            } else {
+                ball
+            };
+            scene.add_instance(Instance::new(g, place));
+        }
+        for traversal in WIDE {
+            let mut cpu = CpuBackend::with_threads(2).expect("cpu");
+            cpu.set_traversal(traversal).expect("traversal");
+            cpu.set_scene(&scene).expect("scene");
+            let mut hits = [Hit::MISS];
+            cpu.intersect(&[ray], &mut hits).expect("intersect");
+            let what = format!("{traversal:?}, instance {at}: {:?}", hits[0]);
+            assert_eq!((hits[0].instance, hits[0].prim), (at, 0), "{what}");
+            let mut occluded = [false];
+            cpu.occluded(&[ray], &mut occluded).expect("occluded");
+            assert!(occluded[0], "{what}");
+        }
+    }
+}

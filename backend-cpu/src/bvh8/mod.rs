@@ -254,7 +254,7 @@ impl Bvh8 {
                         outline.world_box(&inst.transform)
                     });
                     // ok: an instance without an outline (an empty geometry)
-                    // keeps core's box.
+                    // or whose outline placed overflows keeps core's box.
                     placed.unwrap_or_else(|| n.slot_box(k))
                 } else if let Some(b) = boxes.get(child as usize) {
                     *b
