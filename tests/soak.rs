@@ -12,9 +12,12 @@
 //! 4,096 rays is traced (closest hit and occlusion), the hits checked against
 //! the scene's bounds. The host's resident memory (`/proc/self/statm`) is read
 //! at frame 100 and at the last frame; the test fails when it grew by more
-//! than [`host_margin`]. No backend reports its device memory (neither the CUDA
-//! nor the wgpu backend has an accessor for it), so device memory is not
-//! watched: the figures are the host's alone, and the test says so.
+//! than [`host_margin`]. Device memory is read, where `nvidia-smi` is on the
+//! path, as this process's share of the GPU's memory (or, where the driver
+//! lists no such share, as the GPU's memory in use: the soak is then the
+//! only user), at the same frames; it may grow by at most
+//! [`DEVICE_MARGIN_MIB`]. Without `nvidia-smi` the test says device memory
+//! was not read.
 
 use prism::glam::{Affine3A, Vec3};
 use prism::{Backend, BackendChoice, Hit, Instance, Ray, SceneUpdate};
@@ -25,6 +28,47 @@ use std::time::Instant;
 /// of 8 MiB, a leak of 300 bytes a frame over 10,000 frames fails it.
 fn host_margin(at_100: u64) -> u64 {
     (2 << 20) + at_100 / 20
+}
+
+/// Most the device memory may grow between frame 100 and the last, in MiB
+/// (`nvidia-smi`'s unit): a buffer the size of one frame's upload, left
+/// behind every frame, would pass it within a few frames.
+const DEVICE_MARGIN_MIB: u64 = 16;
+
+/// MiB of GPU memory this process holds (`nvidia-smi`'s per-process
+/// figure), else the GPU's memory in use, else `None` (no `nvidia-smi`).
+fn device_mib() -> Option<u64> {
+    let query = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("nvidia-smi")
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let pid = std::process::id().to_string();
+    let own: u64 = query(&[
+        "--query-compute-apps=pid,used_memory",
+        "--format=csv,noheader,nounits",
+    ])
+    .map(|apps| {
+        apps.lines()
+            .filter_map(|l| l.split_once(','))
+            .filter(|(p, _)| p.trim() == pid)
+            .filter_map(|(_, m)| m.trim().parse::<u64>().ok())
+            .sum()
+    })
+    .unwrap_or(0);
+    if own > 0 {
+        return Some(own);
+    }
+    query(&["--query-gpu=memory.used", "--format=csv,noheader,nounits"])?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Resident bytes of this process (Linux), or `None` elsewhere.
@@ -85,7 +129,7 @@ fn moving_frames_keep_memory_flat() {
         backend.set_scene(scene).expect("the instances scene");
         let bounds = prism::Accel::build(scene).expect("builds").bounds();
         let mut added: Vec<u32> = Vec::new();
-        let mut at_100 = None;
+        let (mut at_100, mut device_at_100) = (None, None);
         let start = Instant::now();
         let mut vertices = rock.clone();
         let mut traced = 0u64;
@@ -133,20 +177,23 @@ fn moving_frames_keep_memory_flat() {
             traced += 2 * rays.len() as u64;
             if f == 100 {
                 at_100 = rss();
+                device_at_100 = device_mib();
             }
         }
-        let last = rss();
+        let (last, device_last) = (rss(), device_mib());
         let secs = start.elapsed().as_secs_f64();
         let line = format!(
             "soak {name} [{}]: {frames} frames in {secs:.1} s ({:.2} ms a frame, {:.1} Mrays/s \
-             traced), host RSS at frame 100: {} MiB, at frame {}: {} MiB; device memory: not \
-             reported (the backend has no accessor for it)",
+             traced), host RSS at frame 100: {} MiB, at frame {}: {} MiB; device memory \
+             (nvidia-smi) at frame 100: {}, at the last frame: {}",
             backend.info().device,
             1e3 * secs / f64::from(frames),
             traced as f64 / secs / 1e6,
             at_100.map_or("?".into(), |b| format!("{:.1}", b as f64 / 1048576.0)),
             frames - 1,
             last.map_or("?".into(), |b| format!("{:.1}", b as f64 / 1048576.0)),
+            device_at_100.map_or("not read".into(), |m| format!("{m} MiB")),
+            device_last.map_or("not read".into(), |m| format!("{m} MiB")),
         );
         eprintln!("{line}");
         report.push(line);
@@ -154,6 +201,12 @@ fn moving_frames_keep_memory_flat() {
             assert!(
                 b <= a + host_margin(a),
                 "{name}: host memory grew from {a} to {b} bytes over {frames} frames"
+            );
+        }
+        if let (Some(a), Some(b)) = (device_at_100, device_last) {
+            assert!(
+                b <= a + DEVICE_MARGIN_MIB,
+                "{name}: device memory grew from {a} to {b} MiB over {frames} frames"
             );
         }
     }

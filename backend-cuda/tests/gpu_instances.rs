@@ -178,7 +178,7 @@ fn check_against_core(what: &str, gpu: &mut CudaBackend, accel: &Accel, rays: &[
         .filter(|&i| o[i] != accel.occluded(&rays[i]))
         .count();
     let reference: Vec<(f32, u32, u32)> = c.iter().map(|h| (h.t, h.prim, h.instance)).collect();
-    let counts = instanced_agreement(rays, &g, &reference, &[]);
+    let counts = instanced_agreement(rays, &g, &reference, None);
     eprintln!(
         "{what}: {} rays, {} hits, {} differ from core ({counts:?}), occluded differs on {o_differ}",
         rays.len(),
@@ -703,7 +703,7 @@ fn bunny_x1000_agrees_with_embree() {
         let rays = load_rays(&inst.join(format!("{stem}.{set}.rays"))).unwrap();
         let reference = load_ihits(&inst.join(format!("{stem}.{set}.ihits"))).unwrap();
         let g = gpu_hits(&mut gpu, &rays);
-        let counts = instanced_agreement(&rays, &g, &reference, &transforms);
+        let counts = instanced_agreement(&rays, &g, &reference, Some(&scene));
         eprintln!("{stem}.{set} vs Embree: {counts:?}");
         assert!(counts.passed(), "{stem}.{set}: {counts:?}");
         let c = core_hits(&accel, &rays);

@@ -315,16 +315,16 @@ fn core_hits(accel: &Accel, rays: &[Ray]) -> Vec<Hit> {
 
 /// Hits against an instanced reference `(t, prim, instance)` under core's
 /// rule (`AgreementCounts::compare_instanced`: the same primitive of the same
-/// instance, the tolerance's floor growing with the instance's translation,
-/// `translations[i]` instance `i`'s): matches, ties, mismatches; and the
-/// first mismatch.
+/// instance, the tolerance's floor from the rounding of the ray carried into
+/// `scene`'s instances): matches, ties, mismatches; and the first mismatch.
 fn compare_instanced(
     rays: &[Ray],
     hits: &[Hit],
     reference: &[(f32, u32, u32)],
-    translations: &[prism_core::glam::Vec3],
+    scene: &Scene,
 ) -> ((usize, usize, usize), Option<usize>) {
-    let c = AgreementCounts::compare_instanced(rays, hits, reference, translations);
+    let scales = prism_core::reference::instance_scales(scene, rays, reference);
+    let c = AgreementCounts::compare_instanced(rays, hits, reference, &scales);
     ((c.matches, c.ties, c.mismatches), c.first_mismatch)
 }
 
@@ -363,8 +363,6 @@ fn instances_bench(
     if placements.is_empty() {
         return Err(io(&base, "no instances in bunny-x1000.instances".into()));
     }
-    let translations: Vec<prism_core::glam::Vec3> =
-        placements.iter().map(|t| t.translation.into()).collect();
     for t in placements {
         scene.add_instance(prism_core::Instance::new(g, t));
     }
@@ -377,7 +375,7 @@ fn instances_bench(
         let reference =
             prism::rays::read_instance_hits(base.join(format!("bunny-x1000.{set}.ihits")))?;
         let core = core_hits(&accel, &rays);
-        let (core_counts, _) = compare_instanced(&rays, &core, &reference, &translations);
+        let (core_counts, _) = compare_instanced(&rays, &core, &reference, &scene);
         let core_ref: Vec<(f32, u32, u32)> =
             core.iter().map(|h| (h.t, h.prim, h.instance)).collect();
         rep.line(format!(
@@ -462,8 +460,8 @@ fn instances_bench(
             let reference: Vec<(f32, u32, u32)> =
                 reference.iter().copied().cycle().take(n).collect();
             let core: Vec<(f32, u32, u32)> = core.iter().copied().cycle().take(n).collect();
-            let (counts, _) = compare_instanced(&big, &hits, &reference, &translations);
-            let ((_, _, core_bad), first) = compare_instanced(&big, &hits, &core, &translations);
+            let (counts, _) = compare_instanced(&big, &hits, &reference, &scene);
+            let ((_, _, core_bad), first) = compare_instanced(&big, &hits, &core, &scene);
             let occ_bad = occ
                 .iter()
                 .zip(&core)

@@ -112,6 +112,12 @@ impl ModuleConfig {
     /// neither (its geometries' trees are walked in object space, where a
     /// ray's octant and the light's position differ from instance to
     /// instance).
+    ///
+    /// Core's cell grid ([`prism_core::cell_grid`]) and camera candidate
+    /// masks ([`prism_core::camera_bounds`]), which the CUDA backend uses on
+    /// flat scenes of evenly spread or few primitives, have no WGSL walk
+    /// yet: such scenes are traced here through the tree, with the same
+    /// answers and more node steps.
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
         for p in accel.primitives() {

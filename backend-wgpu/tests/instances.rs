@@ -11,7 +11,7 @@
 use prism_core::glam::{Affine3A, Quat, Vec3};
 use prism_core::instance::MAX_TRANSFORM_CONDITION;
 use prism_core::intersect::RayPre;
-use prism_core::reference::{AgreementCounts, t_close, t_floor};
+use prism_core::reference::{AgreementCounts, instance_scales, t_close, t_floor};
 use prism_core::rng::Pcg;
 use prism_core::traverse::ray_primitive;
 use prism_core::two_level::object_ray;
@@ -717,7 +717,6 @@ fn instanced_bunny_matches_embree_reference_hits() {
     }
     with_backend(|gpu| {
         gpu.set_scene(&scene).expect("set_scene");
-        let accel = gpu.accel().expect("scene").clone();
         for set in ["primary", "diffuse"] {
             let file = |ext: &str| dir.join(format!("instances/bunny-x1000.{set}.{ext}"));
             let rays = prism::rays::read_rays(file("rays")).expect("rays");
@@ -729,12 +728,8 @@ fn instanced_bunny_matches_embree_reference_hits() {
             let mut occ = vec![false; rays.len()];
             gpu.intersect(&rays, &mut hits).expect("intersect");
             gpu.occluded(&rays, &mut occ).expect("occluded");
-            let translations: Vec<Vec3> = (0..)
-                .map_while(|i| accel.instance(i))
-                .map(|inst| inst.transform.translation.into())
-                .collect();
-            let counts =
-                AgreementCounts::compare_instanced(&rays, &hits, &reference, &translations);
+            let scales = instance_scales(&scene, &rays, &reference);
+            let counts = AgreementCounts::compare_instanced(&rays, &hits, &reference, &scales);
             for (i, h) in hits.iter().enumerate() {
                 assert_eq!(occ[i], h.is_hit(), "ray {i}: occluded against closest hit");
             }

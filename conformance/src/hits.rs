@@ -6,7 +6,7 @@ use crate::thresholds::{
     MAX_HIT_MISMATCHES, MAX_OCCLUDED_DISAGREEMENTS, MAX_TIE_SHARE, UV_TOLERANCE, within,
 };
 use prism_core::intersect::MIN_DIR_COMPONENT;
-use prism_core::reference::{Agreement, AgreementCounts, ORIGIN_ULPS, classify, t_close, t_floor};
+use prism_core::reference::{Agreement, AgreementCounts, classify};
 use prism_core::{Accel, Backend, Hit, Ray, Scene};
 use std::time::Instant;
 
@@ -158,96 +158,9 @@ pub struct Instanced<'a> {
     pub scales: &'a [f32],
 }
 
-/// Per ray, the magnitude, in world units, whose rounding bounds how well the
-/// `t` of its reference hit `(t, prim, instance)` on `scene` is known.
-///
-/// Every backend, like Embree, carries a ray into an instance's object space
-/// in `f32`, and each rounds differently (Embree inverts the transform in
-/// `f32`, Prism in `f64`), so the point a ray starts from in object space is
-/// known to a few ulps of the largest magnitude involved: the origin's, the
-/// instance's translation's (times its linear part's condition number over
-/// 3, `|M| |M^-1|` in Frobenius norms, 1 for a rotation with a uniform
-/// scale). Along a ray meeting the surface at angle `a` to its normal, such a
-/// shift moves the hit by itself over `cos a`: a diffuse ray leaving a bunny
-/// meets it again at `t = 4e-4` with the two answers `8e-7` apart, far above
-/// the relative tolerance there. The scale is that magnitude over `cos a`
-/// (`cos a` of the reference hit's primitive in the world, at least `1e-3`);
-/// [`instanced_classify`] takes its ulps as the floor of the tolerance. 0 for
-/// a miss, or a hit the scene cannot resolve.
-pub fn origin_scales(scene: &Scene, rays: &[Ray], reference: &[(f32, u32, u32)]) -> Vec<f32> {
-    rays.iter()
-        .zip(reference)
-        .map(|(ray, &(t, prim, instance))| {
-            origin_scale(scene, ray, t, prim, instance).unwrap_or(0.0)
-        })
-        .collect()
-}
-
-fn origin_scale(scene: &Scene, ray: &Ray, t: f32, prim: u32, instance: u32) -> Option<f32> {
-    let inst = scene.instances().get(instance as usize)?;
-    let g = scene.geometries().get(inst.geometry as usize)?;
-    let m = inst.transform.matrix3;
-    let inv = m.inverse();
-    let fro = |a: glam::Mat3A| {
-        (a.x_axis.length_squared() + a.y_axis.length_squared() + a.z_axis.length_squared()).sqrt()
-    };
-    let condition = (fro(m) * fro(inv) / 3.0).max(1.0);
-    let magnitude = ray
-        .origin
-        .abs()
-        .max_element()
-        .max(inst.transform.translation.abs().max_element() * condition);
-    // The primitive's normal in object space, carried to the world by M^-T.
-    let object_normal = match g.primitive(prim)? {
-        prism_core::scene::PrimRef::Triangle(k) => {
-            let [a, b, c] = g.triangle(k)?;
-            (b - a).cross(c - a)
-        }
-        prism_core::scene::PrimRef::Sphere(k) => {
-            let cr = g.spheres().get(k as usize)?;
-            let p = inst.transform.inverse().transform_point3(ray.at(t));
-            p - cr.truncate()
-        }
-    };
-    let n = (inv.transpose() * glam::Vec3A::from(object_normal)).normalize_or_zero();
-    let cos = n
-        .dot(glam::Vec3A::from(ray.dir.normalize_or_zero()))
-        .abs()
-        .max(1e-3);
-    let scale = magnitude / cos;
-    Some(if scale.is_finite() { scale } else { f32::MAX })
-}
-
-/// [`classify`] for a two-level scene: the reference is `(t, prim,
-/// instance)`, a hit of another primitive or instance at the same `t` is a
-/// tie, and the absolute floor of the tolerance is the larger of the ray's
-/// own ([`prism_core::reference::t_floor`]) and the same number of ulps of
-/// `scale`, the ray's [`origin_scales`] entry.
-pub fn instanced_classify(
-    ray: &Ray,
-    hit: &Hit,
-    (t, prim, instance): (f32, u32, u32),
-    scale: f32,
-) -> Agreement {
-    let len = ray.dir.length();
-    let placed = if len > 0.0 {
-        ORIGIN_ULPS * f32::EPSILON * scale / len
-    } else {
-        0.0
-    };
-    let floor = t_floor(ray).max(placed);
-    match (hit.is_hit(), prim != Hit::NO_PRIM) {
-        (false, false) => Agreement::Match,
-        (true, true) if t_close(hit.t, t, floor) => {
-            if hit.prim == prim && hit.instance == instance {
-                Agreement::Match
-            } else {
-                Agreement::Tie
-            }
-        }
-        _ => Agreement::Mismatch,
-    }
-}
+/// Per ray, the scale of the instanced agreement rule's floor (core's
+/// [`prism_core::reference::instance_scales`], which says why).
+pub use prism_core::reference::instance_scales as origin_scales;
 
 impl<'a> Reference<'a> {
     /// `(t, prim)` pairs of `hits`, the form a reference takes.
@@ -560,42 +473,16 @@ pub fn compare(
 }
 
 /// Agreement of instanced hits with a reference of `(t, prim, instance)`
-/// per ray: the rule of [`AgreementCounts::compare`] with the instance part
-/// of the hit's identity: the same primitive of the same instance at the same
-/// `t` (within tolerance) is a match, a different primitive or instance at
-/// that `t` a tie, anything else (and a ray without an answer or a
-/// reference) a mismatch.
-///
-/// `scales` are [`origin_scales`] of the reference, widening the floor of
-/// the tolerance where the rounding of the ray carried into an instance's
-/// space says so ([`instanced_classify`]); a ray without one gets none.
+/// per ray: core's rule for them
+/// ([`prism_core::reference::AgreementCounts::compare_instanced`]) with
+/// `scales` from [`origin_scales`].
 pub fn instance_agreement(
     rays: &[Ray],
     hits: &[Hit],
     reference: &[(f32, u32, u32)],
     scales: &[f32],
 ) -> AgreementCounts {
-    let mut c = AgreementCounts {
-        total: rays.len(),
-        ..Default::default()
-    };
-    for (i, ray) in rays.iter().enumerate() {
-        let agreement = match (hits.get(i), reference.get(i)) {
-            (Some(h), Some(&r)) => {
-                instanced_classify(ray, h, r, scales.get(i).copied().unwrap_or(0.0))
-            }
-            _ => Agreement::Mismatch,
-        };
-        match agreement {
-            Agreement::Match => c.matches += 1,
-            Agreement::Tie => c.ties += 1,
-            Agreement::Mismatch => {
-                c.mismatches += 1;
-                c.first_mismatch.get_or_insert(i);
-            }
-        }
-    }
-    c
+    AgreementCounts::compare_instanced(rays, hits, reference, scales)
 }
 
 /// The default tie limit for reference meshes.

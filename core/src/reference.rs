@@ -6,19 +6,18 @@
 //! where the reference misses, or a miss where it hits, is a mismatch.
 //!
 //! On instances (two-level scenes) the primitive and the instance must both
-//! agree, and the floor of the tolerance grows with the instance's distance
-//! from the world origin ([`t_floor_instanced`]).
+//! agree, and the floor of the tolerance grows with the rounding of the ray
+//! carried into the instance's space ([`instance_scales`]).
 
 use crate::ray::{Hit, Ray};
-use glam::Vec3;
+use crate::scene::{PrimRef, Scene};
+use alloc::vec::Vec;
+use glam::{Mat3A, Vec3A};
 
 /// Relative tolerance on `t`.
 pub const T_REL_TOLERANCE: f32 = 1e-4;
 /// Absolute floor of the tolerance, in ulps of the origin's largest coordinate.
 pub const ORIGIN_ULPS: f32 = 8.0;
-/// The same on an instance, in ulps of the origin's and the instance's
-/// translation's largest coordinates (see [`t_floor_instanced`]).
-pub const INSTANCE_ULPS: f32 = 32.0;
 
 /// How one hit compares with its reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,28 +36,6 @@ pub fn t_floor(ray: &Ray) -> f32 {
     let len = ray.dir.length();
     if len > 0.0 {
         ORIGIN_ULPS * f32::EPSILON * ray.origin.abs().max_element() / len
-    } else {
-        0.0
-    }
-}
-
-/// [`t_floor`] for a hit on an instance whose object-to-world translation is
-/// `translation`. The ray enters the instance as `W o + w`, whose rounding is
-/// in proportion to both the ray's origin and the instance's place (`|w|` is
-/// `|W c|`), and two correct tracers round it differently (Embree inverts the
-/// transform in `f32`, Prism in `f64`): the object ray's origin moves by a
-/// few ulps of `|o| + |c|`, which a ray meeting the surface at a glancing
-/// angle turns into many more ulps of `t`. On the shared bunny-x1000 diffuse
-/// rays (origins 1e-5 of the field's size off a surface) the largest such
-/// difference from Embree is 30.3 ulps; [`INSTANCE_ULPS`] allows 32.
-#[inline]
-pub fn t_floor_instanced(ray: &Ray, translation: Vec3) -> f32 {
-    let len = ray.dir.length();
-    if len > 0.0 {
-        INSTANCE_ULPS
-            * f32::EPSILON
-            * (ray.origin.abs().max_element() + translation.abs().max_element())
-            / len
     } else {
         0.0
     }
@@ -87,31 +64,93 @@ pub fn classify(ray: &Ray, hit: &Hit, ref_t: f32, ref_prim: u32) -> Agreement {
     }
 }
 
-/// Compare `hit` (the answer for `ray` in a two-level scene) with the
-/// reference `(t, prim, instance)`: a match needs the same primitive of the
-/// same instance; the floor of the tolerance is [`t_floor_instanced`] of the
-/// farther of the two instances (`translation(i)`: instance `i`'s
-/// object-to-world translation).
+/// Per ray, the magnitude, in world units, whose rounding bounds how well the
+/// `t` of its reference hit `(t, prim, instance)` on `scene` is known.
+///
+/// Every backend, like Embree, carries a ray into an instance's object space
+/// in `f32`, and each rounds differently (Embree inverts the transform in
+/// `f32`, Prism in `f64`), so the point a ray starts from in object space is
+/// known to a few ulps of the largest magnitude involved: the origin's, the
+/// instance's translation's (times its linear part's condition number over
+/// 3, `|M| |M^-1|` in Frobenius norms, 1 for a rotation with a uniform
+/// scale). Along a ray meeting the surface at angle `a` to its normal, such a
+/// shift moves the hit by itself over `cos a`: a diffuse ray leaving a bunny
+/// meets it again at `t = 4e-4` with Prism's and Embree's answers `8e-7`
+/// apart, far above the relative tolerance there. The scale is that
+/// magnitude over `cos a` (`cos a` of the reference hit's primitive in the
+/// world, at least `1e-3`); [`classify_instanced`] takes [`ORIGIN_ULPS`] of
+/// it as the floor of the tolerance. 0 for a miss, or a hit the scene cannot
+/// resolve.
+pub fn instance_scales(scene: &Scene, rays: &[Ray], reference: &[(f32, u32, u32)]) -> Vec<f32> {
+    rays.iter()
+        .zip(reference)
+        .map(|(ray, &(t, prim, instance))| {
+            instance_scale(scene, ray, t, prim, instance).unwrap_or(0.0)
+        })
+        .collect()
+}
+
+fn instance_scale(scene: &Scene, ray: &Ray, t: f32, prim: u32, instance: u32) -> Option<f32> {
+    let inst = scene.instances().get(instance as usize)?;
+    let g = scene.geometries().get(inst.geometry as usize)?;
+    let m = inst.transform.matrix3;
+    let inv = m.inverse();
+    let fro = |a: Mat3A| {
+        libm::sqrtf(
+            a.x_axis.length_squared() + a.y_axis.length_squared() + a.z_axis.length_squared(),
+        )
+    };
+    let condition = (fro(m) * fro(inv) / 3.0).max(1.0);
+    let magnitude = ray
+        .origin
+        .abs()
+        .max_element()
+        .max(inst.transform.translation.abs().max_element() * condition);
+    // The primitive's normal in object space, carried to the world by M^-T.
+    let object_normal = match g.primitive(prim)? {
+        PrimRef::Triangle(k) => {
+            let [a, b, c] = g.triangle(k)?;
+            (b - a).cross(c - a)
+        }
+        PrimRef::Sphere(k) => {
+            let cr = g.spheres().get(k as usize)?;
+            let p = inst.transform.inverse().transform_point3(ray.at(t));
+            p - cr.truncate()
+        }
+    };
+    let n = (inv.transpose() * Vec3A::from(object_normal)).normalize_or_zero();
+    let cos = n
+        .dot(Vec3A::from(ray.dir.normalize_or_zero()))
+        .abs()
+        .max(1e-3);
+    let scale = magnitude / cos;
+    Some(if scale.is_finite() { scale } else { f32::MAX })
+}
+
+/// [`classify`] for a two-level scene: the reference is `(t, prim,
+/// instance)`, a hit of another primitive or instance at the same `t` is a
+/// tie, and the absolute floor of the tolerance is the larger of the ray's
+/// own ([`t_floor`]) and [`ORIGIN_ULPS`] ulps of `scale`, the ray's
+/// [`instance_scales`] entry.
 #[inline]
 pub fn classify_instanced(
     ray: &Ray,
     hit: &Hit,
     reference: (f32, u32, u32),
-    translation: impl Fn(u32) -> Vec3,
+    scale: f32,
 ) -> Agreement {
-    let (ref_t, ref_prim, ref_instance) = reference;
-    match (hit.is_hit(), ref_prim != Hit::NO_PRIM) {
+    let (t, prim, instance) = reference;
+    let len = ray.dir.length();
+    let placed = if len > 0.0 {
+        ORIGIN_ULPS * f32::EPSILON * scale / len
+    } else {
+        0.0
+    };
+    let floor = t_floor(ray).max(placed);
+    match (hit.is_hit(), prim != Hit::NO_PRIM) {
         (false, false) => Agreement::Match,
-        (true, true) => {
-            let (a, b) = (translation(hit.instance), translation(ref_instance));
-            let far = if a.abs().max_element() > b.abs().max_element() {
-                a
-            } else {
-                b
-            };
-            if !t_close(hit.t, ref_t, t_floor_instanced(ray, far)) {
-                Agreement::Mismatch
-            } else if (hit.prim, hit.instance) == (ref_prim, ref_instance) {
+        (true, true) if t_close(hit.t, t, floor) => {
+            if hit.prim == prim && hit.instance == instance {
                 Agreement::Match
             } else {
                 Agreement::Tie
@@ -165,23 +204,23 @@ impl AgreementCounts {
     }
 
     /// [`AgreementCounts::compare`] for a two-level scene: `reference[i] =
-    /// (t, prim, instance)` and [`classify_instanced`], `translations[i]`
-    /// being instance `i`'s object-to-world translation (an instance past
-    /// the end counts as at the origin).
+    /// (t, prim, instance)` and [`classify_instanced`] with `scales[i]` (the
+    /// reference's [`instance_scales`]; a ray without one gets none).
     pub fn compare_instanced(
         rays: &[Ray],
         hits: &[Hit],
         reference: &[(f32, u32, u32)],
-        translations: &[Vec3],
+        scales: &[f32],
     ) -> Self {
         let mut c = AgreementCounts {
             total: rays.len(),
             ..Default::default()
         };
-        let translation = |i: u32| translations.get(i as usize).copied().unwrap_or(Vec3::ZERO);
         for (i, ray) in rays.iter().enumerate() {
             let agreement = match (hits.get(i), reference.get(i)) {
-                (Some(h), Some(&r)) => classify_instanced(ray, h, r, translation),
+                (Some(h), Some(&r)) => {
+                    classify_instanced(ray, h, r, scales.get(i).copied().unwrap_or(0.0))
+                }
                 _ => Agreement::Mismatch,
             };
             match agreement {

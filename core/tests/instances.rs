@@ -984,54 +984,80 @@ fn instances_placed_beside_a_rebuild_enter_the_moved_trees() {
 }
 
 /// The instanced agreement rule: the same primitive of another instance at
-/// the same `t` is a tie, not a match; the floor grows with the instance's
-/// distance from the origin; a short or missing answer is a mismatch.
+/// the same `t` is a tie, not a match; the floor grows with the rounding of
+/// the ray carried into the instance; a short or missing answer is a
+/// mismatch; and core's walk agrees with Embree's bunny-x1000 hits.
 #[test]
 fn instanced_agreement_counts_instances() {
-    use prism_core::reference::{Agreement, AgreementCounts, classify_instanced};
+    use prism_core::reference::{Agreement, AgreementCounts, classify_instanced, instance_scales};
     let ray = Ray::new(Vec3::ZERO, Vec3::Z);
-    let near = |_: u32| Vec3::ZERO;
     let hit = Hit::new(2.0, 0.0, 0.0, 7, 3);
     assert_eq!(
-        classify_instanced(&ray, &hit, (2.0, 7, 3), near),
+        classify_instanced(&ray, &hit, (2.0, 7, 3), 0.0),
         Agreement::Match
     );
     assert_eq!(
-        classify_instanced(&ray, &hit, (2.0, 7, 4), near),
+        classify_instanced(&ray, &hit, (2.0, 7, 4), 0.0),
         Agreement::Tie
     );
     assert_eq!(
-        classify_instanced(&ray, &hit, (2.1, 7, 3), near),
+        classify_instanced(&ray, &hit, (2.1, 7, 3), 0.0),
         Agreement::Mismatch
     );
     assert_eq!(
-        classify_instanced(&ray, &Hit::MISS, (2.0, 7, 3), near),
+        classify_instanced(&ray, &Hit::MISS, (2.0, 7, 3), 0.0),
         Agreement::Mismatch
     );
+    let miss = (f32::INFINITY, Hit::NO_PRIM, Hit::NO_INSTANCE);
     assert_eq!(
-        classify_instanced(
-            &ray,
-            &Hit::MISS,
-            (f32::INFINITY, Hit::NO_PRIM, Hit::NO_INSTANCE),
-            near
-        ),
+        classify_instanced(&ray, &Hit::MISS, miss, 0.0),
         Agreement::Match
     );
-    // A tiny t: off by 1e-5 is too much at the origin, within rounding for an
-    // instance placed a thousand units away.
+    // A tiny t: off by 1e-5 is too much at the origin, within rounding for
+    // an instance placed a thousand units away.
     let tiny = Hit::new(1e-3 + 1e-5, 0.0, 0.0, 7, 3);
     assert_eq!(
-        classify_instanced(&ray, &tiny, (1e-3, 7, 3), near),
+        classify_instanced(&ray, &tiny, (1e-3, 7, 3), 0.0),
         Agreement::Mismatch
     );
-    let far = |_: u32| Vec3::new(1000.0, 0.0, 0.0);
     assert_eq!(
-        classify_instanced(&ray, &tiny, (1e-3, 7, 3), far),
+        classify_instanced(&ray, &tiny, (1e-3, 7, 3), 1000.0),
         Agreement::Match
     );
     let counts =
         AgreementCounts::compare_instanced(&[ray, ray], &[hit], &[(2.0, 7, 3), (2.0, 7, 3)], &[]);
     assert_eq!((counts.total, counts.matches, counts.mismatches), (2, 1, 1));
+    // The scale: a hit on an instance far from the origin gets its
+    // translation's magnitude; a glancing one more.
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::ONE));
+    let quad = Geometry::mesh(
+        &[
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 0.0),
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, 1.0, 0.0),
+        ],
+        &[[0, 1, 2], [0, 2, 3]],
+        m,
+    )
+    .unwrap();
+    let g = scene.add_geometry(quad);
+    scene.add_instance(Instance::new(
+        g,
+        Affine3A::from_translation(Vec3::new(500.0, 0.0, 10.0)),
+    ));
+    let straight = Ray::new(Vec3::new(500.0, 0.0, 0.0), Vec3::Z);
+    let glancing = Ray::new(Vec3::new(490.0, 0.0, 0.0), Vec3::new(1.0, 0.0, 0.01));
+    let scales = instance_scales(&scene, &[straight, glancing], &[(10.0, 0, 0), (10.0, 0, 0)]);
+    assert_eq!(scales[0], 500.0);
+    // cos a = 0.01 / |(1, 0, 0.01)|: the translation's 500 over it.
+    let expected = 500.0 * Vec3::new(1.0, 0.0, 0.01).length() / 0.01;
+    assert!(
+        (scales[1] - expected).abs() < 1.0,
+        "{} vs {expected}",
+        scales[1]
+    );
 }
 
 /// A `Fork` that runs the second half first, as a pool may.

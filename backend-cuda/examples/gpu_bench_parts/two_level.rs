@@ -65,7 +65,7 @@ pub fn instances_part(
         let reference =
             load_ihits(&dir.join(format!("{stem}.{set}.ihits"))).map_err(scene_error)?;
         let b = gpu.intersect_resident_bench(&rays, batch, repeats)?;
-        let counts = instanced_agreement(&rays, &b.hits, &reference, &transforms);
+        let counts = instanced_agreement(&rays, &b.hits, &reference, Some(&scene));
         // The batch repeats the rays in order: Embree's count over it.
         let expected = (0..b.rays)
             .filter(|&i| reference[i % reference.len()].1 != Hit::NO_PRIM)
@@ -86,11 +86,11 @@ pub fn instances_part(
             counts.mismatches
         );
         // The first few mismatches, to look at.
+        let scales = prism_core::reference::instance_scales(&scene, &rays, &reference);
         let mut shown = 0;
         for (i, (h, r)) in b.hits.iter().zip(&reference).enumerate() {
-            let one =
-                instanced_agreement(&rays[i..=i], std::slice::from_ref(h), &[*r], &transforms);
-            if one.mismatches > 0 && shown < 5 {
+            let one = prism_core::reference::classify_instanced(&rays[i], h, *r, scales[i]);
+            if one == prism_core::reference::Agreement::Mismatch && shown < 5 {
                 shown += 1;
                 let _ = writeln!(
                     log,

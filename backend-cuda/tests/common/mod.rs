@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use prism_core::glam::{Affine3A, Vec3};
-use prism_core::reference::AgreementCounts;
+use prism_core::reference::{AgreementCounts, instance_scales};
 use prism_core::rng::Pcg;
 use prism_core::{
     Camera, Error, Geometry, Hit, Instance, Integrator, Material, PointLight, Ray, RenderSettings,
@@ -97,18 +97,17 @@ pub fn instanced_scene(mesh_path: &Path, transforms: &[Affine3A]) -> Result<Scen
 }
 
 /// Hits against a reference `(t, prim, instance)` under core's rule for
-/// instanced hits ([`prism_core::reference::AgreementCounts::compare_instanced`]):
-/// the same primitive of the same instance, `t` within the tolerance whose
-/// floor grows with the instance's translation (`transforms[i]`: instance
-/// `i`'s object-to-world transform; empty: every instance at the origin).
+/// instanced hits ([`prism_core::reference::AgreementCounts::compare_instanced`]),
+/// the floor of the tolerance from `scene`'s instances where given
+/// ([`prism_core::reference::instance_scales`]; none: the flat rule's floor).
 pub fn instanced_agreement(
     rays: &[Ray],
     hits: &[Hit],
     reference: &[(f32, u32, u32)],
-    transforms: &[Affine3A],
+    scene: Option<&Scene>,
 ) -> AgreementCounts {
-    let translations: Vec<Vec3> = transforms.iter().map(|t| t.translation.into()).collect();
-    AgreementCounts::compare_instanced(rays, hits, reference, &translations)
+    let scales = scene.map_or_else(Vec::new, |s| instance_scales(s, rays, reference));
+    AgreementCounts::compare_instanced(rays, hits, reference, &scales)
 }
 
 /// `scene` as a two-level scene: its own primitives one geometry, placed
