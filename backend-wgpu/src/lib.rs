@@ -269,7 +269,19 @@ impl WgpuBackend {
         summary(&self.info)
     }
 
-    /// The device limits in force (the adapter's own).
+    /// The device Prism runs on: its own, or the caller's when built with
+    /// [`WgpuBackend::from_device`] (then equal to the one given).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue Prism submits its own calls' work to (the caller's with
+    /// [`WgpuBackend::from_device`]).
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The device limits in force (the adapter's own, or a shared device's).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
     }
