@@ -95,7 +95,9 @@ impl WgpuBackend {
         Ok(pipeline)
     }
 
-    /// Record one compute dispatch (with timestamps if available) into `encoder`.
+    /// Record one compute dispatch into `encoder`; with `slot`, and where the
+    /// adapter has them, between timestamps read back through that slot's
+    /// buffer (none in work recorded into a caller's encoder).
     pub(crate) fn record_dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -103,16 +105,14 @@ impl WgpuBackend {
         scene: &wgpu::BindGroup,
         work: &wgpu::BindGroup,
         groups: (u32, u32),
-        slot: usize,
+        slot: Option<usize>,
     ) {
-        let timestamp_writes =
-            self.timestamps
-                .as_ref()
-                .map(|ts| wgpu::ComputePassTimestampWrites {
-                    query_set: &ts.set,
-                    beginning_of_pass_write_index: Some(0),
-                    end_of_pass_write_index: Some(1),
-                });
+        let timed = slot.and_then(|slot| self.timestamps.as_ref().map(|ts| (ts, slot)));
+        let timestamp_writes = timed.map(|(ts, _)| wgpu::ComputePassTimestampWrites {
+            query_set: &ts.set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("prism"),
@@ -123,17 +123,19 @@ impl WgpuBackend {
             pass.set_bind_group(1, work, &[]);
             pass.dispatch_workgroups(groups.0, groups.1, 1);
         }
-        if let Some(ts) = &self.timestamps {
+        if let Some((ts, slot)) = timed {
             encoder.resolve_query_set(&ts.set, 0..2, &ts.resolve, 0);
             encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback[slot], 0, 16);
         }
     }
 
+    /// The work group of one dispatch: the chunk uniform, the rays (all of
+    /// `rays` from its offset) and `out_bytes` of output from `out`'s offset.
     pub(crate) fn work_bind_group(
         &self,
-        rays: &wgpu::Buffer,
-        out: &wgpu::Buffer,
-        out_bytes: u64,
+        chunk: wgpu::BufferBinding<'_>,
+        rays: wgpu::BufferBinding<'_>,
+        out: wgpu::BufferBinding<'_>,
     ) -> wgpu::BindGroup {
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("prism work"),
@@ -141,19 +143,15 @@ impl WgpuBackend {
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: whole(&self.chunk),
+                    resource: wgpu::BindingResource::Buffer(chunk),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: whole(rays),
+                    resource: wgpu::BindingResource::Buffer(rays),
                 },
                 wgpu::BindGroupEntry {
                     binding: 2,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: out,
-                        offset: 0,
-                        size: NonZeroU64::new(out_bytes),
-                    }),
+                    resource: wgpu::BindingResource::Buffer(out),
                 },
                 wgpu::BindGroupEntry {
                     binding: 3,
@@ -161,6 +159,25 @@ impl WgpuBackend {
                 },
             ],
         })
+    }
+
+    /// [`Self::work_bind_group`] of the host calls: the shared chunk uniform,
+    /// all of `rays` and the first `out_bytes` of `out`.
+    pub(crate) fn host_work_bind_group(
+        &self,
+        rays: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        out_bytes: u64,
+    ) -> wgpu::BindGroup {
+        self.work_bind_group(
+            self.chunk.as_entire_buffer_binding(),
+            rays.as_entire_buffer_binding(),
+            wgpu::BufferBinding {
+                buffer: out,
+                offset: 0,
+                size: NonZeroU64::new(out_bytes),
+            },
+        )
     }
 
     pub(crate) fn write_chunk(&self, first: u32, count: u32) {
