@@ -76,6 +76,7 @@ mod errors;
 mod levels;
 mod pipelines;
 mod render;
+mod resident;
 mod submit;
 mod update;
 mod upload;

@@ -405,6 +405,12 @@ pub enum ResourceProblem {
         /// Bytes of one record.
         record: u64,
     },
+    /// It is the same buffer as another of the call's, which the device
+    /// cannot bind for reading and writing in one dispatch.
+    SameBuffer {
+        /// The other resource.
+        other: &'static str,
+    },
     /// A texture of a format or dimension the call cannot write.
     Format {
         /// What it is.
@@ -431,6 +437,9 @@ impl core::fmt::Display for ResourceProblem {
                 f,
                 "holds {size} bytes, not a whole number of {record}-byte records"
             ),
+            ResourceProblem::SameBuffer { other } => {
+                write!(f, "is the same buffer as the {other}")
+            }
             ResourceProblem::Format { found, expected } => {
                 write!(f, "is {found}; the call needs {expected}")
             }
