@@ -168,7 +168,7 @@ impl WgpuBackend {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use prism_wgpu::{WgpuBackend, WgpuOptions};
     ///
-    /// let instance = wgpu::Instance::default();
+    /// let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
     /// let adapter = pollster::block_on(
     ///     instance.request_adapter(&wgpu::RequestAdapterOptions::default()),
     /// )?;
