@@ -421,6 +421,8 @@ impl WgpuBackend {
             rays_buf: Reusable::default(),
             out_buf: Reusable::default(),
             readback_buf: Default::default(),
+            frame_buf: Reusable::default(),
+            store_pipelines: HashMap::new(),
             scene: None,
             max_chunk_bytes,
             samples_per_submit,

@@ -86,8 +86,12 @@
 //! # }
 //! ```
 //!
-//! Rendering straight into an engine's texture is not offered yet: `render`
-//! fills a host [`Image`].
+//! Frames go the same way: [`WgpuBackend::record_render`] records a frame
+//! into the engine's encoder and stores it in the engine's storage texture
+//! (`Rgba8Unorm` takes the sRGB-encoded bytes of
+//! [`prism_core::PixelFormat::Srgba8`], `Rgba16Float` and `Rgba32Float` the
+//! linear values), through a small pass from Prism's own buffer, so the
+//! engine shows it without a readback.
 //!
 //! # A frame from the host
 //!
@@ -126,6 +130,7 @@ mod errors;
 mod levels;
 mod pipelines;
 mod render;
+mod render_target;
 mod resident;
 mod submit;
 mod update;
@@ -293,6 +298,10 @@ pub struct WgpuBackend {
     rays_buf: Reusable,
     out_buf: Reusable,
     readback_buf: [Reusable; SLOTS],
+    /// The output of frames recorded into a caller's encoder.
+    frame_buf: Reusable,
+    /// The passes storing recorded frames into textures, by WGSL format.
+    store_pipelines: HashMap<&'static str, render_target::StorePipeline>,
     scene: Option<SceneState>,
     max_chunk_bytes: u64,
     samples_per_submit: u64,

@@ -5,9 +5,12 @@
 //! the recording of one compute pass.
 
 use crate::errors::Scopes;
-use crate::{BACKEND_NAME, ModuleConfig, RAY_TALLY_SLOTS, ShaderSource, WgpuBackend};
+use crate::{
+    BACKEND_NAME, CHUNK_UNIFORM_BYTES, ModuleConfig, RAY_TALLY_SLOTS, ShaderSource, WgpuBackend,
+};
 use prism_core::Error;
 use std::num::NonZeroU64;
+use wgpu::util::DeviceExt;
 
 /// Which pipeline: the render kernels per integrator and output format, and
 /// the two batch kernels.
@@ -178,6 +181,31 @@ impl WgpuBackend {
                 size: NonZeroU64::new(out_bytes),
             },
         )
+    }
+
+    /// A uniform buffer of this call's own holding `chunks` (each the
+    /// `Chunk` of entry.wgsl, 16 bytes), the `k`-th at `k * stride` (the
+    /// returned stride, the device's uniform offset alignment). Work recorded
+    /// into a caller's encoder binds these: the shared chunk uniform of the
+    /// host calls is written on the queue at each dispatch, which would give
+    /// every recorded chunk the last one's values.
+    pub(crate) fn chunk_uniforms(&self, chunks: &[[u32; 4]]) -> (wgpu::Buffer, u64) {
+        let stride = CHUNK_UNIFORM_BYTES
+            .next_multiple_of(self.limits.min_uniform_buffer_offset_alignment.max(1) as u64);
+        let mut bytes = vec![0u8; chunks.len() * stride as usize];
+        for (k, words) in chunks.iter().enumerate() {
+            let at = k * stride as usize;
+            bytes[at..at + CHUNK_UNIFORM_BYTES as usize]
+                .copy_from_slice(bytemuck::cast_slice(words));
+        }
+        let buffer = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("prism recorded chunks"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        (buffer, stride)
     }
 
     pub(crate) fn write_chunk(&self, first: u32, count: u32) {

@@ -8,7 +8,6 @@ use crate::pipelines::Kernel;
 use crate::{BACKEND_NAME, CHUNK_UNIFORM_BYTES, FLAG_BYTES, HIT_BYTES, RAY_BYTES, WgpuBackend};
 use prism_core::{Error, ResourceProblem};
 use std::num::NonZeroU64;
-use wgpu::util::DeviceExt;
 
 /// One of the caller's buffers in a recorded batch, by its role.
 struct Role<'a> {
@@ -166,28 +165,13 @@ impl WgpuBackend {
         }
         let chunks = count.div_ceil(per_chunk);
         let pipeline = self.pipeline(self.batch_kernel(kernel))?;
-        // Each chunk's uniform (first ray, rays) in a buffer of this call's
-        // own, written before `encoder` runs: the shared chunk uniform of the
-        // host calls is written on the queue at each dispatch, which would
-        // give every chunk recorded here the last chunk's values.
-        let stride = CHUNK_UNIFORM_BYTES
-            .next_multiple_of(self.limits.min_uniform_buffer_offset_alignment.max(1) as u64);
-        let mut uniform = vec![0u8; (chunks * stride) as usize];
-        for k in 0..chunks {
-            let first = k * per_chunk;
-            let n = per_chunk.min(count - first);
-            let words = [first as u32, n as u32, 0, 0];
-            let at = (k * stride) as usize;
-            uniform[at..at + CHUNK_UNIFORM_BYTES as usize]
-                .copy_from_slice(bytemuck::cast_slice(&words));
-        }
-        let chunk_buffer = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("prism recorded chunks"),
-                contents: &uniform,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
+        let words: Vec<[u32; 4]> = (0..chunks)
+            .map(|k| {
+                let first = k * per_chunk;
+                [first as u32, per_chunk.min(count - first) as u32, 0, 0]
+            })
+            .collect();
+        let (chunk_buffer, stride) = self.chunk_uniforms(&words);
         for k in 0..chunks {
             let first = k * per_chunk;
             let n = per_chunk.min(count - first);

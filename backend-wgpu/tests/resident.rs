@@ -3,7 +3,8 @@
 //! device), batches recorded into the test's encoder from its own buffers
 //! (`record_intersect` / `record_occluded`) giving the host calls' bytes and
 //! core's hits, on flat and two-level scenes, in one dispatch and in many,
-//! and each refusal of a buffer that does not fit.
+//! each refusal of a buffer that does not fit, and frames recorded into the
+//! test's textures (`record_render`) equal to `render`'s.
 //!
 //! Without an adapter these tests print why and pass, unless
 //! `PRISM_REQUIRE_WGPU=1` (CI sets it). The tests share one device and one
@@ -11,9 +12,14 @@
 
 use prism_core::glam::{Affine3A, Quat, Vec3};
 use prism_core::rng::Pcg;
-use prism_core::{Backend, Error, Geometry, Hit, Instance, Material, Ray, ResourceProblem, Scene};
+use prism_core::{
+    Backend, Error, Geometry, Hit, Image, Instance, Material, NoProgress, PixelFormat, Ray,
+    RenderSettings, ResourceProblem, Scene,
+};
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 use std::sync::{Mutex, OnceLock, mpsc};
+
+mod common;
 
 /// The test's own device, as an engine's: the first hardware adapter, else a
 /// software one; `None` (after printing SKIPPED) where there is none.
@@ -508,4 +514,133 @@ fn recording_before_a_scene_is_refused() {
         record(&mut e, rays.slice(..), hits.slice(..), 4, false),
         Err(Error::NoScene)
     );
+}
+
+/// `target` (of `bytes_per_pixel`) back on the host, row after row.
+fn read_texture(e: &Engine, target: &wgpu::Texture, bytes_per_pixel: u32) -> Vec<u8> {
+    let (w, h) = (target.width(), target.height());
+    let row = w * bytes_per_pixel;
+    let padded = row.next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+    let staging = storage_buffer(&e.device, (padded * h) as u64);
+    let mut encoder = e.device.create_command_encoder(&Default::default());
+    encoder.copy_texture_to_buffer(
+        target.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &staging,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(padded),
+                rows_per_image: Some(h),
+            },
+        },
+        target.size(),
+    );
+    e.queue.submit([encoder.finish()]);
+    let bytes = read_back(e, &staging, 0, (padded * h) as u64);
+    bytes
+        .chunks(padded as usize)
+        .flat_map(|r| r[..row as usize].to_vec())
+        .collect()
+}
+
+fn texture(
+    e: &Engine,
+    w: u32,
+    h: u32,
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    e.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("engine target"),
+        size: wgpu::Extent3d {
+            width: w,
+            height: h,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    })
+}
+
+#[test]
+fn recorded_frames_equal_render_in_the_callers_texture() {
+    with_engine(|e| {
+        let (scene, camera) = common::render_scene();
+        let settings = RenderSettings {
+            spp: 2,
+            ..Default::default()
+        };
+        let (w, h) = (40, 28);
+        let usage = wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::COPY_SRC;
+        // The shared backend (one chunk) and one cutting the frame into
+        // chunks of 5 rows, on the same device.
+        let small = WgpuOptions {
+            max_chunk_bytes: Some(5 * w as u64 * 16),
+            ..Default::default()
+        };
+        let mut chunked =
+            WgpuBackend::from_device(e.device.clone(), e.queue.clone(), small).expect("backend");
+        e.prism.set_scene(&scene).expect("scene");
+        chunked.set_scene(&scene).expect("scene");
+        for (format, pixels, bytes_per_pixel) in [
+            (wgpu::TextureFormat::Rgba8Unorm, PixelFormat::Srgba8, 4),
+            (wgpu::TextureFormat::Rgba32Float, PixelFormat::LinearF32, 16),
+        ] {
+            let mut image = Image::new(w, h, pixels).expect("image");
+            e.prism
+                .render(&camera, &settings, &mut image, &NoProgress)
+                .expect("render");
+            let want: Vec<u8> = match pixels {
+                PixelFormat::Srgba8 => bytemuck::cast_slice(image.rgba8()).to_vec(),
+                PixelFormat::LinearF32 => bytemuck::cast_slice(image.linear()).to_vec(),
+            };
+            for what in ["one chunk", "chunks"] {
+                let target = texture(e, w, h, format, usage);
+                let mut encoder = e.device.create_command_encoder(&Default::default());
+                let prism = if what == "chunks" {
+                    &mut chunked
+                } else {
+                    &mut e.prism
+                };
+                prism
+                    .record_render(&mut encoder, &camera, &settings, &target)
+                    .expect("record_render");
+                e.queue.submit([encoder.finish()]);
+                let got = read_texture(e, &target, bytes_per_pixel);
+                assert!(
+                    got == want,
+                    "{format:?}, {what}: the texture differs from render's frame"
+                );
+            }
+        }
+
+        // Refusals: no storage binding, a format the pass does not write.
+        let sampled = texture(
+            e,
+            w,
+            h,
+            wgpu::TextureFormat::Rgba8Unorm,
+            wgpu::TextureUsages::TEXTURE_BINDING,
+        );
+        let r32 = texture(e, w, h, wgpu::TextureFormat::R32Float, usage);
+        for (target, want) in [(&sampled, "MissingUsage"), (&r32, "Format")] {
+            let mut encoder = e.device.create_command_encoder(&Default::default());
+            let result = e
+                .prism
+                .record_render(&mut encoder, &camera, &settings, target);
+            e.queue.submit([encoder.finish()]);
+            match result {
+                Err(Error::ResourceUnfit {
+                    resource: "target texture",
+                    problem,
+                    ..
+                }) => assert!(format!("{problem:?}").starts_with(want), "{problem:?}"),
+                other => panic!("expected ResourceUnfit, got {other:?}"),
+            }
+        }
+    });
 }
