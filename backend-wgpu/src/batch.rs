@@ -17,6 +17,65 @@ use std::time::Instant;
 const REFILL_MAX_INVOCATIONS: u64 = 1 << 20;
 
 impl WgpuBackend {
+    /// The kernel that traces a batch for `kernel` (`Intersect` or
+    /// `Occluded`): its lane-refill twin where refill is on.
+    pub(crate) fn batch_kernel(&self, kernel: Kernel) -> Kernel {
+        match kernel {
+            Kernel::Intersect if self.config.lane_refill => Kernel::IntersectRefill,
+            Kernel::Occluded if self.config.lane_refill => Kernel::OccludedRefill,
+            k => k,
+        }
+    }
+
+    /// Rays of a batch of `rays` one dispatch traces at most, with
+    /// `out_bytes` of output a ray: within the storage-binding and dispatch
+    /// limits (and `max_chunk_bytes`).
+    pub(crate) fn batch_chunk_rays(&self, out_bytes: u64, rays: u64) -> Result<u64, Error> {
+        let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
+        let rays_by_dispatch = max_groups * max_groups * self.batch_workgroup as u64;
+        let per_chunk = (self.max_chunk_bytes / RAY_BYTES.max(out_bytes))
+            .min(rays_by_dispatch)
+            .min(u32::MAX as u64 / 2)
+            .min(rays);
+        if per_chunk == 0 && rays > 0 {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what: "one ray of a batch (storage binding size)",
+                needed: RAY_BYTES.max(out_bytes),
+                limit: self.max_chunk_bytes,
+            });
+        }
+        Ok(per_chunk)
+    }
+
+    /// Record the dispatch that traces the `n` rays of one chunk with
+    /// `pipeline` (of [`Self::batch_kernel`]), its rays and output bound in
+    /// `work`; timed through `slot` where given. Shared by the host calls
+    /// and the work recorded into a caller's encoder.
+    pub(crate) fn record_batch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        scene: &wgpu::BindGroup,
+        work: &wgpu::BindGroup,
+        n: u64,
+        slot: Option<usize>,
+    ) {
+        let group = self.batch_workgroup as u64;
+        let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
+        let mut groups = n.div_ceil(group);
+        if self.config.lane_refill {
+            // Refill workgroups take rays until the chunk is done, so a GPU's
+            // worth of them suffices; the rest would find no work.
+            groups = groups.min(REFILL_MAX_INVOCATIONS.div_ceil(group));
+            // The refill kernels' ray counter (refill.wgsl).
+            encoder.clear_buffer(&self.ray_count, 0, None);
+        }
+        let gx = groups.clamp(1, max_groups);
+        let gy = groups.div_ceil(gx);
+        self.record_dispatch(encoder, pipeline, scene, work, (gx as u32, gy as u32), slot);
+    }
+
     /// Trace a batch with `kernel`; `out_bytes` per ray are handed to `store`
     /// chunk by chunk as `(first ray, bytes)`.
     pub(crate) fn batch_inner(
@@ -42,21 +101,7 @@ impl WgpuBackend {
             stats.total = start.elapsed();
             return Ok(stats);
         }
-        let max_groups = self.limits.max_compute_workgroups_per_dimension as u64;
-        let group = self.batch_workgroup as u64;
-        let rays_by_dispatch = max_groups * max_groups * group;
-        let mut per_chunk = (self.max_chunk_bytes / RAY_BYTES.max(out_bytes))
-            .min(rays_by_dispatch)
-            .min(u32::MAX as u64 / 2)
-            .min(rays.len() as u64) as usize;
-        if per_chunk == 0 {
-            return Err(Error::DeviceLimit {
-                backend: BACKEND_NAME,
-                what: "one ray of a batch (storage binding size)",
-                needed: RAY_BYTES.max(out_bytes),
-                limit: self.max_chunk_bytes,
-            });
-        }
+        let mut per_chunk = self.batch_chunk_rays(out_bytes, rays.len() as u64)? as usize;
         // Large batches go in bands, two in flight, as large frames do: the host
         // writes band k + 1's rays and reads band k - 1's results while the GPU
         // traces band k. Only with timestamps, so that trace times never overlap.
@@ -68,12 +113,7 @@ impl WgpuBackend {
             let band_rays = (total_bytes / BATCH_BANDS).max(band_bytes) / RAY_BYTES;
             per_chunk = per_chunk.min(band_rays.max(1) as usize);
         }
-        let refill = self.config.lane_refill;
-        let kernel = match kernel {
-            Kernel::Intersect if refill => Kernel::IntersectRefill,
-            Kernel::Occluded if refill => Kernel::OccludedRefill,
-            k => k,
-        };
+        let kernel = self.batch_kernel(kernel);
         let pipeline = self.pipeline(kernel)?;
         let in_buf = Self::ensure(
             &self.device,
@@ -118,31 +158,20 @@ impl WgpuBackend {
                 self.write_chunk(first as u32, n as u32);
                 stats.upload += upload_start.elapsed();
                 let bytes = n * out_bytes;
-                let work_group = self.work_bind_group(&in_buf, &out, bytes.next_multiple_of(16));
-                let mut groups = n.div_ceil(group);
-                if refill {
-                    // Refill workgroups take rays until the chunk is done, so a
-                    // GPU's worth of them suffices; the rest would find no work.
-                    groups = groups.min(REFILL_MAX_INVOCATIONS.div_ceil(group));
-                }
-                let gx = groups.min(max_groups);
-                let gy = groups.div_ceil(gx);
+                let work_group =
+                    self.host_work_bind_group(&in_buf, &out, bytes.next_multiple_of(16));
                 let mut encoder =
                     self.device
                         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                             label: Some("prism batch"),
                         });
-                if refill {
-                    // The refill kernels' ray counter (refill.wgsl).
-                    encoder.clear_buffer(&self.ray_count, 0, None);
-                }
-                self.record_dispatch(
+                self.record_batch(
                     &mut encoder,
                     &pipeline,
                     &scene_group,
                     &work_group,
-                    (gx as u32, gy as u32),
-                    slot,
+                    n,
+                    Some(slot),
                 );
                 encoder.copy_buffer_to_buffer(&out, 0, &readback[slot], 0, bytes);
                 let (index, at) = self.submit(encoder);

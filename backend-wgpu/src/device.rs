@@ -1,8 +1,10 @@
-//! Opening the device: [`WgpuBackend::new`] picks the adapter, asks for the
-//! features and limits the backend uses, checks the workgroup options against
-//! them, installs the device-lost and uncaptured-error handlers, compiles the
-//! general shader module and makes the bind group layouts and the small
-//! buffers every call shares. [`Lifecycle`] serialises the construction and
+//! The device: [`WgpuBackend::new`] picks the adapter, asks for the features
+//! and limits the backend uses and installs the device-lost and
+//! uncaptured-error handlers; [`WgpuBackend::from_device`] takes the caller's
+//! device instead, after checking its limits. Either way the workgroup
+//! options are checked against the limits, the general shader module is
+//! compiled and the bind group layouts and the small buffers every call
+//! shares are made. [`Lifecycle`] serialises the construction and
 //! teardown of devices in this process.
 
 use crate::adapter::{adapter_rank, new_instance, searched_backends, summary};
@@ -118,44 +120,13 @@ impl WgpuBackend {
             }
         };
         let info = adapter.get_info();
-        let software = info.device_type == wgpu::DeviceType::Cpu;
-        let use_timestamps =
-            options.timestamps && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-        let f64_division =
-            options.f64_division && adapter.features().contains(wgpu::Features::SHADER_F64);
-        // Not on software adapters: Mesa 22.3's lavapipe was seen to drop rays
-        // in the refill loop (lanes given a ray and never finishing it), and a
-        // CPU gains nothing from refill anyway.
-        //
-        // Nor where a subgroup could run part-filled: refill.wgsl claims rays
-        // once half of `subgroup_size` lanes are idle, counted against the
-        // subgroup's full width, so a subgroup of fewer live lanes than that
-        // (a `batch_workgroup` of 8 on 32-wide hardware) would never claim one
-        // and never end. A workgroup that is a multiple of the largest
-        // subgroup size fills every subgroup, whatever size the driver picks.
-        let lane_refill = options.lane_refill
-            && !software
-            && adapter.features().contains(wgpu::Features::SUBGROUP)
-            && info.subgroup_max_size > 0
-            && options
-                .batch_workgroup
-                .is_multiple_of(info.subgroup_max_size);
-        let mut required_features = wgpu::Features::empty();
-        if use_timestamps {
-            required_features |= wgpu::Features::TIMESTAMP_QUERY;
-        }
-        if f64_division {
-            required_features |= wgpu::Features::SHADER_F64;
-        }
-        if lane_refill {
-            required_features |= wgpu::Features::SUBGROUP;
-        }
+        let wanted = Capabilities::choose(&options, adapter.features(), &info);
         // Ask for everything the adapter offers: the WebGPU defaults would cap a
         // storage binding at 128 MiB even on a card with 80 GiB.
         let required_limits = adapter.limits();
         let desc = wgpu::DeviceDescriptor {
             label: Some("prism-wgpu"),
-            required_features,
+            required_features: wanted.features(),
             required_limits,
             ..Default::default()
         };
@@ -165,26 +136,82 @@ impl WgpuBackend {
                 reason: format!("{}: request_device failed: {e}", info.name),
             }
         })?;
+        let handlers = Handlers::install(&device);
+        Self::build(device, queue, info, options, wanted, handlers)
+    }
 
-        let lost = Arc::new(Mutex::new(None::<String>));
-        let lost_cb = lost.clone();
-        device.set_device_lost_callback(move |reason, message| {
-            if let Ok(mut l) = lost_cb.lock() {
-                l.get_or_insert(format!("{reason:?}: {message}"));
-            }
-        });
-        let uncaptured = Arc::new(Mutex::new(Vec::<String>::new()));
-        let uncaptured_cb = uncaptured.clone();
-        // wgpu's default handler panics; every call here runs in error scopes, so
-        // anything reaching this handler is only recorded and reported later.
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            if let Ok(mut u) = uncaptured_cb.lock()
-                && u.len() < 16
-            {
-                u.push(e.to_string());
-            }
-        }));
+    /// Build the backend on the caller's device and queue, sharing them:
+    /// Prism opens no device of its own.
+    ///
+    /// For an engine that already owns a `wgpu::Device` (see the crate docs,
+    /// "Inside an engine"). The adapter is the device's own
+    /// ([`wgpu::Device::adapter_info`]); `options.allow_software` and
+    /// `options.adapter_name` do not apply, the other options do. Of the
+    /// optional features Prism uses (`TIMESTAMP_QUERY`, `SHADER_F64`,
+    /// `SUBGROUP`), those the device was created with are used, as
+    /// [`WgpuBackend::new`] would; a device with the adapter's own limits
+    /// ([`wgpu::Adapter::limits`]) traces large batches in fewer dispatches
+    /// than one with WebGPU's defaults.
+    ///
+    /// Prism installs no device-lost callback and no uncaptured-error
+    /// handler on a shared device (they are the caller's): its own calls run
+    /// in error scopes, and a lost device shows as [`Error::Device`] from the
+    /// call that meets it. Its shader modules, pipelines and buffers are its
+    /// own and are freed when the backend is dropped; the device lives on.
+    ///
+    /// Fails with [`Error::DeviceLimit`] naming the limit when the device's
+    /// limits are below what the shaders bind (two bind groups, eight storage
+    /// buffers and three uniform buffers per compute stage, compute
+    /// dispatches), or below the workgroup sizes in `options`.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use prism_wgpu::{WgpuBackend, WgpuOptions};
+    ///
+    /// let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    /// let adapter = pollster::block_on(
+    ///     instance.request_adapter(&wgpu::RequestAdapterOptions::default()),
+    /// )?;
+    /// let (device, queue) = pollster::block_on(adapter.request_device(
+    ///     &wgpu::DeviceDescriptor {
+    ///         required_limits: adapter.limits(),
+    ///         ..Default::default()
+    ///     },
+    /// ))?;
+    /// let prism = WgpuBackend::from_device(device.clone(), queue.clone(), WgpuOptions::default())?;
+    /// assert!(prism.device() == &device);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_device(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        options: WgpuOptions,
+    ) -> Result<WgpuBackend, Error> {
+        let info = device.adapter_info();
+        check_shared_limits(&device.limits())?;
+        let wanted = Capabilities::choose(&options, device.features(), &info);
+        Self::build(device, queue, info, options, wanted, Handlers::none())
+    }
 
+    /// The rest of construction, on a device of Prism's own or the caller's:
+    /// checks the workgroup options against the device's limits, compiles the
+    /// general module and makes the layouts and the small shared buffers.
+    fn build(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        info: wgpu::AdapterInfo,
+        options: WgpuOptions,
+        wanted: Capabilities,
+        handlers: Handlers,
+    ) -> Result<WgpuBackend, Error> {
+        let software = info.device_type == wgpu::DeviceType::Cpu;
+        let Capabilities {
+            timestamps: use_timestamps,
+            f64_division,
+            lane_refill,
+        } = wanted;
+        let Handlers { lost, uncaptured } = handlers;
         let limits = device.limits();
         let binding_limit = limits
             .max_storage_buffer_binding_size
@@ -394,6 +421,8 @@ impl WgpuBackend {
             rays_buf: Reusable::default(),
             out_buf: Reusable::default(),
             readback_buf: Default::default(),
+            frame_buf: Reusable::default(),
+            store_pipelines: HashMap::new(),
             scene: None,
             max_chunk_bytes,
             samples_per_submit,
@@ -406,4 +435,144 @@ impl WgpuBackend {
             teardown: None,
         })
     }
+}
+
+/// The optional features Prism uses, as chosen for one device.
+#[derive(Clone, Copy)]
+struct Capabilities {
+    timestamps: bool,
+    f64_division: bool,
+    lane_refill: bool,
+}
+
+impl Capabilities {
+    /// What `options` ask for and `features` (the adapter's, or a shared
+    /// device's) allow.
+    fn choose(options: &WgpuOptions, features: wgpu::Features, info: &wgpu::AdapterInfo) -> Self {
+        let software = info.device_type == wgpu::DeviceType::Cpu;
+        // Not on software adapters: Mesa 22.3's lavapipe was seen to drop rays
+        // in the refill loop (lanes given a ray and never finishing it), and a
+        // CPU gains nothing from refill anyway.
+        //
+        // Nor where a subgroup could run part-filled: refill.wgsl claims rays
+        // once half of `subgroup_size` lanes are idle, counted against the
+        // subgroup's full width, so a subgroup of fewer live lanes than that
+        // (a `batch_workgroup` of 8 on 32-wide hardware) would never claim one
+        // and never end. A workgroup that is a multiple of the largest
+        // subgroup size fills every subgroup, whatever size the driver picks.
+        let lane_refill = options.lane_refill
+            && !software
+            && features.contains(wgpu::Features::SUBGROUP)
+            && info.subgroup_max_size > 0
+            && options
+                .batch_workgroup
+                .is_multiple_of(info.subgroup_max_size);
+        Capabilities {
+            timestamps: options.timestamps && features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            f64_division: options.f64_division && features.contains(wgpu::Features::SHADER_F64),
+            lane_refill,
+        }
+    }
+
+    /// The features to ask a new device for.
+    fn features(self) -> wgpu::Features {
+        let mut f = wgpu::Features::empty();
+        if self.timestamps {
+            f |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        if self.f64_division {
+            f |= wgpu::Features::SHADER_F64;
+        }
+        if self.lane_refill {
+            f |= wgpu::Features::SUBGROUP;
+        }
+        f
+    }
+}
+
+/// What the device-lost callback and the uncaptured-error handler record
+/// (see `errors.rs`); on a shared device neither is installed and both stay
+/// empty.
+struct Handlers {
+    lost: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Vec<String>>>,
+}
+
+impl Handlers {
+    fn none() -> Self {
+        Handlers {
+            lost: Arc::new(Mutex::new(None)),
+            uncaptured: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Install both on a device of Prism's own.
+    fn install(device: &wgpu::Device) -> Self {
+        let handlers = Handlers::none();
+        let lost_cb = handlers.lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut l) = lost_cb.lock() {
+                l.get_or_insert(format!("{reason:?}: {message}"));
+            }
+        });
+        let uncaptured_cb = handlers.uncaptured.clone();
+        // wgpu's default handler panics; every call here runs in error scopes, so
+        // anything reaching this handler is only recorded and reported later.
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut u) = uncaptured_cb.lock()
+                && u.len() < 16
+            {
+                u.push(e.to_string());
+            }
+        }));
+        handlers
+    }
+}
+
+/// Storage buffers the shaders bind per compute stage: five in the scene's
+/// group, three in the work group (entry.wgsl).
+const STORAGE_BUFFERS: u32 = 8;
+/// Uniform buffers the shaders bind per compute stage: the render parameters,
+/// the levels and the chunk.
+const UNIFORM_BUFFERS: u32 = 3;
+/// Bind groups of the pipeline layout (scene, work).
+const BIND_GROUPS: u32 = 2;
+
+/// Refuse a shared device whose limits are below what the shaders bind. (A
+/// device Prism opens has the adapter's limits, and every adapter wgpu
+/// reports for compute has these.)
+pub(crate) fn check_shared_limits(limits: &wgpu::Limits) -> Result<(), Error> {
+    let checks = [
+        (
+            "bind groups (max_bind_groups)",
+            BIND_GROUPS,
+            limits.max_bind_groups,
+        ),
+        (
+            "storage buffers per compute stage (max_storage_buffers_per_shader_stage)",
+            STORAGE_BUFFERS,
+            limits.max_storage_buffers_per_shader_stage,
+        ),
+        (
+            "uniform buffers per compute stage (max_uniform_buffers_per_shader_stage)",
+            UNIFORM_BUFFERS,
+            limits.max_uniform_buffers_per_shader_stage,
+        ),
+        (
+            "compute dispatches (max_compute_workgroups_per_dimension)",
+            1,
+            limits.max_compute_workgroups_per_dimension,
+        ),
+    ];
+    for (what, needed, limit) in checks {
+        if limit < needed {
+            return Err(Error::DeviceLimit {
+                backend: BACKEND_NAME,
+                what,
+                needed: needed as u64,
+                limit: limit as u64,
+            });
+        }
+    }
+    Ok(())
 }

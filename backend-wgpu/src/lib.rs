@@ -41,6 +41,60 @@
 //!   returned as [`Error`]; after a lost device every call says the backend must
 //!   be recreated.
 //!
+//! # Inside an engine
+//!
+//! An engine that owns a wgpu device (Bevy's render device, or its own)
+//! builds Prism on it with [`WgpuBackend::from_device`]: Prism opens no
+//! second device, and its shaders, pipelines and buffers are freed when the
+//! backend is dropped while the device lives on. The engine then keeps its
+//! rays and answers on the GPU:
+//!
+//! 1. its own compute pass writes rays into a buffer of its own, in the
+//!    layout of [`prism_core::Ray`] (48 bytes: `(origin, tmin)`,
+//!    `(dir, tmax)`, `(mask, 0, 0, 0)`);
+//! 2. [`WgpuBackend::record_intersect`] records the closest-hit dispatches
+//!    into the engine's `CommandEncoder`, writing [`prism_core::Hit`]s (32
+//!    bytes) into another of its buffers; [`WgpuBackend::record_occluded`]
+//!    writes one `u32` a ray (1: occluded) for shadow and visibility rays;
+//! 3. its next pass reads the hits, and it submits the encoder once.
+//!
+//! Prism submits nothing and reads nothing back in these calls. The buffers
+//! need `wgpu::BufferUsages::STORAGE`, offsets on the device's storage
+//! alignment, whole records and room for the count; a buffer that breaks a
+//! rule is refused with [`Error::ResourceUnfit`] naming it and the
+//! [`prism_core::ResourceProblem`], before anything is recorded. Flat and
+//! two-level scenes are traced alike; `set_scene` and `update_scene` upload
+//! on the shared queue, so submit recorded work before changing the scene.
+//! `examples/engine.rs` is a whole frame: camera rays, Prism's trace and
+//! shading in one submission, checked against the CPU backend.
+//!
+//! ```no_run
+//! # fn frame(device: &wgpu::Device, queue: &wgpu::Queue, rays: &wgpu::Buffer, hits: &wgpu::Buffer, n: u32)
+//! # -> Result<(), prism_core::Error> {
+//! use prism_core::Backend;
+//! use prism_wgpu::{WgpuBackend, WgpuOptions};
+//!
+//! # let scene = prism_core::Scene::new();
+//! let mut prism = WgpuBackend::from_device(device.clone(), queue.clone(), WgpuOptions::default())?;
+//! prism.set_scene(&scene)?;
+//! let mut encoder = device.create_command_encoder(&Default::default());
+//! // ... the engine's pass writing `n` rays into `rays` ...
+//! prism.record_intersect(&mut encoder, rays.slice(..), hits.slice(..), n)?;
+//! // ... the engine's pass reading the hits ...
+//! queue.submit([encoder.finish()]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Frames go the same way: [`WgpuBackend::record_render`] records a frame
+//! into the engine's encoder and stores it in the engine's storage texture
+//! (`Rgba8Unorm` takes the sRGB-encoded bytes of
+//! [`prism_core::PixelFormat::Srgba8`], `Rgba16Float` and `Rgba32Float` the
+//! linear values), through a small pass from Prism's own buffer, so the
+//! engine shows it without a readback.
+//!
+//! # A frame from the host
+//!
 //! ```no_run
 //! use prism_core::{Backend, Camera, Image, Material, NoProgress, PixelFormat, RenderSettings, Scene};
 //! use prism_core::glam::Vec3;
@@ -76,6 +130,8 @@ mod errors;
 mod levels;
 mod pipelines;
 mod render;
+mod render_target;
+mod resident;
 mod submit;
 mod update;
 mod upload;
@@ -242,6 +298,10 @@ pub struct WgpuBackend {
     rays_buf: Reusable,
     out_buf: Reusable,
     readback_buf: [Reusable; SLOTS],
+    /// The output of frames recorded into a caller's encoder.
+    frame_buf: Reusable,
+    /// The passes storing recorded frames into textures, by WGSL format.
+    store_pipelines: HashMap<&'static str, render_target::StorePipeline>,
     scene: Option<SceneState>,
     max_chunk_bytes: u64,
     samples_per_submit: u64,
@@ -269,7 +329,19 @@ impl WgpuBackend {
         summary(&self.info)
     }
 
-    /// The device limits in force (the adapter's own).
+    /// The device Prism runs on: its own, or the caller's when built with
+    /// [`WgpuBackend::from_device`] (then equal to the one given).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue Prism submits its own calls' work to (the caller's with
+    /// [`WgpuBackend::from_device`]).
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The device limits in force (the adapter's own, or a shared device's).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
     }

@@ -5,9 +5,12 @@
 //! the recording of one compute pass.
 
 use crate::errors::Scopes;
-use crate::{BACKEND_NAME, ModuleConfig, RAY_TALLY_SLOTS, ShaderSource, WgpuBackend};
+use crate::{
+    BACKEND_NAME, CHUNK_UNIFORM_BYTES, ModuleConfig, RAY_TALLY_SLOTS, ShaderSource, WgpuBackend,
+};
 use prism_core::Error;
 use std::num::NonZeroU64;
+use wgpu::util::DeviceExt;
 
 /// Which pipeline: the render kernels per integrator and output format, and
 /// the two batch kernels.
@@ -95,7 +98,9 @@ impl WgpuBackend {
         Ok(pipeline)
     }
 
-    /// Record one compute dispatch (with timestamps if available) into `encoder`.
+    /// Record one compute dispatch into `encoder`; with `slot`, and where the
+    /// adapter has them, between timestamps read back through that slot's
+    /// buffer (none in work recorded into a caller's encoder).
     pub(crate) fn record_dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -103,16 +108,14 @@ impl WgpuBackend {
         scene: &wgpu::BindGroup,
         work: &wgpu::BindGroup,
         groups: (u32, u32),
-        slot: usize,
+        slot: Option<usize>,
     ) {
-        let timestamp_writes =
-            self.timestamps
-                .as_ref()
-                .map(|ts| wgpu::ComputePassTimestampWrites {
-                    query_set: &ts.set,
-                    beginning_of_pass_write_index: Some(0),
-                    end_of_pass_write_index: Some(1),
-                });
+        let timed = slot.and_then(|slot| self.timestamps.as_ref().map(|ts| (ts, slot)));
+        let timestamp_writes = timed.map(|(ts, _)| wgpu::ComputePassTimestampWrites {
+            query_set: &ts.set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("prism"),
@@ -123,17 +126,19 @@ impl WgpuBackend {
             pass.set_bind_group(1, work, &[]);
             pass.dispatch_workgroups(groups.0, groups.1, 1);
         }
-        if let Some(ts) = &self.timestamps {
+        if let Some((ts, slot)) = timed {
             encoder.resolve_query_set(&ts.set, 0..2, &ts.resolve, 0);
             encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback[slot], 0, 16);
         }
     }
 
+    /// The work group of one dispatch: the chunk uniform, the rays (all of
+    /// `rays` from its offset) and `out_bytes` of output from `out`'s offset.
     pub(crate) fn work_bind_group(
         &self,
-        rays: &wgpu::Buffer,
-        out: &wgpu::Buffer,
-        out_bytes: u64,
+        chunk: wgpu::BufferBinding<'_>,
+        rays: wgpu::BufferBinding<'_>,
+        out: wgpu::BufferBinding<'_>,
     ) -> wgpu::BindGroup {
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("prism work"),
@@ -141,19 +146,15 @@ impl WgpuBackend {
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: whole(&self.chunk),
+                    resource: wgpu::BindingResource::Buffer(chunk),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: whole(rays),
+                    resource: wgpu::BindingResource::Buffer(rays),
                 },
                 wgpu::BindGroupEntry {
                     binding: 2,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: out,
-                        offset: 0,
-                        size: NonZeroU64::new(out_bytes),
-                    }),
+                    resource: wgpu::BindingResource::Buffer(out),
                 },
                 wgpu::BindGroupEntry {
                     binding: 3,
@@ -161,6 +162,50 @@ impl WgpuBackend {
                 },
             ],
         })
+    }
+
+    /// [`Self::work_bind_group`] of the host calls: the shared chunk uniform,
+    /// all of `rays` and the first `out_bytes` of `out`.
+    pub(crate) fn host_work_bind_group(
+        &self,
+        rays: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        out_bytes: u64,
+    ) -> wgpu::BindGroup {
+        self.work_bind_group(
+            self.chunk.as_entire_buffer_binding(),
+            rays.as_entire_buffer_binding(),
+            wgpu::BufferBinding {
+                buffer: out,
+                offset: 0,
+                size: NonZeroU64::new(out_bytes),
+            },
+        )
+    }
+
+    /// A uniform buffer of this call's own holding `chunks` (each the
+    /// `Chunk` of entry.wgsl, 16 bytes), the `k`-th at `k * stride` (the
+    /// returned stride, the device's uniform offset alignment). Work recorded
+    /// into a caller's encoder binds these: the shared chunk uniform of the
+    /// host calls is written on the queue at each dispatch, which would give
+    /// every recorded chunk the last one's values.
+    pub(crate) fn chunk_uniforms(&self, chunks: &[[u32; 4]]) -> (wgpu::Buffer, u64) {
+        let stride = CHUNK_UNIFORM_BYTES
+            .next_multiple_of(self.limits.min_uniform_buffer_offset_alignment.max(1) as u64);
+        let mut bytes = vec![0u8; chunks.len() * stride as usize];
+        for (k, words) in chunks.iter().enumerate() {
+            let at = k * stride as usize;
+            bytes[at..at + CHUNK_UNIFORM_BYTES as usize]
+                .copy_from_slice(bytemuck::cast_slice(words));
+        }
+        let buffer = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("prism recorded chunks"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        (buffer, stride)
     }
 
     pub(crate) fn write_chunk(&self, first: u32, count: u32) {

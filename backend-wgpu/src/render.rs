@@ -150,7 +150,7 @@ impl WgpuBackend {
                 let bytes = rows as u64 * row_bytes;
                 let slot = band % slots;
                 let work_group =
-                    self.work_bind_group(&self.dummy_rays, &out, bytes.next_multiple_of(16));
+                    self.host_work_bind_group(&self.dummy_rays, &out, bytes.next_multiple_of(16));
                 self.write_chunk(row, rows);
                 let mut encoder =
                     self.device
@@ -164,7 +164,7 @@ impl WgpuBackend {
                     &scene_group,
                     &work_group,
                     (groups_x as u32, rows.div_ceil(tile_y)),
-                    slot,
+                    Some(slot),
                 );
                 encoder.copy_buffer_to_buffer(
                     &out,

@@ -224,8 +224,18 @@ impl WgpuBackend {
     }
 
     /// The scene bind group (group 0) of `buffers`, each bound at its exact
-    /// size.
+    /// size, with the shared render parameters.
     pub(crate) fn scene_bind_group(&self, buffers: &SceneBuffers) -> wgpu::BindGroup {
+        self.scene_bind_group_with(buffers, &self.params)
+    }
+
+    /// [`Self::scene_bind_group`] with render parameters of the caller's
+    /// (those of one recorded frame).
+    pub(crate) fn scene_bind_group_with(
+        &self,
+        buffers: &SceneBuffers,
+        params: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
         let entry = |binding, buffer, bytes: u64| wgpu::BindGroupEntry {
             binding,
             resource: exact(buffer, bytes as usize),
@@ -236,7 +246,7 @@ impl WgpuBackend {
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: wgpu::BindingResource::Buffer(self.params.as_entire_buffer_binding()),
+                    resource: wgpu::BindingResource::Buffer(params.as_entire_buffer_binding()),
                 },
                 entry(1, &buffers.nodes, buffers.node_bytes),
                 entry(2, &buffers.prims, buffers.prim_bytes),

@@ -358,6 +358,93 @@ pub enum Error {
     /// The caller's progress sink asked to stop.
     #[error("cancelled")]
     Cancelled,
+    /// A device buffer or texture of the caller's, handed to a backend to
+    /// read or write on the device, does not fit the call: it lacks a usage,
+    /// is too small, or its offset, size or format breaks the documented
+    /// layout. Nothing was recorded.
+    #[error("backend {backend}: {resource} {problem}")]
+    ResourceUnfit {
+        /// Backend name.
+        backend: &'static str,
+        /// Which of the call's resources (`"rays buffer"`, `"hits buffer"`,
+        /// `"target texture"`, ...).
+        resource: &'static str,
+        /// What is wrong with it.
+        problem: ResourceProblem,
+    },
+}
+
+/// What is wrong with a caller's device resource ([`Error::ResourceUnfit`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResourceProblem {
+    /// It was created without a usage the call needs.
+    MissingUsage {
+        /// The usage needed, as the device API names it (`"STORAGE"`).
+        usage: &'static str,
+    },
+    /// It holds fewer bytes than the call's records need.
+    TooSmall {
+        /// Bytes needed from its offset.
+        needed: u64,
+        /// Bytes it holds from its offset.
+        size: u64,
+    },
+    /// Its offset is not a multiple of the device's binding alignment.
+    Misaligned {
+        /// The offset given, in bytes.
+        offset: u64,
+        /// The alignment the device needs, in bytes.
+        alignment: u64,
+    },
+    /// Its size is not a whole number of records: the count of records it
+    /// holds does not match the documented record size.
+    PartialRecord {
+        /// Bytes it holds from its offset.
+        size: u64,
+        /// Bytes of one record.
+        record: u64,
+    },
+    /// It is the same buffer as another of the call's, which the device
+    /// cannot bind for reading and writing in one dispatch.
+    SameBuffer {
+        /// The other resource.
+        other: &'static str,
+    },
+    /// A texture of a format or dimension the call cannot write.
+    Format {
+        /// What it is.
+        found: String,
+        /// What the call accepts.
+        expected: &'static str,
+    },
+}
+
+impl core::fmt::Display for ResourceProblem {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ResourceProblem::MissingUsage { usage } => {
+                write!(f, "lacks the usage {usage}")
+            }
+            ResourceProblem::TooSmall { needed, size } => {
+                write!(f, "holds {size} bytes, {needed} are needed")
+            }
+            ResourceProblem::Misaligned { offset, alignment } => write!(
+                f,
+                "starts at byte {offset}, which is not a multiple of the device's {alignment}-byte binding alignment"
+            ),
+            ResourceProblem::PartialRecord { size, record } => write!(
+                f,
+                "holds {size} bytes, not a whole number of {record}-byte records"
+            ),
+            ResourceProblem::SameBuffer { other } => {
+                write!(f, "is the same buffer as the {other}")
+            }
+            ResourceProblem::Format { found, expected } => {
+                write!(f, "is {found}; the call needs {expected}")
+            }
+        }
+    }
 }
 
 impl Error {
