@@ -12,7 +12,7 @@ cp target/release/prism $G/bin/prism
 CARGO_TARGET_DIR=${CUDA_TARGET_DIR:-/tmp/target-cuda} bash backend-cuda/bench/prepare_gpu.sh >/dev/null
 cp .gpu/cuda/bin/* $G/bin/
 rm -f .gpu/cuda/scenes.tar.xz
-cargo build --release -q -p prism-wgpu --example wgpu_bench
+cargo build --release -q -p prism-rt-wgpu --example wgpu_bench
 cp target/release/examples/wgpu_bench $G/bin/wgpu_bench
 # Test binaries that need a GPU: the out-of-memory row of the bad-input table and
 # the conformance suite's broken-CUDA-kernel test.
@@ -21,7 +21,7 @@ cargo test --release -q --test gpu_out_of_memory --test conformance --no-run 2>/
 cp "$(newest gpu_out_of_memory)" $G/bin/gpu_out_of_memory
 cp "$(newest conformance)" $G/bin/conformance_tests
 # The wgpu backend's tests, on the GPU's own adapter (lane refill runs there only).
-cargo test --release -q -p prism-wgpu --test adapter --test instances --no-run 2>/dev/null
+cargo test --release -q -p prism-rt-wgpu --test adapter --test instances --no-run 2>/dev/null
 cp "$(newest adapter)" $G/bin/wgpu_adapter_tests
 cp "$(newest instances)" $G/bin/wgpu_instances_tests
 strip --strip-debug $G/bin/*

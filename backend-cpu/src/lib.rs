@@ -1,4 +1,4 @@
-//! `prism-cpu`: the CPU backend of Prism.
+//! `prism_cpu` (package `prism-rt-cpu`): the CPU backend of Prism.
 //!
 //! Traces with prism-core's intersection arithmetic and integrators on every core
 //! through a dedicated rayon pool: renders are split into bands of [`TILE`] rows

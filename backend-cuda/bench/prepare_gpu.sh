@@ -5,7 +5,7 @@
 # backend-cuda/bench/gpu_check.sh there with .gpu/cuda carried along.
 set -euo pipefail
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-cuda}
-cargo build -p prism-cuda --release --tests --examples
+cargo build -p prism-rt-cuda --release --tests --examples
 G=.gpu/cuda
 mkdir -p $G/bin
 newest() { ls -t "$CARGO_TARGET_DIR"/release/deps/"$1"-* | grep -v '\.d$' | head -1; }

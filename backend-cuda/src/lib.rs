@@ -1,4 +1,4 @@
-//! `prism-cuda`: Prism's [`prism_core::Backend`] on NVIDIA GPUs.
+//! `prism_cuda` (package `prism-rt-cuda`): Prism's [`prism_core::Backend`] on NVIDIA GPUs.
 //!
 //! - The NVIDIA driver and NVRTC are loaded at run time through cudarc: a
 //!   program using this crate starts on any machine, and

@@ -7,8 +7,8 @@
 # carried along.
 set -euo pipefail
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-wgpu}
-cargo build -p prism-wgpu --release --example wgpu_bench
-cargo test -p prism-wgpu --release --no-run
+cargo build -p prism-rt-wgpu --release --example wgpu_bench
+cargo test -p prism-rt-wgpu --release --no-run
 G=.gpu/wgpu
 mkdir -p $G/bin
 newest() { ls -t "$CARGO_TARGET_DIR"/release/deps/"$1"-* | grep -v '\.d$' | head -1; }

@@ -1,7 +1,7 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--instances] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
+//! cargo run --release -p prism-rt-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--instances] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default

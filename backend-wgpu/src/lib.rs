@@ -1,4 +1,4 @@
-//! `prism-wgpu`: the wgpu backend of Prism.
+//! `prism_wgpu` (package `prism-rt-wgpu`): the wgpu backend of Prism.
 //!
 //! Runs prism-core's traversal and integrators as WGSL compute shaders on any
 //! Vulkan, Metal or DX12 adapter, headless (no window, no surface), including

@@ -3,7 +3,7 @@
  * geometry, a ground), trace a batch of rays, move an instance, render a
  * frame into an RGBA buffer, and see a bad input refused with a message.
  *
- * Build (from the repository root, after `cargo build --release -p prism-c`):
+ * Build (from the repository root, after `cargo build --release -p prism-rt-c`):
  *   cc -O2 -Wall -Wextra -Icapi/include capi/examples/basic.c \
  *      target/release/libprism_c.a -lpthread -ldl -lm -o basic
  *   ./basic cpu

@@ -21,7 +21,7 @@ fn header_is_current() {
             return;
         }
         panic!(
-            "{} is out of date: run `PRISM_WRITE_HEADER=1 cargo test -p prism-c --test header` and commit it",
+            "{} is out of date: run `PRISM_WRITE_HEADER=1 cargo test -p prism-rt-c --test header` and commit it",
             path.display()
         );
     }

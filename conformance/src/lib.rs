@@ -1,4 +1,4 @@
-//! `prism-conformance`: the proof behind "pick any backend, get the same answer".
+//! `prism_conformance` (package `prism-rt-conformance`): the proof behind "pick any backend, get the same answer".
 //!
 //! The suite takes its backends and cases from the caller (the `prism` facade
 //! supplies its built-in scenes, the shared meshes with Embree's reference hits,

@@ -1,6 +1,6 @@
 //! 8-bit sRGB encoding: core's curve (`linear_to_srgb8`, a `powf` per channel)
 //! against the table every backend encodes through (`Srgb8Table::encode`),
-//! on the same million linear values. `cargo bench -p prism-core --bench srgb8`.
+//! on the same million linear values. `cargo bench -p prism-rt-core --bench srgb8`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use prism_core::image::{Srgb8Table, linear_to_srgb8};

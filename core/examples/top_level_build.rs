@@ -4,7 +4,7 @@
 //! an OBJ mesh (`shared/scenes` format). Prints the median and minimum of
 //! `RUNS` updates with each top builder.
 //!
-//! `cargo run --release -p prism-core --example top_level_build -- MESH.obj FILE.instances [RUNS [auto|morton|sah]]`
+//! `cargo run --release -p prism-rt-core --example top_level_build -- MESH.obj FILE.instances [RUNS [auto|morton|sah]]`
 use prism_core::glam::{Affine3A, Vec3};
 use prism_core::*;
 use std::time::Instant;

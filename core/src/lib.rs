@@ -1,4 +1,4 @@
-//! `prism-core`: the single source of truth of Prism.
+//! `prism_core` (package `prism-rt-core`): the single source of truth of Prism.
 //!
 //! Everything a backend needs to trace rays lives here, in `#![no_std]` + `alloc`
 //! Rust: the scene as structure-of-arrays ([`scene`]), the binned-SAH BVH
