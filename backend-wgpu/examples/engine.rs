@@ -10,7 +10,7 @@
 //! same shading done on the host. It exits non-zero on any disagreement.
 //!
 //! ```text
-//! cargo run --release -p prism-wgpu --example engine
+//! cargo run --release -p prism-rt-wgpu --example engine
 //! ```
 
 use prism_core::glam::{Affine3A, Quat, Vec3};
