@@ -276,10 +276,10 @@ mod tests {
     use super::{Columns, OUTLINE_SLACK, Outline};
     use crate::leaves::Bounds;
     use glam::{Affine3A, DVec3, Quat, Vec3, Vec4};
-    use prism_core::Ray;
     use prism_core::gpu::GpuInstance;
     use prism_core::rng::Pcg;
     use prism_core::two_level::object_ray;
+    use prism_core::{Error, Ray};
 
     /// Columns carry a ray as core's `object_ray` does, bit for bit.
     #[test]
@@ -321,7 +321,7 @@ mod tests {
     /// An outline placed past the range of `f32` has no world box (its
     /// instance keeps core's), never a NaN one.
     #[test]
-    fn an_outline_placed_past_f32_has_no_box() {
+    fn an_outline_placed_past_f32_has_no_box() -> Result<(), Error> {
         let boxes = [
             Bounds {
                 lo: Vec4::new(-1.0, -9.25, -4.0, 0.0),
@@ -332,22 +332,26 @@ mod tests {
                 hi: Vec4::new(1.0, 1.0, 1.0, 0.0),
             },
         ];
-        let outline = Outline::new(&boxes).expect("outline");
+        let outline = Outline::new(&boxes)?;
         let rot = Quat::from_rotation_y(0.3);
         let at = Vec3::new(-2e16, 0.0, 0.0);
         let far = Affine3A::from_scale_rotation_translation(Vec3::splat(1e15), rot, at);
         assert!(outline.world_box(&far).is_none());
         let near = Affine3A::from_scale_rotation_translation(Vec3::splat(1e-3), rot, at);
-        let b = outline.world_box(&near).expect("a box");
-        assert!(b.lo.is_finite() && b.hi.is_finite(), "{b:?}");
+        let b = outline.world_box(&near);
+        assert!(
+            b.is_some_and(|b| b.lo.is_finite() && b.hi.is_finite()),
+            "{b:?}"
+        );
         let nan = Affine3A::from_translation(Vec3::NAN);
         assert!(outline.world_box(&nan).is_none());
+        Ok(())
     }
 
     /// An outline's world box holds every corner of its boxes placed (in
     /// `f64`), and is their box but for its padding.
     #[test]
-    fn an_outline_placed_holds_its_boxes() {
+    fn an_outline_placed_holds_its_boxes() -> Result<(), Error> {
         let mut r = Pcg { state: 21 };
         let mut s = move || r.next_f32() * 2.0 - 1.0;
         for case in 0..300 {
@@ -375,8 +379,10 @@ mod tests {
                 Quat::from_axis_angle(axis, s() * 3.2),
                 Vec3::new(s(), s(), s()) * far,
             );
-            let outline = Outline::new(&boxes).expect("outline");
-            let got = outline.world_box(&t).expect("a box");
+            let outline = Outline::new(&boxes)?;
+            let Some(got) = outline.world_box(&t) else {
+                panic!("case {case}: an outline placed within f32 has a box");
+            };
             let m = glam::DMat3::from_cols(
                 t.matrix3.x_axis.as_dvec3(),
                 t.matrix3.y_axis.as_dvec3(),
@@ -411,5 +417,6 @@ mod tests {
                 "case {case}: {got:?} against {lo} {hi}"
             );
         }
+        Ok(())
     }
 }

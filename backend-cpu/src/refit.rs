@@ -100,10 +100,10 @@ mod tests {
     use glam::{Affine3A, Vec3, Vec4};
     use prism_core::gpu::EMPTY_CHILD;
     use prism_core::rng::Pcg;
-    use prism_core::{Accel, Geometry, Instance, Material, RefitOn, Scene, SceneUpdate};
+    use prism_core::{Accel, Error, Geometry, Instance, Material, RefitOn, Scene, SceneUpdate};
 
     /// A bumpy grid of `n x n` quads, and a second geometry of loose triangles.
-    fn scene(n: u32) -> (Scene, Vec<Vec3>) {
+    fn scene(n: u32) -> Result<(Scene, Vec<Vec3>), Error> {
         let mut positions = Vec::new();
         for z in 0..=n {
             for x in 0..=n {
@@ -122,7 +122,7 @@ mod tests {
         }
         let mut s = Scene::new();
         let m = s.add_material(Material::lambertian(Vec3::ONE));
-        let mesh = Geometry::mesh(&positions, &triangles, m).expect("mesh");
+        let mesh = Geometry::mesh(&positions, &triangles, m)?;
         let g = s.add_geometry(mesh);
         let mut soup = Geometry::new();
         soup.add_triangle(Vec3::ZERO, Vec3::X, Vec3::Y, m);
@@ -133,7 +133,7 @@ mod tests {
             soup,
             Affine3A::from_translation(Vec3::Y * 9.0),
         ));
-        (s, positions)
+        Ok((s, positions))
     }
 
     /// New vertices: moved at random, some made equal to a neighbour and
@@ -211,7 +211,11 @@ mod tests {
                 lanes += 1;
             }
         }
-        assert_eq!(lanes, core.geometry_slots(0).expect("mesh").len(), "{what}");
+        assert_eq!(
+            Some(lanes),
+            core.geometry_slots(0).map(|slots| slots.len()),
+            "{what}"
+        );
         for n in &nodes[span.nodes.clone()] {
             for k in 0..N::WIDTH {
                 let (child, meta) = n.slot(k);
@@ -240,33 +244,36 @@ mod tests {
     /// Refits in a row (core's trees left behind all along) against core's
     /// host refit of the same vertices.
     #[test]
-    fn refits_from_vertices_are_core_host_refits() {
+    fn refits_from_vertices_are_core_host_refits() -> Result<(), Error> {
         let n = 23;
-        let (scene, base) = scene(n);
+        let (scene, base) = scene(n)?;
         let mut r = Pcg { state: 11 };
-        let mut device = Accel::build(&scene).expect("accel");
+        let mut device = Accel::build(&scene)?;
         let mut host = device.clone();
         #[cfg(target_arch = "x86_64")]
-        let mut eight = crate::bvh8::Bvh8::build(&device).expect("bvh8");
-        let mut four = crate::wide::WideBvh::build(&device).expect("wide");
+        let mut eight = crate::bvh8::Bvh8::build(&device)?;
+        let mut four = crate::wide::WideBvh::build(&device)?;
         for step in 0..6 {
             let v = moved(&mut r, &base, n);
             let mut u = SceneUpdate::new();
             u.set_vertices(0, &v);
-            device.update_with(&u, RefitOn::Device).expect("update");
-            host.update(&u).expect("update");
-            let (_, positions) = device.geometry_mesh(0).expect("mesh");
+            device.update_with(&u, RefitOn::Device)?;
+            host.update(&u)?;
+            let Some((_, positions)) = device.geometry_mesh(0) else {
+                panic!("geometry 0 is an indexed mesh");
+            };
             let what = format!("step {step}");
             #[cfg(target_arch = "x86_64")]
             if let Some(b) = eight.as_mut() {
-                b.refit(0, positions).expect("refit");
+                b.refit(0, positions)?;
                 assert_refit(b.parts(), &host, &format!("8-wide {what}"));
             }
-            four.refit(0, positions).expect("refit");
+            four.refit(0, positions)?;
             assert_refit(four.parts(), &host, &format!("4-wide {what}"));
         }
         assert_eq!(device.geometry_sah(0), None, "core's tree was left behind");
         device.refresh();
         assert!(device.nodes() == host.nodes());
+        Ok(())
     }
 }
