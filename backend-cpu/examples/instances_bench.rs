@@ -27,6 +27,9 @@ use prism_core::reference::{t_close, t_floor};
 use prism_core::{Backend, Geometry, Hit, Instance, Material, Ray, Scene, SceneUpdate};
 use prism_cpu::CpuBackend;
 use std::process::ExitCode;
+
+mod common;
+use common::{cpu_seconds, load_obj, words};
 use std::time::Instant;
 
 const USAGE: &str =
@@ -58,43 +61,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// A mesh by the rule of `shared/scenes/README.md`: triangles in file order,
-/// faces fan-triangulated `(v0, vi, vi+1)` (tobj's triangulation).
-fn load_obj(path: &str) -> Result<(Vec<Vec3>, Vec<[u32; 3]>), String> {
-    let options = tobj::LoadOptions {
-        triangulate: true,
-        single_index: false,
-        ignore_points: true,
-        ignore_lines: true,
-    };
-    let (models, _) = tobj::load_obj(path, &options).map_err(|e| format!("{path}: {e}"))?;
-    let (mut positions, mut triangles) = (Vec::new(), Vec::new());
-    for model in models {
-        let m = model.mesh;
-        let base = positions.len() as u32;
-        positions.extend(
-            m.positions
-                .chunks_exact(3)
-                .map(|p| Vec3::new(p[0], p[1], p[2])),
-        );
-        triangles.extend(
-            m.indices
-                .chunks_exact(3)
-                .map(|t| [base + t[0], base + t[1], base + t[2]]),
-        );
-    }
-    Ok((positions, triangles))
-}
-
-/// The little-endian `u32`/`f32` words of a file.
-fn words(path: &str) -> Result<Vec<u32>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        .collect())
 }
 
 fn bench(
@@ -239,28 +205,6 @@ fn bench(
         );
     }
     Ok(())
-}
-
-/// Seconds of CPU time the process has used (all its threads).
-#[cfg(unix)]
-fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call to fill.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } == 0;
-    if ok {
-        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-    } else {
-        f64::NAN
-    }
-}
-
-/// CPU time is not read on this platform.
-#[cfg(not(unix))]
-fn cpu_seconds() -> f64 {
-    f64::NAN
 }
 
 /// The file name of a path, for the report line.

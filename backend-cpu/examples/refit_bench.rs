@@ -19,6 +19,9 @@ use prism_core::{
 };
 use prism_cpu::CpuBackend;
 use std::process::ExitCode;
+
+mod common;
+use common::load_obj;
 use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
@@ -40,33 +43,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// A mesh by the rule of `shared/scenes/README.md` (tobj's fans, file order).
-fn load_obj(path: &str) -> Result<(Vec<Vec3>, Vec<[u32; 3]>), String> {
-    let options = tobj::LoadOptions {
-        triangulate: true,
-        single_index: false,
-        ignore_points: true,
-        ignore_lines: true,
-    };
-    let (models, _) = tobj::load_obj(path, &options).map_err(|e| format!("{path}: {e}"))?;
-    let (mut positions, mut triangles) = (Vec::new(), Vec::new());
-    for model in models {
-        let m = model.mesh;
-        let base = positions.len() as u32;
-        positions.extend(
-            m.positions
-                .chunks_exact(3)
-                .map(|p| Vec3::new(p[0], p[1], p[2])),
-        );
-        triangles.extend(
-            m.indices
-                .chunks_exact(3)
-                .map(|t| [base + t[0], base + t[1], base + t[2]]),
-        );
-    }
-    Ok((positions, triangles))
 }
 
 /// The scene: the mesh as one geometry, placed once with the identity.
