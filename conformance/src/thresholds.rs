@@ -68,8 +68,20 @@ pub const MAX_IMAGE_MEAN_DIFF: f64 = 0.5 / 255.0;
 /// encodes through core's `Srgb8Table`, which equals core's curve for every `f32`.
 pub const MAX_SRGB8_LEVELS: u8 = 0;
 
+/// Sun: largest relative difference of a tile's linear mean between next-event
+/// estimation on and off at the sun check's high sample count.
+pub const MAX_SUN_TILE_MEAN_DIFF: f64 = 0.10;
+
+/// Sun: largest relative difference of the whole image's linear mean between
+/// next-event estimation on and off.
+pub const MAX_SUN_IMAGE_MEAN_DIFF: f64 = 0.02;
+
+/// Sun: the linear level below which a tile mean's difference is taken
+/// relative to this level instead of the mean itself.
+pub const SUN_TILE_FLOOR: f64 = 0.05;
+
 /// Every threshold, for the report.
-pub const ALL: [Threshold; 12] = [
+pub const ALL: [Threshold; 15] = [
     Threshold {
         name: "HIT_T_REL",
         value: HIT_T_REL as f64,
@@ -164,5 +176,23 @@ pub const ALL: [Threshold; 12] = [
         reason: "A backend's Srgba8 frame is its linear frame encoded on the device, through the table \
                  prism-core builds from its own curve (Srgb8Table), which equals the curve for every f32: \
                  the bytes must be core's.",
+    },
+    Threshold {
+        name: "MAX_SUN_TILE_MEAN_DIFF",
+        value: MAX_SUN_TILE_MEAN_DIFF,
+        unit: "relative, linear",
+        reason: "TUNE",
+    },
+    Threshold {
+        name: "MAX_SUN_IMAGE_MEAN_DIFF",
+        value: MAX_SUN_IMAGE_MEAN_DIFF,
+        unit: "relative, linear",
+        reason: "TUNE",
+    },
+    Threshold {
+        name: "SUN_TILE_FLOOR",
+        value: SUN_TILE_FLOOR,
+        unit: "linear radiance",
+        reason: "TUNE",
     },
 ];
