@@ -353,7 +353,11 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
     if let Some(rgb) = a.sun_color {
         match &mut scene.sun {
             Some(sun) => sun.color = glam::Vec3::from_array(rgb),
-            None => return Err(CliError::Usage("--sun-color needs --sun or a scene with a sun")),
+            None => {
+                return Err(CliError::Usage(
+                    "--sun-color needs --sun or a scene with a sun",
+                ));
+            }
         }
     }
     settings.sun_nee = !a.no_sun_nee;
@@ -376,7 +380,10 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
             ("--ao-samples", a.ao_samples.is_some()),
             ("--ao-distance", a.ao_distance.is_some()),
             ("--ao-shadows", a.ao_shadows),
-            ("--no-sun-nee", a.no_sun_nee && settings.integrator != Integrator::Path),
+            (
+                "--no-sun-nee",
+                a.no_sun_nee && settings.integrator != Integrator::Path,
+            ),
         ]
     };
     let given: Vec<&str> = refused.iter().filter(|f| f.1).map(|f| f.0).collect();

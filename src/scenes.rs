@@ -451,7 +451,12 @@ pub fn sunlit() -> Preset {
     let dir = Vec3::new(-0.55, 0.62, 0.56).normalize();
     let distance = 100.0;
     let radius = distance * 4f32.to_radians().sin();
-    s.sun = Some(Sun::new(dir * distance, radius, Vec3::new(1.0, 0.93, 0.82), 200.0));
+    s.sun = Some(Sun::new(
+        dir * distance,
+        radius,
+        Vec3::new(1.0, 0.93, 0.82),
+        200.0,
+    ));
     let ground = s.add_material(Material::lambertian(Vec3::new(0.55, 0.52, 0.48)));
     let g = 40.0;
     let (a, b, c, d) = (

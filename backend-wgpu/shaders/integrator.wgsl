@@ -113,8 +113,8 @@ fn sun_next_event() -> bool {
     return has_sun() && params.sun_radiance.w != 0.0;
 }
 
-// mirrors prism_core::sun::sun_distance: where the ray meets the sun's sphere
-// beyond tmin, or infinity.
+// mirrors prism_core::sun::sun_distance (where the ray meets the sun's sphere
+// beyond tmin, or infinity)
 fn sun_distance(origin: vec3<f32>, dir: vec3<f32>, tmin: f32) -> f32 {
     let s = params.sun_center_radius;
     let h = ray_sphere(origin, dir, s.xyz, s.w, tmin, f32_infinity());

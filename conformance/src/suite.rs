@@ -16,8 +16,8 @@ use generated_checks::{run_generated, run_refit};
 use image_checks::run_images;
 use prism_core::Backend;
 use ray_set_checks::run_mesh;
-use sun_checks::run_sun;
 use std::time::Instant;
+use sun_checks::run_sun;
 
 pub use generated_checks::placed_primitives;
 pub use image_checks::image_settings;

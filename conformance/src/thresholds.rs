@@ -70,11 +70,11 @@ pub const MAX_SRGB8_LEVELS: u8 = 0;
 
 /// Sun: largest relative difference of a tile's linear mean between next-event
 /// estimation on and off at the sun check's high sample count.
-pub const MAX_SUN_TILE_MEAN_DIFF: f64 = 0.10;
+pub const MAX_SUN_TILE_MEAN_DIFF: f64 = 0.15;
 
 /// Sun: largest relative difference of the whole image's linear mean between
 /// next-event estimation on and off.
-pub const MAX_SUN_IMAGE_MEAN_DIFF: f64 = 0.02;
+pub const MAX_SUN_IMAGE_MEAN_DIFF: f64 = 0.03;
 
 /// Sun: the linear level below which a tile mean's difference is taken
 /// relative to this level instead of the mean itself.
@@ -181,18 +181,27 @@ pub const ALL: [Threshold; 15] = [
         name: "MAX_SUN_TILE_MEAN_DIFF",
         value: MAX_SUN_TILE_MEAN_DIFF,
         unit: "relative, linear",
-        reason: "TUNE",
+        reason: "Chance hits on a sun 4 degrees in radius are a heavy-tailed estimator (a diffuse ray meets the sun \
+                 once in some 200, and caustics through glass and the sun in a fuzzy metal are rarer still): \
+                 at the quick run's 8,192 spp on 32x18 pixels (8x8 tiles of 64 pixels) its tiles were measured \
+                 up to 8-9% from next-event estimation's. 15% leaves room for that noise; a lost or doubled \
+                 light (a MIS weight that does not sum to one, a shadow ray that ignores its blocker) moves a lit \
+                 tile by far more.",
     },
     Threshold {
         name: "MAX_SUN_IMAGE_MEAN_DIFF",
         value: MAX_SUN_IMAGE_MEAN_DIFF,
         unit: "relative, linear",
-        reason: "TUNE",
+        reason: "Over the whole image the noise averages down: measured 1.2% at the quick run's sample count. 3% \
+                 catches a systematic brightening or darkening of the sun's light (double counting gives +100% \
+                 where the sun lights, a missing MIS weight on one strategy some -1% to -50%).",
     },
     Threshold {
         name: "SUN_TILE_FLOOR",
         value: SUN_TILE_FLOOR,
         unit: "linear radiance",
-        reason: "TUNE",
+        reason: "Tiles darker than this (shadows lit only by the dim sky) are compared against this level, so that \
+                 noise on a near-black mean does not become a large ratio; it is about a tenth of the sunlit \
+                 ground's radiance.",
     },
 ];

@@ -108,8 +108,7 @@ impl Sun {
     pub fn rows(&self, next_event: bool) -> (Vec4, Vec4) {
         (
             self.center.extend(self.radius),
-            self.radiance()
-                .extend(if next_event { 1.0 } else { 0.0 }),
+            self.radiance().extend(if next_event { 1.0 } else { 0.0 }),
         )
     }
 }
@@ -165,6 +164,10 @@ pub fn sun_distance(params: &RenderParams, origin: Vec3, dir: Vec3, tmin: f32) -
 #[allow(
     clippy::too_many_arguments,
     reason = "the scalar arguments mirror the GPU kernels' one for one"
+)]
+#[allow(
+    clippy::neg_cmp_op_on_partial_ord,
+    reason = "a NaN distance or cosine must take the no-light branch"
 )]
 pub fn sample_sun<T: Tracer + ?Sized>(
     accel: &T,

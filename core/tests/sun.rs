@@ -14,16 +14,77 @@ fn sun() -> Sun {
 #[test]
 fn bad_suns_are_refused_by_name() {
     let cases = [
-        (Sun { center: Vec3::new(f32::NAN, 0.0, 0.0), ..sun() }, "sun.center.x"),
-        (Sun { center: Vec3::new(0.0, 0.0, f32::INFINITY), ..sun() }, "sun.center.z"),
-        (Sun { radius: 0.0, ..sun() }, "sun.radius"),
-        (Sun { radius: -1.0, ..sun() }, "sun.radius"),
-        (Sun { radius: f32::INFINITY, ..sun() }, "sun.radius"),
-        (Sun { color: Vec3::new(1.0, -0.5, 1.0), ..sun() }, "sun.color.g"),
-        (Sun { color: Vec3::new(1.0, 1.0, f32::NAN), ..sun() }, "sun.color.b"),
-        (Sun { intensity: -1.0, ..sun() }, "sun.intensity"),
-        (Sun { intensity: f32::INFINITY, ..sun() }, "sun.intensity"),
-        (Sun { color: Vec3::splat(1e30), intensity: 1e30, ..sun() }, "sun.color * sun.intensity"),
+        (
+            Sun {
+                center: Vec3::new(f32::NAN, 0.0, 0.0),
+                ..sun()
+            },
+            "sun.center.x",
+        ),
+        (
+            Sun {
+                center: Vec3::new(0.0, 0.0, f32::INFINITY),
+                ..sun()
+            },
+            "sun.center.z",
+        ),
+        (
+            Sun {
+                radius: 0.0,
+                ..sun()
+            },
+            "sun.radius",
+        ),
+        (
+            Sun {
+                radius: -1.0,
+                ..sun()
+            },
+            "sun.radius",
+        ),
+        (
+            Sun {
+                radius: f32::INFINITY,
+                ..sun()
+            },
+            "sun.radius",
+        ),
+        (
+            Sun {
+                color: Vec3::new(1.0, -0.5, 1.0),
+                ..sun()
+            },
+            "sun.color.g",
+        ),
+        (
+            Sun {
+                color: Vec3::new(1.0, 1.0, f32::NAN),
+                ..sun()
+            },
+            "sun.color.b",
+        ),
+        (
+            Sun {
+                intensity: -1.0,
+                ..sun()
+            },
+            "sun.intensity",
+        ),
+        (
+            Sun {
+                intensity: f32::INFINITY,
+                ..sun()
+            },
+            "sun.intensity",
+        ),
+        (
+            Sun {
+                color: Vec3::splat(1e30),
+                intensity: 1e30,
+                ..sun()
+            },
+            "sun.color * sun.intensity",
+        ),
     ];
     for (bad, field) in cases {
         match bad.validate() {
@@ -39,7 +100,14 @@ fn bad_suns_are_refused_by_name() {
     }
     assert!(sun().validate().is_ok());
     // A black sun is a valid (if useless) sun.
-    assert!(Sun { intensity: 0.0, ..sun() }.validate().is_ok());
+    assert!(
+        Sun {
+            intensity: 0.0,
+            ..sun()
+        }
+        .validate()
+        .is_ok()
+    );
 }
 
 /// A large square at `y = 0` (two triangles, normal up), black sky.
@@ -132,30 +200,65 @@ fn next_event_keeps_the_specular_lobe_unbiased() {
 fn rays_that_meet_the_sun_see_its_radiance() {
     let mut scene = plane_scene(Material::emissive(Vec3::new(0.0, 3.0, 0.0)));
     scene.sky = Sky::constant(Vec3::splat(0.25));
-    scene.sun = Some(Sun::new(Vec3::new(0.0, 10.0, 0.0), 1.0, Vec3::new(1.0, 2.0, 4.0), 10.0));
+    scene.sun = Some(Sun::new(
+        Vec3::new(0.0, 10.0, 0.0),
+        1.0,
+        Vec3::new(1.0, 2.0, 4.0),
+        10.0,
+    ));
     let accel = Accel::build(&scene).unwrap();
     let params = RenderSettings::default()
-        .params(&accel, &Camera::look_at(Vec3::Y, Vec3::ZERO, Vec3::Z, 40.0), 1, 1)
+        .params(
+            &accel,
+            &Camera::look_at(Vec3::Y, Vec3::ZERO, Vec3::Z, 40.0),
+            1,
+            1,
+        )
         .unwrap();
     let mut rng = Pcg::for_path(0, 0, 0);
-    let up = trace_path(&accel, &params, Ray::new(Vec3::new(0.0, 1.0, 0.0), Vec3::Y), &mut rng);
+    let up = trace_path(
+        &accel,
+        &params,
+        Ray::new(Vec3::new(0.0, 1.0, 0.0), Vec3::Y),
+        &mut rng,
+    );
     assert_eq!(up.0, Vec3::new(10.0, 20.0, 40.0));
-    let beside = trace_path(&accel, &params, Ray::new(Vec3::new(5.0, 1.0, 0.0), Vec3::Y), &mut rng);
+    let beside = trace_path(
+        &accel,
+        &params,
+        Ray::new(Vec3::new(5.0, 1.0, 0.0), Vec3::Y),
+        &mut rng,
+    );
     assert_eq!(beside.0, Vec3::splat(0.25));
     // From above the sun looking down: the sun hides the plane.
-    let down = trace_path(&accel, &params, Ray::new(Vec3::new(0.0, 20.0, 0.0), Vec3::NEG_Y), &mut rng);
+    let down = trace_path(
+        &accel,
+        &params,
+        Ray::new(Vec3::new(0.0, 20.0, 0.0), Vec3::NEG_Y),
+        &mut rng,
+    );
     assert_eq!(down.0, Vec3::new(10.0, 20.0, 40.0));
     // The plane's emission, in front of the sun.
     let mut above = scene.clone();
     above.sun = Some(Sun::new(Vec3::new(0.0, -10.0, 0.0), 1.0, Vec3::ONE, 10.0));
     let accel = Accel::build(&above).unwrap();
-    let emit = trace_path(&accel, &params_for(&accel), Ray::new(Vec3::new(0.0, 1.0, 0.0), Vec3::NEG_Y), &mut rng);
+    let emit = trace_path(
+        &accel,
+        &params_for(&accel),
+        Ray::new(Vec3::new(0.0, 1.0, 0.0), Vec3::NEG_Y),
+        &mut rng,
+    );
     assert!(emit.0.y >= 3.0 && emit.0.x < 10.0, "{:?}", emit.0);
 }
 
 fn params_for(accel: &Accel) -> prism_core::gpu::RenderParams {
     RenderSettings::default()
-        .params(accel, &Camera::look_at(Vec3::Y, Vec3::ZERO, Vec3::Z, 40.0), 1, 1)
+        .params(
+            accel,
+            &Camera::look_at(Vec3::Y, Vec3::ZERO, Vec3::Z, 40.0),
+            1,
+            1,
+        )
         .unwrap()
 }
 
@@ -168,13 +271,26 @@ fn no_sun_leaves_the_rows_zero() {
     assert_eq!(p.sun_center_radius, [0.0; 4]);
     assert_eq!(p.sun_radiance, [0.0; 4]);
     let mut scene = plane_scene(Material::lambertian(Vec3::splat(0.5)));
-    scene.sun = Some(Sun::new(Vec3::new(1.0, 2.0, 3.0), 0.5, Vec3::new(1.0, 0.5, 0.25), 4.0));
+    scene.sun = Some(Sun::new(
+        Vec3::new(1.0, 2.0, 3.0),
+        0.5,
+        Vec3::new(1.0, 0.5, 0.25),
+        4.0,
+    ));
     let accel = Accel::build(&scene).unwrap();
     let p = params_for(&accel);
     assert_eq!(p.sun_center_radius, [1.0, 2.0, 3.0, 0.5]);
     assert_eq!(p.sun_radiance, [4.0, 2.0, 1.0, 1.0]);
-    let off = RenderSettings { sun_nee: false, ..RenderSettings::default() }
-        .params(&accel, &Camera::look_at(Vec3::Y, Vec3::ZERO, Vec3::Z, 40.0), 1, 1)
-        .unwrap();
+    let off = RenderSettings {
+        sun_nee: false,
+        ..RenderSettings::default()
+    }
+    .params(
+        &accel,
+        &Camera::look_at(Vec3::Y, Vec3::ZERO, Vec3::Z, 40.0),
+        1,
+        1,
+    )
+    .unwrap();
     assert_eq!(off.sun_radiance, [4.0, 2.0, 1.0, 0.0]);
 }

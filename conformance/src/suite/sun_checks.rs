@@ -15,9 +15,9 @@ use std::time::Instant;
 /// the estimator, not of the picture, and must run in CI time on two cores.
 fn plan(config: &Config) -> (u32, u32, u32, u32) {
     if config.quick {
-        (32, 1024, 4096, 16)
+        (32, 8192, 16384, 16)
     } else {
-        (48, 4096, 16384, 32)
+        (48, 16384, 32768, 32)
     }
 }
 
@@ -140,23 +140,24 @@ fn run_one(
         ..settings(reference_spp, true)
     };
     let (reference, _) = render(backend, case, &reference_settings, size)?;
-    let run = |backend: &mut dyn Backend, spp: u32, nee: bool| -> Result<SunRun, prism_core::Error> {
-        // The best of three timings: the first pays for warm-up.
-        let mut best = f64::INFINITY;
-        let mut image = None;
-        for _ in 0..3 {
-            let (i, ms) = render(backend, case, &settings(spp, nee), size)?;
-            best = best.min(ms);
-            image = Some(i);
-        }
-        let rmse = image.map_or(f64::NAN, |i| relative_rmse(&i, &reference));
-        Ok(SunRun {
-            nee,
-            spp,
-            ms: best,
-            relative_rmse: rmse,
-        })
-    };
+    let run =
+        |backend: &mut dyn Backend, spp: u32, nee: bool| -> Result<SunRun, prism_core::Error> {
+            // The best of three timings: the first pays for warm-up.
+            let mut best = f64::INFINITY;
+            let mut image = None;
+            for _ in 0..3 {
+                let (i, ms) = render(backend, case, &settings(spp, nee), size)?;
+                best = best.min(ms);
+                image = Some(i);
+            }
+            let rmse = image.map_or(f64::NAN, |i| relative_rmse(&i, &reference));
+            Ok(SunRun {
+                nee,
+                spp,
+                ms: best,
+                relative_rmse: rmse,
+            })
+        };
     let nee_on = run(backend, spp, true)?;
     let nee_off = run(backend, spp, false)?;
     let equal_time_spp = ((spp as f64 * nee_on.ms / nee_off.ms.max(1e-6)).round() as u32)
@@ -177,7 +178,8 @@ pub(super) fn run_sun(
         return;
     }
     let (width, converged_spp, reference_spp, _) = plan(config);
-    let height = ((width as u64 * case.height.max(1) as u64 / case.width.max(1) as u64).max(1)) as u32;
+    let height =
+        ((width as u64 * case.height.max(1) as u64 / case.width.max(1) as u64).max(1)) as u32;
     for b in live.iter_mut() {
         let mut check = SunCheck {
             scene: case.name.clone(),
@@ -198,7 +200,11 @@ pub(super) fn run_sun(
             "sun {} on {}: {} (tile means {:.2}% apart, image {:.3}%)",
             case.name,
             b.name,
-            if check.failures.is_empty() { "ok" } else { "FAILED" },
+            if check.failures.is_empty() {
+                "ok"
+            } else {
+                "FAILED"
+            },
             100.0 * check.max_tile_diff,
             100.0 * check.mean_diff
         ));
