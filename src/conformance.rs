@@ -91,7 +91,7 @@ pub fn scenes_required() -> bool {
 
 /// Every built-in scene as an image case.
 pub fn image_cases() -> Vec<ImageCase> {
-    ["rtiow", "whitted19", "cornell"]
+    ["rtiow", "whitted19", "cornell", "sunlit"]
         .iter()
         .filter_map(|n| crate::scenes::by_name(n).ok())
         .map(|p| ImageCase {

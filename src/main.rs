@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use prism::{
     Backend, BackendChoice, Camera, Error, Image, Integrator, Material, OpenOptions, PixelFormat,
-    Progress, RenderSettings, Scene,
+    Progress, RenderSettings, Scene, Sun,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -47,7 +47,7 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct SceneArgs {
-    /// Built-in scene: rtiow, whitted19, cornell, instances.
+    /// Built-in scene: rtiow, whitted19, cornell, instances, sunlit.
     #[arg(long, default_value = "rtiow", conflicts_with = "mesh")]
     scene: String,
     /// This mesh (.obj or .ply) instead of a built-in scene (rendered; traced by `bench --rays`).
@@ -85,6 +85,20 @@ struct SceneArgs {
     /// AO also traces a shadow ray to the key light (ao integrator only).
     #[arg(long)]
     ao_shadows: bool,
+    /// Light the scene with a sun: a sphere at x,y,z of this radius and
+    /// radiance (white, times --sun-color), sampled directly by the path
+    /// integrator; replaces the scene's own sun (e.g. sunlit's). Example:
+    /// --sun 60,80,40,4,150.
+    #[arg(long, value_parser = parse_sun, allow_hyphen_values = true)]
+    sun: Option<[f32; 5]>,
+    /// The colour the sun's radiance is multiplied by (r,g,b; with --sun or a
+    /// scene that has a sun).
+    #[arg(long, value_parser = parse_rgb)]
+    sun_color: Option<[f32; 3]>,
+    /// Find the sun only by chance hits (no next-event estimation), to compare
+    /// against the default, which samples it directly (path integrator only).
+    #[arg(long)]
+    no_sun_nee: bool,
     /// Worker threads of the CPU backend, whenever it is the backend that opens
     /// (0 = all cores); ignored, with a warning, when a GPU backend opens.
     #[arg(long, default_value_t = 0)]
@@ -266,6 +280,25 @@ fn check_out(path: &Path) -> Result<bool, CliError> {
     Ok(exr)
 }
 
+/// `n` comma-separated numbers, for the sun's flags.
+fn parse_floats<const N: usize>(text: &str, what: &str) -> Result<[f32; N], String> {
+    let values = text
+        .split(',')
+        .map(|v| v.trim().parse::<f32>().map_err(|e| format!("{v:?}: {e}")))
+        .collect::<Result<Vec<f32>, String>>()?;
+    values
+        .try_into()
+        .map_err(|v: Vec<f32>| format!("expected {what} ({N} numbers), got {} numbers", v.len()))
+}
+
+fn parse_sun(text: &str) -> Result<[f32; 5], String> {
+    parse_floats(text, "x,y,z,radius,radiance")
+}
+
+fn parse_rgb(text: &str) -> Result<[f32; 3], String> {
+    parse_floats(text, "r,g,b")
+}
+
 /// The scene, camera, settings and size the arguments describe. Settings for an
 /// integrator the render does not use are refused, not ignored.
 fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u32), CliError> {
@@ -308,6 +341,26 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
             )
         }
     };
+    let mut scene = scene;
+    if let Some([x, y, z, radius, radiance]) = a.sun {
+        scene.sun = Some(Sun::new(
+            glam::Vec3::new(x, y, z),
+            radius,
+            glam::Vec3::ONE,
+            radiance,
+        ));
+    }
+    if let Some(rgb) = a.sun_color {
+        match &mut scene.sun {
+            Some(sun) => sun.color = glam::Vec3::from_array(rgb),
+            None => {
+                return Err(CliError::Usage(
+                    "--sun-color needs --sun or a scene with a sun",
+                ));
+            }
+        }
+    }
+    settings.sun_nee = !a.no_sun_nee;
     if let Some(i) = &a.integrator {
         settings.integrator = Integrator::from_name(i)?;
     }
@@ -318,12 +371,19 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
     settings.ao_distance = a.ao_distance.unwrap_or(settings.ao_distance);
     settings.ao_shadows |= a.ao_shadows;
     let refused: &[(&str, bool)] = if settings.integrator == Integrator::Ao {
-        &[("--depth", a.depth.is_some())]
+        &[
+            ("--depth", a.depth.is_some()),
+            ("--no-sun-nee", a.no_sun_nee),
+        ]
     } else {
         &[
             ("--ao-samples", a.ao_samples.is_some()),
             ("--ao-distance", a.ao_distance.is_some()),
             ("--ao-shadows", a.ao_shadows),
+            (
+                "--no-sun-nee",
+                a.no_sun_nee && settings.integrator != Integrator::Path,
+            ),
         ]
     };
     let given: Vec<&str> = refused.iter().filter(|f| f.1).map(|f| f.0).collect();

@@ -6,17 +6,18 @@
 //! | `whitted19` | ground + 18 small spheres, point light, one mirror bounce | 8192x8192, 1 spp, whitted |
 //! | `cornell`   | the Cornell box in triangles, area light               | 512x512, 64 spp, depth 16, path |
 //! | `instances` | 4,096 placed meshes (rocks, trees, rings) over a ground, two levels | 1280x720, 8 spp, depth 8, path |
+//! | `sunlit`    | spheres and a block on a ground under a sun, dim sky   | 640x360, 32 spp, depth 8, path |
 
 use crate::Error;
 use crate::procedural::{icosphere, torus, tree};
 use glam::{Affine3A, Quat, Vec3};
 use prism_core::rng::Pcg;
 use prism_core::{
-    Camera, Geometry, Instance, Integrator, Material, PointLight, RenderSettings, Scene, Sky,
+    Camera, Geometry, Instance, Integrator, Material, PointLight, RenderSettings, Scene, Sky, Sun,
 };
 
 /// Names of the built-in scenes.
-pub const NAMES: &str = "rtiow, whitted19, cornell, instances";
+pub const NAMES: &str = "rtiow, whitted19, cornell, instances, sunlit";
 
 /// A scene with the camera, settings and image size it is meant to be seen with.
 #[derive(Clone, Debug)]
@@ -43,6 +44,7 @@ pub fn by_name(name: &str) -> Result<Preset, Error> {
         "whitted19" => Ok(whitted19()),
         "cornell" => Ok(cornell()),
         "instances" => Ok(instances()),
+        "sunlit" => Ok(sunlit()),
         _ => Err(Error::UnknownName {
             what: "scene",
             name: name.into(),
@@ -428,4 +430,100 @@ pub fn instances_frame(scene: &Scene, frame: u32, count: u32) -> Vec<(u32, Affin
             (i as u32, bob * inst.transform * turn)
         })
         .collect()
+}
+
+/// An outdoor scene lit by a sun: a diffuse ground, a diffuse, a fuzzy metal,
+/// a glass and a half-varnished sphere, and a block of triangles casting a
+/// shadow, under a dim blue sky. The sun is 4 degrees in angular radius (eight
+/// times ours): soft shadows, and small enough that finding it by chance hits
+/// alone (`sun_nee` off) is visibly noisier, yet large enough for that to
+/// converge in a test's time.
+pub fn sunlit() -> Preset {
+    let mut s = Scene::new();
+    s.sky = Sky {
+        horizon: Vec3::new(0.12, 0.14, 0.18),
+        zenith: Vec3::new(0.10, 0.18, 0.38),
+    };
+    s.light = PointLight {
+        position: Vec3::new(-6.0, 8.0, 5.0),
+        color: Vec3::ONE,
+    };
+    let dir = Vec3::new(-0.55, 0.62, 0.56).normalize();
+    let distance = 100.0;
+    let radius = distance * 4f32.to_radians().sin();
+    s.sun = Some(Sun::new(
+        dir * distance,
+        radius,
+        Vec3::new(1.0, 0.93, 0.82),
+        200.0,
+    ));
+    let ground = s.add_material(Material::lambertian(Vec3::new(0.55, 0.52, 0.48)));
+    let g = 40.0;
+    let (a, b, c, d) = (
+        Vec3::new(-g, 0.0, -g),
+        Vec3::new(g, 0.0, -g),
+        Vec3::new(g, 0.0, g),
+        Vec3::new(-g, 0.0, g),
+    );
+    s.add_triangle(a, c, b, ground);
+    s.add_triangle(a, d, c, ground);
+    let red = s.add_material(Material::lambertian(Vec3::new(0.75, 0.2, 0.15)));
+    s.add_sphere(Vec3::new(-1.6, 0.7, 0.2), 0.7, red);
+    let metal = s.add_material(Material::metal(Vec3::new(0.85, 0.85, 0.9), 0.2));
+    s.add_sphere(Vec3::new(0.1, 0.6, 0.9), 0.6, metal);
+    let glass = s.add_material(Material::dielectric(1.5));
+    s.add_sphere(Vec3::new(1.5, 0.5, 0.1), 0.5, glass);
+    let varnish = s.add_material(Material::blend(
+        Material::lambertian(Vec3::new(0.2, 0.45, 0.75)),
+        Material::metal(Vec3::ONE, 0.05),
+        0.3,
+    ));
+    s.add_sphere(Vec3::new(2.6, 0.45, 1.4), 0.45, varnish);
+    // A block behind the spheres: 12 triangles, outward winding.
+    let block = s.add_material(Material::lambertian(Vec3::new(0.8, 0.78, 0.7)));
+    let (lo, hi) = (Vec3::new(-0.9, 0.0, -2.2), Vec3::new(1.1, 1.6, -1.3));
+    let corner = |i: u32| {
+        Vec3::new(
+            if i & 1 != 0 { hi.x } else { lo.x },
+            if i & 2 != 0 { hi.y } else { lo.y },
+            if i & 4 != 0 { hi.z } else { lo.z },
+        )
+    };
+    let faces: [[u32; 3]; 12] = [
+        [0, 2, 1],
+        [1, 2, 3],
+        [4, 5, 6],
+        [5, 7, 6],
+        [0, 1, 4],
+        [1, 5, 4],
+        [2, 6, 3],
+        [3, 6, 7],
+        [0, 4, 2],
+        [2, 4, 6],
+        [1, 3, 5],
+        [3, 7, 5],
+    ];
+    for [i, j, k] in faces {
+        s.add_triangle(corner(i), corner(j), corner(k), block);
+    }
+    let camera = Camera::look_at(
+        Vec3::new(0.6, 1.7, 6.0),
+        Vec3::new(0.4, 0.55, 0.0),
+        Vec3::Y,
+        38.0,
+    );
+    let settings = RenderSettings {
+        integrator: Integrator::Path,
+        spp: 32,
+        max_depth: 8,
+        ..Default::default()
+    };
+    Preset {
+        name: "sunlit",
+        scene: s,
+        camera,
+        settings,
+        width: 640,
+        height: 360,
+    }
 }

@@ -820,3 +820,35 @@ fn reference_sets_that_check_nothing_fail_once_each() {
     assert_eq!(sets, ["one"]);
     cleanup(&dir);
 }
+
+/// The sunlit scene on the CPU backend: next-event estimation on and off
+/// converge to the same image (the suite's sun check, thresholds in
+/// `prism_conformance::thresholds`), and the check reports the noise of each
+/// at equal samples and equal time, next-event estimation the lower.
+#[test]
+fn the_sun_with_and_without_next_event_estimation_converges_alike() {
+    let cases = Cases {
+        images: image_cases()
+            .into_iter()
+            .filter(|c| c.name == "sunlit")
+            .collect(),
+        ..Cases::default()
+    };
+    assert_eq!(cases.images.len(), 1, "the sunlit scene is an image case");
+    let report = run(
+        vec![Candidate::opened("cpu", cpu())],
+        &cases,
+        &Config::quick(),
+        &mut |l| log(l),
+    );
+    assert_passed(&report);
+    assert_eq!(report.sun.len(), 1);
+    let check = &report.sun[0];
+    assert_eq!(check.runs.len(), 3);
+    let (on, off) = (check.runs[0], check.runs[1]);
+    assert!(on.nee && !off.nee && on.spp == off.spp);
+    assert!(
+        on.relative_rmse < off.relative_rmse,
+        "NEE on {on:?} against off {off:?}"
+    );
+}

@@ -189,6 +189,67 @@ __device__ __forceinline__ float surface_margin(float size, float cos_theta) {
     return 1e-6f * (1.0f + size) * recip_pow2_up(fminf(fmaxf(fabsf(cos_theta), 1e-3f), 1.0f));
 }
 
+// mirrors prism_core::sun::has_sun
+__device__ __forceinline__ bool has_sun(const RenderParams& params) { return params.sun_center_radius.w > 0.0f; }
+
+// mirrors prism_core::sun::sun_next_event
+__device__ __forceinline__ bool sun_next_event(const RenderParams& params) {
+    return has_sun(params) && params.sun_radiance.w != 0.0f;
+}
+
+// mirrors prism_core::sun::sun_distance: where the ray meets the sun's sphere
+// beyond tmin, or PRISM_INF.
+__device__ __forceinline__ float sun_distance(const RenderParams& params, V3 origin, V3 dir, float tmin) {
+    const float4 s = params.sun_center_radius;
+    float t;
+    return ray_sphere(origin, dir, dot_rn(dir, dir), xyz(s), s.w, tmin, PRISM_INF, t) ? t : PRISM_INF;
+}
+
+// mirrors prism_core::sun::sample_sun: next-event estimation of the sun for the
+// Lambert lobe at p (n on the arrival side); writes 1 - cos of the cone (0 inside
+// the sun) and adds its shadow ray to `rays`; returns the light's weight.
+template <int K, bool OCT>
+__device__ __forceinline__ float sample_sun(const SceneView& s, const RenderParams& params, V3 p, V3 n, float spawn,
+                                            float size, float lambert, float u1, float u2, float& one_minus_cos,
+                                            u32& rays) {
+    const float4 sc = params.sun_center_radius;
+    const V3 to_sun = xyz(sc) - p;
+    const float d2 = length_squared(to_sun);
+    const float r2 = sc.w * sc.w;
+    one_minus_cos = 0.0f;
+    if (!(r2 < d2)) {
+        return 0.0f;
+    }
+    one_minus_cos = cone_one_minus_cos(r2 / d2);
+    const V3 axis = to_sun * (1.0f / sqrtf(d2));
+    const V3 l = uniform_cone(axis, one_minus_cos, u1, u2);
+    const float cos_l = dot(l, n);
+    if (!(lambert * cos_l > 0.0f)) {
+        return 0.0f;
+    }
+    const float tmin = spawn + surface_margin(size, cos_l);
+    const float t = sun_distance(params, p, l, tmin);
+    if (t == PRISM_INF) {
+        return 0.0f;
+    }
+    rays += 1;
+    if (render_any_hit<K, OCT>(s, ray_segment(p, l, tmin, t))) {
+        return 0.0f;
+    }
+    const float rho = 2.0f * lambert * cos_l * one_minus_cos;
+    return rho / (1.0f + rho * rho);
+}
+
+// mirrors prism_core::sun::sun_bsdf_weight
+__device__ __forceinline__ float sun_bsdf_weight(bool diffuse, float lambert, float cos_d, float one_minus_cos) {
+    if (diffuse && one_minus_cos > 0.0f) {
+        const float rho = 2.0f * lambert * cos_d * one_minus_cos;
+        const float rho2 = rho * rho;
+        return rho2 / (1.0f + rho2);
+    }
+    return 1.0f;
+}
+
 // mirrors the material of prism_core::integrator::shading_point (slot -> material). Core validated
 // every material id; the clamp only keeps a corrupted buffer from reading out of bounds.
 __device__ __forceinline__ GpuMaterial material_by_id(const SceneView& s, u32 material) {
@@ -217,6 +278,59 @@ __device__ __forceinline__ GpuMaterial hit_material(const SceneView& s, const Hi
     }
 }
 
+// trace_path's loop body after its closest hit, at `depth`: adds the ray (and
+// the sun's shadow ray) to `rays`, updates the path, and returns true when the
+// path ends (the sun, a miss, Russian roulette); otherwise `ray` is the next
+// segment. One body for trace_path and the kernels that interleave paths
+// (path_shade), so their sun and its weights cannot drift apart.
+template <int K, bool OCT>
+__device__ __forceinline__ bool path_vertex(const SceneView& s, const RenderParams& params, Ray& ray, const Hit& hit,
+                                            Pcg& rng, V3& radiance, V3& throughput, float& sun_weight, u32 depth,
+                                            u32& rays) {
+    rays += 1;
+    if (has_sun(params)) {
+        const float t_sun = sun_distance(params, ray.origin, ray.dir, ray.tmin);
+        if (t_sun < (hit.prim != PRISM_NO_PRIM ? hit.t : PRISM_INF)) {
+            radiance += throughput * (xyz(params.sun_radiance) * sun_weight);
+            return true;
+        }
+    }
+    if (hit.prim == PRISM_NO_PRIM) {
+        radiance += throughput * sky_color(params, ray.dir);
+        return true;
+    }
+    V3 p, n;
+    float size;
+    surface<K>(s, ray, hit, p, n, size);
+    const GpuMaterial m = hit_material<K>(s, hit);
+    radiance += throughput * xyz(m.emission_ior);
+    const V3 dir = normalize(ray.dir);
+    const Scatter sc = scatter(m, dir, n, rng);
+    if (sun_next_event(params) && depth + 1 < params.max_depth) {
+        const float u1 = next_f32(rng);
+        const float u2 = next_f32(rng);
+        const V3 facing = dot(dir, n) < 0.0f ? n : -n;
+        const float lambert = m.lobe_weights.x;
+        const float spawn = spawn_tmin(p, ray.origin);
+        float one_minus_cos;
+        const float w = sample_sun<K, OCT>(s, params, p, facing, spawn, size, lambert, u1, u2, one_minus_cos, rays);
+        radiance += throughput * (xyz(m.albedo_fuzz) * (xyz(params.sun_radiance) * w));
+        sun_weight = sun_bsdf_weight(sc.diffuse, lambert, dot(sc.dir, facing), one_minus_cos);
+    }
+    throughput *= sc.attenuation;
+    if (depth + 1 >= params.rr_depth) {
+        // Russian roulette: survive with the throughput's largest channel.
+        const float survive = fminf(max_element(throughput), 1.0f);
+        if (next_f32(rng) >= survive) {
+            return true;
+        }
+        throughput *= 1.0f / survive;
+    }
+    const float tmin = spawn_tmin(p, ray.origin) + surface_margin(size, dot(sc.dir, n));
+    ray = ray_segment(p, sc.dir, tmin, PRISM_INF);
+    return false;
+}
+
 // mirrors prism_core::integrator::trace_path: one path-traced sample; adds the
 // rays traced to `rays`.
 template <int K, bool OCT, bool GRID = false>
@@ -224,68 +338,24 @@ __device__ __forceinline__ V3 trace_path(const SceneView& s, const RenderParams&
                                          u32& rays) {
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
+    float sun_weight = 1.0f;
     for (u32 depth = 0; depth < params.max_depth; ++depth) {
         const Hit hit = render_closest_hit<K, OCT, GRID>(s, ray);
-        rays += 1;
-        if (hit.prim == PRISM_NO_PRIM) {
-            radiance += throughput * sky_color(params, ray.dir);
+        if (path_vertex<K, OCT>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
             break;
         }
-        V3 p, n;
-        float size;
-        surface<K>(s, ray, hit, p, n, size);
-        const GpuMaterial m = hit_material<K>(s, hit);
-        radiance += throughput * xyz(m.emission_ior);
-        const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
-        throughput *= sc.attenuation;
-        if (depth + 1 >= params.rr_depth) {
-            // Russian roulette: survive with the throughput's largest channel.
-            const float survive = fminf(max_element(throughput), 1.0f);
-            if (next_f32(rng) >= survive) {
-                break;
-            }
-            throughput *= 1.0f / survive;
-        }
-        const float tmin = spawn_tmin(p, ray.origin) + surface_margin(size, dot(sc.dir, n));
-        ray = ray_segment(p, sc.dir, tmin, PRISM_INF);
     }
     return radiance;
 }
 
 // trace_path's loop body after its closest hit, at `depth` (for the kernels that
-// interleave paths, see prism.cu): adds the ray to `rays`, updates the path, and
-// returns true when the path ends (a miss, Russian roulette, or max_depth);
-// otherwise `ray` is the next segment.
-template <int K>
+// interleave paths, see prism.cu): path_vertex, then the step to the next
+// depth; returns true when the path ends (path_vertex's reasons, or max_depth).
+template <int K, bool OCT>
 __device__ __forceinline__ bool path_shade(const SceneView& s, const RenderParams& params, Ray& ray, const Hit& hit,
-                                           Pcg& rng, V3& radiance, V3& throughput, u32& depth, u32& rays) {
-    rays += 1;
-    bool done = false;
-    if (hit.prim == PRISM_NO_PRIM) {
-        radiance += throughput * sky_color(params, ray.dir);
-        done = true;
-    } else {
-        V3 p, n;
-        float size;
-        surface<K>(s, ray, hit, p, n, size);
-        const GpuMaterial m = hit_material<K>(s, hit);
-        radiance += throughput * xyz(m.emission_ior);
-        const Scatter sc = scatter(m, normalize(ray.dir), n, rng);
-        throughput *= sc.attenuation;
-        if (depth + 1 >= params.rr_depth) {
-            // Russian roulette: survive with the throughput's largest channel.
-            const float survive = fminf(max_element(throughput), 1.0f);
-            if (next_f32(rng) >= survive) {
-                done = true;
-            } else {
-                throughput *= 1.0f / survive;
-            }
-        }
-        if (!done) {
-            const float tmin = spawn_tmin(p, ray.origin) + surface_margin(size, dot(sc.dir, n));
-            ray = ray_segment(p, sc.dir, tmin, PRISM_INF);
-        }
-    }
+                                           Pcg& rng, V3& radiance, V3& throughput, float& sun_weight, u32& depth,
+                                           u32& rays) {
+    const bool done = path_vertex<K, OCT>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays);
     depth += 1;
     return done || depth >= params.max_depth;
 }

@@ -8,6 +8,7 @@
 struct Scatter {
     V3 dir;
     V3 attenuation;
+    bool diffuse;
 };
 
 // mirrors prism_core::material::reflect
@@ -118,5 +119,5 @@ __device__ __forceinline__ Scatter scatter(const GpuMaterial& m, V3 dir, V3 norm
         attenuation = v3s(0.0f);
     }
 #endif
-    return Scatter{out_dir, attenuation};
+    return Scatter{out_dir, attenuation, !pick_metal};
 }

@@ -129,10 +129,11 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     Ray ray = primary_ray(params, x, y, sample, rng);
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
+    float sun_weight = 1.0f;
     u32 depth = 0;
     for (;;) {
         const Hit hit = render_closest_hit<K, OCT, false>(s, ray);
-        if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
+        if (path_shade<K, OCT>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
             // render_pixel's `sum += c`, then the next sample.
             sum += radiance;
             sample += 1;
@@ -142,6 +143,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
             ray = primary_ray(params, x, y, sample, rng);
             radiance = v3s(0.0f);
             throughput = v3s(1.0f);
+            sun_weight = 1.0f;
             depth = 0;
         }
     }
@@ -167,6 +169,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
     Ray ray;
     V3 radiance = v3s(0.0f);
     V3 throughput = v3s(1.0f);
+    float sun_weight = 1.0f;
     u32 depth = 0;
     ClosestHit trav;
     u32 stack[PRISM_TRAVERSAL_STACK_SIZE];
@@ -186,7 +189,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
             if (phase == SHADE) {
                 const Hit hit = closest_hit_end(trav);
                 bool next = true;
-                if (path_shade<K>(s, params, ray, hit, rng, radiance, throughput, depth, rays)) {
+                if (path_shade<K, OCT>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
                     sum += radiance;
                     sample += 1;
                     if (sample >= params.spp) {
@@ -196,6 +199,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
                         ray = primary_ray(params, x, y, sample, rng);
                         radiance = v3s(0.0f);
                         throughput = v3s(1.0f);
+                        sun_weight = 1.0f;
                         depth = 0;
                     }
                 }

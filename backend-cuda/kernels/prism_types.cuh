@@ -83,6 +83,8 @@ struct __align__(16) RenderParams {
     u32 rr_depth;
     u32 prim_count;
     u32 opaque_zero;  // always 0 (used by the WGSL kernels; unused here)
+    float4 sun_center_radius;  // w = 0: no sun
+    float4 sun_radiance;       // w = 1: next-event estimation on
 };
 
 // mirrors prism_core::ray::Hit (two 16-byte rows; the traversals carry the
@@ -217,6 +219,8 @@ PRISM_CHECK_FIELD(RenderParams, ao_distance);
 PRISM_CHECK_FIELD(RenderParams, rr_depth);
 PRISM_CHECK_FIELD(RenderParams, prim_count);
 PRISM_CHECK_FIELD(RenderParams, opaque_zero);
+PRISM_CHECK_FIELD(RenderParams, sun_center_radius);
+PRISM_CHECK_FIELD(RenderParams, sun_radiance);
 
 PRISM_CHECK_SIZE(Hit);
 PRISM_CHECK_FIELD(Hit, t);

@@ -43,3 +43,31 @@ __device__ __forceinline__ V3 cosine_hemisphere(V3 n, float u1, float u2) {
     const float len2 = length_squared(d);
     return len2 > PRISM_COSINE_HEMISPHERE_MIN_LEN2 ? d * (1.0f / sqrtf(len2)) : n;
 }
+
+// mirrors prism_core::sampling::orthonormal_basis (Duff et al. 2017; the sign
+// from n.z's bits, as Rust's copysign)
+__device__ __forceinline__ void orthonormal_basis(V3 n, V3& t, V3& b) {
+    const float sign = copysignf(1.0f, n.z);
+    const float a = -1.0f / (sign + n.z);
+    const float bb = n.x * n.y * a;
+    t = v3(1.0f + sign * n.x * n.x * a, sign * bb, -sign * n.x);
+    b = v3(bb, sign + n.y * n.y * a, -n.y);
+}
+
+// mirrors prism_core::sampling::cone_one_minus_cos
+__device__ __forceinline__ float cone_one_minus_cos(float sin2) {
+    return sin2 / (1.0f + sqrtf(fmaxf(1.0f - sin2, 0.0f)));
+}
+
+// mirrors prism_core::sampling::uniform_cone
+__device__ __forceinline__ V3 uniform_cone(V3 axis, float one_minus_cos, float u1, float u2) {
+    const float z = u1 * one_minus_cos;
+    const float cos_theta = 1.0f - z;
+    const float sin_theta = sqrtf(fmaxf(z * (2.0f - z), 0.0f));
+    const float phi = polar_angle(u2);
+    float s, c;
+    sincosf(phi, &s, &c);
+    V3 t, b;
+    orthonormal_basis(axis, t, b);
+    return t * (sin_theta * c) + b * (sin_theta * s) + axis * cos_theta;
+}

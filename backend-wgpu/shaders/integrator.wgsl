@@ -103,15 +103,90 @@ fn shading_point(ray: Ray, hit: Hit) -> ShadingPoint {
     return ShadingPoint(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)), size, materials[material]);
 }
 
+// mirrors prism_core::sun::has_sun
+fn has_sun() -> bool {
+    return params.sun_center_radius.w > 0.0;
+}
+
+// mirrors prism_core::sun::sun_next_event
+fn sun_next_event() -> bool {
+    return has_sun() && params.sun_radiance.w != 0.0;
+}
+
+// mirrors prism_core::sun::sun_distance (where the ray meets the sun's sphere
+// beyond tmin, or infinity)
+fn sun_distance(origin: vec3<f32>, dir: vec3<f32>, tmin: f32) -> f32 {
+    let s = params.sun_center_radius;
+    let h = ray_sphere(origin, dir, s.xyz, s.w, tmin, f32_infinity());
+    return select(f32_infinity(), h.t, h.hit);
+}
+
+// What sample_sun returns (core's tuple (f32, f32, u32)).
+struct SunSample {
+    weight: f32,
+    one_minus_cos: f32,
+    rays: u32,
+}
+
+// mirrors prism_core::sun::sample_sun
+fn sample_sun(p: vec3<f32>, n: vec3<f32>, spawn: f32, size: f32, lambert: f32, u1: f32, u2: f32) -> SunSample {
+    let sc = params.sun_center_radius;
+    let to_sun = sc.xyz - p;
+    let d2 = dot(to_sun, to_sun);
+    let r2 = sc.w * sc.w;
+    if !(r2 < d2) {
+        // On or inside the sun's sphere: there is no cone to sample.
+        return SunSample(0.0, 0.0, 0u);
+    }
+    let one_minus_cos = cone_one_minus_cos(r2 / d2);
+    let axis = to_sun * (1.0 / sqrt(d2));
+    let l = uniform_cone(axis, one_minus_cos, u1, u2);
+    let cos_l = dot(l, n);
+    if !(lambert * cos_l > 0.0) {
+        return SunSample(0.0, one_minus_cos, 0u);
+    }
+    let tmin = spawn + surface_margin(size, cos_l);
+    let t = sun_distance(p, l, tmin);
+    if t == f32_infinity() {
+        return SunSample(0.0, one_minus_cos, 0u);
+    }
+    if accel_occluded(ray_segment(p, l, tmin, t)) {
+        return SunSample(0.0, one_minus_cos, 1u);
+    }
+    let rho = 2.0 * lambert * cos_l * one_minus_cos;
+    return SunSample(rho / (1.0 + rho * rho), one_minus_cos, 1u);
+}
+
+// mirrors prism_core::sun::sun_bsdf_weight
+fn sun_bsdf_weight(diffuse: bool, lambert: f32, cos_d: f32, one_minus_cos: f32) -> f32 {
+    if diffuse && one_minus_cos > 0.0 {
+        let rho = 2.0 * lambert * cos_d * one_minus_cos;
+        let rho2 = rho * rho;
+        return rho2 / (1.0 + rho2);
+    }
+    return 1.0;
+}
+
 // mirrors prism_core::integrator::trace_path
 fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     var ray = first_ray;
     var radiance = vec3<f32>(0.0);
     var throughput = vec3<f32>(1.0);
     var rays = 0u;
+    let sun = has_sun();
+    let next_event = sun_next_event();
+    // The MIS weight of the sun if the ray traced next meets it.
+    var sun_weight = 1.0;
     for (var depth = 0u; depth < params.max_depth; depth++) {
         let hit = accel_intersect_slot(ray);
         rays += 1u;
+        if sun {
+            let t_sun = sun_distance(ray.origin, ray.dir, ray.tmin);
+            if t_sun < select(f32_infinity(), hit.t, hit_is_hit(hit)) {
+                radiance += throughput * (params.sun_radiance.xyz * sun_weight);
+                break;
+            }
+        }
         if !hit_is_hit(hit) {
             radiance += throughput * sky_color(ray.dir);
             break;
@@ -119,7 +194,19 @@ fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
         let surf = shading_point(ray, hit);
         let m = surf.material;
         radiance += throughput * m.emission_ior.xyz;
-        let s = scatter(m, vec3_normalize(ray.dir), surf.n, rng);
+        let dir = vec3_normalize(ray.dir);
+        let s = scatter(m, dir, surf.n, rng);
+        if next_event && depth + 1u < params.max_depth {
+            let u1 = pcg_next_f32(rng);
+            let u2 = pcg_next_f32(rng);
+            let facing = select(-surf.n, surf.n, dot(dir, surf.n) < 0.0);
+            let lambert = m.lobe_weights.x;
+            let spawn = spawn_tmin(surf.p, ray.origin);
+            let sun_sample = sample_sun(surf.p, facing, spawn, surf.size, lambert, u1, u2);
+            radiance += throughput * (m.albedo_fuzz.xyz * (params.sun_radiance.xyz * sun_sample.weight));
+            rays += sun_sample.rays;
+            sun_weight = sun_bsdf_weight(s.diffuse, lambert, dot(s.dir, facing), sun_sample.one_minus_cos);
+        }
         throughput *= s.attenuation;
         if depth + 1u >= params.rr_depth {
             // Russian roulette: survive with the throughput's largest channel.

@@ -4,6 +4,8 @@
 struct Scatter {
     dir: vec3<f32>,
     attenuation: vec3<f32>,
+    // Whether the Lambert lobe was chosen.
+    diffuse: bool,
 }
 
 // mirrors prism_core::material::reflect
@@ -97,5 +99,5 @@ fn scatter(m: GpuMaterial, dir: vec3<f32>, normal: vec3<f32>, rng: ptr<function,
     if u_lobe >= c_dielectric {
         attenuation = vec3<f32>(0.0);
     }
-    return Scatter(out_dir, attenuation);
+    return Scatter(out_dir, attenuation, u_lobe < c_lambert);
 }

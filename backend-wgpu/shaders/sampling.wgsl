@@ -43,3 +43,31 @@ fn cosine_hemisphere(n: vec3<f32>, u1: f32, u2: f32) -> vec3<f32> {
     }
     return n;
 }
+
+// mirrors prism_core::sampling::orthonormal_basis (Duff et al. 2017; the sign
+// from n.z's bits, as Rust's copysign). Returns t and b as the columns of a
+// 3x2 matrix.
+fn orthonormal_basis(n: vec3<f32>) -> mat2x3<f32> {
+    let sign = f32_copysign(1.0, n.z);
+    let a = -1.0 / (sign + n.z);
+    let b = n.x * n.y * a;
+    return mat2x3<f32>(
+        vec3<f32>(1.0 + sign * n.x * n.x * a, sign * b, -sign * n.x),
+        vec3<f32>(b, sign + n.y * n.y * a, -n.y),
+    );
+}
+
+// mirrors prism_core::sampling::cone_one_minus_cos
+fn cone_one_minus_cos(sin2: f32) -> f32 {
+    return sin2 / (1.0 + sqrt(max(1.0 - sin2, 0.0)));
+}
+
+// mirrors prism_core::sampling::uniform_cone
+fn uniform_cone(axis: vec3<f32>, one_minus_cos: f32, u1: f32, u2: f32) -> vec3<f32> {
+    let z = u1 * one_minus_cos;
+    let cos_theta = 1.0 - z;
+    let sin_theta = sqrt(max(z * (2.0 - z), 0.0));
+    let phi = polar_angle(u2);
+    let tb = orthonormal_basis(axis);
+    return tb[0] * (sin_theta * cos(phi)) + tb[1] * (sin_theta * sin(phi)) + axis * cos_theta;
+}

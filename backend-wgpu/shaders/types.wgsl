@@ -112,6 +112,10 @@ struct RenderParams {
     prim_count: u32,
     // Always 0; mul_rn (math.wgsl) ORs it into products to keep them unfused.
     opaque_zero: u32,
+    // The sun: centre xyz, radius w (0: no sun).
+    sun_center_radius: vec4<f32>,
+    // The sun's radiance xyz; w = 1: next-event estimation on.
+    sun_radiance: vec4<f32>,
 }
 
 // mirrors prism_core::ray::Ray (the 48 bytes of GpuRay: vec3 + f32 twice,

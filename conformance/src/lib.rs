@@ -21,6 +21,9 @@
 //!   sample count on every backend; per pair, mean absolute error, RMSE, the
 //!   share of pixels off by more than 2/255, and a converged comparison of tile
 //!   means at a higher sample count.
+//! - **Sun**: for a scene with a sun, on each backend, next-event estimation
+//!   on and off converge to the same image, and their error against a
+//!   reference of many samples at equal samples and at equal time.
 //! - **Determinism**: a backend rendering the same frame twice gives the same bits;
 //!   its 8-bit output is its linear output encoded.
 //!
@@ -52,11 +55,13 @@ mod input;
 mod outcome;
 pub mod report;
 mod suite;
+mod sun_report;
 pub mod thresholds;
 
 pub use input::{Candidate, Cases, Config, ImageCase, MeshRays, Note, RaySet};
 pub use outcome::{
     BackendRender, BackendRow, BackendStatus, GeneratedRow, ImageCheck, PairCheck, Report,
+    SunCheck, SunRun,
 };
 pub use report::{ReportError, write_html};
 pub use suite::{image_settings, placed_primitives, run};

@@ -177,6 +177,46 @@ impl ImageCheck {
     }
 }
 
+/// One render of a sun check's noise comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SunRun {
+    /// Whether next-event estimation was on.
+    pub nee: bool,
+    /// Samples per pixel.
+    pub spp: u32,
+    /// Render time, best of three, milliseconds.
+    pub ms: f64,
+    /// Root-mean-square error against the reference (linear, over pixels and
+    /// channels), over the reference's mean.
+    pub relative_rmse: f64,
+}
+
+/// A scene with a sun on one backend: next-event estimation on and off
+/// converged against each other, and their noise against a reference.
+#[derive(Clone, Debug)]
+pub struct SunCheck {
+    /// Scene name.
+    pub scene: String,
+    /// Backend name.
+    pub backend: String,
+    /// Image width of every render of the check.
+    pub width: u32,
+    /// Image height.
+    pub height: u32,
+    /// Samples per pixel of the convergence comparison.
+    pub converged_spp: u32,
+    /// Samples per pixel of the reference (next-event estimation on).
+    pub reference_spp: u32,
+    /// Largest relative difference of a tile's linear mean (any channel), off against on.
+    pub max_tile_diff: f64,
+    /// Largest relative difference of the whole image's linear mean (any channel).
+    pub mean_diff: f64,
+    /// Next-event estimation on, off at equal samples, off at equal time.
+    pub runs: Vec<SunRun>,
+    /// Why it failed (empty: passed).
+    pub failures: Vec<String>,
+}
+
 /// Everything the suite found.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -197,6 +237,8 @@ pub struct Report {
     pub two_level_meshes: Vec<String>,
     /// Image checks.
     pub images: Vec<ImageCheck>,
+    /// Sun checks (scenes with a sun).
+    pub sun: Vec<SunCheck>,
     /// Time per section: generated, ray sets, images.
     pub timings: Vec<(&'static str, Duration)>,
 }
@@ -223,6 +265,13 @@ impl Report {
         for i in &self.images {
             out.extend(i.failures());
         }
+        for s in &self.sun {
+            out.extend(
+                s.failures
+                    .iter()
+                    .map(|f| format!("sun {} on {}: {f}", s.scene, s.backend)),
+            );
+        }
         out
     }
 
@@ -240,6 +289,7 @@ impl Report {
                 .iter()
                 .map(|i| i.pairs.len() + i.renders.len())
                 .sum::<usize>()
+            + self.sun.len()
     }
 
     /// Names of the backends used.

@@ -757,7 +757,7 @@ pub fn write_html(report: &Report, dir: &Path) -> Result<PathBuf, ReportError> {
          <p id=verdict>{}</p><p class=summary id=summary>{}</p><span class=when>{}</span></div></header>\
          <nav><div class=inner>{}<a href=\"#backends\">Backends</a><a href=\"#generated\">Generated cases</a>\
          <a href=\"#rays\">Reference ray sets</a><a href=\"#two-level\">Two-level scenes</a>\
-         <a href=\"#images\">Images</a><a href=\"#thresholds\">Thresholds</a>\
+         <a href=\"#images\">Images</a><a href=\"#sun\">Sun</a><a href=\"#thresholds\">Thresholds</a>\
          <a href=\"#run\">Run</a></div></nav><main>",
         if pass { "PASS" } else { "FAIL" },
         if pass { "pass" } else { "fail" },
@@ -949,6 +949,8 @@ pub fn write_html(report: &Report, dir: &Path) -> Result<PathBuf, ReportError> {
     if report.images.is_empty() {
         out.push_str("<p class=lead>no image cases were checked</p>");
     }
+
+    crate::sun_report::sun_section(&mut out, report, esc);
 
     // Thresholds.
     out.push_str(

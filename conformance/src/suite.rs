@@ -7,6 +7,7 @@
 mod generated_checks;
 mod image_checks;
 mod ray_set_checks;
+mod sun_checks;
 
 use crate::generated;
 use crate::hits::HitCheck;
@@ -16,6 +17,7 @@ use image_checks::run_images;
 use prism_core::Backend;
 use ray_set_checks::run_mesh;
 use std::time::Instant;
+use sun_checks::run_sun;
 
 pub use generated_checks::placed_primitives;
 pub use image_checks::image_settings;
@@ -93,6 +95,7 @@ pub fn run(
         ray_set_sizes: Vec::new(),
         two_level_meshes: Vec::new(),
         images: Vec::new(),
+        sun: Vec::new(),
         timings: Vec::new(),
     };
     let mut live = take_backends(candidates, &mut report.backends, &mut report.notes);
@@ -163,6 +166,12 @@ pub fn run(
         run_images(case, config, &mut live, &mut report, log);
     }
     report.timings.push(("images", start.elapsed()));
+
+    let start = Instant::now();
+    for case in &cases.images {
+        run_sun(case, config, &mut live, &mut report, log);
+    }
+    report.timings.push(("sun", start.elapsed()));
     report
 }
 

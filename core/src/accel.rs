@@ -8,6 +8,7 @@ use crate::geometry::{Geometry, PrimRef};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, GpuMaterial, Primitive};
 use crate::ray::{Hit, Ray};
 use crate::scene::{PointLight, Scene, Sky};
+use crate::sun::Sun;
 use crate::traverse::{any_hit, closest_hit};
 use crate::two_level::{Blas, TwoLevel};
 use alloc::boxed::Box;
@@ -53,6 +54,7 @@ pub struct Accel {
     pub(crate) depth: u32,
     sky: Sky,
     light: PointLight,
+    sun: Option<Sun>,
     /// The top level, for a two-level scene.
     pub(crate) levels: Option<Box<TwoLevel>>,
 }
@@ -184,6 +186,7 @@ impl Accel {
                 depth: tree.bvh.depth,
                 sky: scene.sky,
                 light: scene.light,
+                sun: scene.sun,
                 levels: None,
             });
         }
@@ -225,6 +228,7 @@ impl Accel {
             depth,
             sky: scene.sky,
             light: scene.light,
+            sun: scene.sun,
             levels: None,
         };
         for b in &mut blas {
@@ -277,6 +281,11 @@ impl Accel {
     #[inline]
     pub fn light(&self) -> PointLight {
         self.light
+    }
+    /// The sun, if the scene has one.
+    #[inline]
+    pub fn sun(&self) -> Option<Sun> {
+        self.sun
     }
 
     /// Whether the scene is two-level (see [`crate::Scene`]).

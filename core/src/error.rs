@@ -126,6 +126,17 @@ pub enum Error {
         /// The valid range.
         reason: &'static str,
     },
+    /// The scene's sun has an unusable value.
+    #[error("scene {field} = {value} is invalid: {reason}")]
+    SunInvalid {
+        /// `sun.center.x` (`.y`, `.z`), `sun.radius`, `sun.color.r` (`.g`,
+        /// `.b`), `sun.intensity` or `sun.color * sun.intensity`.
+        field: &'static str,
+        /// The value given.
+        value: f32,
+        /// The valid range.
+        reason: &'static str,
+    },
     /// A render setting is out of range.
     #[error("render setting {field} = {value} is invalid: {reason}")]
     Setting {

@@ -544,6 +544,13 @@ pub struct RenderParams {
     /// into products that must not be fused into FMAs: a value the shader
     /// compiler cannot see keeps each product rounded on its own, as here.
     pub opaque_zero: u32,
+    /// The sun ([`crate::Sun`]): centre `xyz`, radius `w`; all 0 without a sun
+    /// (a valid sun's radius is positive, so `w > 0` says there is one).
+    pub sun_center_radius: [f32; 4],
+    /// The sun's radiance `xyz`; `w` is 1 when the path integrator samples it
+    /// directly (next-event estimation), 0 when only chance hits find it. A
+    /// flag in the radiance row keeps the sun in two rows.
+    pub sun_radiance: [f32; 4],
 }
 
 // Compile-time layout contract: the CUDA and WGSL mirrors assume exactly these.
@@ -598,7 +605,7 @@ const _: () = {
     assert!(offset_of!(GpuCamera, u) == 64);
     assert!(offset_of!(GpuCamera, v) == 80);
 
-    assert!(size_of::<RenderParams>() == 208);
+    assert!(size_of::<RenderParams>() == 240);
     assert!(offset_of!(RenderParams, camera) == 0);
     assert!(offset_of!(RenderParams, sky_horizon) == 96);
     assert!(offset_of!(RenderParams, sky_zenith) == 112);
@@ -616,6 +623,8 @@ const _: () = {
     assert!(offset_of!(RenderParams, rr_depth) == 196);
     assert!(offset_of!(RenderParams, prim_count) == 200);
     assert!(offset_of!(RenderParams, opaque_zero) == 204);
+    assert!(offset_of!(RenderParams, sun_center_radius) == 208);
+    assert!(offset_of!(RenderParams, sun_radiance) == 224);
 };
 
 /// `(struct name, size, [(field, offset)])` of one buffer struct.
@@ -694,6 +703,8 @@ pub fn layouts() -> [StructLayout; 7] {
                 ("rr_depth", 196),
                 ("prim_count", 200),
                 ("opaque_zero", 204),
+                ("sun_center_radius", 208),
+                ("sun_radiance", 224),
             ],
         ),
     ]

@@ -10,6 +10,7 @@ use crate::material::{reflect, scatter};
 use crate::ray::{Hit, Ray};
 use crate::rng::Pcg;
 use crate::sampling::cosine_hemisphere;
+use crate::sun::{has_sun, sample_sun, sun_bsdf_weight, sun_distance, sun_next_event};
 use crate::traverse::Accel;
 use crate::two_level::{object_point, world_normal};
 use glam::Vec3;
@@ -201,6 +202,15 @@ fn geometric_normal(prim: &Primitive, p: Vec3) -> Vec3 {
 }
 
 /// One path-traced sample; returns radiance and the number of rays traced.
+///
+/// With a sun ([`crate::sun`]), a ray that meets the sun's sphere before any
+/// surface ends the path with the sun's radiance. With the sun's next-event
+/// switch on, each surface but the last of the path also samples the sun
+/// ([`sample_sun`]: two more random numbers after [`scatter`]'s seven, then a
+/// shadow ray), and the sun seen by the scattered ray is weighted by
+/// [`sun_bsdf_weight`]; the two weights sum to one for every direction, so
+/// the image has the same expectation as with the switch off. The last
+/// surface is left out because its scattered ray is never traced.
 pub fn trace_path<T: Tracer + ?Sized>(
     accel: &T,
     params: &RenderParams,
@@ -210,15 +220,38 @@ pub fn trace_path<T: Tracer + ?Sized>(
     let mut radiance = Vec3::ZERO;
     let mut throughput = Vec3::ONE;
     let mut rays = 0u32;
+    let sun = has_sun(params);
+    let next_event = sun_next_event(params);
+    // The MIS weight of the sun if the ray traced next meets it.
+    let mut sun_weight = 1.0f32;
     for depth in 0..params.max_depth {
         let hit = accel.closest_slot(&ray);
         rays = rays.wrapping_add(1);
+        if sun {
+            let t_sun = sun_distance(params, ray.origin, ray.dir, ray.tmin);
+            if t_sun < if hit.is_hit() { hit.t } else { f32::INFINITY } {
+                radiance += throughput * (xyz(params.sun_radiance) * sun_weight);
+                break;
+            }
+        }
         let Some((p, n, size, m)) = shading_point(accel, &ray, &hit) else {
             radiance += throughput * sky_color(params, ray.dir);
             break;
         };
         radiance += throughput * xyz(m.emission_ior);
-        let s = scatter(m, ray.dir.normalize(), n, rng);
+        let dir = ray.dir.normalize();
+        let s = scatter(m, dir, n, rng);
+        if next_event && depth + 1 < params.max_depth {
+            let (u1, u2) = (rng.next_f32(), rng.next_f32());
+            let facing = if dir.dot(n) < 0.0 { n } else { -n };
+            let lambert = m.lobe_weights[0];
+            let spawn = spawn_tmin(p, ray.origin);
+            let (w, one_minus_cos, r) =
+                sample_sun(accel, params, p, facing, spawn, size, lambert, (u1, u2));
+            radiance += throughput * (xyz(m.albedo_fuzz) * (xyz(params.sun_radiance) * w));
+            rays = rays.wrapping_add(r);
+            sun_weight = sun_bsdf_weight(s.diffuse, lambert, s.dir.dot(facing), one_minus_cos);
+        }
         throughput *= s.attenuation;
         if depth + 1 >= params.rr_depth {
             // Russian roulette: survive with the throughput's largest channel.

@@ -5,7 +5,7 @@
 //! ([`bvh`]) and its flattened GPU layout ([`gpu`]), intersection and traversal
 //! ([`intersect`], [`traverse`]), candidate lists for rays through one point
 //! ([`point_grid`]) and for camera rays ([`camera_bounds`]), PCG random numbers ([`rng`]), sampling
-//! ([`sampling`]), branchless materials ([`material`]), the thin-lens camera
+//! ([`sampling`]), branchless materials ([`material`]), the sun ([`sun`]), the thin-lens camera
 //! ([`camera`]), the integrators ([`integrator`]) and the [`Backend`] trait.
 //!
 //! GPU kernels (CUDA, WGSL) mirror these functions one for one, with the same
@@ -51,6 +51,7 @@ pub mod reference;
 pub mod rng;
 pub mod sampling;
 pub mod scene;
+pub mod sun;
 pub mod top_level;
 pub mod traverse;
 pub mod two_level;
@@ -70,6 +71,7 @@ pub use instance::Instance;
 pub use material::Material;
 pub use ray::{Hit, Ray};
 pub use scene::{PointLight, Scene, Sky};
+pub use sun::Sun;
 pub use top_level::TopLevelBuild;
 pub use traverse::Accel;
 pub use update::{Changes, GeometrySah, RefitOn, SceneUpdate};

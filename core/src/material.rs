@@ -173,6 +173,10 @@ pub struct Scatter {
     pub dir: Vec3,
     /// Per-channel factor for the path throughput, each in `[0, 1]`.
     pub attenuation: Vec3,
+    /// Whether the Lambert lobe was chosen (`dir` cosine-distributed): the
+    /// lobe whose rays are weighted against the sun's direct samples
+    /// ([`crate::sun::sun_bsdf_weight`]).
+    pub diffuse: bool,
 }
 
 /// Mirror `d` about the plane with unit normal `n`.
@@ -260,5 +264,6 @@ pub fn scatter(m: &GpuMaterial, dir: Vec3, normal: Vec3, rng: &mut Pcg) -> Scatt
     Scatter {
         dir: out_dir,
         attenuation,
+        diffuse: u_lobe < c_lambert,
     }
 }

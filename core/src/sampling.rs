@@ -66,3 +66,55 @@ pub fn cosine_hemisphere(n: Vec3, u1: f32, u2: f32) -> Vec3 {
         n
     }
 }
+
+/// Two unit vectors that make a right-handed orthonormal frame `(t, b, n)`
+/// with the unit vector `n`, without a branch on a small component: Duff et
+/// al., "Building an Orthonormal Basis, Revisited" (JCGT 2017). The sign is
+/// taken from the bits of `n.z`, so `-0.0` chooses the lower hemisphere's frame
+/// on every backend alike.
+#[inline(always)]
+pub fn orthonormal_basis(n: Vec3) -> (Vec3, Vec3) {
+    let sign = 1.0f32.copysign(n.z);
+    let a = -1.0 / (sign + n.z);
+    let b = n.x * n.y * a;
+    (
+        Vec3::new(1.0 + sign * n.x * n.x * a, sign * b, -sign * n.x),
+        Vec3::new(b, sign + n.y * n.y * a, -n.y),
+    )
+}
+
+/// `1 - cos(theta_max)` of the cone that a sphere subtends from a point outside
+/// it, from `sin2 = (radius / distance)^2` in `[0, 1)`: computed as
+/// `sin2 / (1 + cos)`, which keeps its precision for a small far sphere (the sun
+/// seen from the ground, `sin2` about 2e-5) where `1 - cos` would cancel to a
+/// few ulps or to zero.
+#[inline(always)]
+pub fn cone_one_minus_cos(sin2: f32) -> f32 {
+    sin2 / (1.0 + libm::sqrtf((1.0 - sin2).max(0.0)))
+}
+
+/// A direction uniformly distributed in the cone about the unit `axis` whose
+/// half-angle has `1 - cos = one_minus_cos` (in `(0, 2]`), from `(u1, u2)` in
+/// `[0, 1)^2`. Its density is `1 / (2 pi one_minus_cos)` per steradian
+/// ([`uniform_cone_pdf`]).
+///
+/// The height `1 - cos(theta) = u1 * one_minus_cos` is uniform (the cone's cap
+/// has equal area per unit height, as Archimedes' hat-box theorem says), and
+/// `sin(theta)` is taken from it as `sqrt(z (2 - z))`, exact in `z` where `1 -
+/// z^2` would cancel for a narrow cone.
+#[inline(always)]
+pub fn uniform_cone(axis: Vec3, one_minus_cos: f32, u1: f32, u2: f32) -> Vec3 {
+    let z = u1 * one_minus_cos;
+    let cos_theta = 1.0 - z;
+    let sin_theta = libm::sqrtf((z * (2.0 - z)).max(0.0));
+    let phi = polar_angle(u2);
+    let (t, b) = orthonormal_basis(axis);
+    t * (sin_theta * libm::cosf(phi)) + b * (sin_theta * libm::sinf(phi)) + axis * cos_theta
+}
+
+/// The density per steradian of [`uniform_cone`] inside its cone: one over the
+/// cone's solid angle `2 pi (1 - cos)`.
+#[inline(always)]
+pub fn uniform_cone_pdf(one_minus_cos: f32) -> f32 {
+    1.0 / (TAU * one_minus_cos)
+}

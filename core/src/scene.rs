@@ -14,6 +14,7 @@ use crate::geometry::Geometry;
 pub use crate::geometry::{MAX_PRIMITIVES, PrimRef};
 use crate::instance::{Instance, MAX_INSTANCES};
 use crate::material::Material;
+use crate::sun::Sun;
 use crate::top_level::TopLevelBuild;
 use alloc::vec::Vec;
 use glam::{Vec3, Vec4};
@@ -118,6 +119,8 @@ pub struct Scene {
     pub sky: Sky,
     /// The key light.
     pub light: PointLight,
+    /// A sun lighting the path integrator, if any ([`Sun`]).
+    pub sun: Option<Sun>,
     /// How the tree over the instances is built, at first and after every
     /// update that moves them.
     pub top_level_build: TopLevelBuild,
@@ -143,6 +146,7 @@ impl Scene {
                 position: Vec3::ONE,
                 color: Vec3::ONE,
             },
+            sun: None,
             top_level_build: TopLevelBuild::Auto,
         }
     }
@@ -294,7 +298,7 @@ impl Scene {
         self.own.triangle(index)
     }
 
-    /// Check the sky, the key light, every material, every primitive, every
+    /// Check the sky, the key light, the sun, every material, every primitive, every
     /// geometry and every instance; the first problem found is returned,
     /// naming the item (a geometry's primitive inside
     /// [`Error::InGeometry`]).
@@ -335,6 +339,9 @@ impl Scene {
                 value: self.light.position.to_array(),
                 reason: "must be finite",
             });
+        }
+        if let Some(sun) = &self.sun {
+            sun.validate()?;
         }
         for (i, m) in self.materials.iter().enumerate() {
             m.validate(i)?;

@@ -6,7 +6,10 @@ mod common;
 use common::{config, d, sphere_reference, unit_vec3};
 use glam::Vec3;
 use prism_core::rng::Pcg;
-use prism_core::sampling::{cosine_hemisphere, polar_angle, unit_ball, unit_disk, unit_sphere};
+use prism_core::sampling::{
+    cone_one_minus_cos, cosine_hemisphere, orthonormal_basis, polar_angle, uniform_cone,
+    uniform_cone_pdf, unit_ball, unit_disk, unit_sphere,
+};
 use proptest::prelude::*;
 
 /// A uniform number in `[0, 1)` including its extremes (0 and the largest float
@@ -221,4 +224,88 @@ fn uniform_warp_moments() {
         moment(N, 3, |r| (ball(r).length() < 0.5) as u8 as f64),
         0.125,
     );
+}
+
+/// `1 - cos` of a cone: from a far small sun (5e-6 of a turn) to a hemisphere
+/// and beyond (2: the whole sphere).
+fn one_minus_cos() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        3 => 1e-12f32..1.0,
+        1 => 1e-12f32..1e-4,
+        1 => 1.0f32..=2.0,
+        1 => Just(2.0f32),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// The frame of `n` is orthonormal and right-handed, for every unit
+    /// normal, the axes and near `-z` (where the formula's `sign + n.z` is
+    /// smallest) included.
+    #[test]
+    fn orthonormal_basis_is_orthonormal(n in prop_oneof![4 => unit_vec3(), 1 => prop::sample::select(vec![Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z, Vec3::new(1e-4, 0.0, -1.0).normalize()])]) {
+        let (t, b) = orthonormal_basis(n);
+        prop_assert!((t.length() - 1.0).abs() < 1e-5 && (b.length() - 1.0).abs() < 1e-5, "|t| {} |b| {}", t.length(), b.length());
+        prop_assert!(t.dot(b).abs() < 1e-5 && t.dot(n).abs() < 1e-5 && b.dot(n).abs() < 1e-5, "n {n:?}: t {t:?} b {b:?}");
+        prop_assert!((t.cross(b) - n).length() < 1e-5, "t x b = {:?}, n {n:?}", t.cross(b));
+    }
+
+    /// Cone directions are unit length and inside the cone (cosine to the axis
+    /// at least `1 - one_minus_cos`, to rounding), for every axis, cone and input.
+    #[test]
+    fn uniform_cone_lies_in_the_cone(axis in unit_vec3(), omc in one_minus_cos(), u1 in u01(), u2 in u01()) {
+        let d = uniform_cone(axis, omc, u1, u2);
+        prop_assert!(d.is_finite(), "{d:?}");
+        prop_assert!((d.length() - 1.0).abs() < 1e-5, "|d| = {}", d.length());
+        // The angle to the axis in f64, against the cone's half-angle
+        // `2 asin(sqrt(omc / 2))`; the allowance is the f32 rounding of the
+        // direction's components (about 1e-7 each).
+        let (dd, ad) = (super_d(d), super_d(axis));
+        let along = dd.dot(ad);
+        let theta = (dd - ad * along).length().atan2(along);
+        let theta_max = 2.0 * (omc as f64 / 2.0).sqrt().min(1.0).asin();
+        prop_assert!(theta <= theta_max * (1.0 + 1e-5) + 3e-7, "axis {axis:?}, 1 - cos {omc}: d {d:?} at {theta} rad, cone {theta_max}");
+    }
+
+    /// `cone_one_minus_cos` is `1 - sqrt(1 - sin2)` to a few ulps relative,
+    /// down to the far small suns where the subtraction would cancel.
+    #[test]
+    fn cone_one_minus_cos_matches_f64(sin2 in prop_oneof![1e-12f32..1e-4, 1e-4f32..1.0]) {
+        let got = cone_one_minus_cos(sin2) as f64;
+        let want = 1.0 - (1.0 - sin2 as f64).sqrt();
+        prop_assert!((got - want).abs() <= 1e-6 * want, "sin2 {sin2}: {got} against {want}");
+    }
+}
+
+fn super_d(v: Vec3) -> glam::DVec3 {
+    glam::DVec3::new(v.x as f64, v.y as f64, v.z as f64)
+}
+
+/// The cone's density integrates to one: over uniform directions on the
+/// sphere, `4 pi E[pdf * inside]` is 1 (the share of the sphere inside the
+/// cone is its solid angle over `4 pi`), for cones from narrow to wider than a
+/// hemisphere. And its samples are uniform in height: `E[1 - cos] = (1 -
+/// cos_max) / 2`, no drift around the axis.
+#[test]
+fn uniform_cone_pdf_integrates_to_one() {
+    let axis = Vec3::new(0.3, -0.5, 0.8).normalize();
+    for (k, omc) in [0.02f32, 0.3, 1.0, 1.7].into_iter().enumerate() {
+        let pdf = uniform_cone_pdf(omc) as f64;
+        let cos_max = 1.0 - omc;
+        let integral = moment(N, 10 + k as u32, |r| {
+            let d = unit_sphere(r.next_f32(), r.next_f32());
+            4.0 * std::f64::consts::PI * pdf * (d.dot(axis) >= cos_max) as u8 as f64
+        });
+        assert_moment("4 pi E[pdf inside]", integral, 1.0);
+        let height = moment(N, 20 + k as u32, |r| {
+            (1.0 - uniform_cone(axis, omc, r.next_f32(), r.next_f32()).dot(axis)) as f64
+        });
+        assert_moment("E[1 - cos]", height, omc as f64 / 2.0);
+        let t = axis.any_orthonormal_vector();
+        let side = moment(N, 30 + k as u32, |r| {
+            uniform_cone(axis, omc, r.next_f32(), r.next_f32()).dot(t) as f64
+        });
+        assert_moment("E[tangent]", side, 0.0);
+    }
 }

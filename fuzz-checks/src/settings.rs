@@ -105,6 +105,8 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
         ao_distance: b.f32(),
         ao_shadows: b.u8() & 1 == 1,
         rr_depth: b.size(8),
+        // Not drawn from the input, so that the corpora keep their meaning.
+        sun_nee: true,
     };
     let camera = Camera {
         look_from: b.vec3(),
