@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod conformance;
+pub mod height_map;
 pub mod mesh;
 pub mod procedural;
 pub mod rays;
