@@ -19,6 +19,7 @@ pub mod height_map;
 pub mod mesh;
 pub mod procedural;
 pub mod rays;
+pub mod record;
 pub mod scenes;
 mod select;
 
