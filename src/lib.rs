@@ -15,9 +15,11 @@
 #![deny(missing_docs)]
 
 pub mod conformance;
+pub mod height_map;
 pub mod mesh;
 pub mod procedural;
 pub mod rays;
+pub mod record;
 pub mod scenes;
 mod select;
 

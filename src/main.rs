@@ -33,10 +33,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Render a built-in scene or a mesh to PNG (or linear EXR).
+    /// Render a built-in scene or a mesh to PNG (or linear EXR); with --record,
+    /// also write every bounce's rays and hits of the frame's paths.
     Render(RenderArgs),
     /// Time a scene render (stage table), moving frames of a two-level scene, or a
-    /// ray file (Mrays/s, flat or instanced), median of N runs.
+    /// ray file on a mesh, an instanced set or a built-in scene (a recorded
+    /// bounce: Mrays/s, hits checked), median of N runs.
     Bench(BenchArgs),
     /// List the backends found, their devices, and why any was skipped.
     Info,
@@ -47,9 +49,9 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct SceneArgs {
-    /// Built-in scene: rtiow, whitted19, cornell, instances, sunlit.
-    #[arg(long, default_value = "rtiow", conflicts_with = "mesh")]
-    scene: String,
+    /// Built-in scene: rtiow, whitted19, cornell, instances, sunlit (default rtiow).
+    #[arg(long, conflicts_with = "mesh")]
+    scene: Option<String>,
     /// This mesh (.obj or .ply) instead of a built-in scene (rendered; traced by `bench --rays`).
     #[arg(long)]
     mesh: Option<PathBuf>,
@@ -112,6 +114,15 @@ struct RenderArgs {
     /// Output file: .png (sRGB 8-bit) or .exr (linear float); checked before rendering.
     #[arg(long, default_value = "prism.png")]
     out: PathBuf,
+    /// Also record the frame's paths into this directory (made if missing;
+    /// files of an earlier recording there are replaced), traced on the CPU
+    /// whatever the backend: bounceK.rays (the rays of every path's K-th
+    /// closest-hit query, bounce 0 the camera rays; 32 bytes a ray, as in
+    /// shared/scenes) and bounceK.hits (t, primitive; .ihits with the instance
+    /// for a two-level scene), pixel by pixel then sample by sample. Path
+    /// integrator only. Replay with bench --scene NAME --rays DIR/bounceK.rays.
+    #[arg(long)]
+    record: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -121,12 +132,14 @@ struct BenchArgs {
     /// Runs to take the median of (at least 1).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// Trace this ray file (with --mesh) instead of rendering.
-    #[arg(long, requires = "mesh")]
+    /// Trace this ray file instead of rendering: on --mesh (closest and any
+    /// hit), or on the built-in --scene (closest hit alone: a bounce that
+    /// render --record wrote, or any .rays file).
+    #[arg(long)]
     rays: Option<PathBuf>,
-    /// Reference hits for --rays (.hits; .ihits with --instances): report
-    /// agreement (match, tie, mismatch); exits non-zero when closest hits or
-    /// occlusion disagree.
+    /// Reference hits for --rays (.hits; .ihits with --instances or a two-level
+    /// --scene): report agreement (match, tie, mismatch); exits non-zero when
+    /// closest hits (or, on --mesh, occlusion) disagree.
     #[arg(long, requires = "rays")]
     hits: Option<PathBuf>,
     /// Place --mesh once per transform of this .instances file (in file order)
@@ -330,7 +343,7 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
             )
         }
         None => {
-            let p = prism::scenes::by_name(&a.scene)?;
+            let p = prism::scenes::by_name(a.scene.as_deref().unwrap_or("rtiow"))?;
             (
                 p.name.to_string(),
                 p.scene,
@@ -462,6 +475,16 @@ fn progress_bar(message: String) -> ProgressBar {
 fn render(a: RenderArgs) -> Result<(), CliError> {
     let exr = check_out(&a.out)?;
     let (name, scene, camera, settings, w, h) = setup(&a.scene)?;
+    // The recording's directory and integrator are checked before the
+    // render, so that a long render is never thrown away for them.
+    if let Some(dir) = &a.record {
+        if settings.integrator != Integrator::Path {
+            return Err(CliError::Usage(
+                "--record follows the path integrator's paths: render with --integrator path",
+            ));
+        }
+        prism::record::prepare_dir(dir)?;
+    }
     let mut backend = open_backend(&a.scene)?;
     let mut image = Image::new(
         w,
@@ -491,6 +514,9 @@ fn render(a: RenderArgs) -> Result<(), CliError> {
         stats.mrays_per_s(),
         a.out.display()
     );
+    if let Some(dir) = &a.record {
+        cli::record::record(dir, &name, &scene, &camera, &settings, w, h)?;
+    }
     Ok(())
 }
 

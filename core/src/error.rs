@@ -255,6 +255,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A height-map image cannot be read, or is not a grid of heights the
+    /// loader takes (the facade's `prism::height_map`).
+    #[error("height map {path}: {problem}")]
+    HeightMap {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        problem: HeightMapProblem,
+    },
     /// An unknown scene, integrator or backend name.
     #[error("unknown {what} '{name}' (known: {known})")]
     UnknownName {
@@ -456,6 +465,51 @@ impl core::fmt::Display for ResourceProblem {
             }
         }
     }
+}
+
+/// What is wrong with a height-map image ([`Error::HeightMap`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeightMapProblem {
+    /// The file cannot be opened or read.
+    #[error("cannot read it: {message}")]
+    Unreadable {
+        /// The operating system's message.
+        message: String,
+    },
+    /// The bytes are not a PNG image, or its data is damaged or cut short.
+    #[error("cannot decode it as PNG: {message}")]
+    Decode {
+        /// The decoder's message.
+        message: String,
+    },
+    /// The image has no pixels.
+    #[error("it is {width}x{depth}: a height map needs at least one pixel")]
+    Empty {
+        /// Width in pixels (cells along x).
+        width: u32,
+        /// Height in pixels (cells along z).
+        depth: u32,
+    },
+    /// The image has more pixels than the loader takes.
+    #[error("it is {width}x{depth}, {cells} cells; at most {limit} are supported")]
+    TooLarge {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        depth: u32,
+        /// `width * depth`.
+        cells: u64,
+        /// The most cells taken.
+        limit: u64,
+    },
+    /// The pixels are not heights: a palette image, or a bit depth other
+    /// than 8 or 16.
+    #[error("it is {found}: a height map is 8- or 16-bit grey, grey and alpha, RGB or RGBA")]
+    NotGrey {
+        /// What it is (`"an indexed (palette) image"`, `"4-bit grey"`).
+        found: String,
+    },
 }
 
 impl Error {

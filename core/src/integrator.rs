@@ -389,6 +389,25 @@ pub fn trace_ao<T: Tracer + ?Sized>(
     (xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior), rays)
 }
 
+/// The camera ray of sample `sample` of pixel `(x, y)` and the random stream
+/// its integrator goes on drawing from: what [`render_pixel`] traces for that
+/// sample, for callers that follow one path at a time (recording a frame's
+/// rays).
+#[inline(always)]
+pub fn camera_sample(params: &RenderParams, x: u32, y: u32, sample: u32) -> (Ray, Pcg) {
+    // Wrapping, as the GPU kernels' u32 arithmetic (here and in the ray counts):
+    // `RenderParams` from `RenderSettings::params` keeps it in range, and
+    // hand-made ones cannot make it panic.
+    let pixel = y.wrapping_mul(params.width).wrapping_add(x);
+    let mut rng = Pcg::for_path(pixel, sample, params.seed);
+    let (jx, jy) = (rng.next_f32(), rng.next_f32());
+    let (l1, l2) = (rng.next_f32(), rng.next_f32());
+    let (jx, jy) = if params.spp > 1 { (jx, jy) } else { (0.5, 0.5) };
+    let s = (x as f32 + jx) / params.width as f32;
+    let t = 1.0 - (y as f32 + jy) / params.height as f32;
+    (camera_ray(&params.camera, s, t, l1, l2), rng)
+}
+
 /// The linear colour of pixel `(x, y)` (row 0 at the top), averaged over `spp`
 /// samples, and the rays traced for it.
 ///
@@ -402,21 +421,11 @@ pub fn render_pixel<T: Tracer + ?Sized>(
     x: u32,
     y: u32,
 ) -> (Vec3, u32) {
-    // Wrapping, as the GPU kernels' u32 arithmetic (here and in the ray counts):
-    // `RenderParams` from `RenderSettings::params` keeps it in range, and
-    // hand-made ones cannot make it panic.
-    let pixel = y.wrapping_mul(params.width).wrapping_add(x);
+    // Wrapping ray counts, as in the GPU kernels (see `camera_sample`).
     let mut sum = Vec3::ZERO;
     let mut rays = 0u32;
-    let jitter = params.spp > 1;
     for sample in 0..params.spp {
-        let mut rng = Pcg::for_path(pixel, sample, params.seed);
-        let (jx, jy) = (rng.next_f32(), rng.next_f32());
-        let (l1, l2) = (rng.next_f32(), rng.next_f32());
-        let (jx, jy) = if jitter { (jx, jy) } else { (0.5, 0.5) };
-        let s = (x as f32 + jx) / params.width as f32;
-        let t = 1.0 - (y as f32 + jy) / params.height as f32;
-        let ray = camera_ray(&params.camera, s, t, l1, l2);
+        let (ray, mut rng) = camera_sample(params, x, y, sample);
         let (c, r) = match params.integrator {
             1 => trace_whitted(accel, params, ray),
             2 => trace_ao(accel, params, ray, &mut rng),

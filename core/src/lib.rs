@@ -63,7 +63,7 @@ pub use backend::{
     TimingSource, UpdateStats,
 };
 pub use camera::Camera;
-pub use error::{Error, ResourceProblem};
+pub use error::{Error, HeightMapProblem, ResourceProblem};
 pub use geometry::Geometry;
 pub use glam;
 pub use image::{Image, PixelFormat};

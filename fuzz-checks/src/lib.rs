@@ -15,6 +15,7 @@
 //! | [`mesh_ply`]      | the bytes of a PLY file                                   | the same for [`parse_ply`](prism::mesh::parse_ply)                                                                |
 //! | [`scene_trace`]   | materials, spheres, triangles, meshes, then a ray batch   | validation refuses exactly the bad items and names one; `intersect` (each CPU traversal: the 8-wide BVH where the CPU has AVX2, the 4-wide one, core's binary one) agrees with brute force under the rule of [`prism_core::reference`], `occluded` equals brute-force any-hit; bad rays are refused by index; shadow rays from the hit points to a small scene's light (and to the first ray's origin) get from the light grid, where it answers, the answer of testing every primitive (a hit off its primitive's box counting either way, as for traversal); closest hits through the scene's cell grid agree with brute force under the same rule as `intersect`; a 3x3 render of the scene succeeds and, for a tame scene, is finite. A first byte of [`TWO_LEVEL`] or more makes it a two-level scene ([`two_level`]): geometries, instances (any transform, mask, material override), masked rays and update sequences; bad scenes and updates are refused naming a bad item with the previous scene's answers unchanged, good ones trace like core's object-space brute force over every instance and slot on every CPU traversal, masked-out instances are never hit |
 //! | [`render_settings`] | raw image size, settings, camera, materials             | raw values are validated first, with the same error from `Image::new`, `RenderSettings::validate`, `Camera::frame` and `render`; valid ones render at a capped tiny size, for a tame camera finite and the same with both traversals, or, where the images differ, with every ray of the frame tracing like brute force on every traversal (touching spheres tie); cancelling is an error |
+//! | [`height_map_png`] | the bytes of a PNG file                                 | [`decode_png`](prism::height_map::decode_png) returns a map of the header's size within [`MAX_HEIGHT_MAP_CELLS`] whose heights are the grey (or weighted RGB) the `image` crate decodes, or [`Error::HeightMap`](prism_core::Error::HeightMap) naming the file, an empty or too large size given as the header has it |
 //!
 //! Traversal is compared with brute force under the slab test's documented
 //! face-plane convention ([`in_face_plane`]): a ray that does not move along an
@@ -66,11 +67,12 @@ macro_rules! violation {
 pub type Check = fn(&[u8]) -> Result<(), Violation>;
 
 /// Every check, by the name of its fuzz target (and corpus directory).
-pub const TARGETS: [(&str, Check); 4] = [
+pub const TARGETS: [(&str, Check); 5] = [
     ("mesh_obj", mesh_obj),
     ("mesh_ply", mesh_ply),
     ("scene_trace", scene_trace),
     ("render_settings", render_settings),
+    ("height_map_png", height_map_png),
 ];
 
 /// Most primitives a decoded scene holds (keeps brute force cheap).
@@ -88,6 +90,7 @@ pub const MAX_MESH_RAYS: usize = 8;
 mod backend;
 mod bytes;
 mod gpu_structures;
+mod height_map;
 mod meshes;
 mod reference;
 mod scenes;
@@ -95,6 +98,7 @@ mod settings;
 pub mod two_level;
 
 pub use bytes::Bytes;
+pub use height_map::{MAX_HEIGHT_MAP_CELLS, height_map_png};
 pub use meshes::{mesh_obj, mesh_ply};
 pub use reference::{
     T_ROUNDING, boxes_to_primitive, brute_force, in_face_plane, near_tmax, off_box,

@@ -62,6 +62,11 @@ fn render_settings_corpus() {
     replay("render_settings");
 }
 
+#[test]
+fn height_map_png_corpus() {
+    replay("height_map_png");
+}
+
 /// Every fuzz target has a test above and a corpus directory.
 #[test]
 fn every_target_is_replayed() {

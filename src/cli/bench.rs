@@ -1,6 +1,7 @@
 //! `prism bench`: the dispatch between its modes, a scene render's stage
 //! table, and the flat `--mesh --rays [--hits]` mode, whose pieces the
-//! instanced mode ([`super::instanced`]) shares.
+//! instanced mode ([`super::instanced`]) and ray files on a built-in scene
+//! ([`super::replay`]) share.
 
 use crate::{Bar, BenchArgs, CliError, SceneArgs, open_backend, progress_bar, setup};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -32,7 +33,13 @@ pub(crate) fn bench(a: BenchArgs) -> Result<(), CliError> {
             super::instanced::bench_instanced(&a, mesh, instances, rays)
         }
         (Some(rays), Some(mesh), None) => bench_rays(&a, mesh, rays),
-        (Some(_), None, _) => Err(CliError::Usage("--rays needs --mesh")),
+        (Some(_), None, Some(_)) => Err(CliError::Usage("--instances needs --mesh and --rays")),
+        (Some(rays), None, None) => match &a.scene.scene {
+            Some(name) => super::replay::bench_scene_rays(&a, name, rays),
+            None => Err(CliError::Usage(
+                "--rays needs --mesh (a mesh file) or --scene (a built-in scene)",
+            )),
+        },
         (None, _, Some(_)) => Err(CliError::Usage("--instances needs --mesh and --rays")),
         (None, _, None) if a.moving.is_some() => super::moving::bench_moving(&a),
         (None, _, None) => bench_render(&a),
