@@ -331,6 +331,96 @@ fn empty_scene_is_refused() {
 }
 
 #[test]
+fn bad_heightfields_name_the_problem_and_the_cell() {
+    use prism::Heightfield;
+    assert_eq!(
+        Heightfield::new(0, 4, 1.0, &[]),
+        Err(Error::HeightfieldEmpty { width: 0, depth: 4 })
+    );
+    // The cell count is checked before any sample is read.
+    assert_eq!(
+        Heightfield::new(1 << 16, 1 << 15, 1.0, &[]),
+        Err(Error::HeightfieldTooLarge {
+            width: 1 << 16,
+            depth: 1 << 15,
+            limit: prism::heightfield::MAX_HEIGHTFIELD_CELLS,
+        })
+    );
+    assert_eq!(
+        Heightfield::new(3, 2, 1.0, &[1.0; 5]),
+        Err(Error::HeightfieldSamples {
+            width: 3,
+            depth: 2,
+            given: 5
+        })
+    );
+    assert_eq!(
+        Heightfield::new(3, 2, 1.0, &[1.0, 2.0, 0.0, 4.0, -0.5, 1.0]),
+        Err(Error::HeightfieldHeightInvalid {
+            x: 1,
+            z: 1,
+            height: -0.5
+        })
+    );
+    assert!(matches!(
+        Heightfield::new(2, 1, 1.0, &[f32::INFINITY, 1.0]),
+        Err(Error::HeightfieldHeightInvalid { x: 0, z: 0, .. })
+    ));
+    for (got, field) in [
+        (Heightfield::new(2, 1, 0.0, &[1.0; 2]), "cell_size"),
+        (Heightfield::new(2, 1, f32::NAN, &[1.0; 2]), "cell_size"),
+        (
+            Heightfield::from_u16(2, 1, 1.0, &[1, 2], -1.0),
+            "height_scale",
+        ),
+        (
+            Heightfield::from_u8(2, 1, 1.0, &[1, 2], f32::INFINITY),
+            "height_scale",
+        ),
+    ] {
+        match got {
+            Err(Error::HeightfieldParameterInvalid { field: f, .. }) if f == field => {}
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    // A heightfield's material is checked as any primitive's.
+    let mut scene = good_scene();
+    let field = Heightfield::new(2, 2, 1.0, &[1.0; 4]).expect("a valid heightfield");
+    scene.add_heightfield(field, 7);
+    assert_scene_refused(
+        &scene,
+        Error::MaterialOutOfRange {
+            primitive: 2,
+            material: 7,
+            count: 1,
+        },
+    );
+}
+
+/// A scene holding a heightfield, on a backend whose kernels do not walk one
+/// (CUDA, wgpu, where they open): refused, naming the backend and what, and
+/// the backend keeps its scene. The CPU walks it.
+#[test]
+fn a_heightfield_scene_is_refused_where_no_kernel_walks_it() {
+    let mut scene = good_scene();
+    let field = prism::Heightfield::new(2, 2, 1.0, &[1.0, 0.0, 2.0, 3.0]).expect("valid");
+    scene.add_heightfield(field, 0);
+    for mut backend in every_backend() {
+        let name = backend.info().name;
+        backend.set_scene(&good_scene()).expect("the good scene");
+        match backend.set_scene(&scene) {
+            Ok(_) => assert_eq!(name, "cpu", "{name} took a heightfield scene"),
+            Err(Error::Unsupported { backend: b, what }) => {
+                assert_eq!((b, what), (name, "heightfield"));
+                assert_traces_good_scene(backend.as_mut(), "a refused heightfield scene");
+            }
+            Err(e) => panic!("{name}: {e}"),
+        }
+        assert_usable(backend.as_mut(), "a heightfield scene");
+    }
+}
+
+#[test]
 fn material_out_of_range_names_primitive_and_material() {
     let mut scene = good_scene();
     scene.add_sphere(Vec3::ONE, 1.0, 9);

@@ -1,16 +1,20 @@
 //! The leaves both wide BVHs share ([`crate::wide`] and `bvh8`): triangles
-//! stored four to a packet and tested four at a time, leaves of spheres tested
-//! one by one from core's primitive array, and the ray constants they take.
+//! stored four to a packet and tested four at a time, leaves holding spheres
+//! or heightfields tested one by one from core's primitive array, and the ray
+//! constants they take.
 //!
 //! The tests are core's ([`prism_core::intersect::ray_triangle_axes`],
-//! [`prism_core::intersect::ray_sphere`]), the same operations in the same
-//! order per lane, so a hit's `t`, `u` and `v` are core's bit for bit.
+//! [`prism_core::intersect::ray_sphere`], and for a heightfield core's walk,
+//! [`prism_core::heightfield::ray_heightfield`]), the same operations in the
+//! same order per lane, so a hit's `t`, `u` and `v` (a heightfield's cell and
+//! face) are core's bit for bit.
 
 use crate::collapse::reserve;
 use glam::{Mat4, Vec3, Vec3A, Vec4};
-use prism_core::gpu::{KIND_SPHERE, Primitive};
+use prism_core::gpu::{KIND_HEIGHTFIELD, KIND_SPHERE, KIND_TRIANGLE, Primitive};
+use prism_core::heightfield::Heightfields;
 use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, ray_sphere, ray_triangle_axes};
-use prism_core::traverse::ray_primitive;
+use prism_core::traverse::primitive_hit;
 use prism_core::{Error, Hit, Ray};
 
 /// `count` flag of a leaf stored as [`TriPacket`]s (all its primitives are triangles).
@@ -210,11 +214,11 @@ pub(crate) fn all_triangles(prims: &[Primitive], first: u32, count: u32) -> bool
     let range = first as usize..first as usize + count as usize;
     prims
         .get(range)
-        .is_some_and(|r| r.iter().all(|p| p.kind() != KIND_SPHERE))
+        .is_some_and(|r| r.iter().all(|p| p.kind() == KIND_TRIANGLE))
 }
 
 /// A leaf's `(child, count)`: packets when every primitive is a triangle, else
-/// the primitive range itself (spheres are tested one by one). `mesh`: the
+/// the primitive range itself (spheres and heightfields are tested one by one). `mesh`: the
 /// triangles of the geometry's indexed mesh, by primitive id, where it is one
 /// (their vertex indices are kept with the packets, for refits).
 pub(crate) fn leaf(
@@ -228,7 +232,7 @@ pub(crate) fn leaf(
     let Some(tris) = prims.get(range.clone()) else {
         return Ok((first, count));
     };
-    if tris.iter().any(|p| p.kind() == KIND_SPHERE) || count >= PACKET_LEAF {
+    if tris.iter().any(|p| p.kind() != KIND_TRIANGLE) || count >= PACKET_LEAF {
         return Ok((first, count));
     }
     let start = packets.tri.len() as u32;
@@ -374,6 +378,7 @@ fn row(r: [f32; 4]) -> Vec3A {
     Vec3A::from_vec4(Vec4::from_array(r))
 }
 
+/// A sphere's or triangle's hit (a heightfield's: [`prim_any`], [`leaf_closest`]).
 #[inline(always)]
 pub(crate) fn prim_hit<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
@@ -411,10 +416,28 @@ macro_rules! dispatch_axes {
 }
 pub(crate) use dispatch_axes;
 
+/// Whether primitive `p` (of any kind; a heightfield's walk reads `hf`) lies
+/// on the ray within `(tmin, tmax)`.
+#[inline(always)]
+pub(crate) fn prim_any<const KX: usize, const KY: usize, const KZ: usize>(
+    pre: &RayPre,
+    p: &Primitive,
+    hf: Heightfields<'_>,
+    tmin: f32,
+    tmax: f32,
+) -> bool {
+    if p.kind() == KIND_HEIGHTFIELD {
+        hf.hit(pre, p, tmin, tmax).is_some()
+    } else {
+        prim_hit::<KX, KY, KZ>(pre, p, tmin, tmax).is_some()
+    }
+}
+
 #[inline(always)]
 pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     first: u32,
     count: u32,
     tmin: f32,
@@ -425,18 +448,24 @@ pub(crate) fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
         return;
     };
     for (k, p) in leaf.iter().enumerate() {
-        if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
-            *best = Hit::new(t, u, v, (first + k) as u32, 0);
+        let slot = (first + k) as u32;
+        if p.kind() == KIND_HEIGHTFIELD {
+            if let Some(h) = hf.hit(pre, p, tmin, best.t) {
+                *best = Hit::heightfield(h.t, slot, 0, h.cell, h.face);
+            }
+        } else if let Some((t, u, v)) = prim_hit::<KX, KY, KZ>(pre, p, tmin, best.t) {
+            *best = Hit::new(t, u, v, slot, 0);
         }
     }
 }
 
 /// [`leaf_closest`] for walks that take rays of any axis order: core's own
-/// [`ray_primitive`] on each primitive.
+/// [`primitive_hit`] on each primitive.
 #[inline(always)]
 pub(crate) fn leaf_closest_axes(
     pre: &RayPre,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     first: u32,
     count: u32,
     tmin: f32,
@@ -447,8 +476,8 @@ pub(crate) fn leaf_closest_axes(
         return;
     };
     for (k, p) in leaf.iter().enumerate() {
-        if let Some((t, u, v)) = ray_primitive(pre, p, tmin, best.t) {
-            *best = Hit::new(t, u, v, (first + k) as u32, 0);
+        if let Some(h) = primitive_hit(pre, p, hf, (first + k) as u32, tmin, best.t) {
+            *best = h;
         }
     }
 }

@@ -42,6 +42,8 @@
 #[cfg(target_arch = "x86_64")]
 pub mod bvh8;
 mod collapse;
+#[cfg(target_arch = "x86_64")]
+mod heightfield8;
 mod instances;
 mod leaves;
 mod refit;
@@ -96,6 +98,10 @@ pub struct CpuBackend {
     /// The scene's uniform grid where core's cost model expects it to beat
     /// the tree ([`prism_core::cell_grid`]): render rays' closest hits walk it.
     cell_grid: Option<CellGrid>,
+    /// A flat scene that is one heightfield (and a CPU with AVX2): the wide
+    /// traversals' ray batches walk it eight rays at once
+    /// (`heightfield8`), core's walk in each lane.
+    lone_heightfield: Option<LoneHeightfield>,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -132,6 +138,7 @@ impl CpuBackend {
             wide: Wide::none(),
             light_grid: None,
             cell_grid: None,
+            lone_heightfield: None,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -240,6 +247,7 @@ impl Backend for CpuBackend {
         self.wide = wide;
         self.light_grid = light_grid;
         self.cell_grid = cell_grid;
+        self.lone_heightfield = LoneHeightfield::of(&accel);
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -347,14 +355,25 @@ impl Backend for CpuBackend {
         check_batch("intersect", rays, hits.len())?;
         let traversal = self.walked();
         let accel = current(&mut self.accel, traversal)?;
-        let (wide, prims) = (&self.wide, accel.primitives());
+        if let Some(lone) = self
+            .lone_heightfield
+            .filter(|_| traversal != Traversal::Binary)
+        {
+            return Ok(
+                lone.trace(accel, &self.pool, start, rays, hits, |h| match h {
+                    Some(h) => Hit::heightfield(h.t, lone.id, 0, h.cell, h.face),
+                    None => Hit::MISS,
+                }),
+            );
+        }
+        let (wide, prims, hf) = (&self.wide, accel.primitives(), accel.heightfield_set());
         Ok(trace_batch(
             &self.pool,
             start,
             rays,
             hits,
             |ray, scratch| match traversal {
-                Traversal::Wide | Traversal::Wide4 => wide.intersect(prims, ray, scratch),
+                Traversal::Wide | Traversal::Wide4 => wide.intersect(prims, hf, ray, scratch),
                 Traversal::Binary => accel.intersect(ray),
             },
         ))
@@ -365,14 +384,20 @@ impl Backend for CpuBackend {
         check_batch("occluded", rays, occluded.len())?;
         let traversal = self.walked();
         let accel = current(&mut self.accel, traversal)?;
-        let (wide, prims) = (&self.wide, accel.primitives());
+        if let Some(lone) = self
+            .lone_heightfield
+            .filter(|_| traversal != Traversal::Binary)
+        {
+            return Ok(lone.trace(accel, &self.pool, start, rays, occluded, |h| h.is_some()));
+        }
+        let (wide, prims, hf) = (&self.wide, accel.primitives(), accel.heightfield_set());
         Ok(trace_batch(
             &self.pool,
             start,
             rays,
             occluded,
             |ray, scratch| match traversal {
-                Traversal::Wide | Traversal::Wide4 => wide.occluded(prims, ray, scratch),
+                Traversal::Wide | Traversal::Wide4 => wide.occluded(prims, hf, ray, scratch),
                 Traversal::Binary => accel.occluded(ray),
             },
         ))
@@ -471,6 +496,75 @@ fn trace_batch<T: Send>(
         total: trace,
         rays: rays.len() as u64,
         ..Default::default()
+    }
+}
+
+/// A flat scene that is one heightfield, whose ray batches the lanes of
+/// `heightfield8` walk: its record and its primitive id.
+#[derive(Clone, Copy, Debug)]
+struct LoneHeightfield {
+    record: usize,
+    id: u32,
+}
+
+impl LoneHeightfield {
+    /// The scene's heightfield where `accel` is a flat scene of that one
+    /// primitive and this CPU runs the lanes (x86-64 with AVX2).
+    fn of(accel: &Accel) -> Option<Self> {
+        let [p] = accel.primitives() else {
+            return None;
+        };
+        if accel.is_two_level() || p.kind() != prism_core::gpu::KIND_HEIGHTFIELD {
+            return None;
+        }
+        let record = p.heightfield_index() as usize;
+        let hf = accel.heightfields().get(record)?;
+        #[cfg(target_arch = "x86_64")]
+        if heightfield8::available() && heightfield8::walkable(hf, accel.heightfield_heights()) {
+            return Some(LoneHeightfield { record, id: p.id() });
+        }
+        let _ = hf;
+        None
+    }
+
+    /// `out[i] = answer(first crossing of rays[i])` for every ray, in
+    /// chunks of [`RAY_CHUNK`] across `pool`, each chunk's rays eight at a
+    /// time in the lanes; the stats of the call begun at `start`. The same
+    /// answers as the wide traversals' (the tree of one heightfield is one
+    /// leaf, whose box holds every crossing of its walk).
+    fn trace<T: Send>(
+        &self,
+        accel: &Accel,
+        pool: &rayon::ThreadPool,
+        start: Instant,
+        rays: &[Ray],
+        out: &mut [T],
+        answer: impl Fn(Option<prism_core::heightfield::HeightfieldHit>) -> T + Sync,
+    ) -> RenderStats {
+        let heights = accel.heightfield_heights();
+        if let Some(hf) = accel.heightfields().get(self.record) {
+            pool.install(|| {
+                out.par_chunks_mut(RAY_CHUNK)
+                    .zip(rays.par_chunks(RAY_CHUNK))
+                    .for_each(|(o, r)| {
+                        #[cfg(target_arch = "x86_64")]
+                        heightfield8::walk_batch(hf, heights, r, &mut |i, h| {
+                            if let Some(slot) = o.get_mut(i) {
+                                *slot = answer(h);
+                            }
+                        });
+                        #[cfg(not(target_arch = "x86_64"))]
+                        let _ = (hf, heights, r, o, &answer);
+                    })
+            });
+        }
+        let trace = start.elapsed();
+        RenderStats {
+            trace,
+            total: trace,
+            rays: rays.len() as u64,
+            ..Default::default()
+        }
     }
 }
 

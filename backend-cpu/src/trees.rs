@@ -7,6 +7,7 @@ use crate::bvh8;
 use crate::{Traversal, wide};
 use prism_core::cell_grid::CellGrid;
 use prism_core::gpu::Primitive;
+use prism_core::heightfield::Heightfields;
 use prism_core::point_grid::{PointGrid, any_hit_listed};
 use prism_core::{Accel, Changes, Error, Hit, Ray};
 use std::cell::RefCell;
@@ -113,12 +114,18 @@ impl Wide {
     }
 
     #[inline(always)]
-    pub(crate) fn intersect(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> Hit {
+    pub(crate) fn intersect(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+        scratch: &mut Scratch,
+    ) -> Hit {
         let _ = &scratch;
         match self {
             #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => b.intersect(prims, ray, &mut scratch.stack8),
-            Wide::Four(w) => w.intersect(prims, ray),
+            Wide::Eight(b) => b.intersect(prims, hf, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.intersect(prims, hf, ray),
         }
     }
 
@@ -126,24 +133,31 @@ impl Wide {
     pub(crate) fn intersect_slot(
         &self,
         prims: &[Primitive],
+        hf: Heightfields<'_>,
         ray: &Ray,
         scratch: &mut Scratch,
     ) -> Hit {
         let _ = &scratch;
         match self {
             #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => b.intersect_slot(prims, ray, &mut scratch.stack8),
-            Wide::Four(w) => w.intersect_slot(prims, ray),
+            Wide::Eight(b) => b.intersect_slot(prims, hf, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.intersect_slot(prims, hf, ray),
         }
     }
 
     #[inline(always)]
-    pub(crate) fn occluded(&self, prims: &[Primitive], ray: &Ray, scratch: &mut Scratch) -> bool {
+    pub(crate) fn occluded(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+        scratch: &mut Scratch,
+    ) -> bool {
         let _ = &scratch;
         match self {
             #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => b.occluded(prims, ray, &mut scratch.stack8),
-            Wide::Four(w) => w.occluded(prims, ray),
+            Wide::Eight(b) => b.occluded(prims, hf, ray, &mut scratch.stack8),
+            Wide::Four(w) => w.occluded(prims, hf, ray),
         }
     }
 }
@@ -202,11 +216,13 @@ impl prism_core::integrator::Tracer for WideTracer<'_> {
             }
             return g.closest_hit(self.accel, ray);
         }
-        Self::with_scratch(|s| self.wide.intersect_slot(self.accel.primitives(), ray, s))
+        let (prims, hf) = (self.accel.primitives(), self.accel.heightfield_set());
+        Self::with_scratch(|s| self.wide.intersect_slot(prims, hf, ray, s))
     }
     #[inline(always)]
     fn occluded(&self, ray: &Ray) -> bool {
-        Self::with_scratch(|s| self.wide.occluded(self.accel.primitives(), ray, s))
+        let (prims, hf) = (self.accel.primitives(), self.accel.heightfield_set());
+        Self::with_scratch(|s| self.wide.occluded(prims, hf, ray, s))
     }
     #[inline(always)]
     fn light_blocked(&self, ray: &Ray) -> bool {

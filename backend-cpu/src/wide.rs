@@ -19,11 +19,12 @@ use crate::collapse::{gather, reserve};
 use crate::instances::{Record, Span, write_records};
 use crate::leaves::{
     Bounds, Lanes, NOT_IN_PACKET, PACKET_LEAF, Packets, dispatch_axes, leaf, leaf_closest,
-    packet_hit, packet_lane, prim_hit,
+    packet_hit, packet_lane, prim_any,
 };
 use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
+use prism_core::heightfield::Heightfields;
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::two_level::object_ray;
 use prism_core::{Accel, Error, Hit, Ray};
@@ -327,9 +328,11 @@ fn sort4(t: &[f32; 4]) -> [usize; 4] {
 
 impl WideBvh {
     /// Closest hit; `Hit::prim` is the primitive id within its geometry,
-    /// `Hit::instance` the instance (0 for a flat scene).
-    pub fn intersect(&self, prims: &[Primitive], ray: &Ray) -> Hit {
-        let (mut hit, at) = self.closest_at(prims, ray);
+    /// `Hit::instance` the instance (0 for a flat scene). `prims` and `hf`
+    /// are the [`Accel`]'s the BVH was built from ([`Accel::primitives`],
+    /// [`Accel::heightfield_set`]).
+    pub fn intersect(&self, prims: &[Primitive], hf: Heightfields<'_>, ray: &Ray) -> Hit {
+        let (mut hit, at) = self.closest_at(prims, hf, ray);
         if hit.is_hit() {
             hit.prim = self.packets.id_of(&hit, at, prims);
         }
@@ -337,20 +340,20 @@ impl WideBvh {
     }
 
     /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
-    pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray) -> Hit {
-        self.closest_at(prims, ray).0
+    pub fn intersect_slot(&self, prims: &[Primitive], hf: Heightfields<'_>, ray: &Ray) -> Hit {
+        self.closest_at(prims, hf, ray).0
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
-    pub fn occluded(&self, prims: &[Primitive], ray: &Ray) -> bool {
+    pub fn occluded(&self, prims: &[Primitive], hf: Heightfields<'_>, ray: &Ray) -> bool {
         if self.two_level {
-            return self.any_two_level(prims, ray);
+            return self.any_two_level(prims, hf, ray);
         }
         let Some(root) = self.flat_root(ray) else {
             return false;
         };
         let pre = RayPre::new(ray);
-        dispatch_axes!(pre, any_axes, self, prims, ray, &pre, root)
+        dispatch_axes!(pre, any_axes, self, prims, hf, ray, &pre, root)
     }
 
     /// The root a flat scene's ray walks from, `None` where its mask hides
@@ -362,20 +365,25 @@ impl WideBvh {
     }
 
     /// Closest hit with `Hit::prim` as the leaf slot, and where it came from.
-    fn closest_at(&self, prims: &[Primitive], ray: &Ray) -> (Hit, usize) {
+    fn closest_at(&self, prims: &[Primitive], hf: Heightfields<'_>, ray: &Ray) -> (Hit, usize) {
         if self.two_level {
-            return self.closest_two_level(prims, ray);
+            return self.closest_two_level(prims, hf, ray);
         }
         let Some(root) = self.flat_root(ray) else {
             return (Hit::MISS, NOT_IN_PACKET);
         };
         let pre = RayPre::new(ray);
-        dispatch_axes!(pre, closest_axes, self, prims, ray, &pre, root)
+        dispatch_axes!(pre, closest_axes, self, prims, hf, ray, &pre, root)
     }
 
     /// Closest hit over both levels (`Hit::prim` the slot, `Hit::instance`
     /// the instance), and where it came from.
-    fn closest_two_level(&self, prims: &[Primitive], ray: &Ray) -> (Hit, usize) {
+    fn closest_two_level(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+    ) -> (Hit, usize) {
         let pre = RayPre::new(ray);
         let lanes = Lanes::new(&pre);
         let tmin = ray.tmin;
@@ -409,9 +417,9 @@ impl WideBvh {
                     let opre = RayPre::new(&object);
                     let root = rec.root();
                     let (hit, at) =
-                        dispatch_axes!(opre, closest_axes, self, prims, &object, &opre, root);
+                        dispatch_axes!(opre, closest_axes, self, prims, hf, &object, &opre, root);
                     if hit.is_hit() {
-                        best = Hit::new(hit.t, hit.u, hit.v, hit.prim, index);
+                        best = hit.with_instance(index);
                         best_at = at;
                     }
                 }
@@ -431,7 +439,7 @@ impl WideBvh {
     }
 
     /// Whether anything the ray sees lies on it, over both levels.
-    fn any_two_level(&self, prims: &[Primitive], ray: &Ray) -> bool {
+    fn any_two_level(&self, prims: &[Primitive], hf: Heightfields<'_>, ray: &Ray) -> bool {
         let pre = RayPre::new(ray);
         let lanes = Lanes::new(&pre);
         let (tmin, tmax) = (ray.tmin, ray.tmax);
@@ -457,7 +465,7 @@ impl WideBvh {
                     let object = object_ray(rec, ray, tmax);
                     let opre = RayPre::new(&object);
                     let root = rec.root();
-                    if dispatch_axes!(opre, any_axes, self, prims, &object, &opre, root) {
+                    if dispatch_axes!(opre, any_axes, self, prims, hf, &object, &opre, root) {
                         return true;
                     }
                 } else if n.child[k] != EMPTY_CHILD && sp < STACK {
@@ -504,6 +512,7 @@ impl ClosestWalk {
         &mut self,
         bvh: &WideBvh,
         prims: &[Primitive],
+        hf: Heightfields<'_>,
     ) -> bool {
         if self.sp == 0 {
             return false;
@@ -537,6 +546,7 @@ impl ClosestWalk {
                 leaf_closest::<KX, KY, KZ>(
                     &self.pre,
                     prims,
+                    hf,
                     n.child[k],
                     n.count[k],
                     tmin,
@@ -575,12 +585,13 @@ impl ClosestWalk {
 fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
     bvh: &WideBvh,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     pre: &RayPre,
     root: u32,
 ) -> (Hit, usize) {
     let mut w = ClosestWalk::new(ray, *pre, root);
-    while w.step::<KX, KY, KZ>(bvh, prims) {}
+    while w.step::<KX, KY, KZ>(bvh, prims, hf) {}
     w.finish()
 }
 
@@ -589,6 +600,7 @@ fn closest_axes<const KX: usize, const KY: usize, const KZ: usize>(
 fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
     bvh: &WideBvh,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     pre: &RayPre,
     root: u32,
@@ -622,7 +634,7 @@ fn any_axes<const KX: usize, const KY: usize, const KZ: usize>(
                 if let Some(leaf) = prims.get(first..first + n.count[k] as usize)
                     && leaf
                         .iter()
-                        .any(|p| prim_hit::<KX, KY, KZ>(pre, p, tmin, tmax).is_some())
+                        .any(|p| prim_any::<KX, KY, KZ>(pre, p, hf, tmin, tmax))
                 {
                     return true;
                 }

@@ -37,6 +37,7 @@ __device__ __forceinline__ void store_hit(const SceneView& s, const Hit& h, u32 
         instance = h.instance;
     }
     hits[2u * (u64)i] = make_float4(h.t, h.u, h.v, __uint_as_float(id));
+    // The second row: instance, cell and face (0: no heightfield here), 0.
     hits[2u * (u64)i + 1u] = make_float4(__uint_as_float(instance), 0.0f, 0.0f, 0.0f);
 }
 

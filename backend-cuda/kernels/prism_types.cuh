@@ -88,14 +88,19 @@ struct __align__(16) RenderParams {
 };
 
 // mirrors prism_core::ray::Hit (two 16-byte rows; the traversals carry the
-// first four fields and the instance, and the kernels store the rows whole)
+// first four fields and the instance, and the kernels store the rows whole;
+// cell and face name a heightfield's column and side, 0 for triangles and
+// spheres, the only kinds these kernels walk: a scene with a heightfield is
+// refused by set_scene)
 struct __align__(16) Hit {
     float t;
     float u;
     float v;
     u32 prim;
     u32 instance;
-    u32 reserved[3];
+    u32 cell;
+    u32 face;
+    u32 reserved;
 };
 
 // mirrors prism_core::point_grid::PointGridCell
@@ -228,6 +233,8 @@ PRISM_CHECK_FIELD(Hit, u);
 PRISM_CHECK_FIELD(Hit, v);
 PRISM_CHECK_FIELD(Hit, prim);
 PRISM_CHECK_FIELD(Hit, instance);
+PRISM_CHECK_FIELD(Hit, cell);
+PRISM_CHECK_FIELD(Hit, face);
 
 PRISM_CHECK_SIZE(SceneView);
 PRISM_CHECK_FIELD(SceneView, nodes);

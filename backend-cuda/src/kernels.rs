@@ -382,6 +382,8 @@ fn core_defines() -> Vec<String> {
                 ("v", offset_of!(Hit, v)),
                 ("prim", offset_of!(Hit, prim)),
                 ("instance", offset_of!(Hit, instance)),
+                ("cell", offset_of!(Hit, cell)),
+                ("face", offset_of!(Hit, face)),
             ],
         ),
         (

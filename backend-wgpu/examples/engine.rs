@@ -48,9 +48,9 @@ struct Hit {
     v: f32,
     prim: u32,
     instance: u32,
-    reserved0: u32,
-    reserved1: u32,
-    reserved2: u32,
+    cell: u32,
+    face: u32,
+    reserved: u32,
 }
 
 @group(0) @binding(0) var<uniform> cam: Cam;

@@ -170,6 +170,7 @@ fn store_hit(i: u32, closest: Hit) {
         hit.prim = bitcast<u32>(prims[hit.prim].a.w);
     }
     out_quads[2u * i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
+    // The second row: instance, cell and face (0: no heightfield here), 0.
     out_quads[2u * i + 1u] = vec4<u32>(hit.instance, 0u, 0u, 0u);
 }
 

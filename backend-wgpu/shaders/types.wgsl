@@ -129,7 +129,8 @@ struct Ray {
 }
 
 // mirrors prism_core::ray::Hit (its first five words: store_hit writes the
-// zero padding)
+// second row's cell and face, 0 for the triangles and spheres these shaders
+// walk, and its padding; a scene with a heightfield is refused by set_scene)
 struct Hit {
     t: f32,
     u: f32,

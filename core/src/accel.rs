@@ -5,7 +5,8 @@ use crate::aabb::Aabb;
 use crate::bvh::{Bvh, Fork, Sequential, sphere_bounds, triangle_bounds};
 use crate::error::{Error, try_vec};
 use crate::geometry::{Geometry, PrimRef};
-use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, GpuMaterial, Primitive};
+use crate::gpu::{BvhNode, EMPTY_CHILD, GpuHeightfield, GpuInstance, GpuMaterial, Primitive};
+use crate::heightfield::Heightfields;
 use crate::ray::{Hit, Ray};
 use crate::scene::{PointLight, Scene, Sky};
 use crate::sun::Sun;
@@ -19,8 +20,9 @@ use glam::Vec3;
 ///
 /// This is what every backend uploads: [`Accel::nodes`], [`Accel::primitives`],
 /// [`Accel::slot_materials`] and [`Accel::materials`] are the device buffers,
-/// and for a two-level scene also [`Accel::top_nodes`] and
-/// [`Accel::instances`]. The fields are private so that the BVH invariants
+/// for a two-level scene also [`Accel::top_nodes`] and
+/// [`Accel::instances`], and for a scene with heightfields
+/// [`Accel::heightfields`] and [`Accel::heightfield_heights`]. The fields are private so that the BVH invariants
 /// (depth bound, valid child indices) hold for every `Accel` that exists.
 ///
 /// A flat scene's `nodes` are its one tree. A two-level scene's `nodes` are
@@ -50,6 +52,10 @@ pub struct Accel {
     pub(crate) prims: Vec<Primitive>,
     pub(crate) slot_material: Vec<u32>,
     materials: Vec<GpuMaterial>,
+    /// One record per heightfield, by [`Primitive::heightfield_index`].
+    pub(crate) heightfields: Vec<GpuHeightfield>,
+    /// Every heightfield's pyramid of heights, one after the other.
+    pub(crate) heights: Vec<f32>,
     pub(crate) bounds: Aabb,
     pub(crate) depth: u32,
     sky: Sky,
@@ -83,11 +89,17 @@ pub(crate) fn triangle_record(id: u32, v0: Vec3, v1: Vec3, v2: Vec3) -> Primitiv
     Primitive::triangle(id, v0.into(), v1.into(), v2.into())
 }
 
-/// Build the tree of one validated geometry.
-pub(crate) fn build_tree<F: Fork>(g: &Geometry, fork: Option<&F>) -> Result<BuiltTree, Error> {
-    // ok (indexing below): `add_sphere` and `add_triangle` push each `PrimRef`
-    // with the entries it points at, `prim_material` has one entry per
-    // primitive, and `bvh.order` is a permutation of `0..n`.
+/// Build the tree of one validated geometry; its heightfields' records are
+/// numbered from `heightfield_base` (the heightfields of the geometries
+/// before it, [`heightfield_arrays`]).
+pub(crate) fn build_tree<F: Fork>(
+    g: &Geometry,
+    fork: Option<&F>,
+    heightfield_base: u32,
+) -> Result<BuiltTree, Error> {
+    // ok (indexing below): `add_sphere`, `add_triangle` and `add_heightfield`
+    // push each `PrimRef` with the entries it points at, `prim_material` has
+    // one entry per primitive, and `bvh.order` is a permutation of `0..n`.
     let n = g.primitive_count();
     // Every per-primitive array is reserved fallibly: a scene the host has
     // not the memory to build is Error::HostOutOfMemory, not an abort.
@@ -102,6 +114,7 @@ pub(crate) fn build_tree<F: Fork>(g: &Geometry, fork: Option<&F>) -> Result<Buil
                 let cr = g.sphere_center_radius[s as usize];
                 sphere_bounds(cr.truncate(), cr.w)
             }
+            PrimRef::Heightfield(h) => g.heightfields[h as usize].tree_bounds(),
         });
     }
     let bvh = match fork {
@@ -122,6 +135,17 @@ pub(crate) fn build_tree<F: Fork>(g: &Geometry, fork: Option<&F>) -> Result<Buil
                 let cr = g.sphere_center_radius[s as usize];
                 Primitive::sphere(id, cr.truncate().into(), cr.w)
             }
+            PrimRef::Heightfield(h) => {
+                let hf = &g.heightfields[h as usize];
+                let b = hf.tree_bounds();
+                Primitive::heightfield(
+                    id,
+                    b.min.into(),
+                    b.max.into(),
+                    heightfield_base + h,
+                    hf.size(),
+                )
+            }
         });
         slot_material.push(g.prim_material[id as usize]);
     }
@@ -131,6 +155,32 @@ pub(crate) fn build_tree<F: Fork>(g: &Geometry, fork: Option<&F>) -> Result<Buil
         slot_material,
         bounds: tree_bounds,
     })
+}
+
+/// The heightfields of `geometries`, in order: one record each, and their
+/// pyramids one after the other in one height array (what
+/// [`Accel::heightfields`] and [`Accel::heightfield_heights`] hold). Fails
+/// when the array would pass what a `u32` offset addresses
+/// ([`Error::HeightfieldDataTooLarge`]) or the host has not the memory.
+pub(crate) fn heightfield_arrays<'a>(
+    geometries: impl Iterator<Item = &'a Geometry> + Clone,
+) -> Result<(Vec<GpuHeightfield>, Vec<f32>), Error> {
+    let all = geometries.flat_map(|g| g.heightfields.iter());
+    let entries: u64 = all.clone().map(|h| h.pyramid().len() as u64).sum();
+    if entries > u32::MAX as u64 {
+        return Err(Error::HeightfieldDataTooLarge {
+            entries,
+            limit: u32::MAX as u64,
+        });
+    }
+    let mut records = try_vec(all.clone().count(), "heightfield records")?;
+    let mut heights = try_vec(entries as usize, "heightfield heights")?;
+    for h in all {
+        // ok: the total was checked against u32::MAX above.
+        records.push(h.descriptor(heights.len() as u32));
+        heights.extend_from_slice(h.pyramid());
+    }
+    Ok((records, heights))
 }
 
 /// `nodes` with every inner child index moved by `node_base` and every leaf's
@@ -176,12 +226,15 @@ impl Accel {
         let mut materials = try_vec(scene.materials.len(), "materials")?;
         materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
         if !scene.is_two_level() {
-            let tree = build_tree(&scene.own, fork)?;
+            let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
+            let tree = build_tree(&scene.own, fork, 0)?;
             return Ok(Accel {
                 nodes: tree.bvh.nodes,
                 prims: tree.prims,
                 slot_material: tree.slot_material,
                 materials,
+                heightfields,
+                heights,
                 bounds: tree.bounds,
                 depth: tree.bvh.depth,
                 sky: scene.sky,
@@ -191,10 +244,16 @@ impl Accel {
             });
         }
         // Two levels: every geometry's tree, one after the other.
+        let (heightfields, heights) = heightfield_arrays(scene.geometries.iter())?;
+        let mut heightfield_base = 0u32;
         let trees = scene
             .geometries
             .iter()
-            .map(|g| build_tree(g, fork))
+            .map(|g| {
+                let tree = build_tree(g, fork, heightfield_base);
+                heightfield_base += g.heightfield_count() as u32;
+                tree
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let node_total: usize = trees.iter().map(|t| t.bvh.nodes.len()).sum();
         let prim_total: usize = trees.iter().map(|t| t.prims.len()).sum();
@@ -224,6 +283,8 @@ impl Accel {
             prims,
             slot_material,
             materials,
+            heightfields,
+            heights,
             bounds: Aabb::EMPTY,
             depth,
             sky: scene.sky,
@@ -255,6 +316,27 @@ impl Accel {
     #[inline]
     pub fn slot_materials(&self) -> &[u32] {
         &self.slot_material
+    }
+    /// The heightfields' records ([`crate::heightfield`]), by
+    /// [`Primitive::heightfield_index`]: the geometries' in order (a flat
+    /// scene: its own), each geometry's in the order they were added.
+    #[inline]
+    pub fn heightfields(&self) -> &[GpuHeightfield] {
+        &self.heightfields
+    }
+    /// Every heightfield's pyramid of maximum heights, one after the other,
+    /// as [`GpuHeightfield::level_offset`] places them.
+    #[inline]
+    pub fn heightfield_heights(&self) -> &[f32] {
+        &self.heights
+    }
+    /// The heightfields as the walks read them (records and heights).
+    #[inline]
+    pub fn heightfield_set(&self) -> Heightfields<'_> {
+        Heightfields {
+            descriptors: &self.heightfields,
+            heights: &self.heights,
+        }
     }
     /// Materials in buffer form, by material id.
     #[inline]
@@ -384,19 +466,21 @@ impl Accel {
     /// with), `Hit::instance` the instance.
     #[inline]
     pub fn intersect_slot(&self, ray: &Ray) -> Hit {
+        let hf = self.heightfield_set();
         match &self.levels {
             None if ray.mask & 0xFF == 0 => Hit::MISS,
-            None => closest_hit(&self.nodes, &self.prims, ray),
-            Some(l) => l.closest_hit(&self.nodes, &self.prims, ray),
+            None => closest_hit(&self.nodes, &self.prims, hf, ray),
+            Some(l) => l.closest_hit(&self.nodes, &self.prims, hf, ray),
         }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
     #[inline]
     pub fn occluded(&self, ray: &Ray) -> bool {
+        let hf = self.heightfield_set();
         match &self.levels {
-            None => ray.mask & 0xFF != 0 && any_hit(&self.nodes, &self.prims, ray),
-            Some(l) => l.any_hit(&self.nodes, &self.prims, ray),
+            None => ray.mask & 0xFF != 0 && any_hit(&self.nodes, &self.prims, hf, ray),
+            Some(l) => l.any_hit(&self.nodes, &self.prims, hf, ray),
         }
     }
 }

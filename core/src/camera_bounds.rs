@@ -655,7 +655,12 @@ mod tests {
                             );
                         }
                     }
-                    let tree = closest_hit(accel.nodes(), prims, &ray);
+                    let tree = closest_hit(
+                        accel.nodes(),
+                        prims,
+                        crate::heightfield::Heightfields::NONE,
+                        &ray,
+                    );
                     let list = closest_hit_listed(prims, listed, &ray);
                     prop_assert_eq!(list, tree, "pixel ({}, {})", x, y);
                 }
@@ -766,12 +771,22 @@ mod tests {
             }
             for (jx, jy) in PIXEL_SAMPLES {
                 let ray = pixel_ray(cam, w, h, x, y, jx, jy);
-                let hit = closest_hit(accel.nodes(), prims, &ray);
+                let hit = closest_hit(
+                    accel.nodes(),
+                    prims,
+                    crate::heightfield::Heightfields::NONE,
+                    &ray,
+                );
                 if !hit.is_hit() {
                     continue;
                 }
                 let mirror = mirror_ray(prims, &ray, &hit);
-                let tree = closest_hit(accel.nodes(), prims, &mirror);
+                let tree = closest_hit(
+                    accel.nodes(),
+                    prims,
+                    crate::heightfield::Heightfields::NONE,
+                    &mirror,
+                );
                 if tree.is_hit() {
                     prop_assert!(
                         mask & (1u64 << tree.prim) != 0,
@@ -862,7 +877,12 @@ mod tests {
             prop_assert!(mask.count_ones() <= SHADOW_MAX_CANDIDATES);
             for (jx, jy) in PIXEL_SAMPLES {
                 let ray = pixel_ray(cam, w, h, x, y, jx, jy);
-                let hit = closest_hit(accel.nodes(), prims, &ray);
+                let hit = closest_hit(
+                    accel.nodes(),
+                    prims,
+                    crate::heightfield::Heightfields::NONE,
+                    &ray,
+                );
                 if !hit.is_hit() {
                     continue;
                 }
@@ -882,7 +902,12 @@ mod tests {
                         );
                     }
                 }
-                let tree = any_hit(accel.nodes(), prims, &shadow);
+                let tree = any_hit(
+                    accel.nodes(),
+                    prims,
+                    crate::heightfield::Heightfields::NONE,
+                    &shadow,
+                );
                 prop_assert_eq!(
                     occluded_listed(prims, mask, &shadow),
                     tree,

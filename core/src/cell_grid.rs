@@ -41,7 +41,7 @@
 //! ```
 
 use crate::aabb::Aabb;
-use crate::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, Primitive};
+use crate::gpu::{BvhNode, EMPTY_CHILD, KIND_HEIGHTFIELD, KIND_SPHERE, Primitive};
 use crate::intersect::RayPre;
 use crate::ray::{Hit, Ray};
 use crate::traverse::{Accel, ray_primitive};
@@ -168,8 +168,9 @@ fn cell_span(lo: Vec3, inv_cell: Vec3, res: [u32; 3], b: &Aabb, axis: usize) -> 
 impl CellGrid {
     /// The grid for `prims` (a scene's primitives in slot order), or `None`
     /// when the scene has no primitives, more than [`CELL_GRID_MAX_PRIMS`], a
-    /// non-finite box, or more than [`CELL_GRID_MAX_LARGE`] primitives too
-    /// large for cells.
+    /// heightfield (its walk needs its heights, which the grid's tests do
+    /// not read: [`crate::heightfield`]), a non-finite box, or more than
+    /// [`CELL_GRID_MAX_LARGE`] primitives too large for cells.
     pub fn build(prims: &[Primitive]) -> Option<CellGrid> {
         Self::build_tuned(prims, CELL_GRID_CELLS_PER_PRIM, CELL_GRID_LARGE)
     }
@@ -179,7 +180,10 @@ impl CellGrid {
     /// than `large` times the median one's size kept apart (instead of
     /// [`CELL_GRID_LARGE`]), to measure other choices.
     pub fn build_tuned(prims: &[Primitive], cells_per_prim: f32, large: f32) -> Option<CellGrid> {
-        if prims.is_empty() || prims.len() > CELL_GRID_MAX_PRIMS {
+        if prims.is_empty()
+            || prims.len() > CELL_GRID_MAX_PRIMS
+            || prims.iter().any(|p| p.kind() == KIND_HEIGHTFIELD)
+        {
             return None;
         }
         let boxes: Vec<Aabb> = prims.iter().map(primitive_box).collect();

@@ -11,7 +11,7 @@ use alloc::string::String;
 #[non_exhaustive]
 pub enum Error {
     /// The scene has no primitives.
-    #[error("the scene is empty: add at least one sphere or triangle")]
+    #[error("the scene is empty: add at least one sphere, triangle or heightfield")]
     EmptyScene,
     /// A sphere's centre is NaN or infinite.
     #[error("primitive {prim} (sphere): centre {center:?} is not finite")]
@@ -292,7 +292,7 @@ pub enum Error {
         count: usize,
     },
     /// A geometry without primitives.
-    #[error("geometry {geometry} is empty: add at least one sphere or triangle")]
+    #[error("geometry {geometry} is empty: add at least one sphere, triangle or heightfield")]
     EmptyGeometry {
         /// Geometry id.
         geometry: usize,
@@ -378,6 +378,78 @@ pub enum Error {
     /// The caller's progress sink asked to stop.
     #[error("cancelled")]
     Cancelled,
+    /// A heightfield without cells (a width or depth of 0).
+    #[error("heightfield of {width}x{depth} cells is empty: width and depth must be at least 1")]
+    HeightfieldEmpty {
+        /// Cells along x.
+        width: u32,
+        /// Cells along z.
+        depth: u32,
+    },
+    /// A heightfield with more cells than a cell index can name
+    /// ([`crate::heightfield::MAX_HEIGHTFIELD_CELLS`]).
+    #[error("heightfield of {width}x{depth} cells is too large: at most {limit} cells")]
+    HeightfieldTooLarge {
+        /// Cells along x.
+        width: u32,
+        /// Cells along z.
+        depth: u32,
+        /// The limit on `width * depth`.
+        limit: usize,
+    },
+    /// A heightfield's samples do not fill its grid: there must be `width *
+    /// depth` of them, row by row (`z * width + x`).
+    #[error("heightfield of {width}x{depth} cells: {given} samples given, {} needed", *width as u64 * *depth as u64)]
+    HeightfieldSamples {
+        /// Cells along x.
+        width: u32,
+        /// Cells along z.
+        depth: u32,
+        /// Samples given.
+        given: usize,
+    },
+    /// A column height is NaN, infinite or negative (after the height scale,
+    /// for integer samples).
+    #[error("heightfield cell ({x}, {z}): height {height} must be finite and >= 0")]
+    HeightfieldHeightInvalid {
+        /// The cell's column along x.
+        x: u32,
+        /// The cell's row along z.
+        z: u32,
+        /// The height it would have.
+        height: f32,
+    },
+    /// A heightfield's cell size or height scale is unusable.
+    #[error("heightfield {field} = {value} is invalid: {reason}")]
+    HeightfieldParameterInvalid {
+        /// `cell_size` or `height_scale`.
+        field: &'static str,
+        /// The value given.
+        value: f32,
+        /// The valid range.
+        reason: &'static str,
+    },
+    /// The heightfields of a scene hold together more height entries (their
+    /// pyramids of maximum heights) than a device offset can address.
+    #[error(
+        "the scene's heightfields hold {entries} height entries; at most {limit} are supported"
+    )]
+    HeightfieldDataTooLarge {
+        /// Entries needed.
+        entries: u64,
+        /// The limit (`u32::MAX`).
+        limit: u64,
+    },
+    /// A backend cannot trace something the scene holds (a kind of geometry
+    /// its kernels do not walk yet), and refuses the scene rather than give
+    /// wrong answers.
+    #[error("backend {backend} does not support {what} yet; the CPU backend does")]
+    Unsupported {
+        /// Backend name.
+        backend: &'static str,
+        /// What it cannot trace (`"heightfield"`).
+        what: &'static str,
+    },
     /// A device buffer or texture of the caller's, handed to a backend to
     /// read or write on the device, does not fit the call: it lacks a usage,
     /// is too small, or its offset, size or format breaks the documented

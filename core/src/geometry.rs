@@ -1,14 +1,17 @@
-//! Geometry: spheres and triangles in structure-of-arrays form, one BVH's worth.
+//! Geometry: spheres, triangles and heightfields in structure-of-arrays form,
+//! one BVH's worth.
 //!
 //! A [`Geometry`] is what one bottom-level tree is built over. A flat
 //! [`crate::Scene`] holds one of its own (its loose primitives); a two-level
 //! scene holds any number, each placed by [`crate::Instance`]s. Primitive ids
-//! are given in insertion order across spheres and triangles (`add_sphere`,
-//! `add_triangle`, and each triangle of `add_mesh` in order) and are what
+//! are given in insertion order across spheres, triangles and heightfields
+//! (`add_sphere`, `add_triangle`, each triangle of `add_mesh` in order,
+//! `add_heightfield`) and are what
 //! [`crate::Hit::prim`] reports, so a geometry made of one OBJ file numbers its
 //! triangles in file order, as the reference hits do.
 
 use crate::error::Error;
+use crate::heightfield::Heightfield;
 use alloc::vec::Vec;
 use glam::{Vec3, Vec4};
 
@@ -24,6 +27,8 @@ pub enum PrimRef {
     Triangle(u32),
     /// Index into the sphere arrays.
     Sphere(u32),
+    /// Index into the geometry's heightfields ([`Geometry::heightfields`]).
+    Heightfield(u32),
 }
 
 /// The vertex buffer and triangles of a geometry made of exactly one indexed
@@ -37,7 +42,8 @@ pub(crate) struct MeshTopology {
     pub(crate) indices: Vec<[u32; 3]>,
 }
 
-/// Reusable geometry: spheres and triangles, with per-primitive materials.
+/// Reusable geometry: spheres, triangles and heightfields, with per-primitive
+/// materials.
 ///
 /// Built into one bottom-level BVH when a scene is built. Adding never fails
 /// except in [`Geometry::add_mesh`], which checks its indices against its
@@ -74,6 +80,8 @@ pub struct Geometry {
     pub(crate) tri_v2: Vec<Vec3>,
     /// Primitive id of each triangle.
     pub(crate) tri_id: Vec<u32>,
+    /// The heightfields ([`crate::heightfield`]), one primitive each.
+    pub(crate) heightfields: Vec<Heightfield>,
     /// Material id of each primitive, by primitive id.
     pub(crate) prim_material: Vec<u32>,
     /// Where each primitive id's data lives.
@@ -109,6 +117,27 @@ impl Geometry {
             .push(PrimRef::Sphere(self.sphere_id.len() as u32));
         self.sphere_center_radius.push(center.extend(radius));
         self.sphere_id.push(id);
+        self.prim_material.push(material);
+        id
+    }
+
+    /// A geometry of one heightfield of material `material` (its primitive
+    /// id is 0): terrain or a voxel city to place with instances.
+    pub fn heightfield(heightfield: Heightfield, material: u32) -> Self {
+        let mut g = Self::new();
+        g.add_heightfield(heightfield, material);
+        g
+    }
+
+    /// Add a heightfield (one primitive, in the geometry's tree as its box;
+    /// its cells and faces are named by the hits on it); returns its primitive
+    /// id. It was checked when it was made ([`Heightfield::new`]).
+    pub fn add_heightfield(&mut self, heightfield: Heightfield, material: u32) -> u32 {
+        self.topology = None;
+        let id = self.prim_ref.len() as u32;
+        self.prim_ref
+            .push(PrimRef::Heightfield(self.heightfields.len() as u32));
+        self.heightfields.push(heightfield);
         self.prim_material.push(material);
         id
     }
@@ -225,7 +254,7 @@ impl Geometry {
         Ok(first)
     }
 
-    /// Number of primitives (spheres and triangles).
+    /// Number of primitives (spheres, triangles and heightfields).
     #[inline]
     pub fn primitive_count(&self) -> usize {
         self.prim_ref.len()
@@ -241,6 +270,18 @@ impl Geometry {
     #[inline]
     pub fn triangle_count(&self) -> usize {
         self.tri_id.len()
+    }
+
+    /// Number of heightfields.
+    #[inline]
+    pub fn heightfield_count(&self) -> usize {
+        self.heightfields.len()
+    }
+
+    /// The heightfields, by heightfield index ([`PrimRef::Heightfield`]).
+    #[inline]
+    pub fn heightfields(&self) -> &[Heightfield] {
+        &self.heightfields
     }
 
     /// Whether the geometry is exactly one indexed mesh, whose vertices can be

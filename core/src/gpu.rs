@@ -28,6 +28,14 @@ pub const EMPTY_CHILD: u32 = u32::MAX;
 pub const KIND_TRIANGLE: u32 = 0;
 /// Kind tag of a [`Primitive`] that is a sphere.
 pub const KIND_SPHERE: u32 = 1;
+/// Kind tag of a [`Primitive`] that is a heightfield (its box and the index of
+/// its [`GpuHeightfield`]).
+pub const KIND_HEIGHTFIELD: u32 = 2;
+
+/// Most levels a heightfield's pyramid of maximum heights may have
+/// ([`GpuHeightfield::level_offset`] has room for this many): a grid of up to
+/// `2^31` cells along a side needs 32.
+pub const HEIGHTFIELD_MAX_LEVELS: usize = 32;
 
 /// A flattened BVH node holding the boxes of *both* children (the Aila-Laine layout).
 ///
@@ -336,16 +344,20 @@ pub fn ray_tally_sum(bytes: &[u8]) -> u64 {
 /// one contiguous run of memory (no index indirection on the hot path). Triangles
 /// keep their three vertices (the watertight test needs vertices, not edges).
 ///
-/// | kind     | `a`                   | `b`                          | `c`             |
-/// |----------|-----------------------|------------------------------|-----------------|
-/// | triangle | `v0.xyz`, id bits     | `v1.xyz`, `KIND_TRIANGLE`    | `v2.xyz`, 0     |
-/// | sphere   | `center.xyz`, id bits | `radius, 1 / radius, size`, `KIND_SPHERE`| 0 |
+/// | kind        | `a`                   | `b`                          | `c`             |
+/// |-------------|-----------------------|------------------------------|-----------------|
+/// | triangle    | `v0.xyz`, id bits     | `v1.xyz`, `KIND_TRIANGLE`    | `v2.xyz`, 0     |
+/// | sphere      | `center.xyz`, id bits | `radius, 1 / radius, size`, `KIND_SPHERE`| 0 |
+/// | heightfield | `min.xyz`, id bits    | `max.xyz`, `KIND_HEIGHTFIELD` | descriptor bits, `size`, 0, 0 |
 ///
 /// `id` is the primitive's id in the [`crate::Scene`] (what a [`crate::Hit`] reports).
 /// A sphere's `1 / radius` and `size` (its largest `|centre|` component plus its
 /// radius, [`crate::integrator::primitive_size`]) are worked out once here, in
 /// the same `f32` operations a shader would repeat at every hit: an IEEE division
-/// costs a GPU some ten instructions.
+/// costs a GPU some ten instructions. A heightfield's record holds its box (in
+/// its geometry's object space, [`crate::Heightfield::tree_bounds`]), the index of its [`GpuHeightfield`] in
+/// [`crate::Accel::heightfields`] and its size (the largest coordinate of its
+/// box: the scale of its rounding, [`crate::integrator::primitive_size`]).
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct Primitive {
@@ -377,15 +389,87 @@ impl Primitive {
             c: [0.0; 4],
         }
     }
+    /// A heightfield record: its box `[lo, hi]`, the index of its
+    /// [`GpuHeightfield`] and its size (see the table above).
+    #[inline]
+    pub fn heightfield(id: u32, lo: [f32; 3], hi: [f32; 3], descriptor: u32, size: f32) -> Self {
+        Self {
+            a: [lo[0], lo[1], lo[2], f32::from_bits(id)],
+            b: [hi[0], hi[1], hi[2], f32::from_bits(KIND_HEIGHTFIELD)],
+            c: [f32::from_bits(descriptor), size, 0.0, 0.0],
+        }
+    }
     /// The scene primitive id.
     #[inline]
     pub fn id(&self) -> u32 {
         self.a[3].to_bits()
     }
-    /// [`KIND_TRIANGLE`] or [`KIND_SPHERE`].
+    /// [`KIND_TRIANGLE`], [`KIND_SPHERE`] or [`KIND_HEIGHTFIELD`].
     #[inline]
     pub fn kind(&self) -> u32 {
         self.b[3].to_bits()
+    }
+    /// A heightfield record's index into [`crate::Accel::heightfields`].
+    #[inline]
+    pub fn heightfield_index(&self) -> u32 {
+        self.c[0].to_bits()
+    }
+}
+
+/// A heightfield as its walk reads it ([`crate::heightfield::ray_heightfield`]):
+/// its grid, its cell size and where each level of its pyramid of maximum
+/// heights lies in the scene's one height array
+/// ([`crate::Accel::heightfield_heights`]). Ten rows, 160 bytes.
+///
+/// | row | contents |
+/// |-----|----------|
+/// | `dims` | width (cells along x), depth (cells along z), level count, 0 |
+/// | `scale` | cell size, `1 / cell size`, largest height, size (the largest coordinate of its box) |
+/// | `level_offset[k / 4][k % 4]` | first entry of level `k` in the height array |
+///
+/// Level 0 holds the column heights, `z * width + x`; level `k` is a grid of
+/// `((width - 1) >> k) + 1` by `((depth - 1) >> k) + 1` entries, entry `(i, j)`
+/// (at `j * level_width + i`) the largest height of the cells `(x, z)` with
+/// `x >> k == i` and `z >> k == j`; the last level is one entry, the largest
+/// height of all. Unused offsets are 0.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuHeightfield {
+    /// Width and depth in cells, number of levels, 0.
+    pub dims: [u32; 4],
+    /// Cell size, its inverse, the largest height, the size.
+    pub scale: [f32; 4],
+    /// First entry of each level in the height array.
+    pub level_offset: [[u32; 4]; HEIGHTFIELD_MAX_LEVELS / 4],
+}
+
+impl GpuHeightfield {
+    /// Cells along x.
+    #[inline]
+    pub fn width(&self) -> u32 {
+        self.dims[0]
+    }
+    /// Cells along z.
+    #[inline]
+    pub fn depth(&self) -> u32 {
+        self.dims[1]
+    }
+    /// Levels of the pyramid (at least 1).
+    #[inline]
+    pub fn levels(&self) -> u32 {
+        self.dims[2]
+    }
+    /// Edge of a cell.
+    #[inline]
+    pub fn cell_size(&self) -> f32 {
+        self.scale[0]
+    }
+    /// First entry of level `level` in the height array (0 past the last
+    /// level the record has room for).
+    #[inline]
+    pub fn level_offset(&self, level: u32) -> u32 {
+        let k = level as usize;
+        self.level_offset.get(k / 4).map_or(0, |row| row[k % 4])
     }
 }
 
@@ -580,6 +664,11 @@ const _: () = {
     assert!(offset_of!(GpuRay, dir_tmax) == 16);
     assert!(offset_of!(GpuRay, mask) == 32);
 
+    assert!(size_of::<GpuHeightfield>() == 160);
+    assert!(offset_of!(GpuHeightfield, dims) == 0);
+    assert!(offset_of!(GpuHeightfield, scale) == 16);
+    assert!(offset_of!(GpuHeightfield, level_offset) == 32);
+
     assert!(size_of::<GpuInstance>() == 64);
     assert!(offset_of!(GpuInstance, world_to_object) == 0);
     assert!(offset_of!(GpuInstance, info) == 48);
@@ -596,6 +685,8 @@ const _: () = {
     assert!(offset_of!(crate::Hit, v) == 8);
     assert!(offset_of!(crate::Hit, prim) == 12);
     assert!(offset_of!(crate::Hit, instance) == 16);
+    assert!(offset_of!(crate::Hit, cell) == 20);
+    assert!(offset_of!(crate::Hit, face) == 24);
 
     assert!(size_of::<GpuCamera>() == 96);
     assert!(offset_of!(GpuCamera, origin_lens) == 0);

@@ -5,7 +5,10 @@
 //! [`RenderParams`] and the pixel's coordinates.
 
 use crate::camera::camera_ray;
-use crate::gpu::{GpuInstance, GpuMaterial, KIND_SPHERE, Primitive, RenderParams};
+use crate::gpu::{
+    GpuInstance, GpuMaterial, KIND_HEIGHTFIELD, KIND_SPHERE, Primitive, RenderParams,
+};
+use crate::heightfield::face_normal;
 use crate::material::{reflect, scatter};
 use crate::ray::{Hit, Ray};
 use crate::rng::Pcg;
@@ -91,11 +94,16 @@ pub fn spawn_tmin(p: Vec3, origin: Vec3) -> f32 {
 
 /// Rounding scale of a primitive's own coordinates, for [`surface_margin`]: a
 /// sphere's largest `|centre|` component plus its radius (which its record
-/// holds, [`Primitive::sphere`]), a triangle's largest `|vertex|` component.
+/// holds, [`Primitive::sphere`]), a triangle's largest `|vertex|` component, a
+/// heightfield's extent (the largest coordinate of its box, which its record
+/// holds, [`Primitive::heightfield`]: its walk works from plane coordinates
+/// up to that size).
 #[inline(always)]
 pub fn primitive_size(prim: &Primitive) -> f32 {
     if prim.kind() == KIND_SPHERE {
         prim.b[2]
+    } else if prim.kind() == KIND_HEIGHTFIELD {
+        prim.c[1]
     } else {
         xyz(prim.a)
             .abs()
@@ -149,8 +157,8 @@ pub fn sky_color(params: &RenderParams, dir: Vec3) -> Vec3 {
 }
 
 /// What the integrators shade at a closest hit: hit point, unit geometric
-/// normal (outward for spheres, by winding for triangles), the primitive's
-/// [`primitive_size`] and material.
+/// normal (outward for spheres and heightfields, by winding for triangles),
+/// the primitive's [`primitive_size`] and material.
 ///
 /// On an instance (a two-level scene) the normal is found in object space and
 /// carried into the world ([`crate::two_level::world_normal`]), the size is
@@ -173,13 +181,16 @@ fn shading_point<'a, T: Tracer + ?Sized>(
     let p = ray.at(hit.t);
     let mut size = primitive_size(prim);
     let n = match accel.instances().get(hit.instance as usize) {
-        None => geometric_normal(prim, p),
+        None => geometric_normal(prim, hit, p),
         Some(instance) => {
             if instance.material() != GpuInstance::NO_MATERIAL {
                 material = instance.material();
             }
             size *= instance.scale();
-            world_normal(instance, geometric_normal(prim, object_point(instance, p)))
+            world_normal(
+                instance,
+                geometric_normal(prim, hit, object_point(instance, p)),
+            )
         }
     };
     // Every slot's and instance's material id was checked against the
@@ -190,12 +201,15 @@ fn shading_point<'a, T: Tracer + ?Sized>(
 }
 
 /// The geometric normal (not normalised) of `prim` at `p` (in its own
-/// space): outward for a sphere, by winding for a triangle.
+/// space): outward for a sphere, by winding for a triangle, the face's
+/// outward normal for a heightfield (the face `hit` names).
 #[inline(always)]
-fn geometric_normal(prim: &Primitive, p: Vec3) -> Vec3 {
+fn geometric_normal(prim: &Primitive, hit: &Hit, p: Vec3) -> Vec3 {
     if prim.kind() == KIND_SPHERE {
         // `b[1]` is the sphere's `1 / radius` (Primitive::sphere).
         (p - xyz(prim.a)) * prim.b[1]
+    } else if prim.kind() == KIND_HEIGHTFIELD {
+        face_normal(hit.face)
     } else {
         (xyz(prim.b) - xyz(prim.a)).cross(xyz(prim.c) - xyz(prim.a))
     }

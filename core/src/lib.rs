@@ -3,7 +3,8 @@
 //! Everything a backend needs to trace rays lives here, in `#![no_std]` + `alloc`
 //! Rust: the scene as structure-of-arrays ([`scene`]), the binned-SAH BVH
 //! ([`bvh`]) and its flattened GPU layout ([`gpu`]), intersection and traversal
-//! ([`intersect`], [`traverse`]), candidate lists for rays through one point
+//! ([`intersect`], [`traverse`]), heightfields and their walk
+//! ([`heightfield`]), candidate lists for rays through one point
 //! ([`point_grid`]) and for camera rays ([`camera_bounds`]), PCG random numbers ([`rng`]), sampling
 //! ([`sampling`]), branchless materials ([`material`]), the sun ([`sun`]), the thin-lens camera
 //! ([`camera`]), the integrators ([`integrator`]) and the [`Backend`] trait.
@@ -40,6 +41,7 @@ pub mod cell_grid;
 pub mod error;
 pub mod geometry;
 pub mod gpu;
+pub mod heightfield;
 pub mod image;
 pub mod instance;
 pub mod integrator;
@@ -66,6 +68,7 @@ pub use camera::Camera;
 pub use error::{Error, HeightMapProblem, ResourceProblem};
 pub use geometry::Geometry;
 pub use glam;
+pub use heightfield::{Heightfield, face_normal};
 pub use image::{Image, PixelFormat};
 pub use instance::Instance;
 pub use material::Material;

@@ -167,9 +167,10 @@ pub(crate) fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
 /// (an [`crate::Accel`]'s, in slot order), [`POINT_GRID_CELLS`] cells indexed
 /// by [`point_grid_cell`].
 ///
-/// `None` when the scene has more than [`POINT_GRID_MAX_PRIMS`] primitives, or
-/// `point` or a primitive is not finite (an [`crate::Accel`]'s always are):
-/// rays then walk the tree.
+/// `None` when the scene has more than [`POINT_GRID_MAX_PRIMS`] primitives, a
+/// heightfield (its walk needs its heights, which the candidate tests do not
+/// read), or `point` or a primitive is not finite (an [`crate::Accel`]'s
+/// always are): rays then walk the tree.
 ///
 /// ```
 /// use prism_core::glam::Vec3;
@@ -191,7 +192,12 @@ pub(crate) fn bounding_sphere(p: &Primitive) -> (DVec3, f64) {
 /// # Ok::<(), prism_core::Error>(())
 /// ```
 pub fn build_point_grid(point: Vec3, prims: &[Primitive]) -> Option<PointGrid> {
-    if prims.len() > POINT_GRID_MAX_PRIMS || !point.is_finite() {
+    if prims.len() > POINT_GRID_MAX_PRIMS
+        || !point.is_finite()
+        || prims
+            .iter()
+            .any(|p| p.kind() == crate::gpu::KIND_HEIGHTFIELD)
+    {
         return None;
     }
     let origin = point.as_dvec3();
@@ -423,7 +429,7 @@ mod tests {
                 if !probe.is_valid() {
                     continue;
                 }
-                let hit = closest_hit(accel.nodes(), prims, &probe);
+                let hit = closest_hit(accel.nodes(), prims, crate::heightfield::Heightfields::NONE, &probe);
                 if !hit.is_hit() {
                     continue;
                 }
@@ -435,7 +441,7 @@ mod tests {
                 if !ray.is_valid() {
                     continue;
                 }
-                let tree = any_hit(accel.nodes(), prims, &ray);
+                let tree = any_hit(accel.nodes(), prims, crate::heightfield::Heightfields::NONE, &ray);
                 if let Some(listed) = any_hit_listed(&grid, prims, &ray) {
                     prop_assert_eq!(listed, tree, "shadow ray {:?}", ray);
                 }

@@ -100,11 +100,16 @@ impl Ray {
     }
 }
 
-/// The closest hit of a ray: distance, barycentrics, primitive and instance.
+/// The closest hit of a ray: distance, barycentrics, primitive and instance,
+/// and for a heightfield the cell and the face.
 ///
 /// 32 bytes, two vector stores on a GPU. A miss has `prim == Hit::NO_PRIM`,
 /// `instance == Hit::NO_INSTANCE` and `t == +inf`. For a triangle the hit point
 /// is `(1-u-v)*v0 + u*v1 + v*v2` (Embree's convention); for a sphere `u = v = 0`.
+/// For a heightfield ([`crate::heightfield`]) `u = v = 0`, `cell` is the column
+/// hit (`z * width + x`) and `face` the side of it
+/// ([`crate::heightfield::FACE_TOP`] and the others; its outward normal is
+/// [`crate::heightfield::face_normal`]); both are 0 for triangles and spheres.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct Hit {
@@ -120,8 +125,15 @@ pub struct Hit {
     /// Index of the instance hit (0 for a flat scene's implicit instance), or
     /// `NO_INSTANCE`.
     pub instance: u32,
+    /// Heightfield: the cell hit, `z * width + x`. 0 for triangles, spheres
+    /// and a miss.
+    pub cell: u32,
+    /// Heightfield: the face of the cell's column hit (0 = +y top, 1 = -y
+    /// bottom, 2 = -x, 3 = +x, 4 = -z, 5 = +z; [`crate::heightfield::face_normal`]).
+    /// 0 for triangles, spheres and a miss.
+    pub face: u32,
     /// Zero; pads the hit to two 16-byte rows.
-    pub(crate) reserved: [u32; 3],
+    pub(crate) reserved: u32,
 }
 
 impl Hit {
@@ -136,11 +148,13 @@ impl Hit {
         v: 0.0,
         prim: Hit::NO_PRIM,
         instance: Hit::NO_INSTANCE,
-        reserved: [0; 3],
+        cell: 0,
+        face: 0,
+        reserved: 0,
     };
 
     /// A hit at `t` with barycentrics `(u, v)` on primitive `prim` of instance
-    /// `instance`.
+    /// `instance` (cell and face 0: a triangle or a sphere).
     #[inline]
     pub fn new(t: f32, u: f32, v: f32, prim: u32, instance: u32) -> Self {
         Hit {
@@ -149,8 +163,33 @@ impl Hit {
             v,
             prim,
             instance,
-            reserved: [0; 3],
+            cell: 0,
+            face: 0,
+            reserved: 0,
         }
+    }
+
+    /// A hit at `t` on face `face` of cell `cell` of the heightfield that is
+    /// primitive `prim` of instance `instance` (`u = v = 0`).
+    #[inline]
+    pub fn heightfield(t: f32, prim: u32, instance: u32, cell: u32, face: u32) -> Self {
+        Hit {
+            t,
+            u: 0.0,
+            v: 0.0,
+            prim,
+            instance,
+            cell,
+            face,
+            reserved: 0,
+        }
+    }
+
+    /// The same hit on instance `instance` (what a two-level walk makes of a
+    /// hit in an instance's geometry).
+    #[inline]
+    pub fn with_instance(self, instance: u32) -> Self {
+        Hit { instance, ..self }
     }
 
     /// Whether the ray hit anything.

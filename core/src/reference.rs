@@ -107,22 +107,27 @@ fn instance_scale(scene: &Scene, ray: &Ray, t: f32, prim: u32, instance: u32) ->
         .max_element()
         .max(inst.transform.translation.abs().max_element() * condition);
     // The primitive's normal in object space, carried to the world by M^-T.
-    let object_normal = match g.primitive(prim)? {
+    let world_cos = |object_normal: glam::Vec3| {
+        let n = (inv.transpose() * Vec3A::from(object_normal)).normalize_or_zero();
+        n.dot(Vec3A::from(ray.dir.normalize_or_zero())).abs()
+    };
+    let cos = match g.primitive(prim)? {
         PrimRef::Triangle(k) => {
             let [a, b, c] = g.triangle(k)?;
-            (b - a).cross(c - a)
+            world_cos((b - a).cross(c - a))
         }
         PrimRef::Sphere(k) => {
             let cr = g.spheres().get(k as usize)?;
             let p = inst.transform.inverse().transform_point3(ray.at(t));
-            p - cr.truncate()
+            world_cos(p - cr.truncate())
         }
-    };
-    let n = (inv.transpose() * Vec3A::from(object_normal)).normalize_or_zero();
-    let cos = n
-        .dot(Vec3A::from(ray.dir.normalize_or_zero()))
-        .abs()
-        .max(1e-3);
+        // The reference names no face: the least cosine of the three axes
+        // a column face can face (the widest floor).
+        PrimRef::Heightfield(_) => world_cos(glam::Vec3::X)
+            .min(world_cos(glam::Vec3::Y))
+            .min(world_cos(glam::Vec3::Z)),
+    }
+    .max(1e-3);
     let scale = magnitude / cos;
     Some(if scale.is_finite() { scale } else { f32::MAX })
 }

@@ -1,7 +1,8 @@
 //! The scene: its geometry, materials, sky and key light.
 //!
 //! A scene is *flat* or *two-level*. A flat scene holds its primitives itself
-//! (`add_sphere`, `add_triangle`, `add_mesh`) and is traced through one BVH; it
+//! (`add_sphere`, `add_triangle`, `add_mesh`, `add_heightfield`) and is traced
+//! through one BVH; it
 //! behaves as one implicit instance (index 0) of its own geometry with the
 //! identity transform. A two-level scene holds reusable [`Geometry`] (each with
 //! its own BVH, the bottom level) placed by [`Instance`]s (a transform, a mask
@@ -12,6 +13,7 @@
 use crate::error::Error;
 use crate::geometry::Geometry;
 pub use crate::geometry::{MAX_PRIMITIVES, PrimRef};
+use crate::heightfield::Heightfield;
 use crate::instance::{Instance, MAX_INSTANCES};
 use crate::material::Material;
 use crate::sun::Sun;
@@ -183,6 +185,14 @@ impl Scene {
         self.own.add_mesh(positions, triangles, material)
     }
 
+    /// Add a heightfield of the scene's own ([`crate::heightfield`]), in the
+    /// scene's object space as it is (cells from the origin along `+x` and
+    /// `+z`); returns its primitive id. To place it elsewhere, or many times,
+    /// put it in a [`Geometry`] placed by instances.
+    pub fn add_heightfield(&mut self, heightfield: Heightfield, material: u32) -> u32 {
+        self.own.add_heightfield(heightfield, material)
+    }
+
     /// Add a reusable geometry; returns its geometry id (what
     /// [`Instance::geometry`] names). A scene with geometries is two-level.
     pub fn add_geometry(&mut self, geometry: Geometry) -> u32 {
@@ -250,7 +260,8 @@ impl Scene {
         &self.instances
     }
 
-    /// Number of the scene's own primitives (spheres and triangles).
+    /// Number of the scene's own primitives (spheres, triangles and
+    /// heightfields).
     #[inline]
     pub fn primitive_count(&self) -> usize {
         self.own.primitive_count()
@@ -266,6 +277,17 @@ impl Scene {
     #[inline]
     pub fn triangle_count(&self) -> usize {
         self.own.triangle_count()
+    }
+
+    /// Number of heightfields, the scene's own and its geometries' together
+    /// (a backend whose kernels do not walk them refuses a scene with any).
+    pub fn heightfield_count(&self) -> usize {
+        self.own.heightfield_count()
+            + self
+                .geometries
+                .iter()
+                .map(Geometry::heightfield_count)
+                .sum::<usize>()
     }
 
     /// The materials, by id.

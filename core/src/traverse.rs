@@ -5,7 +5,8 @@
 //! inner children the nearer is visited next while the farther is pushed.
 
 pub use crate::accel::Accel;
-use crate::gpu::{BvhNode, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
+use crate::gpu::{BvhNode, KIND_HEIGHTFIELD, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
+use crate::heightfield::Heightfields;
 use crate::intersect::{RayPre, ray_aabb_rows, ray_sphere, ray_triangle, ray_triangle_axes};
 use crate::ray::{Hit, Ray};
 use glam::Vec3;
@@ -15,17 +16,43 @@ fn xyz(row: [f32; 4]) -> Vec3 {
     Vec3::new(row[0], row[1], row[2])
 }
 
-/// Intersect one primitive; `Some((t, u, v))` within `(tmin, tmax)`.
+/// Intersect one triangle or sphere; `Some((t, u, v))` within `(tmin, tmax)`.
+/// A heightfield record is never hit here: its walk reads its heights
+/// ([`primitive_hit`]).
 #[inline(always)]
 pub fn ray_primitive(pre: &RayPre, p: &Primitive, tmin: f32, tmax: f32) -> Option<(f32, f32, f32)> {
-    if p.kind() == KIND_SPHERE {
-        ray_sphere(pre.origin, pre.dir, xyz(p.a), p.b[0], tmin, tmax).map(|t| (t, 0.0, 0.0))
-    } else {
-        ray_triangle(pre, xyz(p.a), xyz(p.b), xyz(p.c), tmin, tmax)
+    match p.kind() {
+        KIND_SPHERE => {
+            ray_sphere(pre.origin, pre.dir, xyz(p.a), p.b[0], tmin, tmax).map(|t| (t, 0.0, 0.0))
+        }
+        KIND_HEIGHTFIELD => None,
+        _ => ray_triangle(pre, xyz(p.a), xyz(p.b), xyz(p.c), tmin, tmax),
     }
 }
 
-/// [`ray_primitive`] with the ray's axis permutation fixed at compile time.
+/// Intersect one primitive of any kind, the heightfields' walks reading `hf`
+/// (an [`Accel`]'s, [`Accel::heightfield_set`]): the hit within `(tmin,
+/// tmax)` as a [`Hit`] on slot `slot` of instance 0 (a heightfield's names
+/// its cell and face).
+#[inline(always)]
+pub fn primitive_hit(
+    pre: &RayPre,
+    p: &Primitive,
+    hf: Heightfields<'_>,
+    slot: u32,
+    tmin: f32,
+    tmax: f32,
+) -> Option<Hit> {
+    if p.kind() == KIND_HEIGHTFIELD {
+        hf.hit(pre, p, tmin, tmax)
+            .map(|h| Hit::heightfield(h.t, slot, 0, h.cell, h.face))
+    } else {
+        ray_primitive(pre, p, tmin, tmax).map(|(t, u, v)| Hit::new(t, u, v, slot, 0))
+    }
+}
+
+/// [`ray_primitive`] with the ray's axis permutation fixed at compile time
+/// (heightfields are taken apart by the callers).
 #[inline(always)]
 fn ray_primitive_axes<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
@@ -61,8 +88,13 @@ macro_rules! dispatch_axes {
 /// `nodes` and `prims` come from one [`Accel`], whose builder keeps every index
 /// in range, the tree acyclic and the stack within bounds; that is why this is
 /// not public (callers use [`Accel::intersect`]).
-pub(crate) fn closest_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
-    closest_hit_at(nodes, 0, prims, ray)
+pub(crate) fn closest_hit(
+    nodes: &[BvhNode],
+    prims: &[Primitive],
+    hf: Heightfields<'_>,
+    ray: &Ray,
+) -> Hit {
+    closest_hit_at(nodes, 0, prims, hf, ray)
 }
 
 /// [`closest_hit`] from the node `root` (a geometry's tree among several);
@@ -71,10 +103,20 @@ pub(crate) fn closest_hit_at(
     nodes: &[BvhNode],
     root: usize,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
 ) -> Hit {
     let pre = RayPre::new(ray);
-    dispatch_axes!(pre, closest_hit_axes[false], nodes, root, prims, ray, &pre)
+    dispatch_axes!(
+        pre,
+        closest_hit_axes[false],
+        nodes,
+        root,
+        prims,
+        hf,
+        ray,
+        &pre
+    )
 }
 
 /// [`closest_hit`] over the near-first octant copies of a tree
@@ -90,7 +132,17 @@ pub(crate) fn closest_hit_at(
 pub(crate) fn closest_hit_near_first(copies: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
     let pre = RayPre::new(ray);
     let root = octant_root(&pre, copies);
-    dispatch_axes!(pre, closest_hit_axes[true], copies, root, prims, ray, &pre)
+    let hf = Heightfields::NONE;
+    dispatch_axes!(
+        pre,
+        closest_hit_axes[true],
+        copies,
+        root,
+        prims,
+        hf,
+        ray,
+        &pre
+    )
 }
 
 /// The root of the copy a ray walks in eight octant copies of a tree.
@@ -108,6 +160,7 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEA
     nodes: &[BvhNode],
     root: usize,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     pre: &RayPre,
 ) -> Hit {
@@ -143,13 +196,13 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEA
         // Leaves are intersected right away, nearest first.
         if near_count > 0 {
             if t_near < best.t {
-                leaf_closest::<KX, KY, KZ>(pre, prims, near_index, near_count, tmin, &mut best);
+                leaf_closest::<KX, KY, KZ>(pre, prims, hf, near_index, near_count, tmin, &mut best);
             }
             t_near = f32::INFINITY;
         }
         if far_count > 0 {
             if t_far < best.t {
-                leaf_closest::<KX, KY, KZ>(pre, prims, far_index, far_count, tmin, &mut best);
+                leaf_closest::<KX, KY, KZ>(pre, prims, hf, far_index, far_count, tmin, &mut best);
             }
             t_far = f32::INFINITY;
         }
@@ -184,6 +237,7 @@ fn closest_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEA
 fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     first: u32,
     count: u32,
     tmin: f32,
@@ -194,22 +248,38 @@ fn leaf_closest<const KX: usize, const KY: usize, const KZ: usize>(
         return;
     };
     for (k, p) in leaf.iter().enumerate() {
-        if let Some((t, u, v)) = ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, best.t) {
-            *best = Hit::new(t, u, v, (first + k) as u32, 0);
+        let slot = (first + k) as u32;
+        if p.kind() == KIND_HEIGHTFIELD {
+            if let Some(h) = hf.hit(pre, p, tmin, best.t) {
+                *best = Hit::heightfield(h.t, slot, 0, h.cell, h.face);
+            }
+        } else if let Some((t, u, v)) = ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, best.t) {
+            *best = Hit::new(t, u, v, slot, 0);
         }
     }
 }
 
 /// Whether any primitive lies on the ray within `(tmin, tmax)`; stops at the
 /// first. Crate-private for the reason [`closest_hit`] is.
-pub(crate) fn any_hit(nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
-    any_hit_at(nodes, 0, prims, ray)
+pub(crate) fn any_hit(
+    nodes: &[BvhNode],
+    prims: &[Primitive],
+    hf: Heightfields<'_>,
+    ray: &Ray,
+) -> bool {
+    any_hit_at(nodes, 0, prims, hf, ray)
 }
 
 /// [`any_hit`] from the node `root` (a geometry's tree among several).
-pub(crate) fn any_hit_at(nodes: &[BvhNode], root: usize, prims: &[Primitive], ray: &Ray) -> bool {
+pub(crate) fn any_hit_at(
+    nodes: &[BvhNode],
+    root: usize,
+    prims: &[Primitive],
+    hf: Heightfields<'_>,
+    ray: &Ray,
+) -> bool {
     let pre = RayPre::new(ray);
-    dispatch_axes!(pre, any_hit_axes[false], nodes, root, prims, ray, &pre)
+    dispatch_axes!(pre, any_hit_axes[false], nodes, root, prims, hf, ray, &pre)
 }
 
 /// [`any_hit`] over near-first octant copies, as [`closest_hit_near_first`]:
@@ -219,7 +289,8 @@ pub(crate) fn any_hit_at(nodes: &[BvhNode], root: usize, prims: &[Primitive], ra
 pub(crate) fn any_hit_near_first(copies: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
     let pre = RayPre::new(ray);
     let root = octant_root(&pre, copies);
-    dispatch_axes!(pre, any_hit_axes[true], copies, root, prims, ray, &pre)
+    let hf = Heightfields::NONE;
+    dispatch_axes!(pre, any_hit_axes[true], copies, root, prims, hf, ray, &pre)
 }
 
 /// [`any_hit`] for one axis permutation; `NEAR_FIRST` as in [`closest_hit_axes`].
@@ -228,6 +299,7 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEAR_FI
     nodes: &[BvhNode],
     root: usize,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     pre: &RayPre,
 ) -> bool {
@@ -250,13 +322,13 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEAR_FI
         let mut go_left = tl < f32::INFINITY;
         let mut go_right = tr < f32::INFINITY;
         if go_left && l_count > 0 {
-            if leaf_any::<KX, KY, KZ>(pre, prims, l_index, l_count, tmin, tmax) {
+            if leaf_any::<KX, KY, KZ>(pre, prims, hf, l_index, l_count, tmin, tmax) {
                 return true;
             }
             go_left = false;
         }
         if go_right && r_count > 0 {
-            if leaf_any::<KX, KY, KZ>(pre, prims, r_index, r_count, tmin, tmax) {
+            if leaf_any::<KX, KY, KZ>(pre, prims, hf, r_index, r_count, tmin, tmax) {
                 return true;
             }
             go_right = false;
@@ -294,6 +366,7 @@ fn any_hit_axes<const KX: usize, const KY: usize, const KZ: usize, const NEAR_FI
 fn leaf_any<const KX: usize, const KY: usize, const KZ: usize>(
     pre: &RayPre,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     first: u32,
     count: u32,
     tmin: f32,
@@ -303,8 +376,13 @@ fn leaf_any<const KX: usize, const KY: usize, const KZ: usize>(
     let Some(leaf) = prims.get(first..first + count as usize) else {
         return false;
     };
-    leaf.iter()
-        .any(|p| ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, tmax).is_some())
+    leaf.iter().any(|p| {
+        if p.kind() == KIND_HEIGHTFIELD {
+            hf.hit(pre, p, tmin, tmax).is_some()
+        } else {
+            ray_primitive_axes::<KX, KY, KZ>(pre, p, tmin, tmax).is_some()
+        }
+    })
 }
 
 #[cfg(test)]
@@ -369,14 +447,14 @@ mod tests {
                     1 => Ray::segment(origin, dir, 0.5, f32::INFINITY),
                     _ => Ray::segment(origin, dir, 0.0, 8.0),
                 };
-                let core = closest_hit(nodes, slots, &ray);
+                let core = closest_hit(nodes, slots, Heightfields::NONE, &ray);
                 let near_first = closest_hit_near_first(&copies, slots, &ray);
                 prop_assert_eq!(near_first.t.to_bits(), core.t.to_bits(), "{:?}", ray);
                 if near_first.prim == core.prim {
                     prop_assert_eq!((near_first.u.to_bits(), near_first.v.to_bits()),
                         (core.u.to_bits(), core.v.to_bits()));
                 }
-                prop_assert_eq!(any_hit_near_first(&copies, slots, &ray), any_hit(nodes, slots, &ray));
+                prop_assert_eq!(any_hit_near_first(&copies, slots, &ray), any_hit(nodes, slots, Heightfields::NONE, &ray));
             }
         }
     }
@@ -414,7 +492,7 @@ mod tests {
                 (f * 0.23).sin() - 0.2,
             );
             let ray = Ray::new(origin, dir);
-            let core = closest_hit(nodes, slots, &ray);
+            let core = closest_hit(nodes, slots, Heightfields::NONE, &ray);
             let near_first = closest_hit_near_first(&copies, slots, &ray);
             assert_eq!(
                 (near_first.prim, near_first.t.to_bits()),
@@ -423,7 +501,7 @@ mod tests {
             );
             assert_eq!(
                 any_hit_near_first(&copies, slots, &ray),
-                any_hit(nodes, slots, &ray)
+                any_hit(nodes, slots, Heightfields::NONE, &ray)
             );
             hits += core.is_hit() as u32;
         }

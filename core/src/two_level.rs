@@ -15,7 +15,11 @@ use crate::accel::triangle_record;
 use crate::bvh::{COST_INTERSECT, COST_TRAVERSAL, sphere_bounds};
 use crate::error::{Error, try_vec};
 use crate::geometry::MeshTopology;
-use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, KIND_SPHERE, Primitive, TRAVERSAL_STACK_SIZE};
+use crate::gpu::{
+    BvhNode, EMPTY_CHILD, GpuInstance, KIND_HEIGHTFIELD, KIND_SPHERE, Primitive,
+    TRAVERSAL_STACK_SIZE,
+};
+use crate::heightfield::Heightfields;
 use crate::instance::{
     Instance, VACANT, from_rows, gpu_instance, rows, world_bounds, world_to_object,
 };
@@ -283,14 +287,20 @@ impl TwoLevel {
     }
 
     /// Closest hit over both levels; `Hit::prim` is the slot.
-    pub(crate) fn closest_hit(&self, nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> Hit {
+    pub(crate) fn closest_hit(
+        &self,
+        nodes: &[BvhNode],
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+    ) -> Hit {
         let mut best = Hit {
             t: ray.tmax,
             ..Hit::MISS
         };
         self.walk_top(ray, best.t, |index, record, tmax| {
             let object = object_ray(record, ray, tmax);
-            let hit = closest_hit_at(nodes, record.root() as usize, prims, &object);
+            let hit = closest_hit_at(nodes, record.root() as usize, prims, hf, &object);
             if hit.is_hit() {
                 best = Hit {
                     instance: index,
@@ -306,11 +316,17 @@ impl TwoLevel {
     }
 
     /// Whether anything the ray sees lies on it, over both levels.
-    pub(crate) fn any_hit(&self, nodes: &[BvhNode], prims: &[Primitive], ray: &Ray) -> bool {
+    pub(crate) fn any_hit(
+        &self,
+        nodes: &[BvhNode],
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+    ) -> bool {
         let mut found = false;
         self.walk_top(ray, ray.tmax, |_, record, tmax| {
             let object = object_ray(record, ray, tmax);
-            found = any_hit_at(nodes, record.root() as usize, prims, &object);
+            found = any_hit_at(nodes, record.root() as usize, prims, hf, &object);
             (tmax, found)
         });
         found
@@ -448,6 +464,11 @@ pub(crate) fn primitive_bounds(p: &Primitive) -> Aabb {
     let xyz = |r: [f32; 4]| Vec3::new(r[0], r[1], r[2]);
     if p.kind() == KIND_SPHERE {
         sphere_bounds(xyz(p.a), p.b[0])
+    } else if p.kind() == KIND_HEIGHTFIELD {
+        Aabb {
+            min: xyz(p.a),
+            max: xyz(p.b),
+        }
     } else {
         let (a, b, c) = (xyz(p.a), xyz(p.b), xyz(p.c));
         Aabb {

@@ -34,7 +34,8 @@ pub fn brute_force(scene: &Scene, ray: &Ray) -> (f32, u32) {
             Some(PrimRef::Sphere(i)) => scene.spheres().get(i as usize).and_then(|cr| {
                 ray_sphere(pre.origin, pre.dir, cr.truncate(), cr.w, ray.tmin, best.0)
             }),
-            None => None,
+            // The fuzzed scenes hold triangles and spheres only.
+            Some(PrimRef::Heightfield(_)) | None => None,
         };
         if let Some(t) = t {
             best = (t, id);
@@ -163,6 +164,11 @@ pub fn off_primitive_box(scene: &Scene, ray: &Ray, t: f32, prim: u32) -> bool {
             .spheres()
             .get(i as usize)
             .map(|cr| prism_core::bvh::sphere_bounds(cr.truncate(), cr.w)),
+        Some(PrimRef::Heightfield(h)) => scene
+            .own_geometry()
+            .heightfields()
+            .get(h as usize)
+            .map(|f| f.bounds()),
         None => None,
     };
     bounds.is_some_and(|b| off_box(ray, t, &b))

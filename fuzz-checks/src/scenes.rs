@@ -197,6 +197,15 @@ fn point_on(b: &mut Bytes, scene: &Scene, id: u32) -> Option<Vec3> {
             let cr = scene.spheres().get(s as usize)?;
             Some(cr.truncate() + cr.w * (b.vec3().normalize_or(Vec3::X)))
         }
+        // The fuzzed scenes hold triangles and spheres only.
+        PrimRef::Heightfield(h) => Some(
+            scene
+                .own_geometry()
+                .heightfields()
+                .get(h as usize)?
+                .bounds()
+                .center(),
+        ),
     }
 }
 

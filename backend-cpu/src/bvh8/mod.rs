@@ -34,6 +34,7 @@ use crate::leaves::{Bounds, NOT_IN_PACKET, Packets, all_triangles, leaf};
 use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
+use prism_core::heightfield::Heightfields;
 use prism_core::{Accel, Error, Hit, Ray};
 use walk::{any, any_two_level, closest, closest_two_level};
 
@@ -351,9 +352,17 @@ impl Bvh8 {
     }
 
     /// Closest hit; `Hit::prim` is the primitive id within its geometry,
-    /// `Hit::instance` the instance (0 for a flat scene).
-    pub fn intersect(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> Hit {
-        let (mut hit, at) = self.closest_at(prims, ray, stack);
+    /// `Hit::instance` the instance (0 for a flat scene). `prims` and `hf`
+    /// are the [`Accel`]'s the BVH was built from ([`Accel::primitives`],
+    /// [`Accel::heightfield_set`]).
+    pub fn intersect(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+        stack: &mut Stack,
+    ) -> Hit {
+        let (mut hit, at) = self.closest_at(prims, hf, ray, stack);
         if hit.is_hit() {
             hit.prim = self.packets.id_of(&hit, at, prims);
         }
@@ -361,8 +370,14 @@ impl Bvh8 {
     }
 
     /// Closest hit; `Hit::prim` is the leaf slot (as [`Accel::intersect_slot`]).
-    pub fn intersect_slot(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> Hit {
-        self.closest_at(prims, ray, stack).0
+    pub fn intersect_slot(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+        stack: &mut Stack,
+    ) -> Hit {
+        self.closest_at(prims, hf, ray, stack).0
     }
 
     /// The root a flat scene's ray walks from, `None` where its mask hides
@@ -375,31 +390,43 @@ impl Bvh8 {
 
     /// Closest hit with `Hit::prim` as the leaf slot, and where it came from
     /// (see [`NOT_IN_PACKET`]).
-    fn closest_at(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> (Hit, usize) {
+    fn closest_at(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+        stack: &mut Stack,
+    ) -> (Hit, usize) {
         if self.two_level {
             // SAFETY: a `Bvh8` exists only where `available()` found AVX2, BMI1
             // and POPCNT (`build` is its only constructor), the features the walk is
             // built for.
-            return unsafe { closest_two_level(self, prims, ray, stack) };
+            return unsafe { closest_two_level(self, prims, hf, ray, stack) };
         }
         let Some(root) = self.flat_root(ray) else {
             return (Hit::MISS, NOT_IN_PACKET);
         };
         // SAFETY: as above, a `Bvh8` implies AVX2, BMI1 and POPCNT.
-        unsafe { closest(self, prims, ray, root, &mut stack.e) }
+        unsafe { closest(self, prims, hf, ray, root, &mut stack.e) }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.
-    pub fn occluded(&self, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
+    pub fn occluded(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        ray: &Ray,
+        stack: &mut Stack,
+    ) -> bool {
         if self.two_level {
             // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
-            return unsafe { any_two_level(self, prims, ray, stack) };
+            return unsafe { any_two_level(self, prims, hf, ray, stack) };
         }
         let Some(root) = self.flat_root(ray) else {
             return false;
         };
         // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
-        unsafe { any(self, prims, ray, root, &mut stack.e) }
+        unsafe { any(self, prims, hf, ray, root, &mut stack.e) }
     }
 }
 

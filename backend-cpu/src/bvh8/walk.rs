@@ -7,7 +7,8 @@ use crate::leaves::{
 };
 use core::arch::x86_64::*;
 use glam::{Vec3, Vec3A, Vec4};
-use prism_core::gpu::Primitive;
+use prism_core::gpu::{KIND_HEIGHTFIELD, Primitive};
+use prism_core::heightfield::Heightfields;
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::traverse::ray_primitive;
 use prism_core::{Hit, Ray};
@@ -104,6 +105,7 @@ fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
 pub(super) fn closest(
     bvh: &Bvh8,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     root: u32,
     st: &mut [Entry; STACK],
@@ -149,7 +151,7 @@ pub(super) fn closest(
             }
         } else {
             let before = best.prim;
-            leaf_closest_axes(&pre, prims, child, meta, tmin, &mut best);
+            leaf_closest_axes(&pre, prims, hf, child, meta, tmin, &mut best);
             if best.prim != before {
                 best_at = NOT_IN_PACKET;
             }
@@ -175,6 +177,7 @@ pub(super) fn closest(
 pub(super) fn any(
     bvh: &Bvh8,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     root: u32,
     st: &mut [Entry; STACK],
@@ -215,9 +218,13 @@ pub(super) fn any(
                 return true;
             }
         } else if let Some(leaf) = prims.get(child as usize..child as usize + meta as usize)
-            && leaf
-                .iter()
-                .any(|p| ray_primitive(&pre, p, tmin, tmax).is_some())
+            && leaf.iter().any(|p| {
+                if p.kind() == KIND_HEIGHTFIELD {
+                    hf.hit(&pre, p, tmin, tmax).is_some()
+                } else {
+                    ray_primitive(&pre, p, tmin, tmax).is_some()
+                }
+            })
         {
             return true;
         }
@@ -279,6 +286,7 @@ fn nearest_first(
 pub(super) fn closest_two_level(
     bvh: &Bvh8,
     prims: &[Primitive],
+    hf: Heightfields<'_>,
     ray: &Ray,
     stack: &mut Stack,
 ) -> (Hit, usize) {
@@ -307,9 +315,9 @@ pub(super) fn closest_two_level(
             && let Some(rec) = bvh.records.get(child as usize)
         {
             let object = rec.object_ray(ray, best.t);
-            let (hit, at) = closest(bvh, prims, &object, root, inner);
+            let (hit, at) = closest(bvh, prims, hf, &object, root, inner);
             if hit.is_hit() {
-                best = Hit::new(hit.t, hit.u, hit.v, hit.prim, child);
+                best = hit.with_instance(child);
                 best_at = at;
             }
         }
@@ -334,7 +342,13 @@ pub(super) fn closest_two_level(
 
 /// Whether anything the ray sees lies on it, over both levels.
 #[target_feature(enable = "avx2,bmi1")]
-pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &mut Stack) -> bool {
+pub(super) fn any_two_level(
+    bvh: &Bvh8,
+    prims: &[Primitive],
+    hf: Heightfields<'_>,
+    ray: &Ray,
+    stack: &mut Stack,
+) -> bool {
     let r = Ray8::new(ray.origin, inv_dir(ray), ray.tmin);
     let Stack { e: inner, top: st } = stack;
     let mut sp = 0usize;
@@ -375,7 +389,7 @@ pub(super) fn any_two_level(bvh: &Bvh8, prims: &[Primitive], ray: &Ray, stack: &
             && let Some(rec) = bvh.records.get(child as usize)
         {
             let object = rec.object_ray(ray, ray.tmax);
-            if any(bvh, prims, &object, root, inner) {
+            if any(bvh, prims, hf, &object, root, inner) {
                 return true;
             }
         }

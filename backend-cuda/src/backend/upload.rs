@@ -334,6 +334,15 @@ pub(super) fn check_scene(accel: &Accel, config: &KernelConfig) -> Result<(), Er
 
 impl CudaBackend {
     pub(super) fn set_scene_inner(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
+        // The kernels walk triangles and spheres: a heightfield would be
+        // taken for a triangle and give wrong answers, so its scene is
+        // refused before anything is built (the backend keeps its scene).
+        if scene.heightfield_count() > 0 {
+            return Err(Error::Unsupported {
+                backend: "cuda",
+                what: "heightfield",
+            });
+        }
         let t0 = Instant::now();
         // The BVH's subtrees are built on rayon's global pool (the same tree as a
         // one-thread build).

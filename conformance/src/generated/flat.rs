@@ -102,7 +102,8 @@ pub(super) fn surface(seed: u32, size: GenSize) -> GeneratedCase {
                 .spheres()
                 .get(k as usize)
                 .map(|cr| cr.truncate() + cr.w * rng.unit()),
-            None => None,
+            // The generated scenes hold triangles and spheres only.
+            Some(PrimRef::Heightfield(_)) | None => None,
         };
         if let Some(p) = p {
             let d = rng.unit();
@@ -151,7 +152,8 @@ pub(super) fn scaled(seed: u32, scale: f32, size: GenSize) -> GeneratedCase {
                     s.add_sphere(cr.truncate() * scale + offset, cr.w * scale, m);
                 }
             }
-            None => {}
+            // The generated scenes hold triangles and spheres only.
+            Some(PrimRef::Heightfield(_)) | None => {}
         }
     }
     let rays = scatter_rays(&mut rng, size.rays, 1.0)

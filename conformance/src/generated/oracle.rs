@@ -24,7 +24,8 @@ pub(super) enum Prim {
 }
 
 /// Every primitive of `scene` with its id (one the scene cannot resolve is left
-/// out, and the ids of the others stay theirs).
+/// out, and the ids of the others stay theirs; the generated scenes hold no
+/// heightfield, which the oracle leaves out too).
 pub(super) fn prims(scene: &Scene) -> Vec<(u32, Prim)> {
     (0..scene.primitive_count() as u32)
         .filter_map(|id| {
@@ -34,6 +35,7 @@ pub(super) fn prims(scene: &Scene) -> Vec<(u32, Prim)> {
                     .spheres()
                     .get(s as usize)
                     .map(|cr| Prim::Sphere(cr.truncate(), cr.w)),
+                PrimRef::Heightfield(_) => None,
             }?;
             Some((id, prim))
         })
@@ -134,6 +136,8 @@ pub fn instanced_brute_force(scene: &Scene, rays: &[Ray]) -> OracleAnswers {
                         let cr = g.spheres().get(k as usize)?;
                         spheres.push((id, cr.truncate(), cr.w));
                     }
+                    // The generated scenes hold triangles and spheres only.
+                    PrimRef::Heightfield(_) => {}
                 }
             }
             Some(PlacedPrims {

@@ -200,6 +200,7 @@ pub fn scene_prim(scene: &Scene, id: u32) -> Prim {
             let [a, b, c] = scene.triangle(t).expect("triangle in range");
             Prim::Tri(a, b, c)
         }
+        PrimRef::Heightfield(_) => panic!("primitive {id}: the shared scenes hold no heightfields"),
     }
 }
 

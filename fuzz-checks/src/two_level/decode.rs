@@ -149,6 +149,8 @@ pub(super) fn decode_ray(b: &mut Bytes, model: &Model) -> Ray {
                     let cr = g.spheres().get(s as usize)?;
                     cr.truncate() + cr.w * b.vec3().normalize_or(Vec3::X)
                 }
+                // The fuzzed geometries hold triangles and spheres only.
+                PrimRef::Heightfield(h) => g.heightfields().get(h as usize)?.bounds().center(),
             };
             Some(inst.transform.transform_point3(p))
         })

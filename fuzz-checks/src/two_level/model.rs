@@ -155,6 +155,11 @@ fn flat_copy(geometry: &Geometry, materials: &[Material], reject_degenerate: boo
                     s.add_sphere(cr.truncate(), cr.w, m);
                 }
             }
+            Some(PrimRef::Heightfield(h)) => {
+                if let Some(f) = geometry.heightfields().get(h as usize) {
+                    s.add_heightfield(f.clone(), m);
+                }
+            }
             None => {}
         }
     }

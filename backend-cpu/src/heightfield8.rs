@@ -1,0 +1,592 @@
+//! Eight walks over one heightfield side by side, one per AVX2 lane, for the
+//! ray batches of a scene that is one heightfield (terrain, a voxel city):
+//! `intersect` and `occluded` on such a scene walk eight rays at once.
+//!
+//! Each lane runs core's walk ([`prism_core::heightfield::ray_heightfield`])
+//! step for step: the same start ([`walk_start`]), and in the loop the same
+//! node and column tests, exits, steps and level changes, each value computed
+//! by the same `f32` operations in the same order (no fused multiply-add:
+//! only AVX2 is enabled, and Rust never contracts), so a lane's answer is
+//! core's bit for bit. What the scalar walk does by branching, the lanes do
+//! by masks: a lane whose ray hit or left the grid takes the next ray of the
+//! batch. The rare cases the lanes leave to core: a ray with a direction
+//! component of exactly 0 (core walks once per column its origin's plane
+//! borders), and a ray that leaves a cell exactly through its corner (core
+//! tests the two side cells); core's walk then answers that ray whole.
+//!
+//! Why lanes: a scalar walk is a chain of dependent, data-driven steps (down
+//! a level or across, along x or along z), whose branches the CPU mispredicts
+//! about once a step; eight independent walks in one instruction stream have
+//! no branch on their data and overlap their memory reads. On the city's
+//! primary rays the lanes run several times faster than one walk at a time.
+
+use core::arch::x86_64::*;
+use prism_core::Ray;
+use prism_core::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS};
+use prism_core::heightfield::{
+    FACE_BOTTOM, FACE_NEG_X, FACE_NEG_Z, FACE_POS_X, FACE_POS_Z, FACE_TOP, HeightfieldHit,
+    WalkStart, ray_heightfield, walk_start,
+};
+use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+
+/// Whether this CPU runs the 8-lane walk.
+pub(crate) fn available() -> bool {
+    is_x86_feature_detected!("avx2")
+}
+
+/// Whether the lanes can walk `hf` over `heights`: the record is one core's
+/// walk accepts, and every index into `heights` fits a gather's `i32`.
+pub(crate) fn walkable(hf: &GpuHeightfield, heights: &[f32]) -> bool {
+    let (w, d, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
+    w > 0
+        && d > 0
+        && levels > 0
+        && (levels as usize) < HEIGHTFIELD_MAX_LEVELS
+        && hf.scale[0] > 0.0
+        && heights.len() < i32::MAX as usize
+        && w <= 1 << 30
+        && d <= 1 << 30
+}
+
+/// Eight `f32` lanes in memory.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+struct F8([f32; 8]);
+
+/// Eight `i32` lanes in memory.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+struct I8([i32; 8]);
+
+/// Eight walks in memory, where lanes are refilled: each one's ray constants
+/// and its walk's state.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lanes {
+    ox: F8,
+    oy: F8,
+    oz: F8,
+    ix: F8,
+    iy: F8,
+    iz: F8,
+    /// The origin and direction in cell units, x and z (core's `oc`, `dc`).
+    ocx: F8,
+    ocz: F8,
+    dcx: F8,
+    dcz: F8,
+    /// `(0 - oy) * iy`.
+    ty0: F8,
+    tmin: F8,
+    tmax: F8,
+    /// Where the walk entered its current cell.
+    t_lo: F8,
+    cx: I8,
+    cz: I8,
+    level: I8,
+    /// Masks (-1 where set): the direction is positive on x, y, z; the
+    /// walk goes up a level after every step (a climbing ray).
+    pos_x: I8,
+    pos_y: I8,
+    pos_z: I8,
+    up: I8,
+    /// -1 for a lane walking a ray.
+    live: I8,
+    /// A lane's answer, latched when its walk ended and handed out when the
+    /// lane is refilled: what ([`ENDED_MISS`] and the others), the hit's
+    /// `t`, cell and face.
+    kind: I8,
+    t: F8,
+    cell: I8,
+    face: I8,
+    /// The batch index of each lane's ray.
+    ray: [usize; 8],
+}
+
+/// A lane's walk ended without a crossing (or has no ray).
+const ENDED_MISS: i32 = 0;
+/// A lane's walk ended at a crossing.
+const ENDED_HIT: i32 = 1;
+/// A lane's walk reached a cell's corner: core walks that ray whole.
+const ENDED_CORNER: i32 = 2;
+
+/// Lanes (of the sixteen) whose walks have ended before the lanes are
+/// refilled: refilling stops the lanes for the answers, the next rays' start
+/// and the lanes' registers written and read back, so it waits for several.
+const REFILL_AT: u32 = 4;
+
+/// Walk every ray of `rays` over `hf` (its levels in `heights`, a record
+/// [`walkable`] accepts) and hand `put(i, first crossing)` for each ray `i`,
+/// in no set order; a ray whose mask shares no bit with `0xFF` (a flat
+/// scene's implicit instance) is a miss.
+pub(crate) fn walk_batch(
+    hf: &GpuHeightfield,
+    heights: &[f32],
+    rays: &[Ray],
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    if !(available() && walkable(hf, heights)) {
+        for (i, ray) in rays.iter().enumerate() {
+            let hit = (ray.mask & 0xFF != 0)
+                .then(|| ray_heightfield(&RayPre::new(ray), hf, heights, ray.tmin, ray.tmax))
+                .flatten();
+            put(i, hit);
+        }
+        return;
+    }
+    // SAFETY: AVX2 is available (checked above).
+    unsafe { walk8(hf, heights, rays, put) }
+}
+
+/// Load the next ray of `rays` (from `*next`) that needs a walk into lane
+/// `lane`, answering on the way every one that does not (a miss before the
+/// walk, or a ray core walks itself); the lane goes idle when none is left.
+fn refill(
+    st: &mut Lanes,
+    lane: usize,
+    next: &mut usize,
+    hf: &GpuHeightfield,
+    heights: &[f32],
+    rays: &[Ray],
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    while let Some(ray) = rays.get(*next) {
+        let i = *next;
+        *next += 1;
+        if ray.mask & 0xFF == 0 {
+            put(i, None);
+            continue;
+        }
+        let pre = RayPre::new(ray);
+        match walk_start(&pre, hf, heights, ray.tmin, ray.tmax) {
+            WalkStart::Miss => put(i, None),
+            WalkStart::Parallel => put(i, ray_heightfield(&pre, hf, heights, ray.tmin, ray.tmax)),
+            WalkStart::Cell { x, z, level } => {
+                let (o, inv, d, inv_cs) = (pre.origin, pre.inv_dir, pre.dir, hf.scale[1]);
+                st.ox.0[lane] = o.x;
+                st.oy.0[lane] = o.y;
+                st.oz.0[lane] = o.z;
+                st.ix.0[lane] = inv.x;
+                st.iy.0[lane] = inv.y;
+                st.iz.0[lane] = inv.z;
+                st.ocx.0[lane] = o.x * inv_cs;
+                st.ocz.0[lane] = o.z * inv_cs;
+                st.dcx.0[lane] = d.x * inv_cs;
+                st.dcz.0[lane] = d.z * inv_cs;
+                st.ty0.0[lane] = (0.0 - o.y) * inv.y;
+                st.tmin.0[lane] = ray.tmin;
+                st.tmax.0[lane] = ray.tmax;
+                st.t_lo.0[lane] = ray.tmin;
+                st.cx.0[lane] = x as i32;
+                st.cz.0[lane] = z as i32;
+                st.level.0[lane] = level as i32;
+                let mask = |b: bool| if b { -1 } else { 0 };
+                st.pos_x.0[lane] = mask(inv.x > 0.0);
+                st.pos_y.0[lane] = mask(inv.y > 0.0);
+                st.pos_z.0[lane] = mask(inv.z > 0.0);
+                st.up.0[lane] = mask(d.y > 0.0);
+                st.live.0[lane] = -1;
+                st.kind.0[lane] = ENDED_MISS;
+                st.ray[lane] = i;
+                return;
+            }
+        }
+    }
+    st.live.0[lane] = 0;
+}
+
+/// Two groups of eight walks: every value of a step is worked out for both
+/// groups one after the other (`[group 0, group 1]`), so that each group's
+/// chain of dependent steps (a level's index, the read of its entry, the
+/// tests, the next index) fills the other's waits.
+type Two<T> = [T; 2];
+
+/// `[f(a[0]), f(a[1])]`, and the same over two or three pairs.
+macro_rules! two {
+    ($f:expr, $a:expr) => {{
+        let a = $a;
+        [$f(a[0]), $f(a[1])]
+    }};
+    ($f:expr, $a:expr, $b:expr) => {{
+        let (a, b) = ($a, $b);
+        [$f(a[0], b[0]), $f(a[1], b[1])]
+    }};
+    ($f:expr, $a:expr, $b:expr, $c:expr) => {{
+        let (a, b, c) = ($a, $b, $c);
+        [$f(a[0], b[0], c[0]), $f(a[1], b[1], c[1])]
+    }};
+}
+
+#[target_feature(enable = "avx2")]
+fn walk8(
+    hf: &GpuHeightfield,
+    heights: &[f32],
+    rays: &[Ray],
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    let (w, d, levels) = (hf.dims[0] as i32, hf.dims[1] as i32, hf.dims[2] as i32);
+    let cs = hf.scale[0];
+    let mut offsets = [0i32; HEIGHTFIELD_MAX_LEVELS];
+    for (k, o) in offsets.iter_mut().enumerate() {
+        *o = hf.level_offset[k / 4][k % 4] as i32;
+    }
+    let mut mem = [Lanes::default(); 2];
+    let mut next = 0usize;
+    for st in &mut mem {
+        for lane in 0..8 {
+            refill(st, lane, &mut next, hf, heights, rays, put);
+        }
+    }
+
+    // Casts between the two register types.
+    let f = |x| _mm256_castsi256_ps(x);
+    let i = |x| _mm256_castps_si256(x);
+    let and = |a, b| _mm256_and_si256(a, b);
+    // `!a & b`.
+    let andnot = |a, b| _mm256_andnot_si256(a, b);
+    let or = |a, b| _mm256_or_si256(a, b);
+    let add = |a, b| _mm256_add_ps(a, b);
+    let sub = |a, b| _mm256_sub_ps(a, b);
+    let mul = |a, b| _mm256_mul_ps(a, b);
+    let max = |a, b| _mm256_max_ps(a, b);
+    let min = |a, b| _mm256_min_ps(a, b);
+    let addi = |a, b| _mm256_add_epi32(a, b);
+    let subi = |a, b| _mm256_sub_epi32(a, b);
+    let mini = |a, b| _mm256_min_epi32(a, b);
+    let maxi = |a, b| _mm256_max_epi32(a, b);
+    let gti = |a, b| _mm256_cmpgt_epi32(a, b);
+    let eqi = |a, b| _mm256_cmpeq_epi32(a, b);
+    let srlv = |a, b| _mm256_srlv_epi32(a, b);
+    let sllv = |a, b| _mm256_sllv_epi32(a, b);
+    let lt = |a, b| i(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b));
+    let le = |a, b| i(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b));
+    let gt = |a, b| i(_mm256_cmp_ps::<_CMP_GT_OQ>(a, b));
+    let ge = |a, b| i(_mm256_cmp_ps::<_CMP_GE_OQ>(a, b));
+    let eq = |a, b| i(_mm256_cmp_ps::<_CMP_EQ_OQ>(a, b));
+    let nlt = |a, b| i(_mm256_cmp_ps::<_CMP_NLT_UQ>(a, b));
+    // `a` where `m` is clear, `b` where it is set.
+    let pick = |a, b, m| _mm256_blendv_ps(a, b, f(m));
+    let pick_i = |a, b, m| _mm256_blendv_epi8(a, b, m);
+
+    let splat = |x: __m256| [x, x];
+    let splat_i = |x: __m256i| [x, x];
+    let (zero, one) = (
+        splat_i(_mm256_setzero_si256()),
+        splat_i(_mm256_set1_epi32(1)),
+    );
+    let fzero = splat(_mm256_setzero_ps());
+    let vw = splat_i(_mm256_set1_epi32(w));
+    let vd = splat_i(_mm256_set1_epi32(d));
+    let vw1 = splat_i(_mm256_set1_epi32(w - 1));
+    let vd1 = splat_i(_mm256_set1_epi32(d - 1));
+    let vwf = splat(_mm256_set1_ps(w as f32));
+    let vdf = splat(_mm256_set1_ps(d as f32));
+    let vtop = splat_i(_mm256_set1_epi32(levels - 1));
+    let vlen = splat_i(_mm256_set1_epi32(heights.len() as i32));
+    let minus1 = splat_i(_mm256_set1_epi32(-1));
+    let vcs = splat(_mm256_set1_ps(cs));
+    let widen_pos = splat(_mm256_set1_ps(SLAB_EXIT_SCALE));
+    let widen_neg = splat(_mm256_set1_ps(SLAB_EXIT_SCALE_NEGATIVE));
+    let face_v = |v: u32| splat_i(_mm256_set1_epi32(v as i32));
+    let (f_top, f_bottom) = (face_v(FACE_TOP), face_v(FACE_BOTTOM));
+    let (f_neg_x, f_pos_x) = (face_v(FACE_NEG_X), face_v(FACE_POS_X));
+    let (f_neg_z, f_pos_z) = (face_v(FACE_NEG_Z), face_v(FACE_POS_Z));
+    // The first entry of each level: up to 16 levels from two registers by
+    // permutes (a few cycles), more by a gather.
+    let row = |k: usize| -> __m256i {
+        let mut r = [0i32; 8];
+        r.copy_from_slice(&offsets[k..k + 8]);
+        bytemuck::cast(r)
+    };
+    let (offsets_lo, offsets_hi) = (row(0), row(8));
+    let seven = _mm256_set1_epi32(7);
+    let level_offset = |level: __m256i| -> __m256i {
+        if levels <= 16 {
+            // `permutevar` reads the index's low three bits.
+            let lo = _mm256_permutevar8x32_epi32(offsets_lo, level);
+            let hi = _mm256_permutevar8x32_epi32(offsets_hi, level);
+            _mm256_blendv_epi8(lo, hi, _mm256_cmpgt_epi32(level, seven))
+        } else {
+            // SAFETY: every level of a walk lies in 0..levels, within `offsets`.
+            unsafe { _mm256_i32gather_epi32::<4>(offsets.as_ptr(), level) }
+        }
+    };
+    // SAFETY (the closure's gather): only lanes with `0 <= idx <
+    // heights.len()` read; the others get 0, core's `entry` past the array.
+    let entry = |idx: __m256i, ok: __m256i| unsafe {
+        _mm256_mask_i32gather_ps::<4>(_mm256_setzero_ps(), heights.as_ptr(), idx, f(ok))
+    };
+    // Core's plane: `i as f32 * cell size`.
+    let plane = |k: Two<__m256i>| two!(mul, two!(|x| _mm256_cvtepi32_ps(x), k), vcs);
+
+    let loadf = |v: [&F8; 2]| -> Two<__m256> { [bytemuck::cast(v[0].0), bytemuck::cast(v[1].0)] };
+    let loadi = |v: [&I8; 2]| -> Two<__m256i> { [bytemuck::cast(v[0].0), bytemuck::cast(v[1].0)] };
+    macro_rules! field {
+        ($load:ident, $name:ident) => {
+            $load([&mem[0].$name, &mem[1].$name])
+        };
+    }
+
+    'refilled: loop {
+        // The lanes' constants and state, in registers until a lane ends.
+        let (ox, oy, oz) = (field!(loadf, ox), field!(loadf, oy), field!(loadf, oz));
+        let (ix, iy, iz) = (field!(loadf, ix), field!(loadf, iy), field!(loadf, iz));
+        let (ocx, ocz, dcx, dcz) = (
+            field!(loadf, ocx),
+            field!(loadf, ocz),
+            field!(loadf, dcx),
+            field!(loadf, dcz),
+        );
+        let (ty0, tmin, tmax) = (field!(loadf, ty0), field!(loadf, tmin), field!(loadf, tmax));
+        let (pos_x, pos_y, pos_z) = (
+            field!(loadi, pos_x),
+            field!(loadi, pos_y),
+            field!(loadi, pos_z),
+        );
+        let up_always = field!(loadi, up);
+        let mut live = field!(loadi, live);
+        let (mut ans_kind, mut ans_t) = (field!(loadi, kind), field!(loadf, t));
+        let (mut ans_cell, mut ans_face) = (field!(loadi, cell), field!(loadi, face));
+        let mut t_lo = field!(loadf, t_lo);
+        let (mut cx, mut cz, mut level) =
+            (field!(loadi, cx), field!(loadi, cz), field!(loadi, level));
+        if (0..2).all(|g| _mm256_testz_si256(live[g], live[g]) != 0) {
+            return;
+        }
+        // Lanes that have no ray now: refilled once more have ended.
+        let idle = two!(|x| (!_mm256_movemask_ps(f(x)) as u32) & 0xFF, live);
+        let idle = idle[0].count_ones() + idle[1].count_ones();
+        loop {
+            // The node (a column at level 0) holding each lane's cell.
+            let nx = two!(srlv, cx, level);
+            let nz = two!(srlv, cz, level);
+            let x0 = two!(sllv, nx, level);
+            let z0 = two!(sllv, nz, level);
+            let x1 = two!(mini, two!(sllv, two!(addi, nx, one), level), vw);
+            let z1 = two!(mini, two!(sllv, two!(addi, nz, one), level), vd);
+            let lw = two!(addi, two!(srlv, vw1, level), one);
+            let off = two!(level_offset, level);
+            let idx = two!(
+                addi,
+                two!(addi, off, two!(|a, b| _mm256_mullo_epi32(a, b), nz, lw)),
+                nx
+            );
+            let inside = two!(
+                and,
+                live,
+                two!(and, two!(gti, idx, minus1), two!(gti, vlen, idx))
+            );
+            let m = two!(entry, idx, inside);
+
+            // Core's `slabs`.
+            let ta = two!(mul, two!(sub, plane(x0), ox), ix);
+            let tb = two!(mul, two!(sub, plane(x1), ox), ix);
+            let (txn, txf) = (two!(pick, tb, ta, pos_x), two!(pick, ta, tb, pos_x));
+            let ta = two!(mul, two!(sub, plane(z0), oz), iz);
+            let tb = two!(mul, two!(sub, plane(z1), oz), iz);
+            let (tzn, tzf) = (two!(pick, tb, ta, pos_z), two!(pick, ta, tb, pos_z));
+            let th = two!(mul, two!(sub, m, oy), iy);
+            let (tyn, tyf) = (two!(pick, th, ty0, pos_y), two!(pick, ty0, th, pos_y));
+            let near = two!(max, two!(max, txn, tzn), tyn);
+            let far = two!(min, two!(min, txf, tzf), tyf);
+            let farw = two!(
+                mul,
+                far,
+                two!(pick, widen_pos, widen_neg, two!(lt, far, fzero))
+            );
+            let level0 = two!(eqi, level, zero);
+            let filled = two!(gt, m, fzero);
+
+            // Level 0: core's `crossing` of the column.
+            let touched = two!(and, level0, two!(and, filled, two!(le, near, farw)));
+            let entered = two!(gt, near, tmin);
+            let hit_entry = two!(and, touched, two!(and, entered, two!(lt, near, tmax)));
+            let hit_exit = two!(
+                and,
+                two!(andnot, entered, touched),
+                two!(and, two!(gt, far, tmin), two!(lt, far, tmax))
+            );
+            let hit = two!(and, live, two!(or, hit_entry, hit_exit));
+            // Above: the node test, down a level where the node may hold a
+            // crossing (its entry distance: the y slab's, as core's).
+            let down = two!(
+                and,
+                two!(andnot, level0, live),
+                two!(
+                    and,
+                    two!(and, filled, two!(le, tyn, farw)),
+                    two!(and, two!(lt, tyn, tmax), two!(ge, farw, t_lo))
+                )
+            );
+            // Across: leave the node by its nearer exit.
+            let across = two!(andnot, two!(or, hit, down), live);
+            let t_exit = two!(min, txf, tzf);
+            let past = two!(and, across, two!(nlt, t_exit, tmax));
+            let going = two!(andnot, past, across);
+            let corner = two!(and, going, two!(eq, txf, tzf));
+            let corner_down = two!(andnot, level0, corner);
+            let corner_cell = two!(and, level0, corner);
+            let x_first = two!(lt, txf, tzf);
+            let step_x = two!(andnot, corner, two!(and, going, x_first));
+            let step_z = two!(andnot, corner, two!(andnot, x_first, going));
+            let cx_step = two!(pick_i, two!(subi, x0, one), x1, pos_x);
+            let cz_step = two!(pick_i, two!(subi, z0, one), z1, pos_z);
+            // Off the grid: below 0, or at the side (`!(n > c)`).
+            let off_x = two!(
+                and,
+                step_x,
+                two!(
+                    or,
+                    two!(gti, zero, cx_step),
+                    two!(andnot, two!(gti, vw, cx_step), live)
+                )
+            );
+            let off_z = two!(
+                and,
+                step_z,
+                two!(
+                    or,
+                    two!(gti, zero, cz_step),
+                    two!(andnot, two!(gti, vd, cz_step), live)
+                )
+            );
+            let level1 = two!(addi, level, one);
+            let parent = |x| _mm256_srli_epi32::<1>(x);
+            let new_x = two!(
+                andnot,
+                two!(eqi, two!(srlv, cx_step, level1), two!(parent, nx)),
+                live
+            );
+            let new_z = two!(
+                andnot,
+                two!(eqi, two!(srlv, cz_step, level1), two!(parent, nz)),
+                live
+            );
+            // Core's `follow`: the other axis's cell at the exit, clamped
+            // into the node, never behind the lane's.
+            let follow = |oc: Two<__m256>,
+                          dc: Two<__m256>,
+                          (n1, nf): (Two<__m256i>, Two<__m256>),
+                          lo: Two<__m256i>,
+                          hi: Two<__m256i>,
+                          cur: Two<__m256i>,
+                          pos: Two<__m256i>| {
+                let x = two!(add, oc, two!(mul, t_exit, dc));
+                // `as u32` of core: NaN and negatives to 0 (`max_ps` gives its
+                // second operand for a NaN), at most `n` before truncating.
+                let x = two!(min, two!(max, x, fzero), nf);
+                let k = two!(mini, two!(|x| _mm256_cvttps_epi32(x), x), n1);
+                let c = two!(maxi, two!(mini, k, two!(subi, hi, one)), lo);
+                two!(pick_i, two!(mini, c, cur), two!(maxi, c, cur), pos)
+            };
+            let fz = follow(ocz, dcz, (vd1, vdf), z0, z1, cz, pos_z);
+            let fx = follow(ocx, dcx, (vw1, vwf), x0, x1, cx, pos_x);
+            let moved = two!(or, two!(andnot, off_x, step_x), two!(andnot, off_z, step_z));
+            let new_parent = two!(pick_i, new_z, new_x, step_x);
+            let up = two!(
+                and,
+                two!(and, moved, two!(gti, vtop, level)),
+                two!(or, up_always, new_parent)
+            );
+            let ended = two!(
+                or,
+                two!(or, hit, corner_cell),
+                two!(or, past, two!(or, off_x, off_z))
+            );
+            // The state after the step.
+            cx = two!(pick_i, two!(pick_i, cx, fx, step_z), cx_step, step_x);
+            cz = two!(pick_i, two!(pick_i, cz, fz, step_x), cz_step, step_z);
+            t_lo = two!(pick, t_lo, t_exit, moved);
+            // Masks are -1: subtracting one adds 1.
+            level = two!(addi, two!(subi, level, up), two!(or, down, corner_down));
+            if two!(|x| _mm256_testz_si256(x, x), ended) == [1, 1] {
+                continue;
+            }
+            // Latch the answers of the lanes that ended: a hit's `t`, its
+            // cell (`z * width + x`, of the cell tested) and its face (core's
+            // `crossing`: the y face, else the x face, else the z face, of
+            // the slab value that made the entry or exit distance).
+            let t_hit = two!(pick, far, near, hit_entry);
+            let cells = two!(addi, two!(|a, b| _mm256_mullo_epi32(a, b), nz, vw), nx);
+            let (e_y, e_x, e_z) = (
+                two!(pick_i, f_top, f_bottom, pos_y),
+                two!(pick_i, f_pos_x, f_neg_x, pos_x),
+                two!(pick_i, f_pos_z, f_neg_z, pos_z),
+            );
+            let entry_face = two!(
+                pick_i,
+                two!(pick_i, e_z, e_x, two!(eq, txn, near)),
+                e_y,
+                two!(eq, tyn, near)
+            );
+            let (x_y, x_x, x_z) = (
+                two!(pick_i, f_bottom, f_top, pos_y),
+                two!(pick_i, f_neg_x, f_pos_x, pos_x),
+                two!(pick_i, f_neg_z, f_pos_z, pos_z),
+            );
+            let exit_face = two!(
+                pick_i,
+                two!(pick_i, x_z, x_x, two!(eq, txf, far)),
+                x_y,
+                two!(eq, tyf, far)
+            );
+            let kind_hit = splat_i(_mm256_set1_epi32(ENDED_HIT));
+            let kind_corner = splat_i(_mm256_set1_epi32(ENDED_CORNER));
+            ans_t = two!(pick, ans_t, t_hit, hit);
+            ans_cell = two!(pick_i, ans_cell, cells, hit);
+            ans_face = two!(
+                pick_i,
+                ans_face,
+                two!(pick_i, exit_face, entry_face, hit_entry),
+                hit
+            );
+            ans_kind = two!(
+                pick_i,
+                two!(pick_i, ans_kind, kind_hit, hit),
+                kind_corner,
+                corner_cell
+            );
+            live = two!(andnot, ended, live);
+            let dead = two!(|x| (!_mm256_movemask_ps(f(x)) as u32) & 0xFF, live);
+            if dead[0].count_ones() + dead[1].count_ones() < idle + REFILL_AT
+                && two!(|x| _mm256_testz_si256(x, x), live) != [1, 1]
+            {
+                continue;
+            }
+            // Refill: the lanes back to memory, the ended ones' answers
+            // handed out, the next rays in, and the lanes up again.
+            for g in 0..2 {
+                let st = &mut mem[g];
+                st.cx.0 = bytemuck::cast(cx[g]);
+                st.cz.0 = bytemuck::cast(cz[g]);
+                st.t_lo.0 = bytemuck::cast(t_lo[g]);
+                st.level.0 = bytemuck::cast(level[g]);
+                let was_live: [i32; 8] = st.live.0;
+                st.live.0 = bytemuck::cast(live[g]);
+                st.kind.0 = bytemuck::cast(ans_kind[g]);
+                st.t.0 = bytemuck::cast(ans_t[g]);
+                st.cell.0 = bytemuck::cast(ans_cell[g]);
+                st.face.0 = bytemuck::cast(ans_face[g]);
+                for (lane, &was) in was_live.iter().enumerate() {
+                    if was == 0 || st.live.0[lane] != 0 {
+                        continue;
+                    }
+                    let index = st.ray[lane];
+                    let answer = match st.kind.0[lane] {
+                        ENDED_HIT => Some(HeightfieldHit {
+                            t: st.t.0[lane],
+                            cell: st.cell.0[lane] as u32,
+                            face: st.face.0[lane] as u32,
+                        }),
+                        // Through a cell's corner: core walks the ray whole.
+                        ENDED_CORNER => rays.get(index).and_then(|ray| {
+                            ray_heightfield(&RayPre::new(ray), hf, heights, ray.tmin, ray.tmax)
+                        }),
+                        _ => None,
+                    };
+                    put(index, answer);
+                    refill(st, lane, &mut next, hf, heights, rays, put);
+                }
+            }
+            continue 'refilled;
+        }
+    }
+}

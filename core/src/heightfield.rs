@@ -1,0 +1,1268 @@
+//! Heightfields: a grid of column heights (terrain, voxel cities) as one kind
+//! of geometry beside triangles and spheres.
+//!
+//! # The shape
+//!
+//! A [`Heightfield`] of `width` x `depth` cells of edge `cell_size` is, in its
+//! geometry's object space, the union of the column boxes
+//!
+//! ```text
+//! [x cs, (x + 1) cs] x [0, h(x, z)] x [z cs, (z + 1) cs]      (cs = cell_size)
+//! ```
+//!
+//! one per cell `(x, z)`; a column of height 0 is empty. The plane `x = i cs`
+//! is the `f32` product `i as f32 * cs` ([`Heightfield::plane`]), wherever it
+//! is used. A ray hits the first crossing of any column box's boundary at a `t`
+//! in `(tmin, tmax)`: the face it enters through, or, for a ray that starts
+//! inside a column, the face it leaves through. That is what the same columns
+//! written as explicit box faces (two triangles a face, twelve a column,
+//! [`Heightfield::column_faces`]) give through the watertight triangle test,
+//! which the property tests hold it to (core/tests/heightfield.rs). A hit names
+//! the cell (`z * width + x`) and the face ([`FACE_TOP`] and the others,
+//! [`face_normal`]).
+//!
+//! In a scene a heightfield is one primitive of its geometry, in its tree as
+//! its box ([`crate::Geometry::add_heightfield`]); it can be instanced like a
+//! mesh. A backend uploads [`crate::Accel::heightfields`] (one
+//! [`GpuHeightfield`] each) and [`crate::Accel::heightfield_heights`] (every
+//! heightfield's pyramid, one after the other).
+//!
+//! # The walk
+//!
+//! [`ray_heightfield`] walks the cells the ray crosses in order, a 2D DDA on
+//! `(x, z)`, over a pyramid of maximum heights (the *maximum mipmaps* of Tevs,
+//! Ihrke and Seidel, "Maximum Mipmaps for Fast, Accurate, and Scalable
+//! Dynamic Height Field Rendering", I3D 2008): level `k` holds the largest
+//! height of each block of `2^k x 2^k` cells. At a node of level `k > 0` the
+//! walk tests the box of the node's footprint up to the node's maximum height;
+//! where the ray misses it over the rest of its way through the node (above
+//! the maximum, or below the ground), every column of the node is missed, and
+//! the walk leaves the node at once and goes up a level; otherwise it goes
+//! down a level. At level 0 it runs the column's own box test. The walk keeps
+//! integer cell coordinates: leaving a node sets the coordinate of the exit
+//! axis exactly (the first cell past the node) and the other one from the
+//! exit point, clamped into the node and never moved backwards, so every step
+//! moves forward along one axis and the walk ends after at most `width +
+//! depth` steps across (each followed by at most `levels` steps down).
+//!
+//! Why a skip never loses a hit of the box test: the node test is the column
+//! test's own expressions (the slab values of its box) on the node's planes and its maximum
+//! `M`. Every value is `(plane - origin) * inv_dir`, monotonic in the plane
+//! (an IEEE subtraction and a multiplication by the same number keep the order
+//! of their inputs), so for a column inside the node (its planes between the
+//! node's, its height `h <= M`) the node's entry distance is at most the
+//! column's and its exit distance at least the column's, on every axis, and so
+//! after the `max` and `min` of the three axes and [`widen_exit`] (monotonic
+//! too). A column crossing at `t` in `(tmin, tmax)` has `near_c <=
+//! widen(far_c)`, `t` one of `near_c`, `far_c`, `near_c < tmax` and `t <=
+//! widen(far_c)`; so the node has `near_n <= widen(far_n)`, `near_n < tmax` and
+//! `widen(far_n) >= t`. Every crossing the walk has not yet passed lies at or
+//! after `t_lo`, the distance at which it entered the current cell (the exit
+//! distance of the node it left, the very value the cells past that plane
+//! take as their entry distance on that axis), so a node failing `near_n <=
+//! widen(far_n) && near_n < tmax && widen(far_n) >= t_lo` holds no crossing the
+//! walk still needs, and skipping it is exact, not a guess. A column of height
+//! 0 is empty, and so is a node whose maximum is 0.
+//!
+//! Rays through edges and corners: where the ray leaves a cell exactly through
+//! its corner (both exit distances equal) it touches the two side cells only
+//! at that vertical edge, and the walk tests both before going on diagonally
+//! (a node left through its corner is walked at the next level down instead,
+//! until the corner cell is reached). A direction component that is exactly 0
+//! is parallel to that axis's planes: its slab is "the origin lies within the
+//! closed interval", not `(plane - origin) * 1e30`, so a ray running along a
+//! plane between two columns (a vertical ray through a corner, a horizontal
+//! one in a cell boundary plane or exactly level with a top) sees the columns
+//! on both sides, as the triangles do: the walk runs once per column the
+//! origin's plane borders, at most four times.
+
+use crate::aabb::Aabb;
+use crate::error::{Error, try_vec};
+use crate::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS, Primitive};
+use crate::intersect::{RayPre, widen_exit};
+use alloc::vec::Vec;
+use glam::Vec3;
+
+/// Most cells one heightfield may hold: a cell index `z * width + x` fits a
+/// `u32` with room, and a heightfield stays within core's primitive limit
+/// ([`crate::scene::MAX_PRIMITIVES`]), which its cells are measured against.
+pub const MAX_HEIGHTFIELD_CELLS: usize = crate::geometry::MAX_PRIMITIVES;
+
+/// How much [`Heightfield::tree_bounds`] widens a heightfield's box, as a
+/// share of its size (2^-20).
+pub const BOX_PAD: f32 = 1.0 / (1u32 << 20) as f32;
+
+/// Face of a column: its top (`+y`), what a ray from above hits.
+pub const FACE_TOP: u32 = 0;
+/// Face of a column: its bottom (`-y`, on the ground plane).
+pub const FACE_BOTTOM: u32 = 1;
+/// Face of a column: its side facing `-x`.
+pub const FACE_NEG_X: u32 = 2;
+/// Face of a column: its side facing `+x`.
+pub const FACE_POS_X: u32 = 3;
+/// Face of a column: its side facing `-z`.
+pub const FACE_NEG_Z: u32 = 4;
+/// Face of a column: its side facing `+z`.
+pub const FACE_POS_Z: u32 = 5;
+
+/// The outward unit normal of column face `face` ([`FACE_TOP`] and the
+/// others) in the heightfield's object space; zero for any other value.
+///
+/// ```
+/// use prism_core::glam::Vec3;
+/// use prism_core::heightfield::{FACE_NEG_Z, FACE_TOP, face_normal};
+///
+/// assert_eq!(face_normal(FACE_TOP), Vec3::Y);
+/// assert_eq!(face_normal(FACE_NEG_Z), Vec3::NEG_Z);
+/// assert_eq!(face_normal(6), Vec3::ZERO);
+/// ```
+#[inline(always)]
+pub fn face_normal(face: u32) -> Vec3 {
+    match face {
+        FACE_TOP => Vec3::Y,
+        FACE_BOTTOM => Vec3::NEG_Y,
+        FACE_NEG_X => Vec3::NEG_X,
+        FACE_POS_X => Vec3::X,
+        FACE_NEG_Z => Vec3::NEG_Z,
+        FACE_POS_Z => Vec3::Z,
+        _ => Vec3::ZERO,
+    }
+}
+
+/// Cells of level `level` of a pyramid along a side of `n` cells.
+#[inline(always)]
+fn level_cells(n: u32, level: u32) -> u32 {
+    ((n - 1) >> level) + 1
+}
+
+/// Levels of the pyramid of a grid of `width` x `depth` cells (both at least
+/// 1): down to one entry, `1 + ceil(log2(max(width, depth)))`.
+#[inline]
+fn level_count(width: u32, depth: u32) -> u32 {
+    let n = width.max(depth);
+    if n <= 1 {
+        1
+    } else {
+        1 + (32 - (n - 1).leading_zeros())
+    }
+}
+
+/// A grid of column heights: see the [module docs](self) for its shape.
+///
+/// Built once, checked (every error names the value and, for a height, the
+/// cell), with its pyramid of maximum heights, which a scene's
+/// [`crate::Accel`] copies as it is.
+///
+/// ```
+/// use prism_core::heightfield::{FACE_TOP, Heightfield};
+/// use prism_core::glam::Vec3;
+/// use prism_core::{Accel, Material, Ray, Scene};
+///
+/// // 3 x 2 cells of edge 2, row by row (z * width + x); one empty column.
+/// let hf = Heightfield::new(3, 2, 2.0, &[1.0, 0.0, 3.0, 2.0, 2.0, 5.0])?;
+/// assert_eq!(hf.max_height(), 5.0);
+/// let mut scene = Scene::new();
+/// let grey = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+/// let id = scene.add_heightfield(hf, grey);
+/// let accel = Accel::build(&scene)?;
+/// // Straight down onto cell (2, 0), whose top is at y = 3.
+/// let hit = accel.intersect(&Ray::new(Vec3::new(5.0, 10.0, 1.0), Vec3::NEG_Y));
+/// assert_eq!((hit.prim, hit.cell, hit.face), (id, 2, FACE_TOP));
+/// assert!((hit.t - 7.0).abs() < 1e-6);
+/// # Ok::<(), prism_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heightfield {
+    width: u32,
+    depth: u32,
+    cell_size: f32,
+    /// Level 0 (the heights, `z * width + x`), then each coarser level.
+    pyramid: Vec<f32>,
+    /// First entry of each level in `pyramid`.
+    offsets: [u32; HEIGHTFIELD_MAX_LEVELS],
+    levels: u32,
+}
+
+impl Heightfield {
+    /// A heightfield of `width` x `depth` cells of edge `cell_size`, with the
+    /// column heights `heights` row by row (`heights[z * width + x]`).
+    ///
+    /// Fails when a side is 0 ([`Error::HeightfieldEmpty`]), the grid has
+    /// more than [`MAX_HEIGHTFIELD_CELLS`] cells
+    /// ([`Error::HeightfieldTooLarge`]), `heights` does not hold exactly
+    /// `width * depth` values ([`Error::HeightfieldSamples`]), the cell size
+    /// is not positive and finite or makes the grid's extent overflow
+    /// ([`Error::HeightfieldParameterInvalid`]), a height is NaN, infinite or
+    /// negative ([`Error::HeightfieldHeightInvalid`], naming the cell), or the
+    /// host has not the memory ([`Error::HostOutOfMemory`]).
+    pub fn new(width: u32, depth: u32, cell_size: f32, heights: &[f32]) -> Result<Self, Error> {
+        Self::build(width, depth, cell_size, heights.len(), |i| heights[i])
+    }
+
+    /// [`Heightfield::new`] from 16-bit samples (a height map), each height
+    /// `sample as f32 * height_scale`. Fails as [`Heightfield::new`] does, and
+    /// when `height_scale` is not positive and finite.
+    pub fn from_u16(
+        width: u32,
+        depth: u32,
+        cell_size: f32,
+        samples: &[u16],
+        height_scale: f32,
+    ) -> Result<Self, Error> {
+        check_scale(height_scale)?;
+        Self::build(width, depth, cell_size, samples.len(), |i| {
+            samples[i] as f32 * height_scale
+        })
+    }
+
+    /// [`Heightfield::from_u16`] from 8-bit samples (a grey image).
+    pub fn from_u8(
+        width: u32,
+        depth: u32,
+        cell_size: f32,
+        samples: &[u8],
+        height_scale: f32,
+    ) -> Result<Self, Error> {
+        check_scale(height_scale)?;
+        Self::build(width, depth, cell_size, samples.len(), |i| {
+            samples[i] as f32 * height_scale
+        })
+    }
+
+    /// Check the grid, then read `given` heights (`height(i)` for `i` below
+    /// `given`, called only once `given` is known to be `width * depth`).
+    fn build(
+        width: u32,
+        depth: u32,
+        cell_size: f32,
+        given: usize,
+        height: impl Fn(usize) -> f32,
+    ) -> Result<Self, Error> {
+        if width == 0 || depth == 0 {
+            return Err(Error::HeightfieldEmpty { width, depth });
+        }
+        let cells = width as u64 * depth as u64;
+        if cells > MAX_HEIGHTFIELD_CELLS as u64 {
+            return Err(Error::HeightfieldTooLarge {
+                width,
+                depth,
+                limit: MAX_HEIGHTFIELD_CELLS,
+            });
+        }
+        if given as u64 != cells {
+            return Err(Error::HeightfieldSamples {
+                width,
+                depth,
+                given,
+            });
+        }
+        if !(cell_size > 0.0 && cell_size.is_finite()) {
+            return Err(Error::HeightfieldParameterInvalid {
+                field: "cell_size",
+                value: cell_size,
+                reason: "must be positive and finite",
+            });
+        }
+        if !(width.max(depth) as f32 * cell_size).is_finite() || !(1.0 / cell_size).is_finite() {
+            return Err(Error::HeightfieldParameterInvalid {
+                field: "cell_size",
+                value: cell_size,
+                reason: "the grid's extent (cells times cell size) and its inverse must be finite",
+            });
+        }
+        let levels = level_count(width, depth);
+        let mut offsets = [0u32; HEIGHTFIELD_MAX_LEVELS];
+        let mut total = 0u64;
+        for (k, o) in offsets.iter_mut().enumerate().take(levels as usize) {
+            *o = total as u32;
+            total += level_cells(width, k as u32) as u64 * level_cells(depth, k as u32) as u64;
+        }
+        // ok: at most 2^30 cells make fewer than 2^31 entries over all levels.
+        let mut pyramid = try_vec(total as usize, "heightfield heights")?;
+        for z in 0..depth {
+            for x in 0..width {
+                let h = height((z * width + x) as usize);
+                if !(h >= 0.0 && h.is_finite()) {
+                    return Err(Error::HeightfieldHeightInvalid { x, z, height: h });
+                }
+                // `+ 0.0` makes a height of -0 a plain 0.
+                pyramid.push(h + 0.0);
+            }
+        }
+        for k in 1..levels {
+            let (w, d) = (level_cells(width, k), level_cells(depth, k));
+            let (pw, pd) = (level_cells(width, k - 1), level_cells(depth, k - 1));
+            let prev = offsets[k as usize - 1] as usize;
+            for j in 0..d {
+                for i in 0..w {
+                    let mut m = 0.0f32;
+                    for (ci, cj) in [
+                        (2 * i, 2 * j),
+                        (2 * i + 1, 2 * j),
+                        (2 * i, 2 * j + 1),
+                        (2 * i + 1, 2 * j + 1),
+                    ] {
+                        if ci < pw && cj < pd {
+                            // ok: (ci, cj) lies inside level k - 1, pushed before.
+                            m = m.max(pyramid[prev + (cj * pw + ci) as usize]);
+                        }
+                    }
+                    pyramid.push(m);
+                }
+            }
+        }
+        Ok(Heightfield {
+            width,
+            depth,
+            cell_size,
+            pyramid,
+            offsets,
+            levels,
+        })
+    }
+
+    /// Cells along x.
+    #[inline]
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// Cells along z.
+    #[inline]
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Edge of a cell.
+    #[inline]
+    pub fn cell_size(&self) -> f32 {
+        self.cell_size
+    }
+
+    /// Number of cells, `width * depth`.
+    #[inline]
+    pub fn cell_count(&self) -> usize {
+        self.width as usize * self.depth as usize
+    }
+
+    /// The column heights, row by row (`z * width + x`).
+    #[inline]
+    pub fn heights(&self) -> &[f32] {
+        &self.pyramid[..self.cell_count()]
+    }
+
+    /// The height of cell `(x, z)`, `None` outside the grid.
+    #[inline]
+    pub fn height(&self, x: u32, z: u32) -> Option<f32> {
+        (x < self.width && z < self.depth).then(|| self.pyramid[(z * self.width + x) as usize])
+    }
+
+    /// The largest height (0 when every column is empty).
+    #[inline]
+    pub fn max_height(&self) -> f32 {
+        self.pyramid.last().copied().unwrap_or(0.0)
+    }
+
+    /// Levels of the pyramid of maximum heights (level 0 is the heights).
+    #[inline]
+    pub fn levels(&self) -> u32 {
+        self.levels
+    }
+
+    /// Level `level` of the pyramid: `((width - 1) >> level) + 1` by
+    /// `((depth - 1) >> level) + 1` entries, row by row (see
+    /// [`GpuHeightfield`]); `None` past the last level.
+    pub fn level(&self, level: u32) -> Option<&[f32]> {
+        if level >= self.levels {
+            return None;
+        }
+        let start = self.offsets[level as usize] as usize;
+        let n = level_cells(self.width, level) as usize * level_cells(self.depth, level) as usize;
+        self.pyramid.get(start..start + n)
+    }
+
+    /// Every level of the pyramid, one after the other (what
+    /// [`crate::Accel::heightfield_heights`] holds of this heightfield).
+    #[inline]
+    pub fn pyramid(&self) -> &[f32] {
+        &self.pyramid
+    }
+
+    /// The plane between cells `i - 1` and `i` along x or z: `i as f32 *
+    /// cell_size`, the one rounding of it that every test uses.
+    #[inline]
+    pub fn plane(&self, i: u32) -> f32 {
+        i as f32 * self.cell_size
+    }
+
+    /// The box of every column, `[0, width cs] x [0, max height] x [0, depth cs]`.
+    #[inline]
+    pub fn bounds(&self) -> Aabb {
+        Aabb {
+            min: Vec3::ZERO,
+            max: Vec3::new(
+                self.plane(self.width),
+                self.max_height(),
+                self.plane(self.depth),
+            ),
+        }
+    }
+
+    /// The box a scene's tree holds the heightfield in: [`Heightfield::bounds`]
+    /// widened on every side by [`BOX_PAD`] of its [`Heightfield::size`].
+    /// The tree's slab test gives a ray with a direction component of exactly
+    /// 0 whose origin lies exactly on a face plane of a box no length inside
+    /// it ([`crate::intersect::MIN_DIR_COMPONENT`]'s convention), which would
+    /// cull the whole heightfield for a ray along its outer boundary or level
+    /// with its tallest top; the walk itself treats such rays exactly.
+    #[inline]
+    pub fn tree_bounds(&self) -> Aabb {
+        let b = self.bounds();
+        let pad = Vec3::splat(self.size() * BOX_PAD);
+        Aabb {
+            min: b.min - pad,
+            max: b.max + pad,
+        }
+    }
+
+    /// The rounding scale of a hit on the heightfield: the largest coordinate
+    /// of its box ([`crate::integrator::primitive_size`]).
+    #[inline]
+    pub fn size(&self) -> f32 {
+        self.bounds().max.max_element()
+    }
+
+    /// The box of the column of cell `(x, z)` (empty in height for a column
+    /// of height 0), `None` outside the grid.
+    pub fn column_box(&self, x: u32, z: u32) -> Option<Aabb> {
+        let h = self.height(x, z)?;
+        Some(Aabb {
+            min: Vec3::new(self.plane(x), 0.0, self.plane(z)),
+            max: Vec3::new(self.plane(x + 1), h, self.plane(z + 1)),
+        })
+    }
+
+    /// The device record of this heightfield, its levels placed from entry
+    /// `base` of the scene's height array.
+    pub fn descriptor(&self, base: u32) -> GpuHeightfield {
+        let mut level_offset = [[0u32; 4]; HEIGHTFIELD_MAX_LEVELS / 4];
+        for k in 0..self.levels as usize {
+            level_offset[k / 4][k % 4] = base + self.offsets[k];
+        }
+        GpuHeightfield {
+            dims: [self.width, self.depth, self.levels, 0],
+            scale: [
+                self.cell_size,
+                1.0 / self.cell_size,
+                self.max_height(),
+                self.size(),
+            ],
+            level_offset,
+        }
+    }
+
+    /// The columns as explicit faces, quads of four corners in order (two
+    /// triangles each: corners 0, 1, 2 and 0, 2, 3), with outward winding
+    /// (counter-clockwise seen from outside).
+    ///
+    /// `FaceSet::All`: all six faces of every column above 0, each column's
+    /// box whole: what the walk is held to. `FaceSet::Visible`: only what can
+    /// be seen from outside the columns: a side against a neighbour at least
+    /// as tall is left out, one against a lower neighbour keeps only its part
+    /// above that neighbour, and tops and bottoms stay (the same surface, as
+    /// seen from outside, in fewer and smaller faces: a fair triangle version
+    /// of the heightfield).
+    pub fn column_faces(&self, set: FaceSet) -> Vec<ColumnFace> {
+        let mut out = Vec::new();
+        let h = |x: i64, z: i64| -> f32 {
+            if x < 0 || z < 0 {
+                return 0.0;
+            }
+            self.height(x as u32, z as u32).unwrap_or(0.0)
+        };
+        for z in 0..self.depth {
+            for x in 0..self.width {
+                let top = h(x as i64, z as i64);
+                if top <= 0.0 {
+                    continue;
+                }
+                let cell = z * self.width + x;
+                let (x0, x1) = (self.plane(x), self.plane(x + 1));
+                let (z0, z1) = (self.plane(z), self.plane(z + 1));
+                let mut push = |face: u32, corners: [Vec3; 4]| {
+                    out.push(ColumnFace {
+                        cell,
+                        face,
+                        corners,
+                    })
+                };
+                let v = Vec3::new;
+                push(
+                    FACE_TOP,
+                    [
+                        v(x0, top, z0),
+                        v(x0, top, z1),
+                        v(x1, top, z1),
+                        v(x1, top, z0),
+                    ],
+                );
+                push(
+                    FACE_BOTTOM,
+                    [
+                        v(x0, 0.0, z0),
+                        v(x1, 0.0, z0),
+                        v(x1, 0.0, z1),
+                        v(x0, 0.0, z1),
+                    ],
+                );
+                let (xi, zi) = (x as i64, z as i64);
+                let sides = [
+                    (FACE_NEG_X, h(xi - 1, zi)),
+                    (FACE_POS_X, h(xi + 1, zi)),
+                    (FACE_NEG_Z, h(xi, zi - 1)),
+                    (FACE_POS_Z, h(xi, zi + 1)),
+                ];
+                for (face, neighbour) in sides {
+                    let lo = match set {
+                        FaceSet::All => 0.0,
+                        FaceSet::Visible if neighbour >= top => continue,
+                        FaceSet::Visible => neighbour,
+                    };
+                    let corners = match face {
+                        FACE_NEG_X => {
+                            [v(x0, lo, z0), v(x0, lo, z1), v(x0, top, z1), v(x0, top, z0)]
+                        }
+                        FACE_POS_X => {
+                            [v(x1, lo, z0), v(x1, top, z0), v(x1, top, z1), v(x1, lo, z1)]
+                        }
+                        FACE_NEG_Z => {
+                            [v(x0, lo, z0), v(x0, top, z0), v(x1, top, z0), v(x1, lo, z0)]
+                        }
+                        _ => [v(x0, lo, z1), v(x1, lo, z1), v(x1, top, z1), v(x0, top, z1)],
+                    };
+                    push(face, corners);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Which faces [`Heightfield::column_faces`] gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaceSet {
+    /// Every face of every column above 0.
+    All,
+    /// The faces that can be seen from outside the columns, trimmed to the
+    /// part above a lower neighbour.
+    Visible,
+}
+
+/// One face of a column ([`Heightfield::column_faces`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColumnFace {
+    /// The cell, `z * width + x`.
+    pub cell: u32,
+    /// Which face ([`FACE_TOP`] and the others).
+    pub face: u32,
+    /// Its corners, counter-clockwise seen from outside.
+    pub corners: [Vec3; 4],
+}
+
+fn check_scale(height_scale: f32) -> Result<(), Error> {
+    if height_scale > 0.0 && height_scale.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::HeightfieldParameterInvalid {
+            field: "height_scale",
+            value: height_scale,
+            reason: "must be positive and finite",
+        })
+    }
+}
+
+/// A hit on a heightfield: distance, cell (`z * width + x`) and face.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HeightfieldHit {
+    /// Distance along the ray.
+    pub t: f32,
+    /// The cell, `z * width + x`.
+    pub cell: u32,
+    /// The face of its column ([`FACE_TOP`] and the others).
+    pub face: u32,
+}
+
+/// The heightfields of a scene as the walks read them: the
+/// [`crate::Accel::heightfields`] records and the
+/// [`crate::Accel::heightfield_heights`] they index.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Heightfields<'a> {
+    /// One record per heightfield ([`Primitive::heightfield_index`]).
+    pub descriptors: &'a [GpuHeightfield],
+    /// Every heightfield's pyramid.
+    pub heights: &'a [f32],
+}
+
+impl Heightfields<'_> {
+    /// No heightfields (a primitive record of that kind is never hit).
+    pub const NONE: Heightfields<'static> = Heightfields {
+        descriptors: &[],
+        heights: &[],
+    };
+
+    /// The first crossing in `(tmin, tmax)` of the heightfield record `p`
+    /// ([`ray_heightfield`]); `None` also for a record whose descriptor is
+    /// not here.
+    #[inline(always)]
+    pub fn hit(&self, pre: &RayPre, p: &Primitive, tmin: f32, tmax: f32) -> Option<HeightfieldHit> {
+        let d = self.descriptors.get(p.heightfield_index() as usize)?;
+        ray_heightfield(pre, d, self.heights, tmin, tmax)
+    }
+}
+
+/// The first crossing of the heightfield `hf` (its levels in `heights`) by the
+/// ray of `pre` (in the heightfield's object space) at a `t` in `(tmin,
+/// tmax)`: see the [module docs](self) for the shape and the walk. `None` for
+/// a miss, and for a record that cannot be walked (no cells, no levels or
+/// more than 31, or a cell size that is not positive;
+/// [`Heightfield::descriptor`] never makes one). A level entry missing from `heights` reads as an empty column.
+///
+/// An any-hit query needs nothing else: the first crossing found is the first
+/// crossing along the ray.
+pub fn ray_heightfield(
+    pre: &RayPre,
+    hf: &GpuHeightfield,
+    heights: &[f32],
+    tmin: f32,
+    tmax: f32,
+) -> Option<HeightfieldHit> {
+    Walk::new(pre, hf, heights)?.run(tmin, tmax)
+}
+
+/// Where the walk of [`ray_heightfield`] starts, for a backend that runs
+/// many walks side by side (each mirroring that function's loop, in the CPU
+/// backend's 8-lane walk): [`walk_start`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkStart {
+    /// The ray misses the grid's box within `(tmin, tmax)` (or the record
+    /// cannot be walked): no hit.
+    Miss,
+    /// One walk, from cell `(x, z)` at level `level` (the one below the
+    /// root), with `t_lo = tmin`.
+    Cell {
+        /// The start cell's column.
+        x: u32,
+        /// The start cell's row.
+        z: u32,
+        /// The level the walk starts at.
+        level: u32,
+    },
+    /// A direction component is exactly 0: [`ray_heightfield`] runs its
+    /// own walks (one per column the origin's plane borders).
+    Parallel,
+}
+
+/// Where the walk of [`ray_heightfield`] over `hf` by the ray of `pre` in
+/// `(tmin, tmax)` starts: the same root test and start cell.
+pub fn walk_start(
+    pre: &RayPre,
+    hf: &GpuHeightfield,
+    heights: &[f32],
+    tmin: f32,
+    tmax: f32,
+) -> WalkStart {
+    Walk::new(pre, hf, heights).map_or(WalkStart::Miss, |w| w.start(tmin, tmax))
+}
+
+/// The slab values of one box of the walk (a column or a node): entry and
+/// exit distance on each axis, `(plane - origin) * inv_dir`, near plane first
+/// (a direction component of exactly 0: `-inf, +inf` where the origin lies in
+/// the closed slab, `+inf, -inf` where not).
+#[derive(Clone, Copy, Debug)]
+struct Slabs {
+    txn: f32,
+    txf: f32,
+    tyn: f32,
+    tyf: f32,
+    tzn: f32,
+    tzf: f32,
+}
+
+impl Slabs {
+    #[inline(always)]
+    fn near(&self) -> f32 {
+        self.txn.max(self.tzn).max(self.tyn)
+    }
+    #[inline(always)]
+    fn far(&self) -> f32 {
+        self.txf.min(self.tzf).min(self.tyf)
+    }
+}
+
+/// One ray's walk over one heightfield: the ray's constants and the grid's.
+struct Walk<'a> {
+    heights: &'a [f32],
+    offsets: &'a [[u32; 4]; HEIGHTFIELD_MAX_LEVELS / 4],
+    width: u32,
+    depth: u32,
+    cs: f32,
+    inv_cs: f32,
+    /// The last level (one entry, the largest height).
+    top: u32,
+    o: Vec3,
+    d: Vec3,
+    inv: Vec3,
+    /// The origin and the direction in cell units (`o * inv_cs`, `d *
+    /// inv_cs`; x and z are read).
+    oc: Vec3,
+    dc: Vec3,
+    /// Direction components exactly 0 (parallel to that axis's planes).
+    par: [bool; 3],
+    /// Direction components above 0 (the walk steps towards `+`).
+    pos: [bool; 3],
+    /// `(0 - oy) * iy`: the ground plane's distance.
+    ty0: f32,
+    /// The ray climbs (`dy > 0`): the walk goes up a level after every step
+    /// across (a parent it could not skip may be skippable now that the
+    /// ray's low part is behind it).
+    up_always: bool,
+}
+
+impl<'a> Walk<'a> {
+    #[inline(always)]
+    fn new(pre: &RayPre, hf: &'a GpuHeightfield, heights: &'a [f32]) -> Option<Self> {
+        let (width, depth, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
+        let (cs, inv_cs) = (hf.scale[0], hf.scale[1]);
+        if width == 0
+            || depth == 0
+            || levels == 0
+            || levels as usize >= HEIGHTFIELD_MAX_LEVELS
+            || cs.is_nan()
+            || cs <= 0.0
+        {
+            return None;
+        }
+        let (o, d, inv) = (pre.origin, pre.dir, pre.inv_dir);
+        Some(Walk {
+            heights,
+            offsets: &hf.level_offset,
+            width,
+            depth,
+            cs,
+            inv_cs,
+            top: levels - 1,
+            o,
+            d,
+            inv,
+            oc: o * inv_cs,
+            dc: d * inv_cs,
+            par: [d.x == 0.0, d.y == 0.0, d.z == 0.0],
+            pos: [inv.x > 0.0, inv.y > 0.0, inv.z > 0.0],
+            ty0: (0.0 - o.y) * inv.y,
+            up_always: d.y > 0.0,
+        })
+    }
+
+    /// Plane `i` along x or z ([`Heightfield::plane`]).
+    #[inline(always)]
+    fn plane(&self, i: u32) -> f32 {
+        i as f32 * self.cs
+    }
+
+    /// Entry `(i, j)` of level `level` (0: empty where `heights` lacks it).
+    #[inline(always)]
+    fn entry(&self, level: u32, i: u32, j: u32) -> f32 {
+        let k = level as usize;
+        let base = self.offsets[k / 4][k % 4] as usize;
+        let w = level_cells(self.width, level) as usize;
+        self.heights
+            .get(base + j as usize * w + i as usize)
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// The slab of axis `k` (0 = x, 2 = z) between planes `a <= b`. A walk
+    /// with a direction parallel to the axis only visits boxes holding its
+    /// origin's coordinate (see `run`).
+    #[inline(always)]
+    fn slab(&self, k: usize, a: f32, b: f32) -> (f32, f32) {
+        if self.par[k] {
+            (f32::NEG_INFINITY, f32::INFINITY)
+        } else {
+            let ta = (a - self.o[k]) * self.inv[k];
+            let tb = (b - self.o[k]) * self.inv[k];
+            if self.pos[k] { (ta, tb) } else { (tb, ta) }
+        }
+    }
+
+    /// The slab of y between the ground and height `h`.
+    #[inline(always)]
+    fn slab_y(&self, h: f32) -> (f32, f32) {
+        if self.par[1] {
+            if 0.0 <= self.o.y && self.o.y <= h {
+                (f32::NEG_INFINITY, f32::INFINITY)
+            } else {
+                (f32::INFINITY, f32::NEG_INFINITY)
+            }
+        } else {
+            let th = (h - self.o.y) * self.inv.y;
+            if self.pos[1] {
+                (self.ty0, th)
+            } else {
+                (th, self.ty0)
+            }
+        }
+    }
+
+    /// The slabs of the box over cells `[x0, x1) x [z0, z1)` up to height `h`.
+    #[inline(always)]
+    fn slabs(&self, x0: u32, x1: u32, z0: u32, z1: u32, h: f32) -> Slabs {
+        let (txn, txf) = self.slab(0, self.plane(x0), self.plane(x1));
+        let (tzn, tzf) = self.slab(2, self.plane(z0), self.plane(z1));
+        let (tyn, tyf) = self.slab_y(h);
+        Slabs {
+            txn,
+            txf,
+            tyn,
+            tyf,
+            tzn,
+            tzf,
+        }
+    }
+
+    /// The crossing of a column box (height `h`, slabs `s`) in `(tmin,
+    /// tmax)`: its entry `(t, face)`, or its exit for a ray that starts
+    /// inside it. A column of height 0 is empty.
+    #[inline(always)]
+    fn crossing(&self, s: &Slabs, h: f32, tmin: f32, tmax: f32) -> Option<(f32, u32)> {
+        let (near, far) = (s.near(), s.far());
+        if !(h > 0.0 && near <= widen_exit(far)) {
+            return None;
+        }
+        if near > tmin {
+            if near >= tmax {
+                return None;
+            }
+            let face = if s.tyn == near {
+                if self.pos[1] { FACE_BOTTOM } else { FACE_TOP }
+            } else if s.txn == near {
+                if self.pos[0] { FACE_NEG_X } else { FACE_POS_X }
+            } else if self.pos[2] {
+                FACE_NEG_Z
+            } else {
+                FACE_POS_Z
+            };
+            Some((near, face))
+        } else if far > tmin && far < tmax {
+            let face = if s.tyf == far {
+                if self.pos[1] { FACE_TOP } else { FACE_BOTTOM }
+            } else if s.txf == far {
+                if self.pos[0] { FACE_POS_X } else { FACE_NEG_X }
+            } else if self.pos[2] {
+                FACE_POS_Z
+            } else {
+                FACE_NEG_Z
+            };
+            Some((far, face))
+        } else {
+            None
+        }
+    }
+
+    /// The crossing of the column of cell `(x, z)` (inside the grid).
+    #[inline(always)]
+    fn cell_crossing(&self, x: u32, z: u32, tmin: f32, tmax: f32) -> Option<HeightfieldHit> {
+        let h = self.entry(0, x, z);
+        let s = self.slabs(x, x + 1, z, z + 1, h);
+        let (t, face) = self.crossing(&s, h, tmin, tmax)?;
+        Some(HeightfieldHit {
+            t,
+            cell: z * self.width + x,
+            face,
+        })
+    }
+
+    /// The cell of coordinate `v` along a side of `n` cells: `k` with
+    /// `plane(k) <= v < plane(k + 1)`, clamped into `[0, n)`.
+    #[inline(always)]
+    fn cell_of(&self, v: f32, n: u32) -> u32 {
+        // `as u32` truncates and saturates: a NaN or a negative value becomes
+        // 0, a non-negative one its floor.
+        let mut k = ((v * self.inv_cs) as u32).min(n - 1);
+        // `v * inv_cs` is rounded: one step sets it right against the planes.
+        if k > 0 && v < self.plane(k) {
+            k -= 1;
+        } else if k + 1 < n && v >= self.plane(k + 1) {
+            k += 1;
+        }
+        k
+    }
+
+    /// The cells whose closed slab holds `v` along a side of `n` cells (for
+    /// a direction parallel to that axis): one, or two where `v` lies on the
+    /// plane between them. `v` lies in `[0, plane(n)]` (the root test).
+    #[inline(always)]
+    fn cells_on(&self, v: f32, n: u32) -> ([u32; 2], usize) {
+        let k = self.cell_of(v, n);
+        if k > 0 && v == self.plane(k) {
+            ([k - 1, k], 2)
+        } else {
+            ([k, k], 1)
+        }
+    }
+
+    /// The coordinate along axis `k` (of `n` cells) of the ray at `t`, for
+    /// the axis the walk does not leave the node by: its cell, clamped into
+    /// the node's `[lo, hi)` and never behind `current` (the walk only moves
+    /// forward). In cell units from the ray's own (`oc + t dc`, no division,
+    /// no correction against the planes: a cell off by one where the ray
+    /// lies within rounding of a plane is left at once, across that plane,
+    /// by the next step).
+    #[inline(always)]
+    fn follow(&self, k: usize, t: f32, n: u32, lo: u32, hi: u32, current: u32) -> u32 {
+        // `as u32` truncates and saturates: its floor, or 0 for a NaN or a
+        // negative value.
+        let c = ((self.oc[k] + t * self.dc[k]) as u32)
+            .min(n - 1)
+            .clamp(lo, hi - 1);
+        if self.pos[k] {
+            c.max(current)
+        } else {
+            c.min(current)
+        }
+    }
+
+    /// The root's test and where the walk starts (see [`WalkStart`]).
+    #[inline(always)]
+    fn start(&self, tmin: f32, tmax: f32) -> WalkStart {
+        let (w, d) = (self.width, self.depth);
+        let m = self.entry(self.top, 0, 0);
+        // The root: a parallel axis's slab is the origin within the grid's
+        // closed extent on that axis.
+        let inside = |k: usize, n: u32| 0.0 <= self.o[k] && self.o[k] <= self.plane(n);
+        if (self.par[0] && !inside(0, w)) || (self.par[2] && !inside(2, d)) {
+            return WalkStart::Miss;
+        }
+        let s = self.slabs(0, w, 0, d, m);
+        let (near, far) = (s.near(), widen_exit(s.far()));
+        if !(m > 0.0 && near <= far && near < tmax && far > tmin) {
+            return WalkStart::Miss;
+        }
+        if self.par.iter().any(|&p| p) {
+            return WalkStart::Parallel;
+        }
+        let t0 = near.max(tmin);
+        WalkStart::Cell {
+            x: self.cell_of(self.o.x + t0 * self.d.x, w),
+            z: self.cell_of(self.o.z + t0 * self.d.z, d),
+            // Below the root, just tested.
+            level: self.top.saturating_sub(1),
+        }
+    }
+
+    /// The whole query: the root's test, the start cell (cells, for a
+    /// direction parallel to x or z whose origin lies on a plane between
+    /// columns), and the walk from it.
+    #[inline(always)]
+    fn run(&self, tmin: f32, tmax: f32) -> Option<HeightfieldHit> {
+        match self.start(tmin, tmax) {
+            WalkStart::Miss => None,
+            WalkStart::Cell { x, z, level } => self.walk(x, z, level, tmin, tmax),
+            WalkStart::Parallel => self.run_parallel(tmin, tmax),
+        }
+    }
+
+    /// [`Walk::run`] for a direction with a component of exactly 0 (whose
+    /// root test passed): one walk from each column the origin's plane
+    /// borders along x and z, the nearest crossing of all.
+    #[inline(never)]
+    fn run_parallel(&self, tmin: f32, tmax: f32) -> Option<HeightfieldHit> {
+        let (w, d) = (self.width, self.depth);
+        let m = self.entry(self.top, 0, 0);
+        let s = self.slabs(0, w, 0, d, m);
+        let t0 = s.near().max(tmin);
+        let xs = if self.par[0] {
+            self.cells_on(self.o.x, w)
+        } else {
+            ([self.cell_of(self.o.x + t0 * self.d.x, w); 2], 1)
+        };
+        let zs = if self.par[2] {
+            self.cells_on(self.o.z, d)
+        } else {
+            ([self.cell_of(self.o.z + t0 * self.d.z, d); 2], 1)
+        };
+        let level = self.top.saturating_sub(1);
+        let mut best: Option<HeightfieldHit> = None;
+        for &x in &xs.0[..xs.1] {
+            for &z in &zs.0[..zs.1] {
+                let limit = best.map_or(tmax, |b| b.t);
+                if let Some(h) = self.walk(x, z, level, tmin, limit) {
+                    best = Some(h);
+                }
+            }
+        }
+        best
+    }
+
+    /// The walk from cell `(cx, cz)`, at level `level`: the first crossing
+    /// in `(tmin, tmax)`.
+    #[inline(always)]
+    fn walk(
+        &self,
+        mut cx: u32,
+        mut cz: u32,
+        mut level: u32,
+        tmin: f32,
+        tmax: f32,
+    ) -> Option<HeightfieldHit> {
+        let (w, d) = (self.width, self.depth);
+        // Every crossing still ahead lies at or after this distance (see the
+        // module docs): where the walk entered its current cell.
+        let mut t_lo = tmin;
+        loop {
+            let (nx, nz) = (cx >> level, cz >> level);
+            // The node's cells: [x0, x1) x [z0, z1). ok: at most 2^31.
+            let (x0, z0) = (nx << level, nz << level);
+            let x1 = ((nx + 1) << level).min(w);
+            let z1 = ((nz + 1) << level).min(d);
+            let m = self.entry(level, nx, nz);
+            let s = self.slabs(x0, x1, z0, z1, m);
+            if level == 0 {
+                if let Some((t, face)) = self.crossing(&s, m, tmin, tmax) {
+                    return Some(HeightfieldHit {
+                        t,
+                        cell: cz * w + cx,
+                        face,
+                    });
+                }
+            } else {
+                // The column test's expressions on the node (module docs),
+                // its entry distance taken as the y slab's alone: at most
+                // the node's (a weaker test, which never skips more).
+                let far = widen_exit(s.far());
+                if m > 0.0 && s.tyn <= far && s.tyn < tmax && far >= t_lo {
+                    level -= 1;
+                    continue;
+                }
+            }
+            // Leave the node (a column: the cell) by its nearer exit.
+            let t_exit = s.txf.min(s.tzf);
+            if t_exit >= tmax || t_exit.is_nan() {
+                // Past tmax (or never: a vertical ray's one column).
+                return None;
+            }
+            // Whether the step leaves the node's parent.
+            let new_parent;
+            if s.txf == s.tzf {
+                // Through a corner: the two side cells touch the ray on
+                // their edge there. A node goes down until the corner cell.
+                if level > 0 {
+                    level -= 1;
+                    continue;
+                }
+                let ax = if self.pos[0] {
+                    cx + 1
+                } else {
+                    cx.wrapping_sub(1)
+                };
+                let bz = if self.pos[2] {
+                    cz + 1
+                } else {
+                    cz.wrapping_sub(1)
+                };
+                let mut side = None;
+                if ax < w {
+                    side = self.cell_crossing(ax, cz, tmin, tmax);
+                }
+                if bz < d {
+                    let limit = side.map_or(tmax, |h: HeightfieldHit| h.t);
+                    if let Some(h) = self.cell_crossing(cx, bz, tmin, limit) {
+                        side = Some(h);
+                    }
+                }
+                if side.is_some() {
+                    return side;
+                }
+                new_parent = (ax >> 1) != (cx >> 1) || (bz >> 1) != (cz >> 1);
+                (cx, cz) = (ax, bz);
+                if cx >= w || cz >= d {
+                    return None;
+                }
+            } else if s.txf < s.tzf {
+                cx = if self.pos[0] { x1 } else { x0.wrapping_sub(1) };
+                if cx >= w {
+                    return None;
+                }
+                new_parent = (cx >> (level + 1)) != (nx >> 1);
+                if !self.par[2] {
+                    cz = self.follow(2, t_exit, d, z0, z1, cz);
+                }
+            } else {
+                cz = if self.pos[2] { z1 } else { z0.wrapping_sub(1) };
+                if cz >= d {
+                    return None;
+                }
+                new_parent = (cz >> (level + 1)) != (nz >> 1);
+                if !self.par[0] {
+                    cx = self.follow(0, t_exit, w, x0, x1, cx);
+                }
+            }
+            t_lo = t_exit;
+            // Up a level after a skip (Tevs et al.). A ray that does not
+            // climb still in the same parent would only find that parent
+            // unskippable again (its lowest point ahead is where it was), so
+            // it goes up only where it entered a new parent.
+            if level < self.top && (self.up_always || new_parent) {
+                level += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Ray;
+
+    fn walk(hf: &Heightfield, ray: &Ray) -> Option<HeightfieldHit> {
+        let desc = hf.descriptor(0);
+        ray_heightfield(&RayPre::new(ray), &desc, hf.pyramid(), ray.tmin, ray.tmax)
+    }
+
+    #[test]
+    fn pyramid_levels_hold_the_maxima() {
+        let heights: Vec<f32> = (0..5 * 3).map(|i| ((i * 7) % 11) as f32).collect();
+        let hf = Heightfield::new(5, 3, 1.0, &heights).unwrap(); // ok: test, valid
+        assert_eq!(hf.levels(), 4);
+        assert_eq!(hf.level(1).map(<[f32]>::len), Some(3 * 2));
+        assert_eq!(hf.level(3), Some(&[10.0][..]));
+        assert_eq!(hf.level(4), None);
+        let l1 = hf.level(1).unwrap(); // ok: test
+        for j in 0..2u32 {
+            for i in 0..3u32 {
+                let mut m = 0.0f32;
+                for z in 2 * j..(2 * j + 2).min(3) {
+                    for x in 2 * i..(2 * i + 2).min(5) {
+                        m = m.max(heights[(z * 5 + x) as usize]);
+                    }
+                }
+                assert_eq!(l1[(j * 3 + i) as usize], m);
+            }
+        }
+        assert_eq!(Heightfield::new(1, 1, 1.0, &[2.0]).unwrap().levels(), 1); // ok: test
+        assert_eq!(level_count(512, 512), 10);
+        assert_eq!(level_count(513, 2), 11);
+        assert_eq!(level_count(1 << 30, 1), 31);
+    }
+
+    #[test]
+    fn bad_grids_name_the_problem_and_the_cell() {
+        assert_eq!(
+            Heightfield::new(0, 3, 1.0, &[]),
+            Err(Error::HeightfieldEmpty { width: 0, depth: 3 })
+        );
+        assert_eq!(
+            Heightfield::new(2, 2, 1.0, &[1.0; 3]),
+            Err(Error::HeightfieldSamples {
+                width: 2,
+                depth: 2,
+                given: 3
+            })
+        );
+        assert!(matches!(
+            Heightfield::new(1 << 16, 1 << 15, 1.0, &[]),
+            Err(Error::HeightfieldTooLarge { .. })
+        ));
+        assert_eq!(
+            Heightfield::new(2, 2, 1.0, &[1.0, 2.0, -1.0, 0.0]),
+            Err(Error::HeightfieldHeightInvalid {
+                x: 0,
+                z: 1,
+                height: -1.0
+            })
+        );
+        let nan = Heightfield::new(2, 1, 1.0, &[1.0, f32::NAN]);
+        assert!(matches!(
+            nan,
+            Err(Error::HeightfieldHeightInvalid { x: 1, z: 0, .. })
+        ));
+        for cs in [0.0, -1.0, f32::NAN, f32::INFINITY, 1e38] {
+            assert!(matches!(
+                Heightfield::new(8, 1, cs, &[1.0; 8]),
+                Err(Error::HeightfieldParameterInvalid {
+                    field: "cell_size",
+                    ..
+                })
+            ));
+        }
+        assert!(matches!(
+            Heightfield::from_u16(1, 1, 1.0, &[3], 0.0),
+            Err(Error::HeightfieldParameterInvalid {
+                field: "height_scale",
+                ..
+            })
+        ));
+        // A scale that makes a sample's height overflow names the cell.
+        assert_eq!(
+            Heightfield::from_u16(2, 1, 1.0, &[0, 65535], 1e35),
+            Err(Error::HeightfieldHeightInvalid {
+                x: 1,
+                z: 0,
+                height: f32::INFINITY
+            })
+        );
+        let hf = Heightfield::from_u8(2, 1, 0.5, &[4, 10], 0.25).unwrap(); // ok: test
+        assert_eq!(hf.heights(), &[1.0, 2.5]);
+    }
+
+    #[test]
+    fn a_ray_from_above_hits_the_top_and_one_from_the_side_the_wall() {
+        // x: 0 1 2 3, heights 1 0 3 2, one row.
+        let hf = Heightfield::new(4, 1, 1.0, &[1.0, 0.0, 3.0, 2.0]).unwrap(); // ok: test
+        let down = walk(&hf, &Ray::new(Vec3::new(2.5, 10.0, 0.5), Vec3::NEG_Y)).unwrap(); // ok: test
+        assert_eq!((down.t, down.cell, down.face), (7.0, 2, FACE_TOP));
+        // Into the empty cell 1 and on to the wall of cell 2.
+        let side = walk(
+            &hf,
+            &Ray::new(Vec3::new(1.5, 2.5, 0.5), Vec3::new(1.0, -1.0, 0.0)),
+        )
+        .unwrap(); // ok: test
+        assert_eq!((side.cell, side.face), (2, FACE_NEG_X));
+        assert!((side.t - 0.5).abs() < 1e-6);
+        // From inside column 3 it leaves through its top.
+        let inside = walk(&hf, &Ray::new(Vec3::new(3.5, 1.0, 0.5), Vec3::Y)).unwrap(); // ok: test
+        assert_eq!((inside.t, inside.cell, inside.face), (1.0, 3, FACE_TOP));
+        // Over everything, and beside the grid: misses.
+        assert!(walk(&hf, &Ray::new(Vec3::new(-1.0, 3.5, 0.5), Vec3::X)).is_none());
+        assert!(walk(&hf, &Ray::new(Vec3::new(0.5, 5.0, 1.5), Vec3::NEG_Y)).is_none());
+        // Down the plane x = 2 between cells 1 (empty) and 2 (3 high): the
+        // edge of cell 2's top, as the triangles see it.
+        let edge = walk(&hf, &Ray::new(Vec3::new(2.0, 10.0, 0.5), Vec3::NEG_Y)).unwrap(); // ok: test
+        assert_eq!((edge.t, edge.cell, edge.face), (7.0, 2, FACE_TOP));
+        // Level with the top of cell 2 exactly: its wall's top edge.
+        let level = walk(&hf, &Ray::new(Vec3::new(-1.0, 3.0, 0.5), Vec3::X)).unwrap(); // ok: test
+        assert_eq!((level.t, level.cell, level.face), (3.0, 2, FACE_NEG_X));
+    }
+
+    #[test]
+    fn faces_make_closed_boxes_and_visible_ones_skip_buried_sides() {
+        let hf = Heightfield::new(2, 1, 1.0, &[2.0, 1.0]).unwrap(); // ok: test
+        let all = hf.column_faces(FaceSet::All);
+        assert_eq!(all.len(), 12);
+        let visible = hf.column_faces(FaceSet::Visible);
+        // The +x side of cell 0 keeps its part above cell 1; cell 1's -x side goes.
+        assert_eq!(visible.len(), 11);
+        let wall = visible
+            .iter()
+            .find(|f| f.cell == 0 && f.face == FACE_POS_X)
+            .unwrap(); // ok: test
+        assert!(wall.corners.iter().all(|c| c.y >= 1.0));
+        assert!(!visible.iter().any(|f| f.cell == 1 && f.face == FACE_NEG_X));
+        // Outward winding: each quad's normal is its face's.
+        for f in &all {
+            let [a, b, c, _] = f.corners;
+            let n = (b - a).cross(c - a).normalize();
+            assert_eq!(n, face_normal(f.face), "{f:?}");
+        }
+    }
+}
