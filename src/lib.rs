@@ -14,6 +14,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod city;
 pub mod conformance;
 pub mod height_map;
 pub mod mesh;
@@ -78,3 +79,30 @@ pub fn instanced_scene(
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// Every built-in scene's name: the generated ones and the height maps.
+pub const SCENE_NAMES: &str = "rtiow, whitted19, cornell, instances, sunlit, city, city-triangles";
+
+/// A built-in scene by name: one generated in code ([`scenes`]) or a height map
+/// read from its file ([`city`]). An unknown name is [`Error::UnknownName`]
+/// listing [`SCENE_NAMES`].
+///
+/// ```
+/// let cornell = prism::builtin_scene("cornell")?;
+/// assert_eq!(cornell.name, "cornell");
+/// assert!(matches!(prism::builtin_scene("nope"), Err(prism::Error::UnknownName { .. })));
+/// # Ok::<(), prism::Error>(())
+/// ```
+pub fn builtin_scene(name: &str) -> Result<scenes::Preset, Error> {
+    if let Some(preset) = city::by_name(name) {
+        return preset;
+    }
+    scenes::by_name(name).map_err(|e| match e {
+        Error::UnknownName { what, name, .. } => Error::UnknownName {
+            what,
+            name,
+            known: SCENE_NAMES,
+        },
+        other => other,
+    })
+}

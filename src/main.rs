@@ -49,12 +49,17 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct SceneArgs {
-    /// Built-in scene: rtiow, whitted19, cornell, instances, sunlit (default rtiow).
+    /// Built-in scene: rtiow, whitted19, cornell, instances, sunlit, city, city-triangles
+    /// (default rtiow).
     #[arg(long, conflicts_with = "mesh")]
     scene: Option<String>,
     /// This mesh (.obj or .ply) instead of a built-in scene (rendered; traced by `bench --rays`).
     #[arg(long)]
     mesh: Option<PathBuf>,
+    /// This height map (8- or 16-bit PNG; RGB as grey 77/150/29) instead of a built-in
+    /// scene, seen as the city is: unit columns under a sun.
+    #[arg(long, conflicts_with_all = ["scene", "mesh"])]
+    heightfield: Option<PathBuf>,
     /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND, when set and not empty, overrides).
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -343,7 +348,17 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
             )
         }
         None => {
-            let p = prism::scenes::by_name(a.scene.as_deref().unwrap_or("rtiow"))?;
+            let p = match &a.heightfield {
+                Some(path) => {
+                    let map = prism::height_map::load_png(path)?;
+                    prism::city::height_map_preset(
+                        "heightfield",
+                        &map,
+                        prism::city::Columns::Heightfield,
+                    )?
+                }
+                None => prism::builtin_scene(a.scene.as_deref().unwrap_or("rtiow"))?,
+            };
             (
                 p.name.to_string(),
                 p.scene,

@@ -1,4 +1,6 @@
-//! Built-in scenes, generated in code: no files needed.
+//! Built-in scenes, generated in code: no files needed. The height-map scenes
+//! (`city`, read from a file) are in [`crate::city`]; [`crate::builtin_scene`]
+//! finds either kind by name.
 //!
 //! | name        | what                                                   | default                   |
 //! |-------------|--------------------------------------------------------|---------------------------|

@@ -44,7 +44,7 @@ pub(crate) fn bench_scene_rays(
         "--rays traces the ray file as it is: --width, --height, --spp, --depth, --seed, \
          --integrator and --ao-* apply to renders only",
     )?;
-    let preset = prism::scenes::by_name(name)?;
+    let preset = prism::builtin_scene(name)?;
     let two_level = preset.scene.is_two_level();
     let rays = read_some_rays(rays_path)?;
     // The reference is read and checked before any timing, so that a wrong
