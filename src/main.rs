@@ -147,6 +147,12 @@ struct BenchArgs {
     /// closest hits (or, on --mesh, occlusion) disagree.
     #[arg(long, requires = "rays")]
     hits: Option<PathBuf>,
+    /// With --rays on a built-in --scene: trace the file's rays repeated to this
+    /// many a call, so that a GPU is filled as by an engine's frame of rays (the
+    /// rate is the kernel's, from the device clock; hits are checked on the first
+    /// copy).
+    #[arg(long, requires = "rays", value_parser = clap::value_parser!(u64).range(1..=(1 << 26)))]
+    batch: Option<u64>,
     /// Place --mesh once per transform of this .instances file (in file order)
     /// and trace --rays on that two-level scene; --hits is then an .ihits file
     /// (instance ids compared too).

@@ -28,6 +28,11 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
 
 /// `prism bench`: a ray file (flat or instanced), moving frames, or a render.
 pub(crate) fn bench(a: BenchArgs) -> Result<(), CliError> {
+    if a.batch.is_some() && (a.scene.mesh.is_some() || a.instances.is_some()) {
+        return Err(CliError::Usage(
+            "--batch repeats the rays of a built-in --scene's ray file; a --mesh ray file is traced as it is",
+        ));
+    }
     match (&a.rays, &a.scene.mesh, &a.instances) {
         (Some(rays), Some(mesh), Some(instances)) => {
             super::instanced::bench_instanced(&a, mesh, instances, rays)
