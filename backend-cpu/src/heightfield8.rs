@@ -3,7 +3,8 @@
 //! `intersect` and `occluded` on such a scene walk eight rays at once.
 //!
 //! Each lane runs core's walk ([`prism_core::heightfield::ray_heightfield`])
-//! step for step: the same start ([`walk_start`]), and in the loop the same
+//! step for step: the same start ([`prism_core::heightfield::walk_start`],
+//! eight rays at a time), and in the loop the same
 //! node and column tests, exits, steps and level changes, each value computed
 //! by the same `f32` operations in the same order (no fused multiply-add:
 //! only AVX2 is enabled, and Rust never contracts), so a lane's answer is
@@ -25,9 +26,9 @@ use prism_core::Ray;
 use prism_core::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS};
 use prism_core::heightfield::{
     FACE_BOTTOM, FACE_NEG_X, FACE_NEG_Z, FACE_POS_X, FACE_POS_Z, FACE_TOP, HeightfieldHit,
-    WalkStart, ray_heightfield, walk_start,
+    ray_heightfield,
 };
-use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 
 /// Whether this CPU runs the 8-lane walk.
 pub(crate) fn available() -> bool {
@@ -35,17 +36,25 @@ pub(crate) fn available() -> bool {
 }
 
 /// Whether the lanes can walk `hf` over `heights`: the record is one core's
-/// walk accepts, and every index into `heights` fits a gather's `i32`.
+/// walk accepts, every level lies inside `heights` (so that a walking lane's
+/// read, of an entry of its level's grid, is always in bounds), and every
+/// index fits a gather's `i32`.
 pub(crate) fn walkable(hf: &GpuHeightfield, heights: &[f32]) -> bool {
     let (w, d, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
-    w > 0
+    let shape = w > 0
         && d > 0
         && levels > 0
         && (levels as usize) < HEIGHTFIELD_MAX_LEVELS
         && hf.scale[0] > 0.0
         && heights.len() < i32::MAX as usize
         && w <= 1 << 30
-        && d <= 1 << 30
+        && d <= 1 << 30;
+    shape
+        && (0..levels).all(|k| {
+            let cells = (((w - 1) >> k) + 1) as u64 * (((d - 1) >> k) + 1) as u64;
+            let start = hf.level_offset[k as usize / 4][k as usize % 4] as u64;
+            start + cells <= heights.len() as u64
+        })
 }
 
 /// Eight `f32` lanes in memory.
@@ -136,61 +145,306 @@ pub(crate) fn walk_batch(
     unsafe { walk8(hf, heights, rays, put) }
 }
 
-/// Load the next ray of `rays` (from `*next`) that needs a walk into lane
-/// `lane`, answering on the way every one that does not (a miss before the
-/// walk, or a ray core walks itself); the lane goes idle when none is left.
-fn refill(
-    st: &mut Lanes,
-    lane: usize,
-    next: &mut usize,
-    hf: &GpuHeightfield,
-    heights: &[f32],
-    rays: &[Ray],
-    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
-) {
-    while let Some(ray) = rays.get(*next) {
-        let i = *next;
-        *next += 1;
-        if ray.mask & 0xFF == 0 {
-            put(i, None);
-            continue;
+/// A started walk waiting for a lane: its ray's constants and its start
+/// (core's `walk_start`), as the lanes take them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Started {
+    f: [f32; 13],
+    i: [i32; 7],
+    ray: usize,
+}
+
+/// Where in [`Started`] each value lies.
+mod at {
+    pub const OX: usize = 0;
+    pub const OY: usize = 1;
+    pub const OZ: usize = 2;
+    pub const IX: usize = 3;
+    pub const IY: usize = 4;
+    pub const IZ: usize = 5;
+    pub const OCX: usize = 6;
+    pub const OCZ: usize = 7;
+    pub const DCX: usize = 8;
+    pub const DCZ: usize = 9;
+    pub const TY0: usize = 10;
+    pub const TMIN: usize = 11;
+    pub const TMAX: usize = 12;
+    pub const CX: usize = 0;
+    pub const CZ: usize = 1;
+    pub const LEVEL: usize = 2;
+    pub const POS_X: usize = 3;
+    pub const POS_Y: usize = 4;
+    pub const POS_Z: usize = 5;
+    pub const UP: usize = 6;
+}
+
+/// The rays of a batch started eight at a time, and the started walks that
+/// wait for a lane.
+struct Starter<'a> {
+    hf: &'a GpuHeightfield,
+    heights: &'a [f32],
+    rays: &'a [Ray],
+    /// The next ray of the batch to start.
+    next: usize,
+    /// Started walks: `ready[taken..count]` wait for a lane.
+    ready: [Started; 8],
+    count: usize,
+    taken: usize,
+}
+
+impl Starter<'_> {
+    /// The next started walk, starting rays eight at a time as needed
+    /// (answering those that need no walk of a lane); `None` once every ray
+    /// is started.
+    #[target_feature(enable = "avx2")]
+    fn take(&mut self, put: &mut dyn FnMut(usize, Option<HeightfieldHit>)) -> Option<Started> {
+        while self.taken == self.count {
+            if self.next >= self.rays.len() {
+                return None;
+            }
+            self.start8(put);
         }
-        let pre = RayPre::new(ray);
-        match walk_start(&pre, hf, heights, ray.tmin, ray.tmax) {
-            WalkStart::Miss => put(i, None),
-            WalkStart::Parallel => put(i, ray_heightfield(&pre, hf, heights, ray.tmin, ray.tmax)),
-            WalkStart::Cell { x, z, level } => {
-                let (o, inv, d, inv_cs) = (pre.origin, pre.inv_dir, pre.dir, hf.scale[1]);
-                st.ox.0[lane] = o.x;
-                st.oy.0[lane] = o.y;
-                st.oz.0[lane] = o.z;
-                st.ix.0[lane] = inv.x;
-                st.iy.0[lane] = inv.y;
-                st.iz.0[lane] = inv.z;
-                st.ocx.0[lane] = o.x * inv_cs;
-                st.ocz.0[lane] = o.z * inv_cs;
-                st.dcx.0[lane] = d.x * inv_cs;
-                st.dcz.0[lane] = d.z * inv_cs;
-                st.ty0.0[lane] = (0.0 - o.y) * inv.y;
-                st.tmin.0[lane] = ray.tmin;
-                st.tmax.0[lane] = ray.tmax;
-                st.t_lo.0[lane] = ray.tmin;
-                st.cx.0[lane] = x as i32;
-                st.cz.0[lane] = z as i32;
-                st.level.0[lane] = level as i32;
-                let mask = |b: bool| if b { -1 } else { 0 };
-                st.pos_x.0[lane] = mask(inv.x > 0.0);
-                st.pos_y.0[lane] = mask(inv.y > 0.0);
-                st.pos_z.0[lane] = mask(inv.z > 0.0);
-                st.up.0[lane] = mask(d.y > 0.0);
-                st.live.0[lane] = -1;
-                st.kind.0[lane] = ENDED_MISS;
-                st.ray[lane] = i;
-                return;
+        let s = self.ready[self.taken];
+        self.taken += 1;
+        Some(s)
+    }
+
+    /// Start rays `next..next + 8` (fewer at the batch's end): core's
+    /// `RayPre::new` (the inverse direction) and `walk_start` (the root's
+    /// test and the start cell) in lanes, the same operations in the same
+    /// order per lane. A ray whose mask hides the scene, or that misses the
+    /// root, is answered (a miss); one with a direction component of exactly
+    /// 0 is answered by core's walk.
+    #[target_feature(enable = "avx2")]
+    fn start8(&mut self, put: &mut dyn FnMut(usize, Option<HeightfieldHit>)) {
+        let first = self.next;
+        let n = (self.rays.len() - first).min(8);
+        self.next += n;
+        let (mut o, mut d) = ([[0.0f32; 8]; 3], [[1.0f32; 8]; 3]);
+        let (mut tmin, mut tmax) = ([0.0f32; 8], [0.0f32; 8]);
+        for (k, ray) in self.rays[first..first + n].iter().enumerate() {
+            for axis in 0..3 {
+                o[axis][k] = ray.origin[axis];
+                d[axis][k] = ray.dir[axis];
+            }
+            tmin[k] = ray.tmin;
+            tmax[k] = ray.tmax;
+        }
+        let hf = self.hf;
+        let (w, dd, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
+        let (cs, inv_cs) = (hf.scale[0], hf.scale[1]);
+        let top = levels - 1;
+        let k = top as usize;
+        let m = self
+            .heights
+            .get(hf.level_offset[k / 4][k % 4] as usize)
+            .copied()
+            .unwrap_or(0.0);
+        let f8 = |a: [f32; 8]| -> __m256 { bytemuck::cast(a) };
+        let (ox, oy, oz) = (f8(o[0]), f8(o[1]), f8(o[2]));
+        let (dx, dy, dz) = (f8(d[0]), f8(d[1]), f8(d[2]));
+        let (vtmin, vtmax) = (f8(tmin), f8(tmax));
+        let i = |x| _mm256_castps_si256(x);
+        let f = |x| _mm256_castsi256_ps(x);
+        let lt = |a, b| _mm256_cmp_ps::<_CMP_LT_OQ>(a, b);
+        let le = |a, b| _mm256_cmp_ps::<_CMP_LE_OQ>(a, b);
+        let gt = |a, b| _mm256_cmp_ps::<_CMP_GT_OQ>(a, b);
+        let ge = |a, b| _mm256_cmp_ps::<_CMP_GE_OQ>(a, b);
+        let eq = |a, b| _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b);
+        let and = |a, b| _mm256_and_ps(a, b);
+        let or = |a, b| _mm256_or_ps(a, b);
+        let pick = |a, b, m| _mm256_blendv_ps(a, b, m);
+        let (zero, one) = (_mm256_setzero_ps(), _mm256_set1_ps(1.0));
+        let (inf, ninf) = (
+            _mm256_set1_ps(f32::INFINITY),
+            _mm256_set1_ps(f32::NEG_INFINITY),
+        );
+        // RayPre::new: 1 / d, a component below MIN_DIR_COMPONENT in size
+        // replaced by it (with its sign).
+        let sign = _mm256_set1_ps(-0.0);
+        let min_c = _mm256_set1_ps(MIN_DIR_COMPONENT);
+        let safe = |c| {
+            let small = lt(_mm256_andnot_ps(sign, c), min_c);
+            pick(c, or(and(c, sign), min_c), small)
+        };
+        let (ix, iy, iz) = (
+            _mm256_div_ps(one, safe(dx)),
+            _mm256_div_ps(one, safe(dy)),
+            _mm256_div_ps(one, safe(dz)),
+        );
+        // Walk::new.
+        let (par_x, par_y, par_z) = (eq(dx, zero), eq(dy, zero), eq(dz, zero));
+        let (pos_x, pos_y, pos_z) = (gt(ix, zero), gt(iy, zero), gt(iz, zero));
+        let ty0 = _mm256_mul_ps(_mm256_sub_ps(zero, oy), iy);
+        let vinv_cs = _mm256_set1_ps(inv_cs);
+        // Walk::start: the root's slabs.
+        let (pw, pd) = (
+            _mm256_set1_ps(w as f32 * cs),
+            _mm256_set1_ps(dd as f32 * cs),
+        );
+        let vm = _mm256_set1_ps(m);
+        let slab = |o, inv, pos, par, hi| {
+            let ta = _mm256_mul_ps(_mm256_sub_ps(zero, o), inv);
+            let tb = _mm256_mul_ps(_mm256_sub_ps(hi, o), inv);
+            (
+                pick(pick(tb, ta, pos), ninf, par),
+                pick(pick(ta, tb, pos), inf, par),
+            )
+        };
+        let (txn, txf) = slab(ox, ix, pos_x, par_x, pw);
+        let (tzn, tzf) = slab(oz, iz, pos_z, par_z, pd);
+        let th = _mm256_mul_ps(_mm256_sub_ps(vm, oy), iy);
+        let y_in = and(le(zero, oy), le(oy, vm));
+        let tyn = pick(pick(th, ty0, pos_y), pick(inf, ninf, y_in), par_y);
+        let tyf = pick(pick(ty0, th, pos_y), pick(ninf, inf, y_in), par_y);
+        let near = _mm256_max_ps(_mm256_max_ps(txn, tzn), tyn);
+        let far = _mm256_min_ps(_mm256_min_ps(txf, tzf), tyf);
+        let scale = pick(
+            _mm256_set1_ps(SLAB_EXIT_SCALE),
+            _mm256_set1_ps(SLAB_EXIT_SCALE_NEGATIVE),
+            lt(far, zero),
+        );
+        let far = _mm256_mul_ps(far, scale);
+        // A parallel axis's root slab: the origin within the closed extent.
+        let inside = |o, hi| and(le(zero, o), le(o, hi));
+        let outside = or(
+            _mm256_andnot_ps(inside(ox, pw), par_x),
+            _mm256_andnot_ps(inside(oz, pd), par_z),
+        );
+        let hit_root = _mm256_andnot_ps(
+            outside,
+            and(
+                and(gt(vm, zero), le(near, far)),
+                and(lt(near, vtmax), gt(far, vtmin)),
+            ),
+        );
+        let parallel = or(or(par_x, par_y), par_z);
+        // The start cell: core's `cell_of` of the point at max(near, tmin).
+        let t0 = _mm256_max_ps(near, vtmin);
+        let cell_of = |v, n: u32| {
+            let nf = _mm256_set1_ps(n as f32);
+            let x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, vinv_cs), zero), nf);
+            let k = _mm256_min_epi32(_mm256_cvttps_epi32(x), _mm256_set1_epi32(n as i32 - 1));
+            let k1 = _mm256_add_epi32(k, _mm256_set1_epi32(1));
+            let plane = |k| _mm256_mul_ps(_mm256_cvtepi32_ps(k), _mm256_set1_ps(cs));
+            let dec = _mm256_and_si256(
+                _mm256_cmpgt_epi32(k, _mm256_setzero_si256()),
+                i(lt(v, plane(k))),
+            );
+            let inc = _mm256_andnot_si256(
+                dec,
+                _mm256_and_si256(
+                    _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), k1),
+                    i(ge(v, plane(k1))),
+                ),
+            );
+            // Masks are -1.
+            _mm256_sub_epi32(_mm256_add_epi32(k, dec), inc)
+        };
+        let cx = cell_of(_mm256_add_ps(ox, _mm256_mul_ps(t0, dx)), w);
+        let cz = cell_of(_mm256_add_ps(oz, _mm256_mul_ps(t0, dz)), dd);
+        let lanes = |x: __m256| -> [f32; 8] { bytemuck::cast(x) };
+        let lanes_i = |x: __m256i| -> [i32; 8] { bytemuck::cast(x) };
+        let values = [
+            o[0],
+            o[1],
+            o[2],
+            lanes(ix),
+            lanes(iy),
+            lanes(iz),
+            lanes(_mm256_mul_ps(ox, vinv_cs)),
+            lanes(_mm256_mul_ps(oz, vinv_cs)),
+            lanes(_mm256_mul_ps(dx, vinv_cs)),
+            lanes(_mm256_mul_ps(dz, vinv_cs)),
+            lanes(ty0),
+            tmin,
+            tmax,
+        ];
+        let ints = [
+            lanes_i(cx),
+            lanes_i(cz),
+            [top.saturating_sub(1) as i32; 8],
+            lanes_i(i(pos_x)),
+            lanes_i(i(pos_y)),
+            lanes_i(i(pos_z)),
+            lanes_i(i(gt(dy, zero))),
+        ];
+        let hit_bits = _mm256_movemask_ps(hit_root) as u32;
+        let par_bits = _mm256_movemask_ps(parallel) as u32;
+        let _ = f;
+        self.count = 0;
+        self.taken = 0;
+        for (k, ray) in self.rays[first..first + n].iter().enumerate() {
+            let index = first + k;
+            if ray.mask & 0xFF == 0 || hit_bits & (1 << k) == 0 {
+                put(index, None);
+            } else if par_bits & (1 << k) != 0 {
+                let pre = RayPre::new(ray);
+                put(
+                    index,
+                    ray_heightfield(&pre, self.hf, self.heights, ray.tmin, ray.tmax),
+                );
+            } else {
+                let s = &mut self.ready[self.count];
+                for (v, lane) in s.f.iter_mut().zip(&values) {
+                    *v = lane[k];
+                }
+                for (v, lane) in s.i.iter_mut().zip(&ints) {
+                    *v = lane[k];
+                }
+                s.ray = index;
+                self.count += 1;
             }
         }
     }
-    st.live.0[lane] = 0;
+}
+
+/// Load the next started walk into lane `lane` (the lane goes idle when
+/// every ray is started).
+#[target_feature(enable = "avx2")]
+fn refill(
+    st: &mut Lanes,
+    lane: usize,
+    starter: &mut Starter,
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    let Some(s) = starter.take(put) else {
+        st.live.0[lane] = 0;
+        return;
+    };
+    let (f, i) = (&s.f, &s.i);
+    for (dst, k) in [
+        (&mut st.ox, at::OX),
+        (&mut st.oy, at::OY),
+        (&mut st.oz, at::OZ),
+        (&mut st.ix, at::IX),
+        (&mut st.iy, at::IY),
+        (&mut st.iz, at::IZ),
+        (&mut st.ocx, at::OCX),
+        (&mut st.ocz, at::OCZ),
+        (&mut st.dcx, at::DCX),
+        (&mut st.dcz, at::DCZ),
+        (&mut st.ty0, at::TY0),
+        (&mut st.tmin, at::TMIN),
+        (&mut st.tmax, at::TMAX),
+    ] {
+        dst.0[lane] = f[k];
+    }
+    st.t_lo.0[lane] = f[at::TMIN];
+    for (dst, k) in [
+        (&mut st.cx, at::CX),
+        (&mut st.cz, at::CZ),
+        (&mut st.level, at::LEVEL),
+        (&mut st.pos_x, at::POS_X),
+        (&mut st.pos_y, at::POS_Y),
+        (&mut st.pos_z, at::POS_Z),
+        (&mut st.up, at::UP),
+    ] {
+        dst.0[lane] = i[k];
+    }
+    st.live.0[lane] = -1;
+    st.kind.0[lane] = ENDED_MISS;
+    st.ray[lane] = s.ray;
 }
 
 /// Two groups of eight walks: every value of a step is worked out for both
@@ -229,10 +483,18 @@ fn walk8(
         *o = hf.level_offset[k / 4][k % 4] as i32;
     }
     let mut mem = [Lanes::default(); 2];
-    let mut next = 0usize;
+    let mut starter = Starter {
+        hf,
+        heights,
+        rays,
+        next: 0,
+        ready: [Started::default(); 8],
+        count: 0,
+        taken: 0,
+    };
     for st in &mut mem {
         for lane in 0..8 {
-            refill(st, lane, &mut next, hf, heights, rays, put);
+            refill(st, lane, &mut starter, put);
         }
     }
 
@@ -280,8 +542,6 @@ fn walk8(
     let vwf = splat(_mm256_set1_ps(w as f32));
     let vdf = splat(_mm256_set1_ps(d as f32));
     let vtop = splat_i(_mm256_set1_epi32(levels - 1));
-    let vlen = splat_i(_mm256_set1_epi32(heights.len() as i32));
-    let minus1 = splat_i(_mm256_set1_epi32(-1));
     let vcs = splat(_mm256_set1_ps(cs));
     let widen_pos = splat(_mm256_set1_ps(SLAB_EXIT_SCALE));
     let widen_neg = splat(_mm256_set1_ps(SLAB_EXIT_SCALE_NEGATIVE));
@@ -309,8 +569,8 @@ fn walk8(
             unsafe { _mm256_i32gather_epi32::<4>(offsets.as_ptr(), level) }
         }
     };
-    // SAFETY (the closure's gather): only lanes with `0 <= idx <
-    // heights.len()` read; the others get 0, core's `entry` past the array.
+    // SAFETY (the closure's gather): only walking lanes read, whose index
+    // lies in `heights` (see where it is called).
     let entry = |idx: __m256i, ok: __m256i| unsafe {
         _mm256_mask_i32gather_ps::<4>(_mm256_setzero_ps(), heights.as_ptr(), idx, f(ok))
     };
@@ -369,12 +629,9 @@ fn walk8(
                 two!(addi, off, two!(|a, b| _mm256_mullo_epi32(a, b), nz, lw)),
                 nx
             );
-            let inside = two!(
-                and,
-                live,
-                two!(and, two!(gti, idx, minus1), two!(gti, vlen, idx))
-            );
-            let m = two!(entry, idx, inside);
+            // A walking lane's cell lies in the grid and its level in the
+            // pyramid, which `walkable` found inside `heights`.
+            let m = two!(entry, idx, live);
 
             // Core's `slabs`.
             let ta = two!(mul, two!(sub, plane(x0), ox), ix);
@@ -429,37 +686,21 @@ fn walk8(
             let step_z = two!(andnot, corner, two!(andnot, x_first, going));
             let cx_step = two!(pick_i, two!(subi, x0, one), x1, pos_x);
             let cz_step = two!(pick_i, two!(subi, z0, one), z1, pos_z);
-            // Off the grid: below 0, or at the side (`!(n > c)`).
-            let off_x = two!(
-                and,
-                step_x,
-                two!(
-                    or,
-                    two!(gti, zero, cx_step),
-                    two!(andnot, two!(gti, vw, cx_step), live)
-                )
-            );
-            let off_z = two!(
-                and,
-                step_z,
-                two!(
-                    or,
-                    two!(gti, zero, cz_step),
-                    two!(andnot, two!(gti, vd, cz_step), live)
-                )
-            );
-            let level1 = two!(addi, level, one);
-            let parent = |x| _mm256_srli_epi32::<1>(x);
-            let new_x = two!(
-                andnot,
-                two!(eqi, two!(srlv, cx_step, level1), two!(parent, nx)),
-                live
-            );
-            let new_z = two!(
-                andnot,
-                two!(eqi, two!(srlv, cz_step, level1), two!(parent, nz)),
-                live
-            );
+            // Off the grid: at or past the side as an unsigned number (-1,
+            // before the first cell, is past every side).
+            let past_side = |c, n| eqi(_mm256_max_epu32(c, n), c);
+            let off_x = two!(and, step_x, two!(past_side, cx_step, vw));
+            let off_z = two!(and, step_z, two!(past_side, cz_step, vd));
+            // Core's `(c >> (level + 1)) != (n >> 1)` for the cell `c` past
+            // node `n`: the step leaves the parent where `n` is its parent's
+            // last child along the way: odd going up, even going down.
+            let (ones, all) = (_mm256_set1_epi32(1), _mm256_set1_epi32(-1));
+            let last = |n, pos| {
+                let odd = _mm256_cmpeq_epi32(_mm256_and_si256(n, ones), ones);
+                _mm256_xor_si256(odd, _mm256_xor_si256(pos, all))
+            };
+            let new_x = two!(last, nx, pos_x);
+            let new_z = two!(last, nz, pos_z);
             // Core's `follow`: the other axis's cell at the exit, clamped
             // into the node, never behind the lane's.
             let follow = |oc: Two<__m256>,
@@ -583,7 +824,7 @@ fn walk8(
                         _ => None,
                     };
                     put(index, answer);
-                    refill(st, lane, &mut next, hf, heights, rays, put);
+                    refill(st, lane, &mut starter, put);
                 }
             }
             continue 'refilled;
