@@ -99,8 +99,9 @@ pub struct CpuBackend {
     /// the tree ([`prism_core::cell_grid`]): render rays' closest hits walk it.
     cell_grid: Option<CellGrid>,
     /// A flat scene that is one heightfield (and a CPU with AVX2): the wide
-    /// traversals' ray batches walk it eight rays at once
-    /// (`heightfield8`), core's walk in each lane.
+    /// traversals' ray batches walk it many rays at once in SIMD lanes
+    /// (`heightfield8`: 16 with AVX2, 32 with AVX-512), core's walk in each
+    /// lane.
     lone_heightfield: Option<LoneHeightfield>,
     traversal: Traversal,
     pool: rayon::ThreadPool,
@@ -528,7 +529,7 @@ impl LoneHeightfield {
     }
 
     /// `out[i] = answer(first crossing of rays[i])` for every ray, in
-    /// chunks of [`RAY_CHUNK`] across `pool`, each chunk's rays eight at a
+    /// chunks of [`RAY_CHUNK`] across `pool`, each chunk's rays many at a
     /// time in the lanes; the stats of the call begun at `start`. The same
     /// answers as the wide traversals' (the tree of one heightfield is one
     /// leaf, whose box holds every crossing of its walk).
