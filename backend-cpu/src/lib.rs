@@ -103,6 +103,10 @@ pub struct CpuBackend {
     /// (`heightfield8`: 16 with AVX2, 32 with AVX-512), core's walk in each
     /// lane.
     lone_heightfield: Option<LoneHeightfield>,
+    /// Whether such a scene's batches go to the lanes (the default) or to
+    /// the wide traversals (core's walk at the tree's leaf, one ray at a
+    /// time), for comparison: the answers are the same.
+    heightfield_lanes: bool,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -140,6 +144,7 @@ impl CpuBackend {
             light_grid: None,
             cell_grid: None,
             lone_heightfield: None,
+            heightfield_lanes: true,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -177,6 +182,20 @@ impl CpuBackend {
         let accel = self.accel.as_mut()?;
         accel.refresh();
         Some(accel)
+    }
+
+    /// Whether the batches of a scene that is one heightfield are walked many
+    /// rays at once in SIMD lanes (`true`, the default, where the CPU has
+    /// AVX2) or one ray at a time through the wide trees (`false`). The
+    /// answers are the same, bit for bit; the lanes are several times faster
+    /// (bench/RESULTS.md). For comparisons and benchmarks.
+    pub fn set_heightfield_lanes(&mut self, on: bool) {
+        self.heightfield_lanes = on;
+        self.lone_heightfield = self
+            .accel
+            .as_ref()
+            .and_then(LoneHeightfield::of)
+            .filter(|_| on);
     }
 
     /// The traversal the calls walk: the one chosen, or core's binary trees
@@ -248,7 +267,7 @@ impl Backend for CpuBackend {
         self.wide = wide;
         self.light_grid = light_grid;
         self.cell_grid = cell_grid;
-        self.lone_heightfield = LoneHeightfield::of(&accel);
+        self.lone_heightfield = LoneHeightfield::of(&accel).filter(|_| self.heightfield_lanes);
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
