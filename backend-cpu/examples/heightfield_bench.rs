@@ -5,7 +5,12 @@
 //! heightfield's walk against the same columns as triangles, Mrays/s (median
 //! of the runs, over wall time and over the process's CPU time), and the two
 //! answers compared (`t` within 1e-4 relative, the same cell and face; a tie
-//! where another face lies at that `t`).
+//! where another face lies at that `t`; a graze where one answer meets its
+//! face within rounding of the face's edge and the other misses that face).
+//!
+//! A scene of one heightfield has its batches walked many rays at once in
+//! SIMD lanes; the same scene walked one ray at a time (core's walk at the
+//! tree's leaf, `CpuBackend::set_heightfield_lanes(false)`) is timed too.
 //!
 //! The triangle version is fair to triangles: only the faces that can be seen
 //! from the camera, each side trimmed to its part above a lower neighbour and
@@ -13,8 +18,8 @@
 //! ([`prism_core::heightfield::FaceSet::Visible`]), and no bottoms (they face
 //! the ground, below a camera that is above every column).
 //!
-//! Usage: heightfield_bench [CITY.png] [RUNS] [THREADS] [wide|wide4|binary]
-//! (default: the shared city, RUNS 7, THREADS 1, the wide traversal)
+//! Usage: heightfield_bench [CITY.png|-] [RUNS] [THREADS] [wide|wide4|binary]
+//! (default, or `-`: the shared city; RUNS 7, THREADS 1, the wide traversal)
 
 use glam::Vec3;
 use prism_core::camera::camera_ray;
@@ -33,12 +38,16 @@ const USAGE: &str = "usage: heightfield_bench [CITY.png] [RUNS] [THREADS] [wide|
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let run = || -> Result<(), String> {
-        let path = args.first().cloned().unwrap_or_else(|| {
-            format!(
-                "{}/../../shared/scenes/heightfield/city512.png",
-                env!("CARGO_MANIFEST_DIR")
-            )
-        });
+        let path = args
+            .first()
+            .filter(|a| *a != "-")
+            .cloned()
+            .unwrap_or_else(|| {
+                format!(
+                    "{}/../../shared/scenes/heightfield/city512.png",
+                    env!("CARGO_MANIFEST_DIR")
+                )
+            });
         let number = |i: usize, default: usize| -> Result<usize, String> {
             args.get(i).map_or(Ok(default), |a| {
                 a.parse().map_err(|_| format!("not a number: {a}\n{USAGE}"))
@@ -93,12 +102,13 @@ fn time(
     name: &'static str,
     scene: &Scene,
     rays: &[Ray],
-    runs: usize,
-    threads: usize,
+    (runs, threads): (usize, usize),
     traversal: Traversal,
+    lanes: bool,
 ) -> Result<Timed, String> {
     let mut cpu = CpuBackend::with_threads(threads).map_err(|e| e.to_string())?;
     cpu.set_traversal(traversal).map_err(|e| e.to_string())?;
+    cpu.set_heightfield_lanes(lanes);
     let start = Instant::now();
     cpu.set_scene(scene).map_err(|e| e.to_string())?;
     let build_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -178,11 +188,65 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
         .add_mesh(&positions, &triangles, m)
         .map_err(|e| e.to_string())?;
 
-    let walk = time("heightfield", &walk_scene, &rays, runs, threads, traversal)?;
-    let tris = time("triangles", &tri_scene, &rays, runs, threads, traversal)?;
+    let walk = time(
+        "heightfield",
+        &walk_scene,
+        &rays,
+        (runs, threads),
+        traversal,
+        true,
+    )?;
+    let one = time(
+        "heightfield_one_at_a_time",
+        &walk_scene,
+        &rays,
+        (runs, threads),
+        traversal,
+        false,
+    )?;
+    let tris = time(
+        "triangles",
+        &tri_scene,
+        &rays,
+        (runs, threads),
+        traversal,
+        true,
+    )?;
+    if one
+        .hits
+        .iter()
+        .zip(&walk.hits)
+        .any(|(a, b)| (a.t, a.prim, a.cell, a.face) != (b.t, b.prim, b.cell, b.face))
+    {
+        return Err("the lanes and the one-at-a-time walk disagree".into());
+    }
 
-    // The two answers: the same t, cell and face (a triangle's quad is its id / 2).
-    let (mut matches, mut ties, mut mismatches, mut hit_count) = (0, 0, 0, 0);
+    // The two answers: the same t, cell and face (a triangle's quad is its
+    // id / 2); a tie where the faces differ at that t; a graze where one
+    // answer is nearer by meeting its face within rounding of the face's
+    // edge, which the other missed (a ray past a column's edge by an ulp).
+    let on_edge = |cell: u32, face: u32, p: Vec3| {
+        let (x, z) = (cell % hf.width(), cell / hf.width());
+        let Some(b) = hf.column_box(x, z) else {
+            return false;
+        };
+        let n = prism_core::face_normal(face);
+        let k = if n.x != 0.0 {
+            0
+        } else if n.y != 0.0 {
+            1
+        } else {
+            2
+        };
+        let plane = if n[k] > 0.0 { b.max[k] } else { b.min[k] };
+        let inside = (0..3)
+            .filter(|&j| j != k)
+            .map(|j| (p[j] - b.min[j]).min(b.max[j] - p[j]))
+            .fold(f32::INFINITY, f32::min);
+        let tol = 1e-5 * (1.0 + p.abs().max_element());
+        (p[k] - plane).abs() <= tol && inside.abs() <= tol
+    };
+    let (mut matches, mut ties, mut grazes, mut mismatches, mut hit_count) = (0, 0, 0, 0, 0);
     for (i, ray) in rays.iter().enumerate() {
         let (a, b) = (walk.hits[i], tris.hits[i]);
         hit_count += a.is_hit() as usize;
@@ -195,6 +259,18 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
                 } else {
                     ties += 1;
                 }
+            }
+            _ if {
+                let walk_nearer = a.is_hit() && (!b.is_hit() || a.t < b.t);
+                if walk_nearer {
+                    on_edge(a.cell, a.face, ray.at(a.t))
+                } else {
+                    let f = &faces[(b.prim / 2) as usize];
+                    on_edge(f.cell, f.face, ray.at(b.t))
+                }
+            } =>
+            {
+                grazes += 1
             }
             _ => {
                 mismatches += 1;
@@ -224,7 +300,7 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
         threads
     };
     let mut results = Vec::new();
-    for mut t in [walk, tris] {
+    for mut t in [walk, tris, one] {
         let (c, o, cc) = (
             median(&mut t.closest),
             median(&mut t.occluded),
@@ -246,7 +322,7 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
     }
     println!(
         "triangles={} heightfield_vs_triangles closest={:.2}x occluded={:.2}x cpu_closest={:.2}x \
-         hits={hit_count} matches={matches} ties={ties} mismatches={mismatches}",
+         hits={hit_count} matches={matches} ties={ties} grazes={grazes} mismatches={mismatches}",
         triangles.len(),
         results[0].0 / results[1].0,
         results[0].1 / results[1].1,

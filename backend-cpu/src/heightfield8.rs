@@ -1,33 +1,40 @@
-//! Eight walks over one heightfield side by side, one per AVX2 lane, for the
+//! Many walks over one heightfield side by side, one per SIMD lane, for the
 //! ray batches of a scene that is one heightfield (terrain, a voxel city):
-//! `intersect` and `occluded` on such a scene walk eight rays at once.
+//! `intersect` and `occluded` on such a scene walk 16 rays at once with
+//! AVX2 (two groups of eight lanes, [`walk8`]), 32 with AVX-512 (two groups
+//! of sixteen, [`walk16`]).
 //!
 //! Each lane runs core's walk ([`prism_core::heightfield::ray_heightfield`])
-//! step for step: the same start ([`walk_start`]), and in the loop the same
-//! node and column tests, exits, steps and level changes, each value computed
-//! by the same `f32` operations in the same order (no fused multiply-add:
-//! only AVX2 is enabled, and Rust never contracts), so a lane's answer is
-//! core's bit for bit. What the scalar walk does by branching, the lanes do
-//! by masks: a lane whose ray hit or left the grid takes the next ray of the
-//! batch. The rare cases the lanes leave to core: a ray with a direction
-//! component of exactly 0 (core walks once per column its origin's plane
-//! borders), and a ray that leaves a cell exactly through its corner (core
-//! tests the two side cells); core's walk then answers that ray whole.
+//! step for step: the same start ([`prism_core::heightfield::walk_start`],
+//! eight or sixteen rays at a time), and in the loop the same node and
+//! column tests, exits, steps and level changes, each value computed by the
+//! same `f32` operations in the same order (no fused multiply-add: FMA is
+//! not enabled, and Rust never contracts), so a lane's answer is core's bit
+//! for bit. What the scalar walk does by branching, the lanes do by masks: a
+//! lane whose ray hit or left the grid latches its answer, and once several
+//! have, they hand their answers out and take the next rays. The rare cases
+//! the lanes leave to core: a ray with a direction component of exactly 0
+//! (core walks once per column its origin's plane borders), and a ray that
+//! leaves a cell exactly through its corner (core tests the two side
+//! cells); core's walk then answers that ray whole.
 //!
 //! Why lanes: a scalar walk is a chain of dependent, data-driven steps (down
 //! a level or across, along x or along z), whose branches the CPU mispredicts
-//! about once a step; eight independent walks in one instruction stream have
-//! no branch on their data and overlap their memory reads. On the city's
-//! primary rays the lanes run several times faster than one walk at a time.
+//! about once a step; many independent walks in one instruction stream have
+//! no branch on their data and overlap their memory reads (two groups, so
+//! that each group's chain of dependent steps fills the other's waits). On
+//! the city's primary rays (one thread, AMD EPYC Zen 4, bench/RESULTS.md)
+//! the 16-lane walk runs about 3.5x as many rays a second as one walk at a
+//! time, the 32-lane one about 4x.
 
 use core::arch::x86_64::*;
 use prism_core::Ray;
 use prism_core::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS};
 use prism_core::heightfield::{
     FACE_BOTTOM, FACE_NEG_X, FACE_NEG_Z, FACE_POS_X, FACE_POS_Z, FACE_TOP, HeightfieldHit,
-    WalkStart, ray_heightfield, walk_start,
+    ray_heightfield,
 };
-use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
+use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 
 /// Whether this CPU runs the 8-lane walk.
 pub(crate) fn available() -> bool {
@@ -35,70 +42,114 @@ pub(crate) fn available() -> bool {
 }
 
 /// Whether the lanes can walk `hf` over `heights`: the record is one core's
-/// walk accepts, and every index into `heights` fits a gather's `i32`.
+/// walk accepts, every level lies inside `heights` (so that a walking lane's
+/// read, of an entry of its level's grid, is always in bounds), and every
+/// index fits a gather's `i32`.
 pub(crate) fn walkable(hf: &GpuHeightfield, heights: &[f32]) -> bool {
     let (w, d, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
-    w > 0
+    let shape = w > 0
         && d > 0
         && levels > 0
         && (levels as usize) < HEIGHTFIELD_MAX_LEVELS
         && hf.scale[0] > 0.0
         && heights.len() < i32::MAX as usize
         && w <= 1 << 30
-        && d <= 1 << 30
+        && d <= 1 << 30;
+    shape
+        && (0..levels).all(|k| {
+            let cells = (((w - 1) >> k) + 1) as u64 * (((d - 1) >> k) + 1) as u64;
+            let start = hf.level_offset[k as usize / 4][k as usize % 4] as u64;
+            start + cells <= heights.len() as u64
+        })
 }
 
-/// Eight `f32` lanes in memory.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(32))]
-struct F8([f32; 8]);
+/// `N` `f32` lanes in memory (aligned for a 512-bit load).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct F<const N: usize>([f32; N]);
 
-/// Eight `i32` lanes in memory.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(32))]
-struct I8([i32; 8]);
+/// `N` `i32` lanes in memory.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct I<const N: usize>([i32; N]);
 
-/// Eight walks in memory, where lanes are refilled: each one's ray constants
+/// `N` walks in memory, where lanes are refilled: each one's ray constants
 /// and its walk's state.
-#[derive(Clone, Copy, Debug, Default)]
-struct Lanes {
-    ox: F8,
-    oy: F8,
-    oz: F8,
-    ix: F8,
-    iy: F8,
-    iz: F8,
+#[derive(Clone, Copy, Debug)]
+struct Lanes<const N: usize> {
+    ox: F<N>,
+    oy: F<N>,
+    oz: F<N>,
+    ix: F<N>,
+    iy: F<N>,
+    iz: F<N>,
     /// The origin and direction in cell units, x and z (core's `oc`, `dc`).
-    ocx: F8,
-    ocz: F8,
-    dcx: F8,
-    dcz: F8,
+    ocx: F<N>,
+    ocz: F<N>,
+    dcx: F<N>,
+    dcz: F<N>,
     /// `(0 - oy) * iy`.
-    ty0: F8,
-    tmin: F8,
-    tmax: F8,
+    ty0: F<N>,
+    tmin: F<N>,
+    tmax: F<N>,
     /// Where the walk entered its current cell.
-    t_lo: F8,
-    cx: I8,
-    cz: I8,
-    level: I8,
+    t_lo: F<N>,
+    cx: I<N>,
+    cz: I<N>,
+    level: I<N>,
     /// Masks (-1 where set): the direction is positive on x, y, z; the
     /// walk goes up a level after every step (a climbing ray).
-    pos_x: I8,
-    pos_y: I8,
-    pos_z: I8,
-    up: I8,
+    pos_x: I<N>,
+    pos_y: I<N>,
+    pos_z: I<N>,
+    up: I<N>,
     /// -1 for a lane walking a ray.
-    live: I8,
+    live: I<N>,
     /// A lane's answer, latched when its walk ended and handed out when the
     /// lane is refilled: what ([`ENDED_MISS`] and the others), the hit's
     /// `t`, cell and face.
-    kind: I8,
-    t: F8,
-    cell: I8,
-    face: I8,
+    kind: I<N>,
+    t: F<N>,
+    cell: I<N>,
+    face: I<N>,
     /// The batch index of each lane's ray.
-    ray: [usize; 8],
+    ray: [usize; N],
+}
+
+impl<const N: usize> Lanes<N> {
+    /// Every lane idle.
+    fn new() -> Self {
+        let (f, i) = (F([0.0; N]), I([0; N]));
+        Lanes {
+            ox: f,
+            oy: f,
+            oz: f,
+            ix: f,
+            iy: f,
+            iz: f,
+            ocx: f,
+            ocz: f,
+            dcx: f,
+            dcz: f,
+            ty0: f,
+            tmin: f,
+            tmax: f,
+            t_lo: f,
+            cx: i,
+            cz: i,
+            level: i,
+            pos_x: i,
+            pos_y: i,
+            pos_z: i,
+            up: i,
+            live: i,
+            kind: i,
+            t: f,
+            cell: i,
+            face: i,
+            ray: [0; N],
+        }
+    }
 }
 
 /// A lane's walk ended without a crossing (or has no ray).
@@ -107,6 +158,9 @@ const ENDED_MISS: i32 = 0;
 const ENDED_HIT: i32 = 1;
 /// A lane's walk reached a cell's corner: core walks that ray whole.
 const ENDED_CORNER: i32 = 2;
+
+/// [`REFILL_AT`] for the 32 lanes of [`walk16`].
+const REFILL_AT_16: u32 = 8;
 
 /// Lanes (of the sixteen) whose walks have ended before the lanes are
 /// refilled: refilling stops the lanes for the answers, the next rays' start
@@ -132,65 +186,347 @@ pub(crate) fn walk_batch(
         }
         return;
     }
-    // SAFETY: AVX2 is available (checked above).
-    unsafe { walk8(hf, heights, rays, put) }
+    if available16() {
+        // SAFETY: AVX-512F, AVX2 and BMI2 are available (checked above).
+        unsafe { walk16(hf, heights, rays, put) }
+    } else {
+        // SAFETY: AVX2 is available (checked above).
+        unsafe { walk8(hf, heights, rays, put) }
+    }
 }
 
-/// Load the next ray of `rays` (from `*next`) that needs a walk into lane
-/// `lane`, answering on the way every one that does not (a miss before the
-/// walk, or a ray core walks itself); the lane goes idle when none is left.
-fn refill(
-    st: &mut Lanes,
-    lane: usize,
-    next: &mut usize,
-    hf: &GpuHeightfield,
-    heights: &[f32],
-    rays: &[Ray],
-    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
-) {
-    while let Some(ray) = rays.get(*next) {
-        let i = *next;
-        *next += 1;
-        if ray.mask & 0xFF == 0 {
-            put(i, None);
-            continue;
+/// A started walk waiting for a lane: its ray's constants and its start
+/// (core's `walk_start`), as the lanes take them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Started {
+    f: [f32; 13],
+    i: [i32; 7],
+    ray: usize,
+}
+
+/// Where in [`Started`] each value lies.
+mod at {
+    pub const OX: usize = 0;
+    pub const OY: usize = 1;
+    pub const OZ: usize = 2;
+    pub const IX: usize = 3;
+    pub const IY: usize = 4;
+    pub const IZ: usize = 5;
+    pub const OCX: usize = 6;
+    pub const OCZ: usize = 7;
+    pub const DCX: usize = 8;
+    pub const DCZ: usize = 9;
+    pub const TY0: usize = 10;
+    pub const TMIN: usize = 11;
+    pub const TMAX: usize = 12;
+    pub const CX: usize = 0;
+    pub const CZ: usize = 1;
+    pub const LEVEL: usize = 2;
+    pub const POS_X: usize = 3;
+    pub const POS_Y: usize = 4;
+    pub const POS_Z: usize = 5;
+    pub const UP: usize = 6;
+}
+
+/// The rays of a batch started eight at a time, and the started walks that
+/// wait for a lane.
+struct Starter<'a> {
+    hf: &'a GpuHeightfield,
+    heights: &'a [f32],
+    rays: &'a [Ray],
+    /// The next ray of the batch to start.
+    next: usize,
+    /// Started walks: `ready[taken..count]` wait for a lane.
+    ready: [Started; 8],
+    count: usize,
+    taken: usize,
+}
+
+impl Starter<'_> {
+    /// The next started walk, starting rays eight at a time as needed
+    /// (answering those that need no walk of a lane); `None` once every ray
+    /// is started.
+    #[target_feature(enable = "avx2")]
+    fn take(&mut self, put: &mut dyn FnMut(usize, Option<HeightfieldHit>)) -> Option<Started> {
+        while self.taken == self.count {
+            if self.next >= self.rays.len() {
+                return None;
+            }
+            self.start8(put);
         }
-        let pre = RayPre::new(ray);
-        match walk_start(&pre, hf, heights, ray.tmin, ray.tmax) {
-            WalkStart::Miss => put(i, None),
-            WalkStart::Parallel => put(i, ray_heightfield(&pre, hf, heights, ray.tmin, ray.tmax)),
-            WalkStart::Cell { x, z, level } => {
-                let (o, inv, d, inv_cs) = (pre.origin, pre.inv_dir, pre.dir, hf.scale[1]);
-                st.ox.0[lane] = o.x;
-                st.oy.0[lane] = o.y;
-                st.oz.0[lane] = o.z;
-                st.ix.0[lane] = inv.x;
-                st.iy.0[lane] = inv.y;
-                st.iz.0[lane] = inv.z;
-                st.ocx.0[lane] = o.x * inv_cs;
-                st.ocz.0[lane] = o.z * inv_cs;
-                st.dcx.0[lane] = d.x * inv_cs;
-                st.dcz.0[lane] = d.z * inv_cs;
-                st.ty0.0[lane] = (0.0 - o.y) * inv.y;
-                st.tmin.0[lane] = ray.tmin;
-                st.tmax.0[lane] = ray.tmax;
-                st.t_lo.0[lane] = ray.tmin;
-                st.cx.0[lane] = x as i32;
-                st.cz.0[lane] = z as i32;
-                st.level.0[lane] = level as i32;
-                let mask = |b: bool| if b { -1 } else { 0 };
-                st.pos_x.0[lane] = mask(inv.x > 0.0);
-                st.pos_y.0[lane] = mask(inv.y > 0.0);
-                st.pos_z.0[lane] = mask(inv.z > 0.0);
-                st.up.0[lane] = mask(d.y > 0.0);
-                st.live.0[lane] = -1;
-                st.kind.0[lane] = ENDED_MISS;
-                st.ray[lane] = i;
-                return;
+        let s = self.ready[self.taken];
+        self.taken += 1;
+        Some(s)
+    }
+
+    /// Start rays `next..next + 8` (fewer at the batch's end): core's
+    /// `RayPre::new` (the inverse direction) and `walk_start` (the root's
+    /// test and the start cell) in lanes, the same operations in the same
+    /// order per lane. A ray whose mask hides the scene, or that misses the
+    /// root, is answered (a miss); one with a direction component of exactly
+    /// 0 is answered by core's walk.
+    #[target_feature(enable = "avx2")]
+    fn start8(&mut self, put: &mut dyn FnMut(usize, Option<HeightfieldHit>)) {
+        let first = self.next;
+        let n = (self.rays.len() - first).min(8);
+        self.next += n;
+        let (mut o, mut d) = ([[0.0f32; 8]; 3], [[1.0f32; 8]; 3]);
+        let (mut tmin, mut tmax) = ([0.0f32; 8], [0.0f32; 8]);
+        for (k, ray) in self.rays[first..first + n].iter().enumerate() {
+            for axis in 0..3 {
+                o[axis][k] = ray.origin[axis];
+                d[axis][k] = ray.dir[axis];
+            }
+            tmin[k] = ray.tmin;
+            tmax[k] = ray.tmax;
+        }
+        let hf = self.hf;
+        let (w, dd, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
+        let (cs, inv_cs) = (hf.scale[0], hf.scale[1]);
+        let top = levels - 1;
+        let k = top as usize;
+        let m = self
+            .heights
+            .get(hf.level_offset[k / 4][k % 4] as usize)
+            .copied()
+            .unwrap_or(0.0);
+        let f8 = |a: [f32; 8]| -> __m256 { bytemuck::cast(a) };
+        let (ox, oy, oz) = (f8(o[0]), f8(o[1]), f8(o[2]));
+        let (dx, dy, dz) = (f8(d[0]), f8(d[1]), f8(d[2]));
+        let (vtmin, vtmax) = (f8(tmin), f8(tmax));
+        let i = |x| _mm256_castps_si256(x);
+        let f = |x| _mm256_castsi256_ps(x);
+        let lt = |a, b| _mm256_cmp_ps::<_CMP_LT_OQ>(a, b);
+        let le = |a, b| _mm256_cmp_ps::<_CMP_LE_OQ>(a, b);
+        let gt = |a, b| _mm256_cmp_ps::<_CMP_GT_OQ>(a, b);
+        let ge = |a, b| _mm256_cmp_ps::<_CMP_GE_OQ>(a, b);
+        let eq = |a, b| _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b);
+        let and = |a, b| _mm256_and_ps(a, b);
+        let or = |a, b| _mm256_or_ps(a, b);
+        let pick = |a, b, m| _mm256_blendv_ps(a, b, m);
+        let (zero, one) = (_mm256_setzero_ps(), _mm256_set1_ps(1.0));
+        let (inf, ninf) = (
+            _mm256_set1_ps(f32::INFINITY),
+            _mm256_set1_ps(f32::NEG_INFINITY),
+        );
+        // RayPre::new: 1 / d, a component below MIN_DIR_COMPONENT in size
+        // replaced by it (with its sign).
+        let sign = _mm256_set1_ps(-0.0);
+        let min_c = _mm256_set1_ps(MIN_DIR_COMPONENT);
+        let safe = |c| {
+            let small = lt(_mm256_andnot_ps(sign, c), min_c);
+            pick(c, or(and(c, sign), min_c), small)
+        };
+        let (ix, iy, iz) = (
+            _mm256_div_ps(one, safe(dx)),
+            _mm256_div_ps(one, safe(dy)),
+            _mm256_div_ps(one, safe(dz)),
+        );
+        // Walk::new.
+        let (par_x, par_y, par_z) = (eq(dx, zero), eq(dy, zero), eq(dz, zero));
+        let (pos_x, pos_y, pos_z) = (gt(ix, zero), gt(iy, zero), gt(iz, zero));
+        let ty0 = _mm256_mul_ps(_mm256_sub_ps(zero, oy), iy);
+        let vinv_cs = _mm256_set1_ps(inv_cs);
+        // Walk::start: the root's slabs.
+        let (pw, pd) = (
+            _mm256_set1_ps(w as f32 * cs),
+            _mm256_set1_ps(dd as f32 * cs),
+        );
+        let vm = _mm256_set1_ps(m);
+        let slab = |o, inv, pos, par, hi| {
+            let ta = _mm256_mul_ps(_mm256_sub_ps(zero, o), inv);
+            let tb = _mm256_mul_ps(_mm256_sub_ps(hi, o), inv);
+            (
+                pick(pick(tb, ta, pos), ninf, par),
+                pick(pick(ta, tb, pos), inf, par),
+            )
+        };
+        let (txn, txf) = slab(ox, ix, pos_x, par_x, pw);
+        let (tzn, tzf) = slab(oz, iz, pos_z, par_z, pd);
+        let th = _mm256_mul_ps(_mm256_sub_ps(vm, oy), iy);
+        let y_in = and(le(zero, oy), le(oy, vm));
+        let tyn = pick(pick(th, ty0, pos_y), pick(inf, ninf, y_in), par_y);
+        let tyf = pick(pick(ty0, th, pos_y), pick(ninf, inf, y_in), par_y);
+        let near = _mm256_max_ps(_mm256_max_ps(txn, tzn), tyn);
+        let far = _mm256_min_ps(_mm256_min_ps(txf, tzf), tyf);
+        let scale = pick(
+            _mm256_set1_ps(SLAB_EXIT_SCALE),
+            _mm256_set1_ps(SLAB_EXIT_SCALE_NEGATIVE),
+            lt(far, zero),
+        );
+        let far = _mm256_mul_ps(far, scale);
+        // A parallel axis's root slab: the origin within the closed extent.
+        let inside = |o, hi| and(le(zero, o), le(o, hi));
+        let outside = or(
+            _mm256_andnot_ps(inside(ox, pw), par_x),
+            _mm256_andnot_ps(inside(oz, pd), par_z),
+        );
+        let hit_root = _mm256_andnot_ps(
+            outside,
+            and(
+                and(gt(vm, zero), le(near, far)),
+                and(lt(near, vtmax), gt(far, vtmin)),
+            ),
+        );
+        let parallel = or(or(par_x, par_y), par_z);
+        // The start cell: core's `cell_of` of the point at max(near, tmin).
+        let t0 = _mm256_max_ps(near, vtmin);
+        let cell_of = |v, n: u32| {
+            let nf = _mm256_set1_ps(n as f32);
+            let x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, vinv_cs), zero), nf);
+            let k = _mm256_min_epi32(_mm256_cvttps_epi32(x), _mm256_set1_epi32(n as i32 - 1));
+            let k1 = _mm256_add_epi32(k, _mm256_set1_epi32(1));
+            let plane = |k| _mm256_mul_ps(_mm256_cvtepi32_ps(k), _mm256_set1_ps(cs));
+            let dec = _mm256_and_si256(
+                _mm256_cmpgt_epi32(k, _mm256_setzero_si256()),
+                i(lt(v, plane(k))),
+            );
+            let inc = _mm256_andnot_si256(
+                dec,
+                _mm256_and_si256(
+                    _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), k1),
+                    i(ge(v, plane(k1))),
+                ),
+            );
+            // Masks are -1.
+            _mm256_sub_epi32(_mm256_add_epi32(k, dec), inc)
+        };
+        let cx = cell_of(_mm256_add_ps(ox, _mm256_mul_ps(t0, dx)), w);
+        let cz = cell_of(_mm256_add_ps(oz, _mm256_mul_ps(t0, dz)), dd);
+        let lanes = |x: __m256| -> [f32; 8] { bytemuck::cast(x) };
+        let lanes_i = |x: __m256i| -> [i32; 8] { bytemuck::cast(x) };
+        let values = [
+            o[0],
+            o[1],
+            o[2],
+            lanes(ix),
+            lanes(iy),
+            lanes(iz),
+            lanes(_mm256_mul_ps(ox, vinv_cs)),
+            lanes(_mm256_mul_ps(oz, vinv_cs)),
+            lanes(_mm256_mul_ps(dx, vinv_cs)),
+            lanes(_mm256_mul_ps(dz, vinv_cs)),
+            lanes(ty0),
+            tmin,
+            tmax,
+        ];
+        let ints = [
+            lanes_i(cx),
+            lanes_i(cz),
+            [top.saturating_sub(1) as i32; 8],
+            lanes_i(i(pos_x)),
+            lanes_i(i(pos_y)),
+            lanes_i(i(pos_z)),
+            lanes_i(i(gt(dy, zero))),
+        ];
+        let hit_bits = _mm256_movemask_ps(hit_root) as u32;
+        let par_bits = _mm256_movemask_ps(parallel) as u32;
+        let _ = f;
+        self.count = 0;
+        self.taken = 0;
+        for (k, ray) in self.rays[first..first + n].iter().enumerate() {
+            let index = first + k;
+            if ray.mask & 0xFF == 0 || hit_bits & (1 << k) == 0 {
+                put(index, None);
+            } else if par_bits & (1 << k) != 0 {
+                let pre = RayPre::new(ray);
+                put(
+                    index,
+                    ray_heightfield(&pre, self.hf, self.heights, ray.tmin, ray.tmax),
+                );
+            } else {
+                let s = &mut self.ready[self.count];
+                for (v, lane) in s.f.iter_mut().zip(&values) {
+                    *v = lane[k];
+                }
+                for (v, lane) in s.i.iter_mut().zip(&ints) {
+                    *v = lane[k];
+                }
+                s.ray = index;
+                self.count += 1;
             }
         }
     }
-    st.live.0[lane] = 0;
+}
+
+/// Load the next started walk into lane `lane` (the lane goes idle when
+/// every ray is started).
+#[target_feature(enable = "avx2")]
+fn refill<const N: usize>(
+    st: &mut Lanes<N>,
+    lane: usize,
+    starter: &mut Starter,
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    let Some(s) = starter.take(put) else {
+        st.live.0[lane] = 0;
+        return;
+    };
+    let (f, i) = (&s.f, &s.i);
+    for (dst, k) in [
+        (&mut st.ox, at::OX),
+        (&mut st.oy, at::OY),
+        (&mut st.oz, at::OZ),
+        (&mut st.ix, at::IX),
+        (&mut st.iy, at::IY),
+        (&mut st.iz, at::IZ),
+        (&mut st.ocx, at::OCX),
+        (&mut st.ocz, at::OCZ),
+        (&mut st.dcx, at::DCX),
+        (&mut st.dcz, at::DCZ),
+        (&mut st.ty0, at::TY0),
+        (&mut st.tmin, at::TMIN),
+        (&mut st.tmax, at::TMAX),
+    ] {
+        dst.0[lane] = f[k];
+    }
+    st.t_lo.0[lane] = f[at::TMIN];
+    for (dst, k) in [
+        (&mut st.cx, at::CX),
+        (&mut st.cz, at::CZ),
+        (&mut st.level, at::LEVEL),
+        (&mut st.pos_x, at::POS_X),
+        (&mut st.pos_y, at::POS_Y),
+        (&mut st.pos_z, at::POS_Z),
+        (&mut st.up, at::UP),
+    ] {
+        dst.0[lane] = i[k];
+    }
+    st.live.0[lane] = -1;
+    st.kind.0[lane] = ENDED_MISS;
+    st.ray[lane] = s.ray;
+}
+
+/// Hand out the answers of the lanes of `st` that walked (`was_live`) and
+/// ended since the last refill, and load the next started walks into them.
+#[target_feature(enable = "avx2")]
+fn hand_out<const N: usize>(
+    st: &mut Lanes<N>,
+    was_live: &[i32; N],
+    starter: &mut Starter,
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    for (lane, &was) in was_live.iter().enumerate() {
+        if was == 0 || st.live.0[lane] != 0 {
+            continue;
+        }
+        let index = st.ray[lane];
+        let answer = match st.kind.0[lane] {
+            ENDED_HIT => Some(HeightfieldHit {
+                t: st.t.0[lane],
+                cell: st.cell.0[lane] as u32,
+                face: st.face.0[lane] as u32,
+            }),
+            // Through a cell's corner: core walks the ray whole.
+            ENDED_CORNER => starter.rays.get(index).and_then(|ray| {
+                let pre = RayPre::new(ray);
+                ray_heightfield(&pre, starter.hf, starter.heights, ray.tmin, ray.tmax)
+            }),
+            _ => None,
+        };
+        put(index, answer);
+        refill(st, lane, starter, put);
+    }
 }
 
 /// Two groups of eight walks: every value of a step is worked out for both
@@ -228,11 +564,19 @@ fn walk8(
     for (k, o) in offsets.iter_mut().enumerate() {
         *o = hf.level_offset[k / 4][k % 4] as i32;
     }
-    let mut mem = [Lanes::default(); 2];
-    let mut next = 0usize;
+    let mut mem = [Lanes::<8>::new(); 2];
+    let mut starter = Starter {
+        hf,
+        heights,
+        rays,
+        next: 0,
+        ready: [Started::default(); 8],
+        count: 0,
+        taken: 0,
+    };
     for st in &mut mem {
         for lane in 0..8 {
-            refill(st, lane, &mut next, hf, heights, rays, put);
+            refill(st, lane, &mut starter, put);
         }
     }
 
@@ -280,8 +624,6 @@ fn walk8(
     let vwf = splat(_mm256_set1_ps(w as f32));
     let vdf = splat(_mm256_set1_ps(d as f32));
     let vtop = splat_i(_mm256_set1_epi32(levels - 1));
-    let vlen = splat_i(_mm256_set1_epi32(heights.len() as i32));
-    let minus1 = splat_i(_mm256_set1_epi32(-1));
     let vcs = splat(_mm256_set1_ps(cs));
     let widen_pos = splat(_mm256_set1_ps(SLAB_EXIT_SCALE));
     let widen_neg = splat(_mm256_set1_ps(SLAB_EXIT_SCALE_NEGATIVE));
@@ -309,16 +651,17 @@ fn walk8(
             unsafe { _mm256_i32gather_epi32::<4>(offsets.as_ptr(), level) }
         }
     };
-    // SAFETY (the closure's gather): only lanes with `0 <= idx <
-    // heights.len()` read; the others get 0, core's `entry` past the array.
+    // SAFETY (the closure's gather): only walking lanes read, whose index
+    // lies in `heights` (see where it is called).
     let entry = |idx: __m256i, ok: __m256i| unsafe {
         _mm256_mask_i32gather_ps::<4>(_mm256_setzero_ps(), heights.as_ptr(), idx, f(ok))
     };
     // Core's plane: `i as f32 * cell size`.
     let plane = |k: Two<__m256i>| two!(mul, two!(|x| _mm256_cvtepi32_ps(x), k), vcs);
 
-    let loadf = |v: [&F8; 2]| -> Two<__m256> { [bytemuck::cast(v[0].0), bytemuck::cast(v[1].0)] };
-    let loadi = |v: [&I8; 2]| -> Two<__m256i> { [bytemuck::cast(v[0].0), bytemuck::cast(v[1].0)] };
+    let loadf = |v: [&F<8>; 2]| -> Two<__m256> { [bytemuck::cast(v[0].0), bytemuck::cast(v[1].0)] };
+    let loadi =
+        |v: [&I<8>; 2]| -> Two<__m256i> { [bytemuck::cast(v[0].0), bytemuck::cast(v[1].0)] };
     macro_rules! field {
         ($load:ident, $name:ident) => {
             $load([&mem[0].$name, &mem[1].$name])
@@ -369,12 +712,9 @@ fn walk8(
                 two!(addi, off, two!(|a, b| _mm256_mullo_epi32(a, b), nz, lw)),
                 nx
             );
-            let inside = two!(
-                and,
-                live,
-                two!(and, two!(gti, idx, minus1), two!(gti, vlen, idx))
-            );
-            let m = two!(entry, idx, inside);
+            // A walking lane's cell lies in the grid and its level in the
+            // pyramid, which `walkable` found inside `heights`.
+            let m = two!(entry, idx, live);
 
             // Core's `slabs`.
             let ta = two!(mul, two!(sub, plane(x0), ox), ix);
@@ -429,37 +769,21 @@ fn walk8(
             let step_z = two!(andnot, corner, two!(andnot, x_first, going));
             let cx_step = two!(pick_i, two!(subi, x0, one), x1, pos_x);
             let cz_step = two!(pick_i, two!(subi, z0, one), z1, pos_z);
-            // Off the grid: below 0, or at the side (`!(n > c)`).
-            let off_x = two!(
-                and,
-                step_x,
-                two!(
-                    or,
-                    two!(gti, zero, cx_step),
-                    two!(andnot, two!(gti, vw, cx_step), live)
-                )
-            );
-            let off_z = two!(
-                and,
-                step_z,
-                two!(
-                    or,
-                    two!(gti, zero, cz_step),
-                    two!(andnot, two!(gti, vd, cz_step), live)
-                )
-            );
-            let level1 = two!(addi, level, one);
-            let parent = |x| _mm256_srli_epi32::<1>(x);
-            let new_x = two!(
-                andnot,
-                two!(eqi, two!(srlv, cx_step, level1), two!(parent, nx)),
-                live
-            );
-            let new_z = two!(
-                andnot,
-                two!(eqi, two!(srlv, cz_step, level1), two!(parent, nz)),
-                live
-            );
+            // Off the grid: at or past the side as an unsigned number (-1,
+            // before the first cell, is past every side).
+            let past_side = |c, n| eqi(_mm256_max_epu32(c, n), c);
+            let off_x = two!(and, step_x, two!(past_side, cx_step, vw));
+            let off_z = two!(and, step_z, two!(past_side, cz_step, vd));
+            // Core's `(c >> (level + 1)) != (n >> 1)` for the cell `c` past
+            // node `n`: the step leaves the parent where `n` is its parent's
+            // last child along the way: odd going up, even going down.
+            let (ones, all) = (_mm256_set1_epi32(1), _mm256_set1_epi32(-1));
+            let last = |n, pos| {
+                let odd = _mm256_cmpeq_epi32(_mm256_and_si256(n, ones), ones);
+                _mm256_xor_si256(odd, _mm256_xor_si256(pos, all))
+            };
+            let new_x = two!(last, nx, pos_x);
+            let new_z = two!(last, nz, pos_z);
             // Core's `follow`: the other axis's cell at the exit, clamped
             // into the node, never behind the lane's.
             let follow = |oc: Two<__m256>,
@@ -565,28 +889,736 @@ fn walk8(
                 st.t.0 = bytemuck::cast(ans_t[g]);
                 st.cell.0 = bytemuck::cast(ans_cell[g]);
                 st.face.0 = bytemuck::cast(ans_face[g]);
-                for (lane, &was) in was_live.iter().enumerate() {
-                    if was == 0 || st.live.0[lane] != 0 {
-                        continue;
-                    }
-                    let index = st.ray[lane];
-                    let answer = match st.kind.0[lane] {
+                hand_out(st, &was_live, &mut starter, put);
+            }
+            continue 'refilled;
+        }
+    }
+}
+
+/// Whether this CPU runs the 16-lane walk ([`walk16`]).
+pub(crate) fn available16() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("bmi2")
+}
+
+/// Started walks waiting for a lane of [`walk16`], value by value (a lane is
+/// refilled by one expanding load a value), and the rays they start from.
+struct Queue<'a> {
+    hf: &'a GpuHeightfield,
+    heights: &'a [f32],
+    rays: &'a [Ray],
+    /// The next ray of the batch to start.
+    next: usize,
+    /// `f[k][head..tail]`: value `k` ([`at`]) of each waiting walk (16 more
+    /// entries than the room: sixteen are read or written at once).
+    f: [[f32; QUEUE + 16]; 13],
+    i: [[i32; QUEUE + 16]; 7],
+    ray: [i32; QUEUE + 16],
+    head: usize,
+    tail: usize,
+}
+
+/// Room of a [`Queue`]: whenever fewer than sixteen walks wait (a group's
+/// refill may take sixteen), it is topped up to at least [`QUEUE_FILL`]
+/// (starting sixteen rays at a time), so that its walks are moved to the
+/// front of its rows once every few dozen lanes refilled.
+const QUEUE: usize = 128;
+const QUEUE_FILL: usize = 96;
+
+impl Queue<'_> {
+    /// Waiting walks.
+    fn len(&self) -> usize {
+        self.tail - self.head
+    }
+
+    /// Where fewer than sixteen walks wait: start rays sixteen at a time
+    /// until at least [`QUEUE_FILL`] walks wait or every ray is started,
+    /// answering those that need no walk of a lane (`start8`'s rule).
+    #[target_feature(enable = "avx512f,avx2")]
+    fn top_up(&mut self, put: &mut dyn FnMut(usize, Option<HeightfieldHit>)) {
+        if self.len() >= 16 || self.next >= self.rays.len() {
+            return;
+        }
+        // Move the waiting walks to the front.
+        let (head, n) = (self.head, self.len());
+        for v in &mut self.f {
+            v.copy_within(head..head + n, 0);
+        }
+        for v in &mut self.i {
+            v.copy_within(head..head + n, 0);
+        }
+        self.ray.copy_within(head..head + n, 0);
+        (self.head, self.tail) = (0, n);
+        while self.len() < QUEUE_FILL && self.next < self.rays.len() {
+            self.start16(put);
+        }
+    }
+
+    /// `Starter::start8` on the next sixteen rays (fewer at the batch's end),
+    /// the walking ones' values stored at the queue's tail.
+    #[target_feature(enable = "avx512f,avx2")]
+    fn start16(&mut self, put: &mut dyn FnMut(usize, Option<HeightfieldHit>)) {
+        let first = self.next;
+        let n = (self.rays.len() - first).min(16);
+        self.next += n;
+        // The rays' words gathered across the lanes: a `Ray` is twelve
+        // words, `ox oy oz tmin dx dy dz tmax mask 0 0 0` (stores of each
+        // word into arrays read back whole would wait on every store).
+        let lanes_mask = (1u32 << n) - 1;
+        let present = lanes_mask as __mmask16;
+        let base: *const f32 = self.rays[first..].as_ptr().cast();
+        let stride = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(12),
+        );
+        // SAFETY: lanes below `n` read words 0..9 of rays `first..first + n`.
+        let word = |k: i32, absent: f32| unsafe {
+            let idx = _mm512_add_epi32(stride, _mm512_set1_epi32(k));
+            _mm512_mask_i32gather_ps::<4>(_mm512_set1_ps(absent), present, idx, base)
+        };
+        let (ox, oy, oz, vtmin) = (word(0, 0.0), word(1, 0.0), word(2, 0.0), word(3, 0.0));
+        let (dx, dy, dz, vtmax) = (word(4, 1.0), word(5, 1.0), word(6, 1.0), word(7, 0.0));
+        let masks = _mm512_castps_si512(word(8, 0.0));
+        let seen = u32::from(_mm512_test_epi32_mask(masks, _mm512_set1_epi32(0xFF)));
+        let hf = self.hf;
+        let (w, dd, levels) = (hf.dims[0], hf.dims[1], hf.dims[2]);
+        let (cs, inv_cs) = (hf.scale[0], hf.scale[1]);
+        let top = levels - 1;
+        let k = top as usize;
+        let m = self
+            .heights
+            .get(hf.level_offset[k / 4][k % 4] as usize)
+            .copied()
+            .unwrap_or(0.0);
+        type K = __mmask16;
+        let lt = |a, b| _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b);
+        let le = |a, b| _mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b);
+        let gt = |a, b| _mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, b);
+        let ge = |a, b| _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b);
+        let eq = |a, b| _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b);
+        let pick = |a, b, m: K| _mm512_mask_blend_ps(m, a, b);
+        let (zero, one) = (_mm512_setzero_ps(), _mm512_set1_ps(1.0));
+        let (inf, ninf) = (
+            _mm512_set1_ps(f32::INFINITY),
+            _mm512_set1_ps(f32::NEG_INFINITY),
+        );
+        // RayPre::new: 1 / d, a component below MIN_DIR_COMPONENT in size
+        // replaced by it (with its sign).
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let min_c = _mm512_set1_ps(MIN_DIR_COMPONENT);
+        let safe = |c: __m512| {
+            let bits = _mm512_castps_si512(c);
+            let small = lt(_mm512_abs_ps(c), min_c);
+            let signed = _mm512_or_si512(_mm512_and_si512(bits, sign), _mm512_castps_si512(min_c));
+            pick(c, _mm512_castsi512_ps(signed), small)
+        };
+        let (ix, iy, iz) = (
+            _mm512_div_ps(one, safe(dx)),
+            _mm512_div_ps(one, safe(dy)),
+            _mm512_div_ps(one, safe(dz)),
+        );
+        let (par_x, par_y, par_z) = (eq(dx, zero), eq(dy, zero), eq(dz, zero));
+        let (pos_x, pos_y, pos_z) = (gt(ix, zero), gt(iy, zero), gt(iz, zero));
+        let ty0 = _mm512_mul_ps(_mm512_sub_ps(zero, oy), iy);
+        let vinv_cs = _mm512_set1_ps(inv_cs);
+        let (pw, pd) = (
+            _mm512_set1_ps(w as f32 * cs),
+            _mm512_set1_ps(dd as f32 * cs),
+        );
+        let vm = _mm512_set1_ps(m);
+        let slab = |o, inv, pos, par, hi| {
+            let ta = _mm512_mul_ps(_mm512_sub_ps(zero, o), inv);
+            let tb = _mm512_mul_ps(_mm512_sub_ps(hi, o), inv);
+            (
+                pick(pick(tb, ta, pos), ninf, par),
+                pick(pick(ta, tb, pos), inf, par),
+            )
+        };
+        let (txn, txf) = slab(ox, ix, pos_x, par_x, pw);
+        let (tzn, tzf) = slab(oz, iz, pos_z, par_z, pd);
+        let th = _mm512_mul_ps(_mm512_sub_ps(vm, oy), iy);
+        let y_in = le(zero, oy) & le(oy, vm);
+        let tyn = pick(pick(th, ty0, pos_y), pick(inf, ninf, y_in), par_y);
+        let tyf = pick(pick(ty0, th, pos_y), pick(ninf, inf, y_in), par_y);
+        let near = _mm512_max_ps(_mm512_max_ps(txn, tzn), tyn);
+        let far = _mm512_min_ps(_mm512_min_ps(txf, tzf), tyf);
+        let scale = pick(
+            _mm512_set1_ps(SLAB_EXIT_SCALE),
+            _mm512_set1_ps(SLAB_EXIT_SCALE_NEGATIVE),
+            lt(far, zero),
+        );
+        let far = _mm512_mul_ps(far, scale);
+        let inside = |o, hi| le(zero, o) & le(o, hi);
+        let outside = (!inside(ox, pw) & par_x) | (!inside(oz, pd) & par_z);
+        let hit_root = !outside & gt(vm, zero) & le(near, far) & lt(near, vtmax) & gt(far, vtmin);
+        let parallel = par_x | par_y | par_z;
+        let t0 = _mm512_max_ps(near, vtmin);
+        let cell_of = |v, n: u32| {
+            let nf = _mm512_set1_ps(n as f32);
+            let x = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, vinv_cs), zero), nf);
+            let k = _mm512_min_epi32(_mm512_cvttps_epi32(x), _mm512_set1_epi32(n as i32 - 1));
+            let k1 = _mm512_add_epi32(k, _mm512_set1_epi32(1));
+            let plane = |k| _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(cs));
+            let dec = _mm512_cmpgt_epi32_mask(k, _mm512_setzero_si512()) & lt(v, plane(k));
+            let inc =
+                !dec & _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(n as i32), k1) & ge(v, plane(k1));
+            let k = _mm512_mask_sub_epi32(k, dec, k, _mm512_set1_epi32(1));
+            _mm512_mask_add_epi32(k, inc, k, _mm512_set1_epi32(1))
+        };
+        let cx = cell_of(_mm512_add_ps(ox, _mm512_mul_ps(t0, dx)), w);
+        let cz = cell_of(_mm512_add_ps(oz, _mm512_mul_ps(t0, dz)), dd);
+        let walking = (seen & u32::from(hit_root) & !u32::from(parallel) & lanes_mask) as K;
+        let minus = _mm512_set1_epi32(-1);
+        let flag = |m: K| _mm512_maskz_mov_epi32(m, minus);
+        let index = _mm512_add_epi32(
+            _mm512_set1_epi32(first as i32),
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        );
+        let values = [
+            ox,
+            oy,
+            oz,
+            ix,
+            iy,
+            iz,
+            _mm512_mul_ps(ox, vinv_cs),
+            _mm512_mul_ps(oz, vinv_cs),
+            _mm512_mul_ps(dx, vinv_cs),
+            _mm512_mul_ps(dz, vinv_cs),
+            ty0,
+            vtmin,
+            vtmax,
+        ];
+        let ints = [
+            cx,
+            cz,
+            _mm512_set1_epi32(top.saturating_sub(1) as i32),
+            flag(pos_x),
+            flag(pos_y),
+            flag(pos_z),
+            flag(gt(dy, zero)),
+        ];
+        let tail = self.tail;
+        // SAFETY (the stores): sixteen values from the tail, which stays
+        // below QUEUE (it is topped up only below QUEUE_FILL, and QUEUE_FILL
+        // + 16 <= QUEUE), in rows of QUEUE + 16. The walking rays' values are
+        // packed first in the register (a compressing store to memory is
+        // slow on some CPUs).
+        unsafe {
+            for (dst, v) in self.f.iter_mut().zip(values) {
+                _mm512_storeu_ps(
+                    dst[tail..].as_mut_ptr(),
+                    _mm512_maskz_compress_ps(walking, v),
+                );
+            }
+            for (dst, v) in self.i.iter_mut().zip(ints) {
+                _mm512_storeu_si512(
+                    dst[tail..].as_mut_ptr().cast(),
+                    _mm512_maskz_compress_epi32(walking, v),
+                );
+            }
+            _mm512_storeu_si512(
+                self.ray[tail..].as_mut_ptr().cast(),
+                _mm512_maskz_compress_epi32(walking, index),
+            );
+        }
+        self.tail += walking.count_ones() as usize;
+        // The rays that need no walk of a lane.
+        let mut rest = lanes_mask & !u32::from(walking);
+        while rest != 0 {
+            let k = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let ray = &self.rays[first + k];
+            let answer = (seen & u32::from(hit_root) & u32::from(parallel) & (1 << k) != 0)
+                .then(|| {
+                    ray_heightfield(&RayPre::new(ray), self.hf, self.heights, ray.tmin, ray.tmax)
+                })
+                .flatten();
+            put(first + k, answer);
+        }
+    }
+}
+
+/// [`walk8`] with AVX-512: two groups of sixteen walks, each lane core's
+/// walk as in `walk8` (the same operations in the same order; what `walk8`
+/// does with blend masks, masks of bits here). A lane whose walk ended
+/// hands its answer out and takes the next started walk by compressing and
+/// expanding stores and loads, every value at once, without leaving the
+/// registers.
+#[target_feature(enable = "avx512f,avx2,bmi2")]
+fn walk16(
+    hf: &GpuHeightfield,
+    heights: &[f32],
+    rays: &[Ray],
+    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+) {
+    let (w, d, levels) = (hf.dims[0] as i32, hf.dims[1] as i32, hf.dims[2] as i32);
+    let cs = hf.scale[0];
+    let mut offsets = [0i32; HEIGHTFIELD_MAX_LEVELS];
+    for (k, o) in offsets.iter_mut().enumerate() {
+        *o = hf.level_offset[k / 4][k % 4] as i32;
+    }
+    let mut queue = Box::new(Queue {
+        hf,
+        heights,
+        rays,
+        next: 0,
+        f: [[0.0; QUEUE + 16]; 13],
+        i: [[0; QUEUE + 16]; 7],
+        ray: [0; QUEUE + 16],
+        head: 0,
+        tail: 0,
+    });
+
+    type K = __mmask16;
+    let add = |a, b| _mm512_add_ps(a, b);
+    let sub = |a, b| _mm512_sub_ps(a, b);
+    let mul = |a, b| _mm512_mul_ps(a, b);
+    let max = |a, b| _mm512_max_ps(a, b);
+    let min = |a, b| _mm512_min_ps(a, b);
+    let addi = |a, b| _mm512_add_epi32(a, b);
+    let subi = |a, b| _mm512_sub_epi32(a, b);
+    let mini = |a, b| _mm512_min_epi32(a, b);
+    let maxi = |a, b| _mm512_max_epi32(a, b);
+    let srlv = |a, b| _mm512_srlv_epi32(a, b);
+    let sllv = |a, b| _mm512_sllv_epi32(a, b);
+    let lt = |a, b| _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b);
+    let le = |a, b| _mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b);
+    let gt = |a, b| _mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, b);
+    let ge = |a, b| _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b);
+    let eq = |a, b| _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b);
+    let nlt = |a, b| _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(a, b);
+    // `a` where `m` is clear, `b` where it is set.
+    let pick = |a, b, m: K| _mm512_mask_blend_ps(m, a, b);
+    let pick_i = |a, b, m: K| _mm512_mask_blend_epi32(m, a, b);
+    let and = |a: K, b: K| a & b;
+    // `!a & b`.
+    let andnot = |a: K, b: K| !a & b;
+    let or = |a: K, b: K| a | b;
+
+    let splat = |x: __m512| [x, x];
+    let splat_i = |x: __m512i| [x, x];
+    let (zero, one) = (
+        splat_i(_mm512_setzero_si512()),
+        splat_i(_mm512_set1_epi32(1)),
+    );
+    let fzero = splat(_mm512_setzero_ps());
+    let vw = splat_i(_mm512_set1_epi32(w));
+    let vd = splat_i(_mm512_set1_epi32(d));
+    let vw1 = splat_i(_mm512_set1_epi32(w - 1));
+    let vd1 = splat_i(_mm512_set1_epi32(d - 1));
+    let vwf = splat(_mm512_set1_ps(w as f32));
+    let vdf = splat(_mm512_set1_ps(d as f32));
+    let vtop = splat_i(_mm512_set1_epi32(levels - 1));
+    let vcs = splat(_mm512_set1_ps(cs));
+    let widen_pos = splat(_mm512_set1_ps(SLAB_EXIT_SCALE));
+    let widen_neg = splat(_mm512_set1_ps(SLAB_EXIT_SCALE_NEGATIVE));
+    let face_v = |v: u32| splat_i(_mm512_set1_epi32(v as i32));
+    let (f_top, f_bottom) = (face_v(FACE_TOP), face_v(FACE_BOTTOM));
+    let (f_neg_x, f_pos_x) = (face_v(FACE_NEG_X), face_v(FACE_POS_X));
+    let (f_neg_z, f_pos_z) = (face_v(FACE_NEG_Z), face_v(FACE_POS_Z));
+    let ones = _mm512_set1_epi32(1);
+    // The first entry of each level: up to 16 levels by one permute, more
+    // by a gather.
+    // SAFETY: `offsets` holds 32 values, 16 read.
+    let offsets16 = unsafe { _mm512_loadu_si512(offsets.as_ptr().cast()) };
+    let level_offset = |level: __m512i| -> __m512i {
+        if levels <= 16 {
+            _mm512_permutexvar_epi32(level, offsets16)
+        } else {
+            // SAFETY: every level of a walk lies in 0..levels, within `offsets`.
+            unsafe { _mm512_i32gather_epi32::<4>(level, offsets.as_ptr()) }
+        }
+    };
+    // SAFETY (the closure's gather): only walking lanes read, whose index
+    // lies in `heights` (see where it is called).
+    let entry = |idx: __m512i, ok: K| unsafe {
+        _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), ok, idx, heights.as_ptr())
+    };
+    // Core's plane: `i as f32 * cell size`.
+    let plane = |k: Two<__m512i>| two!(mul, two!(|x| _mm512_cvtepi32_ps(x), k), vcs);
+    let mask_of = |x: __m512i| _mm512_test_epi32_mask(x, x);
+
+    // Every lane's values and state, in registers; lanes start idle.
+    let (mut ox, mut oy, mut oz) = (fzero, fzero, fzero);
+    let (mut ix, mut iy, mut iz) = (fzero, fzero, fzero);
+    let (mut ocx, mut ocz, mut dcx, mut dcz) = (fzero, fzero, fzero, fzero);
+    let (mut ty0, mut tmin, mut tmax, mut t_lo) = (fzero, fzero, fzero, fzero);
+    let (mut cx, mut cz, mut level) = (zero, zero, zero);
+    let (mut pos_x, mut pos_y, mut pos_z, mut up_always): (Two<K>, Two<K>, Two<K>, Two<K>) =
+        ([0; 2], [0; 2], [0; 2], [0; 2]);
+    let mut ray_of = zero;
+    let (mut ans_kind, mut ans_t, mut ans_cell, mut ans_face) = (zero, fzero, zero, zero);
+    // Lanes walking a ray, and lanes whose walk ended with an answer not
+    // yet handed out.
+    let mut live: Two<K> = [0; 2];
+    let mut ended_all: Two<K> = [0; 2];
+    loop {
+        // Hand out the ended lanes' answers, and fill every idle lane from
+        // the queue (topped up first).
+        for g in 0..2 {
+            let done = ended_all[g];
+            if done != 0 {
+                let mut t = [0.0f32; 16];
+                let mut cell = [0i32; 16];
+                let mut face = [0i32; 16];
+                let mut kind = [0i32; 16];
+                let mut index = [0i32; 16];
+                // SAFETY: arrays of 16 take 16 values.
+                unsafe {
+                    let packed = |v| _mm512_maskz_compress_epi32(done, v);
+                    _mm512_storeu_ps(t.as_mut_ptr(), _mm512_maskz_compress_ps(done, ans_t[g]));
+                    _mm512_storeu_si512(cell.as_mut_ptr().cast(), packed(ans_cell[g]));
+                    _mm512_storeu_si512(face.as_mut_ptr().cast(), packed(ans_face[g]));
+                    _mm512_storeu_si512(kind.as_mut_ptr().cast(), packed(ans_kind[g]));
+                    _mm512_storeu_si512(index.as_mut_ptr().cast(), packed(ray_of[g]));
+                }
+                for k in 0..done.count_ones() as usize {
+                    let i = index[k] as usize;
+                    let answer = match kind[k] {
                         ENDED_HIT => Some(HeightfieldHit {
-                            t: st.t.0[lane],
-                            cell: st.cell.0[lane] as u32,
-                            face: st.face.0[lane] as u32,
+                            t: t[k],
+                            cell: cell[k] as u32,
+                            face: face[k] as u32,
                         }),
                         // Through a cell's corner: core walks the ray whole.
-                        ENDED_CORNER => rays.get(index).and_then(|ray| {
+                        ENDED_CORNER => rays.get(i).and_then(|ray| {
                             ray_heightfield(&RayPre::new(ray), hf, heights, ray.tmin, ray.tmax)
                         }),
                         _ => None,
                     };
-                    put(index, answer);
-                    refill(st, lane, &mut next, hf, heights, rays, put);
+                    put(i, answer);
+                }
+                ended_all[g] = 0;
+            }
+            let idle = !live[g];
+            if idle == 0 {
+                continue;
+            }
+            queue.top_up(put);
+            let avail = queue.len().min(idle.count_ones() as usize);
+            if avail == 0 {
+                continue;
+            }
+            // The lowest `avail` idle lanes.
+            let fill = _pdep_u32(((1u64 << avail) - 1) as u32, u32::from(idle)) as K;
+            let h = queue.head;
+            // SAFETY (the loads): `avail` values wait from `head` in each
+            // row, sixteen are read (rows of QUEUE + 16, head below QUEUE);
+            // spread into the lanes in the register (an expanding load from
+            // memory is slow on some CPUs).
+            unsafe {
+                let lf = |v: __m512, k: usize| {
+                    _mm512_mask_expand_ps(v, fill, _mm512_loadu_ps(queue.f[k][h..].as_ptr()))
+                };
+                let li = |v: __m512i, k: usize| {
+                    let x = _mm512_loadu_si512(queue.i[k][h..].as_ptr().cast());
+                    _mm512_mask_expand_epi32(v, fill, x)
+                };
+                ox[g] = lf(ox[g], at::OX);
+                oy[g] = lf(oy[g], at::OY);
+                oz[g] = lf(oz[g], at::OZ);
+                ix[g] = lf(ix[g], at::IX);
+                iy[g] = lf(iy[g], at::IY);
+                iz[g] = lf(iz[g], at::IZ);
+                ocx[g] = lf(ocx[g], at::OCX);
+                ocz[g] = lf(ocz[g], at::OCZ);
+                dcx[g] = lf(dcx[g], at::DCX);
+                dcz[g] = lf(dcz[g], at::DCZ);
+                ty0[g] = lf(ty0[g], at::TY0);
+                tmin[g] = lf(tmin[g], at::TMIN);
+                tmax[g] = lf(tmax[g], at::TMAX);
+                t_lo[g] = lf(t_lo[g], at::TMIN);
+                cx[g] = li(cx[g], at::CX);
+                cz[g] = li(cz[g], at::CZ);
+                level[g] = li(level[g], at::LEVEL);
+                let flags = |v: &mut K, k: usize| {
+                    let x = li(_mm512_setzero_si512(), k);
+                    *v = (*v & !fill) | (mask_of(x) & fill);
+                };
+                flags(&mut pos_x[g], at::POS_X);
+                flags(&mut pos_y[g], at::POS_Y);
+                flags(&mut pos_z[g], at::POS_Z);
+                flags(&mut up_always[g], at::UP);
+                let rays_in = _mm512_loadu_si512(queue.ray[h..].as_ptr().cast());
+                ray_of[g] = _mm512_mask_expand_epi32(ray_of[g], fill, rays_in);
+                ans_kind[g] =
+                    _mm512_mask_mov_epi32(ans_kind[g], fill, _mm512_set1_epi32(ENDED_MISS));
+            }
+            queue.head += avail;
+            live[g] |= fill;
+        }
+        if live == [0, 0] {
+            return;
+        }
+        // Step until enough lanes have ended to refill.
+        let idle = (!live[0]).count_ones() + (!live[1]).count_ones();
+        loop {
+            // The node (a column at level 0) holding each lane's cell.
+            let nx = two!(srlv, cx, level);
+            let nz = two!(srlv, cz, level);
+            let x0 = two!(sllv, nx, level);
+            let z0 = two!(sllv, nz, level);
+            let x1 = two!(mini, two!(sllv, two!(addi, nx, one), level), vw);
+            let z1 = two!(mini, two!(sllv, two!(addi, nz, one), level), vd);
+            let lw = two!(addi, two!(srlv, vw1, level), one);
+            let off = two!(level_offset, level);
+            let idx = two!(
+                addi,
+                two!(addi, off, two!(|a, b| _mm512_mullo_epi32(a, b), nz, lw)),
+                nx
+            );
+            // A walking lane's cell lies in the grid and its level in the
+            // pyramid, which `walkable` found inside `heights`.
+            let m = two!(entry, idx, live);
+
+            // Core's `slabs`.
+            let ta = two!(mul, two!(sub, plane(x0), ox), ix);
+            let tb = two!(mul, two!(sub, plane(x1), ox), ix);
+            let (txn, txf) = (two!(pick, tb, ta, pos_x), two!(pick, ta, tb, pos_x));
+            let ta = two!(mul, two!(sub, plane(z0), oz), iz);
+            let tb = two!(mul, two!(sub, plane(z1), oz), iz);
+            let (tzn, tzf) = (two!(pick, tb, ta, pos_z), two!(pick, ta, tb, pos_z));
+            let th = two!(mul, two!(sub, m, oy), iy);
+            let (tyn, tyf) = (two!(pick, th, ty0, pos_y), two!(pick, ty0, th, pos_y));
+            let near = two!(max, two!(max, txn, tzn), tyn);
+            let far = two!(min, two!(min, txf, tzf), tyf);
+            let farw = two!(
+                mul,
+                far,
+                two!(pick, widen_pos, widen_neg, two!(lt, far, fzero))
+            );
+            let level0 = two!(|a, b| _mm512_cmpeq_epi32_mask(a, b), level, zero);
+            let filled = two!(gt, m, fzero);
+
+            // Level 0: core's `crossing` of the column.
+            let touched = two!(and, level0, two!(and, filled, two!(le, near, farw)));
+            let entered = two!(gt, near, tmin);
+            let hit_entry = two!(and, touched, two!(and, entered, two!(lt, near, tmax)));
+            let hit_exit = two!(
+                and,
+                two!(andnot, entered, touched),
+                two!(and, two!(gt, far, tmin), two!(lt, far, tmax))
+            );
+            let hit = two!(and, live, two!(or, hit_entry, hit_exit));
+            // Above: the node test, down a level where the node may hold a
+            // crossing (its entry distance: the y slab's, as core's).
+            let down = two!(
+                and,
+                two!(andnot, level0, live),
+                two!(
+                    and,
+                    two!(and, filled, two!(le, tyn, farw)),
+                    two!(and, two!(lt, tyn, tmax), two!(ge, farw, t_lo))
+                )
+            );
+            // Across: leave the node by its nearer exit.
+            let across = two!(andnot, two!(or, hit, down), live);
+            let t_exit = two!(min, txf, tzf);
+            let past = two!(and, across, two!(nlt, t_exit, tmax));
+            let going = two!(andnot, past, across);
+            let corner = two!(and, going, two!(eq, txf, tzf));
+            let corner_down = two!(andnot, level0, corner);
+            let corner_cell = two!(and, level0, corner);
+            let x_first = two!(lt, txf, tzf);
+            let step_x = two!(andnot, corner, two!(and, going, x_first));
+            let step_z = two!(andnot, corner, two!(andnot, x_first, going));
+            let cx_step = two!(pick_i, two!(subi, x0, one), x1, pos_x);
+            let cz_step = two!(pick_i, two!(subi, z0, one), z1, pos_z);
+            // Off the grid: at or past the side as an unsigned number (-1,
+            // before the first cell, is past every side).
+            let past_side = |c, n| _mm512_cmpge_epu32_mask(c, n);
+            let off_x = two!(and, step_x, two!(past_side, cx_step, vw));
+            let off_z = two!(and, step_z, two!(past_side, cz_step, vd));
+            // Core's `(c >> (level + 1)) != (n >> 1)`: the node is its
+            // parent's last child along the way, odd going up, even down.
+            let last = |n, pos: K| _mm512_test_epi32_mask(n, ones) ^ !pos;
+            let new_x = two!(last, nx, pos_x);
+            let new_z = two!(last, nz, pos_z);
+            // Core's `follow`: the other axis's cell at the exit, clamped
+            // into the node, never behind the lane's.
+            let follow = |oc: Two<__m512>,
+                          dc: Two<__m512>,
+                          (n1, nf): (Two<__m512i>, Two<__m512>),
+                          lo: Two<__m512i>,
+                          hi: Two<__m512i>,
+                          cur: Two<__m512i>,
+                          pos: Two<K>| {
+                let x = two!(add, oc, two!(mul, t_exit, dc));
+                // `as u32` of core: NaN and negatives to 0 (`max_ps` gives its
+                // second operand for a NaN), at most `n` before truncating.
+                let x = two!(min, two!(max, x, fzero), nf);
+                let k = two!(mini, two!(|x| _mm512_cvttps_epi32(x), x), n1);
+                let c = two!(maxi, two!(mini, k, two!(subi, hi, one)), lo);
+                two!(pick_i, two!(mini, c, cur), two!(maxi, c, cur), pos)
+            };
+            let fz = follow(ocz, dcz, (vd1, vdf), z0, z1, cz, pos_z);
+            let fx = follow(ocx, dcx, (vw1, vwf), x0, x1, cx, pos_x);
+            let moved = two!(or, two!(andnot, off_x, step_x), two!(andnot, off_z, step_z));
+            let new_parent = two!(|z: K, x: K, s: K| (s & x) | (!s & z), new_z, new_x, step_x);
+            let below_top = two!(|a, b| _mm512_cmpgt_epi32_mask(a, b), vtop, level);
+            let up = two!(
+                and,
+                two!(and, moved, below_top),
+                two!(or, up_always, new_parent)
+            );
+            let ended = two!(
+                or,
+                two!(or, hit, corner_cell),
+                two!(or, past, two!(or, off_x, off_z))
+            );
+            // The state after the step.
+            cx = two!(pick_i, two!(pick_i, cx, fx, step_z), cx_step, step_x);
+            cz = two!(pick_i, two!(pick_i, cz, fz, step_x), cz_step, step_z);
+            t_lo = two!(pick, t_lo, t_exit, moved);
+            let level_up = two!(|l, u: K| _mm512_mask_add_epi32(l, u, l, ones), level, up);
+            level = two!(
+                |l, dn: K| _mm512_mask_sub_epi32(l, dn, l, ones),
+                level_up,
+                two!(or, down, corner_down)
+            );
+            // Latch the answers of the lanes that ended: a hit's `t`, its
+            // cell (`z * width + x`, of the cell tested) and its face (core's
+            // `crossing`: the y face, else the x face, else the z face, of
+            // the slab value that made the entry or exit distance).
+            let t_hit = two!(pick, far, near, hit_entry);
+            let cells = two!(addi, two!(|a, b| _mm512_mullo_epi32(a, b), nz, vw), nx);
+            let (e_y, e_x, e_z) = (
+                two!(pick_i, f_top, f_bottom, pos_y),
+                two!(pick_i, f_pos_x, f_neg_x, pos_x),
+                two!(pick_i, f_pos_z, f_neg_z, pos_z),
+            );
+            let entry_face = two!(
+                pick_i,
+                two!(pick_i, e_z, e_x, two!(eq, txn, near)),
+                e_y,
+                two!(eq, tyn, near)
+            );
+            let (x_y, x_x, x_z) = (
+                two!(pick_i, f_bottom, f_top, pos_y),
+                two!(pick_i, f_neg_x, f_pos_x, pos_x),
+                two!(pick_i, f_neg_z, f_pos_z, pos_z),
+            );
+            let exit_face = two!(
+                pick_i,
+                two!(pick_i, x_z, x_x, two!(eq, txf, far)),
+                x_y,
+                two!(eq, tyf, far)
+            );
+            let kind_hit = splat_i(_mm512_set1_epi32(ENDED_HIT));
+            let kind_corner = splat_i(_mm512_set1_epi32(ENDED_CORNER));
+            ans_t = two!(pick, ans_t, t_hit, hit);
+            ans_cell = two!(pick_i, ans_cell, cells, hit);
+            ans_face = two!(
+                pick_i,
+                ans_face,
+                two!(pick_i, exit_face, entry_face, hit_entry),
+                hit
+            );
+            ans_kind = two!(
+                pick_i,
+                two!(pick_i, ans_kind, kind_hit, hit),
+                kind_corner,
+                corner_cell
+            );
+            live = two!(andnot, ended, live);
+            ended_all = two!(or, ended_all, ended);
+            let dead = (!live[0]).count_ones() + (!live[1]).count_ones();
+            if dead >= idle + REFILL_AT_16 || live == [0, 0] {
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+    use prism_core::heightfield::Heightfield;
+    use prism_core::rng::Pcg;
+
+    /// A walk of a batch over one heightfield (`walk8`, `walk16`).
+    type LaneWalk =
+        fn(&GpuHeightfield, &[f32], &[Ray], &mut dyn FnMut(usize, Option<HeightfieldHit>));
+
+    /// Both lane widths this CPU runs give core's walk, exactly, on random
+    /// height maps and rays of every kind (misses, segments, rays parallel
+    /// to an axis, rays through corners, hidden by their mask).
+    #[test]
+    fn every_lane_width_gives_cores_walk() {
+        let mut rng = Pcg { state: 3 };
+        let mut r = move || rng.next_f32();
+        for case in 0..20 {
+            let (w, d) = (1 + (r() * 40.0) as u32, 1 + (r() * 40.0) as u32);
+            let cs = [1.0, 0.5, 0.37][case % 3];
+            let heights: Vec<f32> = (0..w * d)
+                .map(|_| {
+                    if r() < 0.3 {
+                        0.0
+                    } else {
+                        (r() * 8.0).floor() * 0.5
+                    }
+                })
+                .collect();
+            let hf = Heightfield::new(w, d, cs, &heights).expect("valid heights");
+            let record = hf.descriptor(0);
+            let ext = hf.size();
+            let rays: Vec<Ray> = (0..3000)
+                .map(|k| {
+                    let o = Vec3::new(r(), r(), r()) * 1.6 * ext - Vec3::splat(0.3 * ext);
+                    let target = Vec3::new(r(), r() * 0.3, r()) * ext;
+                    let ray = match k % 5 {
+                        0 => Ray::new(o, Vec3::new(0.0, -1.0, r() - 0.5)),
+                        1 => Ray::new(o.floor(), Vec3::new(1.0, -0.5, 1.0)),
+                        2 => Ray::segment(o, target - o, r(), 0.5 + r()),
+                        _ => Ray::new(o, target - o),
+                    };
+                    if k % 41 == 0 {
+                        ray.with_mask(0x100)
+                    } else {
+                        ray
+                    }
+                })
+                .collect();
+            let core: Vec<Option<HeightfieldHit>> = rays
+                .iter()
+                .map(|ray| {
+                    (ray.mask & 0xFF != 0)
+                        .then(|| {
+                            let pre = RayPre::new(ray);
+                            ray_heightfield(&pre, &record, hf.pyramid(), ray.tmin, ray.tmax)
+                        })
+                        .flatten()
+                })
+                .collect();
+            assert!(walkable(&record, hf.pyramid()));
+            let mut walks: Vec<(&str, LaneWalk)> = Vec::new();
+            if available() {
+                // SAFETY (of the call below): AVX2 is available.
+                walks.push(("8 lanes", |h, hs, rs, p| unsafe { walk8(h, hs, rs, p) }));
+            }
+            if available16() {
+                // SAFETY (of the call below): AVX-512F, AVX2 and BMI2 are available.
+                walks.push(("16 lanes", |h, hs, rs, p| unsafe { walk16(h, hs, rs, p) }));
+            }
+            for (name, walk) in walks {
+                let mut got: Vec<Option<Option<HeightfieldHit>>> = vec![None; rays.len()];
+                walk(&record, hf.pyramid(), &rays, &mut |i, h| {
+                    assert!(got[i].is_none(), "{name}: ray {i} answered twice");
+                    got[i] = Some(h);
+                });
+                for (i, (g, c)) in got.iter().zip(&core).enumerate() {
+                    assert_eq!(
+                        g.as_ref(),
+                        Some(c),
+                        "{name}, case {case}, ray {i}: {:?}",
+                        rays[i]
+                    );
                 }
             }
-            continue 'refilled;
         }
     }
 }

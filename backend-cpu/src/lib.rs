@@ -99,9 +99,14 @@ pub struct CpuBackend {
     /// the tree ([`prism_core::cell_grid`]): render rays' closest hits walk it.
     cell_grid: Option<CellGrid>,
     /// A flat scene that is one heightfield (and a CPU with AVX2): the wide
-    /// traversals' ray batches walk it eight rays at once
-    /// (`heightfield8`), core's walk in each lane.
+    /// traversals' ray batches walk it many rays at once in SIMD lanes
+    /// (`heightfield8`: 16 with AVX2, 32 with AVX-512), core's walk in each
+    /// lane.
     lone_heightfield: Option<LoneHeightfield>,
+    /// Whether such a scene's batches go to the lanes (the default) or to
+    /// the wide traversals (core's walk at the tree's leaf, one ray at a
+    /// time), for comparison: the answers are the same.
+    heightfield_lanes: bool,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -139,6 +144,7 @@ impl CpuBackend {
             light_grid: None,
             cell_grid: None,
             lone_heightfield: None,
+            heightfield_lanes: true,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -176,6 +182,20 @@ impl CpuBackend {
         let accel = self.accel.as_mut()?;
         accel.refresh();
         Some(accel)
+    }
+
+    /// Whether the batches of a scene that is one heightfield are walked many
+    /// rays at once in SIMD lanes (`true`, the default, where the CPU has
+    /// AVX2) or one ray at a time through the wide trees (`false`). The
+    /// answers are the same, bit for bit; the lanes are several times faster
+    /// (bench/RESULTS.md). For comparisons and benchmarks.
+    pub fn set_heightfield_lanes(&mut self, on: bool) {
+        self.heightfield_lanes = on;
+        self.lone_heightfield = self
+            .accel
+            .as_ref()
+            .and_then(LoneHeightfield::of)
+            .filter(|_| on);
     }
 
     /// The traversal the calls walk: the one chosen, or core's binary trees
@@ -247,7 +267,7 @@ impl Backend for CpuBackend {
         self.wide = wide;
         self.light_grid = light_grid;
         self.cell_grid = cell_grid;
-        self.lone_heightfield = LoneHeightfield::of(&accel);
+        self.lone_heightfield = LoneHeightfield::of(&accel).filter(|_| self.heightfield_lanes);
         let build = start.elapsed();
         self.accel = Some(accel);
         Ok(RenderStats {
@@ -528,7 +548,7 @@ impl LoneHeightfield {
     }
 
     /// `out[i] = answer(first crossing of rays[i])` for every ray, in
-    /// chunks of [`RAY_CHUNK`] across `pool`, each chunk's rays eight at a
+    /// chunks of [`RAY_CHUNK`] across `pool`, each chunk's rays many at a
     /// time in the lanes; the stats of the call begun at `start`. The same
     /// answers as the wide traversals' (the tree of one heightfield is one
     /// leaf, whose box holds every crossing of its walk).
