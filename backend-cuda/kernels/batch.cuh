@@ -29,16 +29,30 @@ __device__ __forceinline__ Hit miss_hit() {
 // Store the closest hit of ray i as prism_core::Accel::intersect gives it:
 // the slot's scene primitive id and the instance, or a miss (NO_PRIM,
 // NO_INSTANCE, t = +inf); two rows.
+// K: the walk's kinds (Walk::KINDS), whose PRISM_HEIGHTFIELDS bit says whether
+// a hit may be a heightfield's.
+template <int K>
 __device__ __forceinline__ void store_hit(const SceneView& s, const Hit& h, u32 i, float4* __restrict__ hits) {
     u32 id = PRISM_NO_PRIM;
     u32 instance = PRISM_NO_INSTANCE;
+    float u = h.u, v = h.v;
+    u32 cell = 0u, face = 0u;
     if (h.prim != PRISM_NO_PRIM) {
         id = __float_as_uint(__ldg(&s.prims[h.prim].a).w);
         instance = h.instance;
+        // A heightfield's hit carries its face and cell in u and v
+        // (heightfield.cuh): unpacked here, u = v = 0 as in core.
+        if ((K & PRISM_HEIGHTFIELDS) != 0 && __float_as_uint(__ldg(&s.prims[h.prim].b).w) == PRISM_KIND_HEIGHTFIELD) {
+            face = __float_as_uint(u);
+            cell = __float_as_uint(v);
+            u = 0.0f;
+            v = 0.0f;
+        }
     }
-    hits[2u * (u64)i] = make_float4(h.t, h.u, h.v, __uint_as_float(id));
-    // The second row: instance, cell and face (0: no heightfield here), 0.
-    hits[2u * (u64)i + 1u] = make_float4(__uint_as_float(instance), 0.0f, 0.0f, 0.0f);
+    hits[2u * (u64)i] = make_float4(h.t, u, v, __uint_as_float(id));
+    // The second row: instance, cell and face (0 but for a heightfield), 0.
+    hits[2u * (u64)i + 1u] =
+        make_float4(__uint_as_float(instance), __uint_as_float(cell), __uint_as_float(face), 0.0f);
 }
 
 // Closest hit of ray i, by one walk to its end.
@@ -50,12 +64,12 @@ __device__ __forceinline__ void intersect_one(const SceneView& s, const float4* 
     u32 mask;
     const Ray ray = load_ray(rays, i, mask);
     if (!w.begin(s, ray, mask)) {
-        store_hit(s, miss_hit(), i, hits);
+        store_hit<Walk::KINDS>(s, miss_hit(), i, hits);
         return;
     }
     while (w.step(s, stack)) {
     }
-    store_hit(s, w.end(), i, hits);
+    store_hit<Walk::KINDS>(s, w.end(), i, hits);
 }
 
 // Whether anything lies on ray i, by one walk to its end.
@@ -172,7 +186,7 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
             if (w.begin(s, ray, mask)) {
                 return true;
             }
-            store_hit(s, miss_hit(), i, hits);
+            store_hit<Walk::KINDS>(s, miss_hit(), i, hits);
             return false;
         });
         if (__ballot_sync(0xffffffffu, busy) == 0) {
@@ -182,7 +196,7 @@ __device__ __forceinline__ void intersect_refill(const SceneView& s, const float
             continue;
         }
         if (busy && !w.step(s, stack)) {
-            store_hit(s, w.end(), ray_index, hits);
+            store_hit<Walk::KINDS>(s, w.end(), ray_index, hits);
             busy = false;
         }
     }

@@ -287,7 +287,7 @@ __device__ __forceinline__ Hit closest_hit_listed(const SceneView& s, const Ray&
             }
         }
         float t, u, v;
-        if (ray_primitive<K>(pre, s.prims + slot, ray.tmin, best.t, t, u, v)) {
+        if (ray_primitive<K>(s, pre, s.prims + slot, ray.tmin, best.t, t, u, v)) {
             best.t = t;
             best.u = u;
             best.v = v;
@@ -312,7 +312,7 @@ __device__ __forceinline__ bool occluded_listed(const SceneView& s, const Ray& r
             continue;
         }
         float t, u, v;
-        if (ray_primitive<K>(pre, s.prims + slot, ray.tmin, ray.tmax, t, u, v)) {
+        if (ray_primitive<K>(s, pre, s.prims + slot, ray.tmin, ray.tmax, t, u, v)) {
             return true;
         }
     }

@@ -110,7 +110,7 @@ __device__ __forceinline__ void grid_test(const SceneView& s, const RayPre& pre,
             return;
         }
     }
-    if (slot < s.prim_count && ray_primitive<K>(pre, s.prims + slot, tmin, best.t, t, u, v)) {
+    if (slot < s.prim_count && ray_primitive<K>(s, pre, s.prims + slot, tmin, best.t, t, u, v)) {
         best.t = t;
         best.u = u;
         best.v = v;

@@ -135,8 +135,12 @@ __device__ __forceinline__ void surface_on_instance(const SceneView& s, const Ra
     const float scale = __ldg(&s.instances[hit.instance].info).w;
     const V3 q = object_point(r0, r1, r2, p);
     V3 n;
-    const bool sphere = KP == PRISM_SPHERES || (KP == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
-    if (sphere) {
+    const bool sphere = KP == PRISM_SPHERES || ((KP & PRISM_MIXED) == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+    if ((KP & PRISM_HEIGHTFIELDS) != 0 && __float_as_uint(b.w) == PRISM_KIND_HEIGHTFIELD) {
+        // The face the walk carried in u (heightfield.cuh); the record's size.
+        n = face_normal(__float_as_uint(hit.u));
+        size = __ldg(&prim->c).y;
+    } else if (sphere) {
         n = (q - xyz(a)) * b.y;
         size = b.z;
     } else {
@@ -149,8 +153,8 @@ __device__ __forceinline__ void surface_on_instance(const SceneView& s, const Ra
 }
 
 // mirrors the point, normal and size of prism_core::integrator::shading_point:
-// hit point, unit geometric normal (outward for spheres, by winding for
-// triangles) and primitive_size; `hit.prim` is a slot. On an instance (K with
+// hit point, unit geometric normal (outward for spheres and heightfields, by
+// winding for triangles) and primitive_size; `hit.prim` is a slot. On an instance (K with
 // PRISM_INSTANCES) the normal is found at the object-space point and carried
 // into the world, and the size scaled by the instance's stretch.
 template <int K>
@@ -164,8 +168,13 @@ __device__ __forceinline__ void surface(const SceneView& s, const Ray& ray, cons
         const float4 a = __ldg(&prim->a);
         const float4 b = __ldg(&prim->b);
         V3 n;
-        const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
-        if (sphere) {
+        const bool sphere = K == PRISM_SPHERES || ((K & PRISM_MIXED) == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+        if ((K & PRISM_HEIGHTFIELDS) != 0 && __float_as_uint(b.w) == PRISM_KIND_HEIGHTFIELD) {
+            // The face the walk carried in u (heightfield.cuh): its outward
+            // normal; the record's size (prism_core::gpu::Primitive::heightfield).
+            n = face_normal(__float_as_uint(hit.u));
+            size = __ldg(&prim->c).y;
+        } else if (sphere) {
             // The record's 1 / radius and size (prism_core::gpu::Primitive::sphere).
             n = (p - xyz(a)) * b.y;
             size = b.z;

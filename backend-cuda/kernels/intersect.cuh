@@ -43,6 +43,9 @@ __device__ __forceinline__ float safe_dir(float c) {
 #define PRISM_SPHERES 1
 #define PRISM_TRIANGLES 2
 #define PRISM_MIXED 3
+// The scene holds heightfields (with PRISM_MIXED: heightfield.cuh's walk is
+// compiled in only then, so scenes without one keep their code and registers).
+#define PRISM_HEIGHTFIELDS 8
 
 // The triangle test's part of prism_core::intersect::RayPre::new, from
 // pre.origin and pre.dir: the axis permutation, the shear and the permuted

@@ -82,7 +82,7 @@ __device__ __forceinline__ int any_hit_listed(const SceneView& s, const PointGri
             return -1;
         }
         float t, u, v;
-        if (ray_primitive<K>(pre, s.prims + slot, ray.tmin, ray.tmax, t, u, v)) {
+        if (ray_primitive<K>(s, pre, s.prims + slot, ray.tmin, ray.tmax, t, u, v)) {
             return 1;
         }
     }

@@ -434,7 +434,8 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
         }                                                                                                          \
     }
 
-// The kernels, once per scene kind (suffix _spheres, _triangles, _mixed).
+// The kernels, once per scene kind (suffix _spheres, _triangles, _mixed,
+// _heightfields).
 //
 // prism_render_{path,whitted,ao}: the render kernels (PRISM_RENDER_KERNEL).
 // prism_render_{path,whitted,ao}_octants: the same on the tree's near-first octant
@@ -549,3 +550,7 @@ PRISM_KERNELS(_mixed, PRISM_MIXED)
 PRISM_INSTANCE_KERNELS(_spheres, PRISM_SPHERES)
 PRISM_INSTANCE_KERNELS(_triangles, PRISM_TRIANGLES)
 PRISM_INSTANCE_KERNELS(_mixed, PRISM_MIXED)
+// Scenes holding a heightfield (beside triangles and spheres, or not): the
+// only kernels that compile its walk (heightfield.cuh).
+PRISM_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS))
+PRISM_INSTANCE_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS))

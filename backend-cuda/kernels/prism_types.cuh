@@ -10,7 +10,8 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 
 // ---- constants of prism_core, passed in by the host (see src/kernels.rs) ----
-// mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE, EMPTY_CHILD, KIND_TRIANGLE, KIND_SPHERE
+// mirrors prism_core::gpu::TRAVERSAL_STACK_SIZE, EMPTY_CHILD, KIND_TRIANGLE, KIND_SPHERE,
+//   KIND_HEIGHTFIELD, HEIGHTFIELD_MAX_LEVELS
 // mirrors prism_core::intersect::MIN_DIR_COMPONENT, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE,
 //   SPHERE_EARLY_MISS_MARGIN, SPHERE_LEFT_BEHIND_SCALE
 // mirrors prism_core::integrator::{SHADOW_KEEP, PHONG_*, WHITTED_LOCAL}
@@ -32,6 +33,13 @@ struct __align__(16) Primitive {
     float4 a;  // v0.xyz | center.xyz, w = scene id bits
     float4 b;  // v1.xyz | (radius, 1 / radius, size), w = kind bits
     float4 c;  // v2.xyz | 0
+};
+
+// mirrors prism_core::gpu::GpuHeightfield
+struct __align__(16) GpuHeightfield {
+    uint4 dims;               // width, depth, level count, 0
+    float4 scale;             // cell size, 1 / cell size, largest height, size
+    uint4 level_offset[8];    // first entry of level k in the height array: [k / 4] component k % 4
 };
 
 // mirrors prism_core::gpu::GpuMaterial
@@ -90,8 +98,8 @@ struct __align__(16) RenderParams {
 // mirrors prism_core::ray::Hit (two 16-byte rows; the traversals carry the
 // first four fields and the instance, and the kernels store the rows whole;
 // cell and face name a heightfield's column and side, 0 for triangles and
-// spheres, the only kinds these kernels walk: a scene with a heightfield is
-// refused by set_scene)
+// spheres: a walk carries them in u and v, heightfield.cuh, and store_hit
+// writes them here)
 struct __align__(16) Hit {
     float t;
     float u;
@@ -157,6 +165,13 @@ struct SceneView {
     const BvhNode* top_nodes;
     u32 instance_count;
     u32 top_node_count;
+    // The heightfields' records (prism_core::Accel::heightfields) and every
+    // heightfield's pyramid of maximum heights (Accel::heightfield_heights),
+    // with their counts; one zero element each when the scene has none.
+    const GpuHeightfield* heightfields;
+    const float* heights;
+    u32 heightfield_count;
+    u32 height_count;
 };
 
 // offsetof in a constant expression: NVRTC has no <cstddef>, and its front end
@@ -183,6 +198,11 @@ PRISM_CHECK_SIZE(Primitive);
 PRISM_CHECK_FIELD(Primitive, a);
 PRISM_CHECK_FIELD(Primitive, b);
 PRISM_CHECK_FIELD(Primitive, c);
+
+PRISM_CHECK_SIZE(GpuHeightfield);
+PRISM_CHECK_FIELD(GpuHeightfield, dims);
+PRISM_CHECK_FIELD(GpuHeightfield, scale);
+PRISM_CHECK_FIELD(GpuHeightfield, level_offset);
 
 PRISM_CHECK_SIZE(GpuMaterial);
 PRISM_CHECK_FIELD(GpuMaterial, albedo_fuzz);
@@ -262,6 +282,10 @@ PRISM_CHECK_FIELD(SceneView, instances);
 PRISM_CHECK_FIELD(SceneView, top_nodes);
 PRISM_CHECK_FIELD(SceneView, instance_count);
 PRISM_CHECK_FIELD(SceneView, top_node_count);
+PRISM_CHECK_FIELD(SceneView, heightfields);
+PRISM_CHECK_FIELD(SceneView, heights);
+PRISM_CHECK_FIELD(SceneView, heightfield_count);
+PRISM_CHECK_FIELD(SceneView, height_count);
 
 PRISM_CHECK_SIZE(PointGridCell);
 PRISM_CHECK_FIELD(PointGridCell, count);

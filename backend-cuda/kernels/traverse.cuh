@@ -7,9 +7,10 @@
 // primitives do it together whichever leaf they are in; the order of the tests
 // (near leaf, then far leaf if still closer than the best hit) is core's.
 //
-// K (PRISM_SPHERES, PRISM_TRIANGLES, PRISM_MIXED) says which primitive kinds the
-// scene holds; core's run-time kind check is resolved at compile time when only
-// one kind exists.
+// K (PRISM_SPHERES, PRISM_TRIANGLES, PRISM_MIXED, with PRISM_HEIGHTFIELDS where
+// the scene holds a heightfield) says which primitive kinds the scene holds;
+// core's run-time kind check is resolved at compile time when only one kind
+// exists.
 //
 // OCTANTS: the node buffer holds eight near-first copies of the tree
 // (prism_core::gpu::near_first_octant_copies, uploaded for small trees by
@@ -24,17 +25,24 @@
 // any_hit_near_first), whose box values and leaf tests are core's and whose
 // hits are closest_hit's except where two primitives tie at exactly the same t.
 #pragma once
-#include "intersect.cuh"
+#include "heightfield.cuh"
 
-// mirrors prism_core::traverse::ray_primitive
+// mirrors prism_core::traverse::ray_primitive (and, with K's
+// PRISM_HEIGHTFIELDS bit, the heightfield branch of leaf_closest and leaf_any)
 //
-// Returns whether primitive `p` is hit within (tmin, tmax); writes t, u, v.
+// Returns whether primitive `p` is hit within (tmin, tmax); writes t, u, v (a
+// heightfield: u and v hold its face's and cell's bits, heightfield.cuh).
+// Without PRISM_HEIGHTFIELDS in K the heightfield branch is not compiled: the
+// scene has none.
 template <int K>
-__device__ __forceinline__ bool ray_primitive(const RayPre& pre, const Primitive* p, float tmin, float tmax,
-                                              float& t, float& u, float& v) {
+__device__ __forceinline__ bool ray_primitive(const SceneView& s, const RayPre& pre, const Primitive* p, float tmin,
+                                              float tmax, float& t, float& u, float& v) {
     const float4 a = __ldg(&p->a);
     const float4 b = __ldg(&p->b);
-    const bool sphere = K == PRISM_SPHERES || (K == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
+    if ((K & PRISM_HEIGHTFIELDS) != 0 && __float_as_uint(b.w) == PRISM_KIND_HEIGHTFIELD) {
+        return ray_heightfield(s, pre, __ldg(&p->c), tmin, tmax, t, u, v);
+    }
+    const bool sphere = K == PRISM_SPHERES || ((K & PRISM_MIXED) == PRISM_MIXED && __float_as_uint(b.w) == PRISM_KIND_SPHERE);
     if (sphere) {
         u = 0.0f;
         v = 0.0f;
@@ -198,7 +206,7 @@ __device__ __forceinline__ bool closest_hit_step(ClosestHit& c, u32* stack, cons
                 b_count = 0;
             }
             float t, u, v;
-            if (ray_primitive<K>(pre, s.prims + a_first, c.tmin, c.best.t, t, u, v)) {
+            if (ray_primitive<K>(s, pre, s.prims + a_first, c.tmin, c.best.t, t, u, v)) {
                 c.best.t = t;
                 c.best.u = u;
                 c.best.v = v;
@@ -320,7 +328,7 @@ __device__ __forceinline__ int any_hit_step(AnyHit& a, u32* stack, const SceneVi
             b_count = 0;
         }
         float t, u, v;
-        if (ray_primitive<K>(pre, s.prims + a_first, a.tmin, a.tmax, t, u, v)) {
+        if (ray_primitive<K>(s, pre, s.prims + a_first, a.tmin, a.tmax, t, u, v)) {
             return PRISM_STEP_HIT;
         }
         ++a_first;
@@ -379,6 +387,7 @@ __device__ __forceinline__ bool any_hit(const SceneView& s, const Ray& ray) {
 // in a struct took the whole struct into local memory).
 template <int K>
 struct TreeClosest {
+    static constexpr int KINDS = K;
     static constexpr u32 STACK = PRISM_TRAVERSAL_STACK_SIZE;
     ClosestHit c;
 
@@ -396,6 +405,7 @@ struct TreeClosest {
 
 template <int K>
 struct TreeAny {
+    static constexpr int KINDS = K;
     static constexpr u32 STACK = PRISM_TRAVERSAL_STACK_SIZE;
     AnyHit a;
 

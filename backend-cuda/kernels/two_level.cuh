@@ -27,10 +27,10 @@
 #pragma once
 #include "traverse.cuh"
 
-// K's bit for two-level scenes (PRISM_SPHERES, PRISM_TRIANGLES and PRISM_MIXED
-// name the kinds of primitives the geometries hold).
+// K's bit for two-level scenes (PRISM_SPHERES, PRISM_TRIANGLES and PRISM_MIXED,
+// with PRISM_HEIGHTFIELDS, name the kinds of primitives the geometries hold).
 #define PRISM_INSTANCES 4
-#define PRISM_PRIM_KINDS(K) ((K) & PRISM_MIXED)
+#define PRISM_PRIM_KINDS(K) ((K) & (PRISM_MIXED | PRISM_HEIGHTFIELDS))
 // Entries of a two-level walk's stack: each level's bound, one above the other.
 #define PRISM_TWO_LEVEL_STACK_SIZE (2 * PRISM_TRAVERSAL_STACK_SIZE)
 // A ray that sees every instance (prism_core::Ray::ALL): the render rays.
@@ -343,7 +343,7 @@ __device__ __forceinline__ bool two_level_closest_step(TwoLevelWalk& w, u32* sta
                 b_count = 0;
             }
             float t, u, v;
-            if (ray_primitive<PRISM_PRIM_KINDS(K)>(pre, s.prims + a_first, w.tmin, w.best.t, t, u, v)) {
+            if (ray_primitive<PRISM_PRIM_KINDS(K)>(s, pre, s.prims + a_first, w.tmin, w.best.t, t, u, v)) {
                 w.best.t = t;
                 w.best.u = u;
                 w.best.v = v;
@@ -438,7 +438,7 @@ __device__ __forceinline__ int instance_any_step(TwoLevelWalk& w, u32* stack, co
             b_count = 0;
         }
         float t, u, v;
-        if (ray_primitive<PRISM_PRIM_KINDS(K)>(pre, s.prims + a_first, w.tmin, w.best.t, t, u, v)) {
+        if (ray_primitive<PRISM_PRIM_KINDS(K)>(s, pre, s.prims + a_first, w.tmin, w.best.t, t, u, v)) {
             return PRISM_STEP_HIT;
         }
         ++a_first;
@@ -507,6 +507,7 @@ __device__ __forceinline__ bool any_hit_instances(const SceneView& s, const Ray&
 // walked, its mask meeting the instances'.
 template <int K>
 struct InstancesClosest {
+    static constexpr int KINDS = K;
     static constexpr u32 STACK = PRISM_TWO_LEVEL_STACK_SIZE;
     TwoLevelWalk w;
 
@@ -523,6 +524,7 @@ struct InstancesClosest {
 
 template <int K>
 struct InstancesAny {
+    static constexpr int KINDS = K;
     static constexpr u32 STACK = PRISM_TWO_LEVEL_STACK_SIZE;
     TwoLevelWalk w;
 

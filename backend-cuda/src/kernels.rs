@@ -9,7 +9,10 @@
 use crate::driver::BACKEND;
 use crate::nvrtc;
 use prism_core::Error;
-use prism_core::gpu::{EMPTY_CHILD, KIND_SPHERE, KIND_TRIANGLE, TRAVERSAL_STACK_SIZE};
+use prism_core::gpu::{
+    EMPTY_CHILD, HEIGHTFIELD_MAX_LEVELS, KIND_HEIGHTFIELD, KIND_SPHERE, KIND_TRIANGLE,
+    TRAVERSAL_STACK_SIZE,
+};
 use prism_core::integrator::{
     PHONG_AMBIENT, PHONG_DIFFUSE, PHONG_EXPONENT, PHONG_SPECULAR, SHADOW_KEEP, WHITTED_LOCAL,
 };
@@ -27,7 +30,7 @@ pub use config::KernelConfig;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 16] = [
+pub const SOURCES: [(&str, &str); 17] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -35,6 +38,10 @@ pub const SOURCES: [(&str, &str); 16] = [
     ),
     ("intersect.cuh", include_str!("../kernels/intersect.cuh")),
     ("traverse.cuh", include_str!("../kernels/traverse.cuh")),
+    (
+        "heightfield.cuh",
+        include_str!("../kernels/heightfield.cuh"),
+    ),
     ("point_grid.cuh", include_str!("../kernels/point_grid.cuh")),
     ("cell_grid.cuh", include_str!("../kernels/cell_grid.cuh")),
     (
@@ -111,7 +118,8 @@ pub const KERNEL_INTERSECT_INSTANCES: &str = "prism_intersect_instances";
 pub const KERNEL_OCCLUDED_INSTANCES: &str = "prism_occluded_instances";
 
 /// Which primitive kinds a scene holds. Every kernel is compiled once per kind,
-/// so that a scene of one kind runs without the other kind's code.
+/// so that a scene of one kind runs without the other kind's code, and only
+/// the kernels of scenes holding a heightfield compile its walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SceneKind {
     /// Spheres only.
@@ -120,11 +128,19 @@ pub enum SceneKind {
     Triangles = 1,
     /// Both.
     Mixed = 2,
+    /// At least one heightfield, with triangles and spheres or not (the
+    /// kernels test every kind: `PRISM_MIXED | PRISM_HEIGHTFIELDS`).
+    Heightfields = 3,
 }
 
 impl SceneKind {
     /// Every kind, in index order.
-    pub const ALL: [SceneKind; 3] = [SceneKind::Spheres, SceneKind::Triangles, SceneKind::Mixed];
+    pub const ALL: [SceneKind; 4] = [
+        SceneKind::Spheres,
+        SceneKind::Triangles,
+        SceneKind::Mixed,
+        SceneKind::Heightfields,
+    ];
 
     /// Kernel name suffix of this kind.
     pub fn suffix(self) -> &'static str {
@@ -132,11 +148,15 @@ impl SceneKind {
             SceneKind::Spheres => "_spheres",
             SceneKind::Triangles => "_triangles",
             SceneKind::Mixed => "_mixed",
+            SceneKind::Heightfields => "_heightfields",
         }
     }
 
     /// The kind of a set of primitives.
     pub fn of(prims: &[prism_core::gpu::Primitive]) -> SceneKind {
+        if prims.iter().any(|p| p.kind() == KIND_HEIGHTFIELD) {
+            return SceneKind::Heightfields;
+        }
         let spheres = prims.iter().filter(|p| p.kind() == KIND_SPHERE).count();
         if spheres == prims.len() {
             SceneKind::Spheres
@@ -170,7 +190,7 @@ pub const KERNEL_BASES: [&str; 16] = [
 ];
 
 /// Every kernel the module exports: each base name once per [`SceneKind`].
-pub const KERNEL_NAMES: [&str; 48] = [
+pub const KERNEL_NAMES: [&str; 64] = [
     "prism_render_path_spheres",
     "prism_render_whitted_spheres",
     "prism_render_ao_spheres",
@@ -219,6 +239,22 @@ pub const KERNEL_NAMES: [&str; 48] = [
     "prism_render_ao_instances_mixed",
     "prism_intersect_instances_mixed",
     "prism_occluded_instances_mixed",
+    "prism_render_path_heightfields",
+    "prism_render_whitted_heightfields",
+    "prism_render_ao_heightfields",
+    "prism_intersect_heightfields",
+    "prism_occluded_heightfields",
+    "prism_render_path_octants_heightfields",
+    "prism_render_whitted_octants_heightfields",
+    "prism_render_ao_octants_heightfields",
+    "prism_render_path_grid_heightfields",
+    "prism_render_whitted_grid_heightfields",
+    "prism_render_ao_grid_heightfields",
+    "prism_render_path_instances_heightfields",
+    "prism_render_whitted_instances_heightfields",
+    "prism_render_ao_instances_heightfields",
+    "prism_intersect_instances_heightfields",
+    "prism_occluded_instances_heightfields",
 ];
 
 /// The full name of kernel `base` for scenes of `kind` (an entry of
@@ -286,6 +322,13 @@ pub(crate) struct SceneArgs {
     pub top_nodes: u64,
     pub instance_count: u32,
     pub top_node_count: u32,
+    /// The heightfields' records ([`prism_core::Accel::heightfields`]) and
+    /// their heights ([`prism_core::Accel::heightfield_heights`]), with their
+    /// counts; buffers of one zero element when the scene has none.
+    pub heightfields: u64,
+    pub heights: u64,
+    pub heightfield_count: u32,
+    pub height_count: u32,
 }
 
 /// Counters in the render kernels' ray tally (a power of two). Each warp adds
@@ -324,6 +367,8 @@ fn core_defines() -> Vec<String> {
         format!("-DPRISM_EMPTY_CHILD={EMPTY_CHILD}u"),
         format!("-DPRISM_KIND_TRIANGLE={KIND_TRIANGLE}u"),
         format!("-DPRISM_KIND_SPHERE={KIND_SPHERE}u"),
+        format!("-DPRISM_KIND_HEIGHTFIELD={KIND_HEIGHTFIELD}u"),
+        format!("-DPRISM_HEIGHTFIELD_MAX_LEVELS={HEIGHTFIELD_MAX_LEVELS}u"),
         format!("-DPRISM_NO_PRIM={}u", Hit::NO_PRIM),
         format!("-DPRISM_NO_INSTANCE={}u", Hit::NO_INSTANCE),
         format!(
@@ -421,6 +466,13 @@ fn core_defines() -> Vec<String> {
                 ("top_nodes", offset_of!(SceneArgs, top_nodes)),
                 ("instance_count", offset_of!(SceneArgs, instance_count)),
                 ("top_node_count", offset_of!(SceneArgs, top_node_count)),
+                ("heightfields", offset_of!(SceneArgs, heightfields)),
+                ("heights", offset_of!(SceneArgs, heights)),
+                (
+                    "heightfield_count",
+                    offset_of!(SceneArgs, heightfield_count),
+                ),
+                ("height_count", offset_of!(SceneArgs, height_count)),
             ],
         ),
         (
@@ -702,6 +754,9 @@ mod tests {
         assert_eq!(SceneKind::of(&[s, s]), SceneKind::Spheres);
         assert_eq!(SceneKind::of(&[t]), SceneKind::Triangles);
         assert_eq!(SceneKind::of(&[t, s]), SceneKind::Mixed);
+        let h = Primitive::heightfield(2, [0.0; 3], [1.0; 3], 0, 1.0);
+        assert_eq!(SceneKind::of(&[h]), SceneKind::Heightfields);
+        assert_eq!(SceneKind::of(&[s, h, t]), SceneKind::Heightfields);
     }
 
     #[test]

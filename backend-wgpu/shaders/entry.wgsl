@@ -163,15 +163,26 @@ fn accel_occluded(ray: Ray) -> bool {
 
 // Write the closest hit of ray `i` of the chunk as prism_core::Hit (two
 // 16-byte rows), its slot in `prims` turned into the primitive id
-// (prism_core::Accel::intersect).
+// (prism_core::Accel::intersect). A heightfield's hit carries its face and
+// cell in u and v (heightfield.wgsl): they go to the second row, and u = v = 0
+// as in core.
 fn store_hit(i: u32, closest: Hit) {
     var hit = closest;
+    var cell = 0u;
+    var face = 0u;
     if hit_is_hit(hit) {
-        hit.prim = bitcast<u32>(prims[hit.prim].a.w);
+        let p = prims[hit.prim];
+        hit.prim = bitcast<u32>(p.a.w);
+        if (SCENE_KINDS & SCENE_HEIGHTFIELDS) != 0u && bitcast<u32>(p.b.w) == KIND_HEIGHTFIELD {
+            face = bitcast<u32>(hit.u);
+            cell = bitcast<u32>(hit.v);
+            hit.u = 0.0;
+            hit.v = 0.0;
+        }
     }
     out_quads[2u * i] = vec4<u32>(bitcast<u32>(hit.t), bitcast<u32>(hit.u), bitcast<u32>(hit.v), hit.prim);
-    // The second row: instance, cell and face (0: no heightfield here), 0.
-    out_quads[2u * i + 1u] = vec4<u32>(hit.instance, 0u, 0u, 0u);
+    // The second row: instance, cell and face (0 but for a heightfield), 0.
+    out_quads[2u * i + 1u] = vec4<u32>(hit.instance, cell, face, 0u);
 }
 
 // Closest hit of each ray of the chunk, as prism_core::Hit.

@@ -61,6 +61,10 @@ fn sky_color(dir: vec3<f32>) -> vec3<f32> {
 
 // mirrors prism_core::integrator::primitive_size
 fn primitive_size(prim: Primitive) -> f32 {
+    if (SCENE_KINDS & SCENE_HEIGHTFIELDS) != 0u && bitcast<u32>(prim.b.w) == KIND_HEIGHTFIELD {
+        // The record's size (prism_core::gpu::Primitive::heightfield).
+        return prim.c.y;
+    }
     if bitcast<u32>(prim.b.w) == KIND_SPHERE {
         // The record's size (prism_core::gpu::Primitive::sphere).
         return prim.b.z;
@@ -68,8 +72,12 @@ fn primitive_size(prim: Primitive) -> f32 {
     return vec3_max_element(max(max(abs(prim.a.xyz), abs(prim.b.xyz)), abs(prim.c.xyz)));
 }
 
-// mirrors prism_core::integrator::geometric_normal
-fn geometric_normal(prim: Primitive, p: vec3<f32>) -> vec3<f32> {
+// mirrors prism_core::integrator::geometric_normal (a heightfield's face
+// comes in the hit's u, heightfield.wgsl)
+fn geometric_normal(prim: Primitive, hit: Hit, p: vec3<f32>) -> vec3<f32> {
+    if (SCENE_KINDS & SCENE_HEIGHTFIELDS) != 0u && bitcast<u32>(prim.b.w) == KIND_HEIGHTFIELD {
+        return face_normal(bitcast<u32>(hit.u));
+    }
     if bitcast<u32>(prim.b.w) == KIND_SPHERE {
         // The record's 1 / radius (prism_core::gpu::Primitive::sphere).
         return (p - prim.a.xyz) * prim.b.y;
@@ -96,9 +104,9 @@ fn shading_point(ray: Ray, hit: Hit) -> ShadingPoint {
             material = override_material;
         }
         size *= instance.info.w;
-        n = world_normal(instance, geometric_normal(prim, object_point(instance, p)));
+        n = world_normal(instance, geometric_normal(prim, hit, object_point(instance, p)));
     } else {
-        n = geometric_normal(prim, p);
+        n = geometric_normal(prim, hit, p);
     }
     return ShadingPoint(p, vec3_normalize_or(n, vec3<f32>(0.0, 1.0, 0.0)), size, materials[material]);
 }

@@ -98,7 +98,7 @@ fn ray_pre_triangles(pre: RayPre) -> RayPre {
     // Only the triangle test reads the shear: a scene of spheres alone
     // (SCENE_KINDS, types.wgsl) skips its three divisions.
     var shear = vec3<f32>(0.0);
-    if SCENE_KINDS != SCENE_SPHERES {
+    if (SCENE_KINDS & SCENE_TRIANGLES) != 0u {
         shear = vec3<f32>(div_rn(d[kx], d[kz]), div_rn(d[ky], d[kz]), div_rn(1.0, d[kz]));
     }
     return RayPre(pre.origin, d, pre.inv_dir, kz, kx, ky, shear, pre.octant);

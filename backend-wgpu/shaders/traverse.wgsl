@@ -32,14 +32,24 @@ fn root_node(pre: RayPre) -> u32 {
     return 0u;
 }
 
-// mirrors prism_core::traverse::ray_primitive
+// mirrors prism_core::traverse::ray_primitive (and the heightfield branch of
+// leaf_closest and leaf_any: a heightfield's hit has its face and cell in u
+// and v, heightfield.wgsl)
 //
-// A scene of one kind runs only that kind's test (SCENE_KINDS, types.wgsl).
+// A scene of one kind runs only that kind's test (SCENE_KINDS, types.wgsl);
+// the heightfield walk runs only in a module for a scene holding one.
 fn ray_primitive(pre: RayPre, p: Primitive, tmin: f32, tmax: f32) -> PrimHit {
-    let sphere = SCENE_KINDS == SCENE_SPHERES
-        || (SCENE_KINDS == SCENE_MIXED && bitcast<u32>(p.b.w) == KIND_SPHERE);
+    if (SCENE_KINDS & SCENE_HEIGHTFIELDS) != 0u && bitcast<u32>(p.b.w) == KIND_HEIGHTFIELD {
+        return ray_heightfield(pre, p, tmin, tmax);
+    }
+    let kinds = SCENE_KINDS & SCENE_MIXED;
+    let sphere = kinds == SCENE_SPHERES
+        || (kinds == SCENE_MIXED && bitcast<u32>(p.b.w) == KIND_SPHERE);
     if sphere {
         return ray_sphere(pre.origin, pre.dir, p.a.xyz, p.b.x, tmin, tmax);
+    }
+    if (kinds & SCENE_TRIANGLES) == 0u {
+        return prim_hit_none();
     }
     return ray_triangle(pre, p.a.xyz, p.b.xyz, p.c.xyz, tmin, tmax);
 }

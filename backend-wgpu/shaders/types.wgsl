@@ -20,16 +20,24 @@ const SCENE_KINDS: u32 = 3u;
 const OCTANT_COPIES: u32 = 0u;
 const LIGHT_GRID: u32 = 0u;
 const TWO_LEVEL: u32 = 0u;
-// SCENE_KINDS values: spheres only, triangles only, both (or an empty scene).
+// SCENE_KINDS values: spheres only, triangles only, both (or an empty scene),
+// each with SCENE_HEIGHTFIELDS where the scene holds a heightfield (only then
+// is heightfield.wgsl's walk reached, and the heightfields' data lie after the
+// slot materials).
 const SCENE_SPHERES: u32 = 1u;
 const SCENE_TRIANGLES: u32 = 2u;
 const SCENE_MIXED: u32 = 3u;
+const SCENE_HEIGHTFIELDS: u32 = 4u;
 // mirrors prism_core::gpu::EMPTY_CHILD
 const EMPTY_CHILD: u32 = 0xffffffffu;
 // mirrors prism_core::gpu::KIND_TRIANGLE
 const KIND_TRIANGLE: u32 = 0u;
 // mirrors prism_core::gpu::KIND_SPHERE
 const KIND_SPHERE: u32 = 1u;
+// mirrors prism_core::gpu::KIND_HEIGHTFIELD
+const KIND_HEIGHTFIELD: u32 = 2u;
+// mirrors prism_core::gpu::HEIGHTFIELD_MAX_LEVELS
+const HEIGHTFIELD_MAX_LEVELS: u32 = 32u;
 // mirrors prism_core::ray::Hit::NO_PRIM
 const NO_PRIM: u32 = 0xffffffffu;
 // mirrors prism_core::ray::Hit::NO_INSTANCE
@@ -118,6 +126,14 @@ struct RenderParams {
     sun_radiance: vec4<f32>,
 }
 
+// mirrors prism_core::gpu::GpuHeightfield (read from the words of the
+// `slot_materials` buffer, heightfield.wgsl; named here for the layout check)
+struct GpuHeightfield {
+    dims: vec4<u32>,
+    scale: vec4<f32>,
+    level_offset: array<vec4<u32>, 8>,
+}
+
 // mirrors prism_core::ray::Ray (the 48 bytes of GpuRay: vec3 + f32 twice,
 // then the mask, padded to the 16-byte alignment)
 struct Ray {
@@ -129,8 +145,8 @@ struct Ray {
 }
 
 // mirrors prism_core::ray::Hit (its first five words: store_hit writes the
-// second row's cell and face, 0 for the triangles and spheres these shaders
-// walk, and its padding; a scene with a heightfield is refused by set_scene)
+// second row's cell and face, which a heightfield's hit carries in u and v,
+// heightfield.wgsl, and its padding)
 struct Hit {
     t: f32,
     u: f32,

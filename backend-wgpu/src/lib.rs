@@ -414,15 +414,6 @@ impl Backend for WgpuBackend {
     fn set_scene(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
         let start = Instant::now();
         self.check_usable("set_scene")?;
-        // The shaders walk triangles and spheres: a heightfield would be
-        // taken for a triangle and give wrong answers, so its scene is
-        // refused before anything is built (the backend keeps its scene).
-        if scene.heightfield_count() > 0 {
-            return Err(Error::Unsupported {
-                backend: "wgpu",
-                what: "heightfield",
-            });
-        }
         // Build before touching the old scene: a bad scene leaves the backend as it was.
         // The BVH's subtrees are built on rayon's global pool (the same tree as a
         // one-thread build).

@@ -13,7 +13,7 @@
 /// The shader files, in the order they are concatenated (each may use what the
 /// files before it declare; WGSL resolves module-scope names in any order, the
 /// order only keeps the source readable top-down).
-pub const SHADER_FILES: [(&str, &str); 14] = [
+pub const SHADER_FILES: [(&str, &str); 15] = [
     ("types.wgsl", include_str!("../shaders/types.wgsl")),
     ("math.wgsl", include_str!("../shaders/math.wgsl")),
     ("division.wgsl", include_str!("../shaders/division.wgsl")),
@@ -21,6 +21,10 @@ pub const SHADER_FILES: [(&str, &str); 14] = [
     ("sampling.wgsl", include_str!("../shaders/sampling.wgsl")),
     ("intersect.wgsl", include_str!("../shaders/intersect.wgsl")),
     ("traverse.wgsl", include_str!("../shaders/traverse.wgsl")),
+    (
+        "heightfield.wgsl",
+        include_str!("../shaders/heightfield.wgsl"),
+    ),
     ("two_level.wgsl", include_str!("../shaders/two_level.wgsl")),
     (
         "point_grid.wgsl",
@@ -65,7 +69,10 @@ pub struct ModuleConfig {
     /// depth ([`prism_core::Accel::depth`]; two levels: plus the top tree's,
     /// [`prism_core::Accel::top_depth`]), at most [`MAX_STACK_ENTRIES`].
     pub stack_entries: u32,
-    /// `SCENE_KINDS`: 1 spheres only, 2 triangles only, 3 both.
+    /// `SCENE_KINDS`: 1 spheres only, 2 triangles only, 3 both; plus 4
+    /// where the scene holds a heightfield (the only modules that walk one,
+    /// heightfield.wgsl, and whose `slot_materials` carries the heightfields
+    /// after the slot materials).
     pub scene_kinds: u32,
     /// `OCTANT_COPIES`: the scene's `nodes` buffer holds the tree's eight
     /// near-first octant copies ([`prism_core::gpu::near_first_octant_copies`]),
@@ -121,12 +128,12 @@ impl ModuleConfig {
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
         for p in accel.primitives() {
-            kinds |= if p.b[3].to_bits() == prism_core::gpu::KIND_SPHERE {
-                1
-            } else {
-                2
+            kinds |= match p.kind() {
+                prism_core::gpu::KIND_SPHERE => 1,
+                prism_core::gpu::KIND_HEIGHTFIELD => 4,
+                _ => 2,
             };
-            if kinds == 3 {
+            if kinds == 7 {
                 break;
             }
         }
@@ -136,7 +143,11 @@ impl ModuleConfig {
             scene_kinds: if kinds == 0 { 3 } else { kinds },
             octant_copies: !two_level
                 && accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES,
+            // The heightfields' data take the light grid's place in
+            // `slot_materials` (heightfield.wgsl); core builds no light grid
+            // for a scene holding one anyway.
             light_grid: !two_level
+                && kinds & 4 == 0
                 && accel.primitives().len() <= prism_core::point_grid::POINT_GRID_MAX_PRIMS,
             two_level,
             ..self

@@ -52,6 +52,51 @@ fn slot_words_with_grid(accel: &Accel, grid: Option<&PointGrid>) -> Option<Vec<u
     Some(words)
 }
 
+/// `accel`'s slot materials followed by its heightfields as
+/// `heightfield.wgsl` reads them (a 4-word header: heightfield count, height
+/// count, 0, 0; each [`prism_core::gpu::GpuHeightfield`] record's 40 words;
+/// every height's bits), or `None` for a scene without a heightfield. The
+/// heightfields share this binding because a stage may count on eight storage
+/// buffers only, and the scene's bindings and a call's already take eight; a
+/// scene holding a heightfield has no light grid, which lies at the same place.
+fn slot_words_with_heightfields(accel: &Accel) -> Result<Option<Vec<u32>>, Error> {
+    let records = accel.heightfields();
+    if records.is_empty() {
+        return Ok(None);
+    }
+    let heights = accel.heightfield_heights();
+    let count = |n: usize, what: &'static str| {
+        u32::try_from(n).map_err(|_| Error::DeviceLimit {
+            backend: BACKEND_NAME,
+            what,
+            needed: n as u64,
+            limit: u32::MAX as u64,
+        })
+    };
+    let slots = accel.slot_materials();
+    let record_words: &[u32] = bytemuck::cast_slice(records);
+    let total = slots.len() as u64 + 4 + record_words.len() as u64 + heights.len() as u64;
+    // The shaders index the buffer with u32 words.
+    count(total as usize, "slot material and heightfield words")?;
+    let mut words = Vec::new();
+    words
+        .try_reserve_exact(total as usize)
+        .map_err(|_| Error::HostOutOfMemory {
+            what: "slot material and heightfield words",
+            bytes: total.saturating_mul(4),
+        })?;
+    words.extend_from_slice(slots);
+    words.extend_from_slice(&[
+        count(records.len(), "heightfields")?,
+        count(heights.len(), "heightfield heights")?,
+        0,
+        0,
+    ]);
+    words.extend_from_slice(record_words);
+    words.extend(heights.iter().map(|h| h.to_bits()));
+    Ok(Some(words))
+}
+
 /// What goes into the `nodes` buffer: its size, and the bytes written at
 /// each offset.
 struct NodeContents<'a> {
@@ -107,7 +152,10 @@ impl WgpuBackend {
             })
             .flatten();
         config.light_grid = grid.is_some();
-        let slot_words = slot_words_with_grid(&accel, grid.as_ref());
+        let slot_words = match slot_words_with_grid(&accel, grid.as_ref()) {
+            Some(words) => Some(words),
+            None => slot_words_with_heightfields(&accel)?,
+        };
         let slot_words: &[u32] = slot_words.as_deref().unwrap_or(accel.slot_materials());
         // A two-level scene: its geometries' trees, instance records and top
         // tree, each with room for no more than it has (see levels.rs).

@@ -786,47 +786,6 @@ fn bad_input_is_refused_and_the_backend_stays_usable() {
     });
 }
 
-/// A scene holding a heightfield (flat, or placed by an instance) is refused
-/// with `Error::Unsupported` naming the backend and "heightfield" (the
-/// shaders do not walk one yet, and would take its record for a
-/// triangle), and the scene set before stays, answering as before.
-#[test]
-fn a_scene_with_a_heightfield_is_refused_and_the_old_one_stays() {
-    with_backend(|gpu| {
-        let (scene, _) = render_scene();
-        gpu.set_scene(&scene).expect("set_scene");
-        let ray = Ray::new(Vec3::new(0.0, 1.0, 5.0), Vec3::NEG_Z);
-        let mut before = [Hit::MISS];
-        gpu.intersect(&[ray], &mut before).expect("intersect");
-        let field = prism_core::Heightfield::new(2, 2, 1.0, &[1.0, 0.0, 2.0, 3.0])
-            .expect("a valid heightfield");
-        let mut flat = Scene::new();
-        let m = flat.add_material(Material::lambertian(Vec3::ONE));
-        flat.add_sphere(Vec3::ZERO, 1.0, m);
-        flat.add_heightfield(field.clone(), m);
-        let mut placed = Scene::new();
-        let m = placed.add_material(Material::lambertian(Vec3::ONE));
-        let g = placed.add_geometry(prism_core::Geometry::heightfield(field, m));
-        placed.add_instance(prism_core::Instance::new(
-            g,
-            prism_core::glam::Affine3A::IDENTITY,
-        ));
-        for refused in [&flat, &placed] {
-            let refusal = gpu.set_scene(refused).map(|_| ());
-            assert_eq!(
-                refusal,
-                Err(Error::Unsupported {
-                    backend: "wgpu",
-                    what: "heightfield"
-                })
-            );
-            let mut after = [Hit::MISS];
-            gpu.intersect(&[ray], &mut after).expect("intersect");
-            assert_eq!(after, before);
-        }
-    });
-}
-
 /// A one-sphere tree has an absent child at +inf; rays open far behind them
 /// with every direction component negative or -0 miss it as core does, and a
 /// ray open to -inf is refused.

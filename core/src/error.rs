@@ -441,8 +441,9 @@ pub enum Error {
         limit: u64,
     },
     /// A backend cannot trace something the scene holds (a kind of geometry
-    /// its kernels do not walk yet), and refuses the scene rather than give
-    /// wrong answers.
+    /// its kernels do not walk), and refuses the scene rather than give
+    /// wrong answers. The backends of this workspace trace every kind of
+    /// geometry core has; the variant is there for backends that do not.
     #[error("backend {backend} does not support {what} yet; the CPU backend does")]
     Unsupported {
         /// Backend name.

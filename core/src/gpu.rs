@@ -725,7 +725,7 @@ pub type StructLayout = (&'static str, usize, &'static [(&'static str, usize)]);
 /// for checks against those mirrors. ([`Srgb8Slot`] is read as a two-word
 /// vector, and `Ray`/`Hit` are checked by the backends' own layout tests; the
 /// compile-time assertions above pin all of them.)
-pub fn layouts() -> [StructLayout; 7] {
+pub fn layouts() -> [StructLayout; 8] {
     [
         (
             "BvhNode",
@@ -755,6 +755,11 @@ pub fn layouts() -> [StructLayout; 7] {
             "GpuRay",
             size_of::<GpuRay>(),
             &[("origin_tmin", 0), ("dir_tmax", 16), ("mask", 32)],
+        ),
+        (
+            "GpuHeightfield",
+            size_of::<GpuHeightfield>(),
+            &[("dims", 0), ("scale", 16), ("level_offset", 32)],
         ),
         (
             "GpuInstance",

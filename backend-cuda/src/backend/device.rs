@@ -62,7 +62,7 @@ pub(super) struct KindKernels {
 /// The kernels of the loaded module.
 pub(super) struct Kernels {
     /// By [`SceneKind`] index.
-    pub(super) kinds: [KindKernels; 3],
+    pub(super) kinds: [KindKernels; 4],
     /// `prism_camera_masks`: each tile's camera candidates, before a frame.
     pub(super) camera_masks: Function,
     /// `prism_refit_slots` and `prism_refit_boxes`: a mesh's refit on the
@@ -185,6 +185,7 @@ impl DeviceState {
             load(SceneKind::Spheres)?,
             load(SceneKind::Triangles)?,
             load(SceneKind::Mixed)?,
+            load(SceneKind::Heightfields)?,
         ];
         let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
         let refit_slots = module.function(KERNEL_REFIT_SLOTS)?;

@@ -269,17 +269,19 @@ impl CudaBackend {
         let tile = camera_bounds::CAMERA_MASK_TILE;
         // Not for a two-level scene: its slots are in object space, and the
         // scene has no room for cones (SceneBuffers::camera_cones).
-        let cones = (config.camera_cones && !accel.is_two_level())
-            .then(|| {
-                camera_bounds::camera_cones(
-                    &params.camera,
-                    width,
-                    height,
-                    [tile, tile],
-                    accel.primitives(),
-                )
-            })
-            .flatten();
+        // Nor for a heightfield (SceneBuffers::camera_cones).
+        let cones =
+            (config.camera_cones && !accel.is_two_level() && accel.heightfields().is_empty())
+                .then(|| {
+                    camera_bounds::camera_cones(
+                        &params.camera,
+                        width,
+                        height,
+                        [tile, tile],
+                        accel.primitives(),
+                    )
+                })
+                .flatten();
         // Their reflection candidates' inputs: the slots' bounding spheres (only
         // for a frame with cones, as their scenes are small) and the tiles'
         // half angle, rounded up (none: every mirror ray walks the tree).

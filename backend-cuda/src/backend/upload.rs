@@ -14,7 +14,7 @@ use crate::kernels::{KernelConfig, SceneArgs, SceneKind};
 use prism_core::bvh::RayonFork;
 use prism_core::camera_bounds;
 use prism_core::cell_grid::CellGrid;
-use prism_core::gpu::{BvhNode, Primitive, check_tree};
+use prism_core::gpu::{BvhNode, GpuHeightfield, Primitive, check_tree};
 use prism_core::point_grid;
 use prism_core::{Accel, Error, RenderStats, Scene, TimingSource};
 use std::time::{Duration, Instant};
@@ -25,6 +25,10 @@ pub(super) struct SceneBuffers {
     prims: DeviceBuffer,
     _slot_materials: DeviceBuffer,
     _materials: DeviceBuffer,
+    /// The heightfields' records and heights (`SceneArgs::heightfields`,
+    /// `SceneArgs::heights`): one zero element each without a heightfield.
+    _heightfields: DeviceBuffer,
+    _heights: DeviceBuffer,
     /// The candidate lists around the scene's light (`SceneArgs::light_grid`).
     _light_grid: Option<DeviceBuffer>,
     /// The uniform grid's cell offsets, slot lists and large primitives, one
@@ -98,6 +102,19 @@ impl DeviceState {
         let mut b_prims = DeviceBuffer::alloc(prims.len(), "primitives")?;
         let mut b_slots = DeviceBuffer::alloc(slots.len(), "slot materials")?;
         let mut b_mats = DeviceBuffer::alloc(mats.len(), "materials")?;
+        // The heightfields' records and pyramids (heightfield.cuh), or one
+        // zero element each: every pointer the kernels take stays valid.
+        let zero_hf = [GpuHeightfield::default()];
+        let hf_records: &[u8] = match accel.heightfields() {
+            [] => bytemuck::cast_slice(&zero_hf),
+            h => bytemuck::cast_slice(h),
+        };
+        let hf_heights: &[u8] = match accel.heightfield_heights() {
+            [] => bytemuck::cast_slice(&[0.0f32]),
+            h => bytemuck::cast_slice(h),
+        };
+        let mut b_hf = DeviceBuffer::alloc(hf_records.len(), "heightfield records")?;
+        let mut b_heights = DeviceBuffer::alloc(hf_heights.len(), "heightfield heights")?;
         // The candidate lists around the light of a small scene
         // (KernelConfig::light_grid). Not for two levels: a world-space list
         // of object-space slots would need each slot's instances, and a new
@@ -155,8 +172,11 @@ impl DeviceState {
         // Room for the camera cones of each frame (KernelConfig::camera_cones).
         // Not for two levels: a cone from the eye around a slot holds for
         // one placement of it, the flat scene's.
+        // Nor for a heightfield: its cone would be its record's, not its
+        // columns' (the camera candidate tests walk no heightfield).
         let b_cones = if config.camera_cones
             && flat
+            && kind != SceneKind::Heightfields
             && accel.primitives().len() <= camera_bounds::CAMERA_BOUNDS_MAX_PRIMS
         {
             // A cone and a bounding sphere a slot (find_camera_masks).
@@ -179,6 +199,8 @@ impl DeviceState {
         b_prims.upload(&self.stream, prims)?;
         b_slots.upload(&self.stream, slots)?;
         b_mats.upload(&self.stream, mats)?;
+        b_hf.upload(&self.stream, hf_records)?;
+        b_heights.upload(&self.stream, hf_heights)?;
         if let (Some(b), Some(g)) = (b_light.as_mut(), &light_grid) {
             b.upload(&self.stream, bytemuck::cast_slice(&g.cells))?;
         }
@@ -214,6 +236,10 @@ impl DeviceState {
             octants: octants as u32,
             light_grid: b_light.as_ref().map_or(0, |b| b.ptr()),
             light_reach_squared: light_grid.as_ref().map_or(0.0, |g| g.reach_squared),
+            heightfields: b_hf.ptr(),
+            heights: b_heights.ptr(),
+            heightfield_count: count(accel.heightfields().len(), "heightfields")?,
+            height_count: count(accel.heightfield_heights().len(), "heightfield heights")?,
             ..SceneArgs::default()
         };
         if let Some(l) = &levels {
@@ -244,6 +270,8 @@ impl DeviceState {
             prims: b_prims,
             _slot_materials: b_slots,
             _materials: b_mats,
+            _heightfields: b_hf,
+            _heights: b_heights,
             _light_grid: b_light,
             _cell_grid: b_grid,
             _grid_balls: b_balls,
@@ -334,15 +362,6 @@ pub(super) fn check_scene(accel: &Accel, config: &KernelConfig) -> Result<(), Er
 
 impl CudaBackend {
     pub(super) fn set_scene_inner(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
-        // The kernels walk triangles and spheres: a heightfield would be
-        // taken for a triangle and give wrong answers, so its scene is
-        // refused before anything is built (the backend keeps its scene).
-        if scene.heightfield_count() > 0 {
-            return Err(Error::Unsupported {
-                backend: "cuda",
-                what: "heightfield",
-            });
-        }
         let t0 = Instant::now();
         // The BVH's subtrees are built on rayon's global pool (the same tree as a
         // one-thread build).
