@@ -151,6 +151,21 @@ fn rays(rng: &mut Rng, c: Vec3, e: f32, cs: f32, top: f32, n: usize) -> Vec<Ray>
         .collect()
 }
 
+/// How far apart two hit values may be, in units in the last place.
+const MAX_ULPS: u32 = 4;
+
+/// Units in the last place between `a` and `b` (0 when both are the same
+/// infinity; `u32::MAX` across a sign or between a number and an infinity).
+fn ulps(a: f32, b: f32) -> u32 {
+    if a.to_bits() == b.to_bits() {
+        return 0;
+    }
+    if !(a.is_finite() && b.is_finite()) || a.is_sign_negative() != b.is_sign_negative() {
+        return u32::MAX;
+    }
+    a.to_bits().abs_diff(b.to_bits())
+}
+
 /// The backend's hits and occlusion on `rays` against core's
 /// (`Accel::intersect`, `Accel::occluded`: the CPU backend's answers),
 /// every word of every hit; returns the number of hits.
@@ -172,25 +187,17 @@ fn check_against_core(gpu: &mut WgpuBackend, scene: &Scene, rays: &[Ray], what: 
             count += 1;
             continue;
         }
+        // Which surface, cell and face: exact. `t`, `u` and `v`: within
+        // MAX_ULPS, as NVIDIA's Vulkan compiler fuses products of the sphere and
+        // triangle tests that lavapipe keeps apart (the heightfield walk's own
+        // products are kept unfused and give core's bits).
         assert_eq!(
-            (
-                a.t.to_bits(),
-                a.u.to_bits(),
-                a.v.to_bits(),
-                a.prim,
-                a.instance,
-                a.cell,
-                a.face
-            ),
-            (
-                b.t.to_bits(),
-                b.u.to_bits(),
-                b.v.to_bits(),
-                b.prim,
-                b.instance,
-                b.cell,
-                b.face
-            ),
+            (a.prim, a.instance, a.cell, a.face),
+            (b.prim, b.instance, b.cell, b.face),
+            "{what}, ray {i}: {ray:?}: gpu {a:?}, core {b:?}"
+        );
+        assert!(
+            ulps(a.t, b.t) <= MAX_ULPS && ulps(a.u, b.u) <= MAX_ULPS && ulps(a.v, b.v) <= MAX_ULPS,
             "{what}, ray {i}: {ray:?}: gpu {a:?}, core {b:?}"
         );
         assert_eq!(occluded[i], accel.occluded(ray), "{what}, ray {i}: {ray:?}");
