@@ -28,7 +28,7 @@ use glam::{Vec3, Vec4};
 /// // A warm sun 1000 units away, 0.27 degrees in angular radius like ours.
 /// let dir = Vec3::new(1.0, 2.0, 0.5).normalize();
 /// scene.sun = Some(Sun::new(dir * 1000.0, 4.7, Vec3::new(1.0, 0.9, 0.8), 2.0e4));
-/// assert!(scene.sun.unwrap().validate().is_ok());
+/// assert!(scene.sun.is_some_and(|sun| sun.validate().is_ok()));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sun {
