@@ -110,7 +110,13 @@ fn parse_args() -> Result<Args, String> {
 
 fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
     let d = KernelConfig::default();
-    let mut v = vec![("default", d.clone())];
+    // `tile-path`: the path kernels in tiles instead of persistent warps; it
+    // must give the default's pixels (compare the image hashes).
+    let tile_path = KernelConfig {
+        persistent_path: false,
+        ..d.clone()
+    };
+    let mut v = vec![("default", d.clone()), ("tile-path", tile_path)];
     if sweep {
         let c = |name: &'static str, f: &dyn Fn(&mut KernelConfig)| {
             let mut k = d.clone();
@@ -746,12 +752,23 @@ fn main() {
     let mut all = configs(args.sweep);
     // `--config -DNAME=VALUE+-lineinfo`: the default configuration with those
     // NVRTC options added, to measure a kernel switch without a named entry.
+    // `NAME+-DNAME=VALUE`: the named configuration with those options added.
     for name in args.config.iter().flat_map(|c| c.split(',')) {
-        if name.starts_with('-') {
-            let k = KernelConfig {
-                extra_options: name.split('+').map(str::to_owned).collect(),
-                ..Default::default()
+        let mut parts = name.split('+');
+        let base = match parts.next() {
+            Some(first) if !first.starts_with('-') => first,
+            _ => "default",
+        };
+        if name.starts_with('-') || name.contains("+-") {
+            let Some((_, base_config)) = all.iter().find(|(n, _)| *n == base) else {
+                continue;
             };
+            let mut k = base_config.clone();
+            k.extra_options.extend(
+                name.split('+')
+                    .filter(|o| o.starts_with('-'))
+                    .map(str::to_owned),
+            );
             all.push((String::from(name).leak(), k));
         }
     }
@@ -759,7 +776,10 @@ fn main() {
         if args
             .config
             .as_ref()
-            .is_some_and(|c| !c.split(',').any(|n| n == name))
+            // Without --config: the default (and the sweep), not tile-path.
+            .map_or(name == "tile-path" && !args.sweep, |c| {
+                !c.split(',').any(|n| n == name)
+            })
         {
             continue;
         }
@@ -781,9 +801,9 @@ fn main() {
     for s in &set_names {
         header.push_str(&format!(" {s} |"));
     }
-    header.push_str(" hits agree | images as first row |");
+    header.push_str(" hits agree | images as first row | image hashes |");
     let _ = writeln!(log, "{header}");
-    let _ = writeln!(log, "|{}", "---|".repeat(9 + set_names.len()));
+    let _ = writeln!(log, "|{}", "---|".repeat(10 + set_names.len()));
     let first_hashes = rows.first().map(|r| r.image_hashes);
     for r in &rows {
         let mut line = format!(
@@ -809,6 +829,10 @@ fn main() {
         } else {
             " DIFFER |"
         });
+        line.push_str(&format!(
+            " {:08x} {:08x} |",
+            r.image_hashes[0] as u32, r.image_hashes[1] as u32
+        ));
         let _ = writeln!(log, "{line}");
     }
     // The two-level parts: one table a configuration that ran them.

@@ -120,7 +120,7 @@ __device__ __forceinline__ void count_rays(u64* tally, u32 rays) {
 // warp's longest path is done. The shading code is laid out differently, so
 // NVRTC may contract other a * b + c into FMAs: pixels can differ from
 // render_pixel's in their last bits (the rtiow frame's 8-bit bytes do).
-template <int K, bool OCT>
+template <int K, bool OCT, bool SUN>
 __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const RenderParams& params, u32 x, u32 y,
                                                       u32& rays) {
     V3 sum = v3s(0.0f);
@@ -133,7 +133,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
     u32 depth = 0;
     for (;;) {
         const Hit hit = render_closest_hit<K, OCT, false>(s, ray);
-        if (path_shade<K, OCT>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
+        if (path_shade<K, OCT, SUN>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
             // render_pixel's `sum += c`, then the next sample.
             sum += radiance;
             sample += 1;
@@ -158,7 +158,7 @@ __device__ __forceinline__ V3 render_pixel_path_regen(const SceneView& s, const 
 // lane waiting for the warp's longest traversal and the shading running for the
 // few lanes that are ready. Must be called by every lane of the warp (`active`
 // false for lanes outside the image).
-template <int K, bool OCT>
+template <int K, bool OCT, bool SUN>
 __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, const RenderParams& params, u32 x, u32 y,
                                                          bool active, u32& rays) {
     const u32 TRAVERSE = 0, SHADE = 1, DONE = 2;
@@ -189,7 +189,7 @@ __device__ __forceinline__ V3 render_pixel_path_deferred(const SceneView& s, con
             if (phase == SHADE) {
                 const Hit hit = closest_hit_end(trav);
                 bool next = true;
-                if (path_shade<K, OCT>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
+                if (path_shade<K, OCT, SUN>(s, params, ray, hit, rng, radiance, throughput, sun_weight, depth, rays)) {
                     sum += radiance;
                     sample += 1;
                     if (sample >= params.spp) {
@@ -223,8 +223,8 @@ template <u32 INTEGRATOR, int K, bool OCT, bool GRID>
 __device__ __forceinline__ V3 pixel_color(const SceneView& s, const RenderParams& params, u32 x, u32 y, u32 tile,
                                           u32& rays) {
 #if PRISM_PATH_REGEN
-    if (INTEGRATOR == 0 && !GRID) {
-        return render_pixel_path_regen<K, OCT>(s, params, x, y, rays);
+    if (PRISM_IS_PATH(INTEGRATOR) && !GRID) {
+        return render_pixel_path_regen<K, OCT, INTEGRATOR == PRISM_INTEGRATOR_PATH_SUN>(s, params, x, y, rays);
     }
 #endif
     return render_pixel<INTEGRATOR, K, OCT, GRID>(s, params, x, y, tile, rays);
@@ -258,9 +258,10 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
         const bool active = x < params.width && y < y1 && y < params.height;
 #if PRISM_PATH_DEFER > 0
         // Not for two-level scenes, whose walks are not closest_hit_step's.
-        if constexpr (INTEGRATOR == 0 && !GRID && (K & PRISM_INSTANCES) == 0) {
+        if constexpr (PRISM_IS_PATH(INTEGRATOR) && !GRID && (K & PRISM_INSTANCES) == 0) {
             // Every lane takes part (warp votes); only pixels of the image are stored.
-            const V3 c = render_pixel_path_deferred<K, OCT>(s, params, x, y, active, rays);
+            const V3 c = render_pixel_path_deferred<K, OCT, INTEGRATOR == PRISM_INTEGRATOR_PATH_SUN>(s, params, x, y, active,
+                                                                                              rays);
             if (active) {
                 store_pixel(out, format, srgb8, y * params.width + x, c);
             }
@@ -285,7 +286,7 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 // path kernels with PRISM_PATH_PERSISTENT, unless they defer shading (which
 // needs render_rows' lanes) or regenerate paths (a pixel's samples on one lane).
 #define PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) \
-    (PRISM_PATH_PERSISTENT && (INTEGRATOR) == 0 && !((PRISM_PATH_DEFER > 0 || PRISM_PATH_REGEN) && !(GRID)))
+    (PRISM_PATH_PERSISTENT && PRISM_IS_PATH(INTEGRATOR) && !((PRISM_PATH_DEFER > 0 || PRISM_PATH_REGEN) && !(GRID)))
 
 // Pixels of rows [y0, y1) by persistent warps: the launch has a thread a pixel
 // in rows of PRISM_PATH_THREADS, each of whose warps takes the next piece of the rows from `work`
@@ -443,6 +444,8 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
 // prism_render_{path,whitted,ao}_grid: the octant kernels with closest hits
 //   through the scene's uniform grid (cell_grid.cuh), which the host uploads
 //   where core's cost model expects it to beat the tree.
+// prism_render_path_sun{,_octants,_grid}: the path kernels with the sun's code
+//   (PRISM_INTEGRATOR_PATH_SUN), for scenes that have a sun.
 // prism_intersect, prism_occluded: the batch kernels (PRISM_TRACE_KERNELS).
 #define PRISM_KERNELS(SUFFIX, K)                                                                                   \
     PRISM_RENDER_KERNEL(prism_render_path##SUFFIX, 0, K, false, false)                                             \
@@ -454,6 +457,9 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_path_grid##SUFFIX, 0, K, true, true)                                          \
     PRISM_RENDER_KERNEL(prism_render_whitted_grid##SUFFIX, 1, K, true, true)                                       \
     PRISM_RENDER_KERNEL(prism_render_ao_grid##SUFFIX, 2, K, true, true)                                            \
+    PRISM_RENDER_KERNEL(prism_render_path_sun##SUFFIX, PRISM_INTEGRATOR_PATH_SUN, K, false, false)                  \
+    PRISM_RENDER_KERNEL(prism_render_path_sun_octants##SUFFIX, PRISM_INTEGRATOR_PATH_SUN, K, true, false)           \
+    PRISM_RENDER_KERNEL(prism_render_path_sun_grid##SUFFIX, PRISM_INTEGRATOR_PATH_SUN, K, true, true)               \
     PRISM_TRACE_KERNELS(prism_intersect##SUFFIX, prism_occluded##SUFFIX, TreeClosest<K>, TreeAny<K>,                \
                         PRISM_TRACE_MIN_BLOCKS)
 
@@ -477,6 +483,8 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_path_instances##SUFFIX, 0, (K | PRISM_INSTANCES), false, false)              \
     PRISM_RENDER_KERNEL(prism_render_whitted_instances##SUFFIX, 1, (K | PRISM_INSTANCES), false, false)           \
     PRISM_RENDER_KERNEL(prism_render_ao_instances##SUFFIX, 2, (K | PRISM_INSTANCES), false, false)                \
+    PRISM_RENDER_KERNEL(prism_render_path_sun_instances##SUFFIX, PRISM_INTEGRATOR_PATH_SUN, (K | PRISM_INSTANCES),  \
+                        false, false)                                                                              \
     PRISM_TRACE_KERNELS(prism_intersect_instances##SUFFIX, prism_occluded_instances##SUFFIX,                       \
                         InstancesClosest<K | PRISM_INSTANCES>, InstancesAny<K | PRISM_INSTANCES>,                  \
                         PRISM_INSTANCE_TRACE_MIN_BLOCKS)

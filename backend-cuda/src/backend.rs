@@ -463,14 +463,20 @@ impl CudaBackend {
                 k.render_instances[2],
                 k.intersect_instances,
                 k.occluded_instances,
+                k.render[3],
+                k.render_octants[3],
+                k.render_grid[3],
+                k.render_instances[3],
             ];
             for (b, f) in fs.into_iter().enumerate() {
                 // Bases 3, 4, 14 and 15 are the batch kernels; 0, 5, 8 and
                 // 11 the path kernels: the tree's, the octant copies', the
-                // grid's, the instances'.
+                // grid's, the instances'; 16 to 19 the same with the sun.
                 let threads = if matches!(b, 3 | 4 | 14 | 15) {
                     config.trace_threads
-                } else if matches!(b, 0 | 5 | 8 | 11) && config.persistent_rows(0, b == 8) {
+                } else if matches!(b, 0 | 5 | 8 | 11 | 16..=19)
+                    && config.persistent_rows(0, b == 8 || b == 18)
+                {
                     config.path_threads
                 } else {
                     config.render_threads()

@@ -116,6 +116,29 @@ pub const KERNEL_RENDER_AO_INSTANCES: &str = "prism_render_ao_instances";
 pub const KERNEL_INTERSECT_INSTANCES: &str = "prism_intersect_instances";
 /// Base name of the any-hit batch kernel of two-level scenes.
 pub const KERNEL_OCCLUDED_INSTANCES: &str = "prism_occluded_instances";
+/// Base name of the path-tracing render kernel compiled with the sun's code
+/// (`PRISM_INTEGRATOR_PATH_SUN`), which only scenes with a sun run: the path
+/// kernels of the others carry none of it.
+pub const KERNEL_RENDER_PATH_SUN: &str = "prism_render_path_sun";
+/// The same on the tree's octant copies.
+pub const KERNEL_RENDER_PATH_SUN_OCTANTS: &str = "prism_render_path_sun_octants";
+/// The same through the uniform grid.
+pub const KERNEL_RENDER_PATH_SUN_GRID: &str = "prism_render_path_sun_grid";
+/// The same for two-level scenes.
+pub const KERNEL_RENDER_PATH_SUN_INSTANCES: &str = "prism_render_path_sun_instances";
+/// Index of the sun's path kernel in each array of render kernels (after the
+/// three integrators').
+pub(crate) const RENDER_PATH_SUN: usize = 3;
+
+/// The render kernel variant (index into the arrays of render kernels) of
+/// `integrator` in a scene with or without a sun.
+pub(crate) fn render_variant(integrator: prism_core::Integrator, sun: bool) -> usize {
+    if integrator == prism_core::Integrator::Path && sun {
+        RENDER_PATH_SUN
+    } else {
+        integrator as usize
+    }
+}
 
 /// Which primitive kinds a scene holds. Every kernel is compiled once per kind,
 /// so that a scene of one kind runs without the other kind's code, and only
@@ -169,8 +192,9 @@ impl SceneKind {
 }
 
 /// Base names of the kernels, in the order of [`KERNEL_NAMES`] within each kind:
-/// those of flat scenes, then those of two-level scenes.
-pub const KERNEL_BASES: [&str; 16] = [
+/// those of flat scenes, then those of two-level scenes, then the path kernels
+/// with the sun.
+pub const KERNEL_BASES: [&str; 20] = [
     KERNEL_RENDER_PATH,
     KERNEL_RENDER_WHITTED,
     KERNEL_RENDER_AO,
@@ -187,10 +211,14 @@ pub const KERNEL_BASES: [&str; 16] = [
     KERNEL_RENDER_AO_INSTANCES,
     KERNEL_INTERSECT_INSTANCES,
     KERNEL_OCCLUDED_INSTANCES,
+    KERNEL_RENDER_PATH_SUN,
+    KERNEL_RENDER_PATH_SUN_OCTANTS,
+    KERNEL_RENDER_PATH_SUN_GRID,
+    KERNEL_RENDER_PATH_SUN_INSTANCES,
 ];
 
 /// Every kernel the module exports: each base name once per [`SceneKind`].
-pub const KERNEL_NAMES: [&str; 64] = [
+pub const KERNEL_NAMES: [&str; 80] = [
     "prism_render_path_spheres",
     "prism_render_whitted_spheres",
     "prism_render_ao_spheres",
@@ -207,6 +235,10 @@ pub const KERNEL_NAMES: [&str; 64] = [
     "prism_render_ao_instances_spheres",
     "prism_intersect_instances_spheres",
     "prism_occluded_instances_spheres",
+    "prism_render_path_sun_spheres",
+    "prism_render_path_sun_octants_spheres",
+    "prism_render_path_sun_grid_spheres",
+    "prism_render_path_sun_instances_spheres",
     "prism_render_path_triangles",
     "prism_render_whitted_triangles",
     "prism_render_ao_triangles",
@@ -223,6 +255,10 @@ pub const KERNEL_NAMES: [&str; 64] = [
     "prism_render_ao_instances_triangles",
     "prism_intersect_instances_triangles",
     "prism_occluded_instances_triangles",
+    "prism_render_path_sun_triangles",
+    "prism_render_path_sun_octants_triangles",
+    "prism_render_path_sun_grid_triangles",
+    "prism_render_path_sun_instances_triangles",
     "prism_render_path_mixed",
     "prism_render_whitted_mixed",
     "prism_render_ao_mixed",
@@ -239,6 +275,10 @@ pub const KERNEL_NAMES: [&str; 64] = [
     "prism_render_ao_instances_mixed",
     "prism_intersect_instances_mixed",
     "prism_occluded_instances_mixed",
+    "prism_render_path_sun_mixed",
+    "prism_render_path_sun_octants_mixed",
+    "prism_render_path_sun_grid_mixed",
+    "prism_render_path_sun_instances_mixed",
     "prism_render_path_heightfields",
     "prism_render_whitted_heightfields",
     "prism_render_ao_heightfields",
@@ -255,6 +295,10 @@ pub const KERNEL_NAMES: [&str; 64] = [
     "prism_render_ao_instances_heightfields",
     "prism_intersect_instances_heightfields",
     "prism_occluded_instances_heightfields",
+    "prism_render_path_sun_heightfields",
+    "prism_render_path_sun_octants_heightfields",
+    "prism_render_path_sun_grid_heightfields",
+    "prism_render_path_sun_instances_heightfields",
 ];
 
 /// The full name of kernel `base` for scenes of `kind` (an entry of

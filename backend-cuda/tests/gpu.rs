@@ -341,6 +341,34 @@ fn renders_match_core_render_pixel() {
     check_renders(&mut gpu);
 }
 
+/// Scenes with a sun run the path kernels compiled with its code: with next
+/// event estimation and without, they give core's pixels, and a scene without
+/// a sun then goes back to the kernels without it.
+#[test]
+fn path_kernels_with_the_sun_match_core() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let sunlit = prism::scenes::sunlit();
+    assert!(sunlit.scene.sun.is_some());
+    for sun_nee in [true, false] {
+        let settings = RenderSettings {
+            spp: 4,
+            sun_nee,
+            ..sunlit.settings
+        };
+        let d = render_vs_core(&mut gpu, &sunlit, 160, 120, settings);
+        assert!(
+            d.off_by_more_than_2 <= 0.05 && d.mean_abs < 0.02,
+            "sunlit, NEE {sun_nee}: {d:?}"
+        );
+    }
+    let plain = cornell_mix();
+    let d = render_vs_core(&mut gpu, &plain, plain.width, plain.height, plain.settings);
+    assert!(
+        d.off_by_more_than_2 <= 0.05 && d.mean_abs < 0.02,
+        "cornell_mix after a scene with a sun: {d:?}"
+    );
+}
+
 #[test]
 fn renders_match_core_with_deferred_shading() {
     if gpu_or_skip().is_none() {

@@ -113,7 +113,7 @@ fn shading_point(ray: Ray, hit: Hit) -> ShadingPoint {
 
 // mirrors prism_core::sun::has_sun
 fn has_sun() -> bool {
-    return params.sun_center_radius.w > 0.0;
+    return SUN != 0u && params.sun_center_radius.w > 0.0;
 }
 
 // mirrors prism_core::sun::sun_next_event

@@ -20,6 +20,9 @@ const SCENE_KINDS: u32 = 3u;
 const OCTANT_COPIES: u32 = 0u;
 const LIGHT_GRID: u32 = 0u;
 const TWO_LEVEL: u32 = 0u;
+// Whether the scene may have a sun (1, the general value) or has none (0:
+// integrator.wgsl's has_sun is then false at compile time).
+const SUN: u32 = 1u;
 // SCENE_KINDS values: spheres only, triangles only, both (or an empty scene),
 // each with SCENE_HEIGHTFIELDS where the scene holds a heightfield (only then
 // is heightfield.wgsl's walk reached, and the heightfields' data lie after the

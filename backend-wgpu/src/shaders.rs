@@ -87,6 +87,11 @@ pub struct ModuleConfig {
     /// its `nodes` buffer holds the geometries' trees, the instance records
     /// and the tree over the instances, and every walk is `two_level.wgsl`'s.
     pub two_level: bool,
+    /// `SUN`: the scene has a sun ([`prism_core::Accel::sun`]). Without one
+    /// the path kernel carries none of the sun's code (its hit test, next
+    /// event and weights), which the shader compiler would otherwise keep
+    /// in registers around every bounce.
+    pub sun: bool,
 }
 
 impl ModuleConfig {
@@ -99,6 +104,7 @@ impl ModuleConfig {
         octant_copies: false,
         light_grid: false,
         two_level: false,
+        sun: true,
     };
 
     /// The stack length for `accel`: its tree's depth (two levels: both
@@ -150,6 +156,7 @@ impl ModuleConfig {
                 && kinds & 4 == 0
                 && accel.primitives().len() <= prism_core::point_grid::POINT_GRID_MAX_PRIMS,
             two_level,
+            sun: accel.sun().is_some(),
             ..self
         }
     }
@@ -193,7 +200,7 @@ impl ShaderSource {
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
     /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS`,
-    /// `OCTANT_COPIES`, `LIGHT_GRID` and `TWO_LEVEL` (types.wgsl) rewritten in
+    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL` and `SUN` (types.wgsl) rewritten in
     /// place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
@@ -241,6 +248,7 @@ impl ShaderSource {
                 general.two_level as u32,
                 config.two_level as u32,
             ),
+            ("SUN", general.sun as u32, config.sun as u32),
         ] {
             text = text.replace(
                 &format!("const {name}: u32 = {general}u;"),

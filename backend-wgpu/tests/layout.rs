@@ -287,8 +287,8 @@ fn mirror_comments_name_their_declarations() {
 }
 
 /// The module with lane refill, specialised for a shallow scene of spheres,
-/// its octant copies and its light grid, validates with subgroup operations,
-/// and the specialisation rewrote its four constants.
+/// its octant copies and its light grid and no sun, validates with subgroup
+/// operations, and the specialisation rewrote its constants.
 #[test]
 fn wgsl_module_with_refill_and_specialisation_validates() {
     let config = prism_wgpu::ModuleConfig {
@@ -299,6 +299,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         octant_copies: true,
         light_grid: true,
         two_level: false,
+        sun: false,
     };
     let source = ShaderSource::assemble_for(None, &config);
     assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
@@ -306,6 +307,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
     assert!(source.text.contains("const OCTANT_COPIES: u32 = 1u;"));
     assert!(source.text.contains("const LIGHT_GRID: u32 = 1u;"));
     assert!(source.text.contains("const TWO_LEVEL: u32 = 0u;"));
+    assert!(source.text.contains("const SUN: u32 = 0u;"));
     validate_with_refill(&source);
     // A two-level scene's module: the longest stack, the two-level walks.
     let two_level = prism_wgpu::ModuleConfig {

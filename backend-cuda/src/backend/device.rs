@@ -15,9 +15,10 @@ use crate::kernels::{
     KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES, KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS,
     KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS,
     KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES,
-    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
-    KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL,
-    RAY_TALLY_BYTES, SceneKind, WORK_WORDS, kernel_name,
+    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_PATH_SUN, KERNEL_RENDER_PATH_SUN_GRID,
+    KERNEL_RENDER_PATH_SUN_INSTANCES, KERNEL_RENDER_PATH_SUN_OCTANTS, KERNEL_RENDER_WHITTED,
+    KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS,
+    KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind, WORK_WORDS, kernel_name,
 };
 use cudarc::driver::sys;
 use prism_core::gpu::RenderParams;
@@ -37,11 +38,13 @@ pub(super) struct ResidentRays {
 /// The kernels of the loaded module, for one scene kind.
 #[derive(Clone, Copy)]
 pub(super) struct KindKernels {
-    pub(super) render: [Function; 3],
+    /// The render kernels by [`crate::kernels::render_variant`]: path,
+    /// Whitted, AO, then path with the sun.
+    pub(super) render: [Function; 4],
     /// The render kernels on the tree's near-first octant copies (`SceneArgs::octants`).
-    pub(super) render_octants: [Function; 3],
+    pub(super) render_octants: [Function; 4],
     /// The render kernels whose closest hits walk the uniform grid (`SceneArgs::grid_offsets`).
-    pub(super) render_grid: [Function; 3],
+    pub(super) render_grid: [Function; 4],
     pub(super) intersect: Function,
     pub(super) occluded: Function,
     /// Grids of the persistent `intersect` and `occluded` kernels: the blocks
@@ -51,7 +54,7 @@ pub(super) struct KindKernels {
     pub(super) intersect_grid: u32,
     pub(super) occluded_grid: u32,
     /// The render kernels of two-level scenes (walks over instances).
-    pub(super) render_instances: [Function; 3],
+    pub(super) render_instances: [Function; 4],
     /// The batch kernels of two-level scenes, and their persistent grids.
     pub(super) intersect_instances: Function,
     pub(super) occluded_instances: Function,
@@ -155,16 +158,19 @@ impl DeviceState {
                     f(KERNEL_RENDER_PATH)?,
                     f(KERNEL_RENDER_WHITTED)?,
                     f(KERNEL_RENDER_AO)?,
+                    f(KERNEL_RENDER_PATH_SUN)?,
                 ],
                 render_octants: [
                     f(KERNEL_RENDER_PATH_OCTANTS)?,
                     f(KERNEL_RENDER_WHITTED_OCTANTS)?,
                     f(KERNEL_RENDER_AO_OCTANTS)?,
+                    f(KERNEL_RENDER_PATH_SUN_OCTANTS)?,
                 ],
                 render_grid: [
                     f(KERNEL_RENDER_PATH_GRID)?,
                     f(KERNEL_RENDER_WHITTED_GRID)?,
                     f(KERNEL_RENDER_AO_GRID)?,
+                    f(KERNEL_RENDER_PATH_SUN_GRID)?,
                 ],
                 intersect,
                 occluded,
@@ -174,6 +180,7 @@ impl DeviceState {
                     f(KERNEL_RENDER_PATH_INSTANCES)?,
                     f(KERNEL_RENDER_WHITTED_INSTANCES)?,
                     f(KERNEL_RENDER_AO_INSTANCES)?,
+                    f(KERNEL_RENDER_PATH_SUN_INSTANCES)?,
                 ],
                 intersect_instances,
                 occluded_instances,

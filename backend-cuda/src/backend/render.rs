@@ -10,7 +10,7 @@ use super::{CudaBackend, FrameTimes};
 use crate::driver::{self, BACKEND, DeviceBuffer, StreamJoin};
 use crate::kernels::{
     CAMERA_MASKS_THREADS, KernelConfig, LIST_REFLECTIONS, LIST_SHADOWS, MASKS_PER_TILE,
-    RAY_TALLY_BYTES, SceneArgs, SceneKind,
+    RAY_TALLY_BYTES, SceneArgs, SceneKind, render_variant,
 };
 use cudarc::driver::sys;
 use prism_core::camera_bounds;
@@ -111,6 +111,7 @@ impl DeviceState {
         &mut self,
         config: &KernelConfig,
         integrator: Integrator,
+        sun: bool,
         scene: (SceneArgs, SceneKind),
         width: u32,
         y0: u32,
@@ -141,16 +142,17 @@ impl DeviceState {
             )
         };
         let kernels = &self.kernels.kinds[kind as usize];
+        let variant = render_variant(integrator, sun);
         // A two-level scene walks its instances; it has no grid or octant
         // copies (see SceneBuffers).
         let f = if scene.top_nodes != 0 {
-            kernels.render_instances[integrator as usize]
+            kernels.render_instances[variant]
         } else if scene.grid_offsets != 0 {
-            kernels.render_grid[integrator as usize]
+            kernels.render_grid[variant]
         } else if scene.octants != 0 {
-            kernels.render_octants[integrator as usize]
+            kernels.render_octants[variant]
         } else {
-            kernels.render[integrator as usize]
+            kernels.render[variant]
         };
         let mut y0 = y0;
         let mut y1 = y1;
@@ -376,6 +378,7 @@ impl CudaBackend {
             st.launch_render(
                 &config,
                 settings.integrator,
+                params.sun_center_radius[3] > 0.0,
                 scene,
                 width,
                 y0,
