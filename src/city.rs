@@ -16,7 +16,7 @@ use crate::Error;
 use crate::height_map::HeightMap;
 use crate::scenes::Preset;
 use glam::Vec3;
-use prism_core::heightfield::{FACE_BOTTOM, FaceSet};
+use prism_core::heightfield::FaceSet;
 use prism_core::{Camera, Heightfield, Integrator, Material, RenderSettings, Scene, Sky, Sun};
 use std::path::PathBuf;
 
@@ -92,18 +92,9 @@ pub fn height_map_preset(
             s.add_heightfield(hf, grey);
         }
         Columns::Triangles => {
-            // Bottoms face the ground plane y = 0, which no ray from above reaches
-            // through a column; the walk finds them only for rays from below.
-            let faces: Vec<_> = hf
-                .column_faces(FaceSet::Visible)
-                .into_iter()
-                .filter(|f| f.face != FACE_BOTTOM)
-                .collect();
-            let positions: Vec<Vec3> = faces.iter().flat_map(|f| f.corners).collect();
-            let triangles: Vec<[u32; 3]> = (0..faces.len() as u32)
-                .flat_map(|q| [[4 * q, 4 * q + 1, 4 * q + 2], [4 * q, 4 * q + 2, 4 * q + 3]])
-                .collect();
-            s.add_mesh(&positions, &triangles, grey)?;
+            // Visible faces without bottoms: a fair triangle version of the map.
+            let mesh = hf.column_mesh(FaceSet::Visible, false);
+            s.add_mesh(&mesh.positions, &mesh.triangles, grey)?;
         }
     }
     let scale = map.width.max(map.depth) as f32 / 512.0;

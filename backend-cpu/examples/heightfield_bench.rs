@@ -23,7 +23,7 @@
 
 use glam::Vec3;
 use prism_core::camera::camera_ray;
-use prism_core::heightfield::{FACE_BOTTOM, FaceSet, Heightfield};
+use prism_core::heightfield::{FaceSet, Heightfield};
 use prism_core::reference::{t_close, t_floor};
 use prism_core::{Backend, Camera, Hit, Material, Ray, Scene};
 use prism_cpu::{CpuBackend, Traversal};
@@ -173,19 +173,11 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
     walk_scene.add_heightfield(hf.clone(), m);
 
     // The same columns as triangles: the visible faces, no bottoms.
-    let faces: Vec<_> = hf
-        .column_faces(FaceSet::Visible)
-        .into_iter()
-        .filter(|f| f.face != FACE_BOTTOM)
-        .collect();
-    let positions: Vec<Vec3> = faces.iter().flat_map(|f| f.corners).collect();
-    let triangles: Vec<[u32; 3]> = (0..faces.len() as u32)
-        .flat_map(|q| [[4 * q, 4 * q + 1, 4 * q + 2], [4 * q, 4 * q + 2, 4 * q + 3]])
-        .collect();
+    let mesh = hf.column_mesh(FaceSet::Visible, false);
     let mut tri_scene = Scene::new();
     let m = tri_scene.add_material(Material::lambertian(Vec3::splat(0.7)));
     tri_scene
-        .add_mesh(&positions, &triangles, m)
+        .add_mesh(&mesh.positions, &mesh.triangles, m)
         .map_err(|e| e.to_string())?;
 
     let walk = time(
@@ -253,8 +245,7 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
         match (a.is_hit(), b.is_hit()) {
             (false, false) => matches += 1,
             (true, true) if t_close(a.t, b.t, t_floor(ray)) => {
-                let f = &faces[(b.prim / 2) as usize];
-                if (a.cell, a.face) == (f.cell, f.face) {
+                if (a.cell, a.face) == mesh.names[b.prim as usize] {
                     matches += 1;
                 } else {
                     ties += 1;
@@ -265,8 +256,8 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
                 if walk_nearer {
                     on_edge(a.cell, a.face, ray.at(a.t))
                 } else {
-                    let f = &faces[(b.prim / 2) as usize];
-                    on_edge(f.cell, f.face, ray.at(b.t))
+                    let (cell, face) = mesh.names[b.prim as usize];
+                    on_edge(cell, face, ray.at(b.t))
                 }
             } =>
             {
@@ -276,9 +267,9 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
                 mismatches += 1;
                 if std::env::var_os("HF_BENCH_VERBOSE").is_some() {
                     let name = |h: &Hit| {
-                        faces
-                            .get((h.prim / 2) as usize)
-                            .map(|f| (f.cell % 512, f.cell / 512, f.face))
+                        mesh.names
+                            .get(h.prim as usize)
+                            .map(|&(cell, face)| (cell % 512, cell / 512, face))
                     };
                     eprintln!(
                         "ray {i} {ray:?}: heightfield t {} cell ({}, {}) face {} / triangles t {} {:?}",
@@ -323,7 +314,7 @@ fn bench(path: &str, runs: usize, threads: usize, traversal: Traversal) -> Resul
     println!(
         "triangles={} heightfield_vs_triangles closest={:.2}x occluded={:.2}x cpu_closest={:.2}x \
          hits={hit_count} matches={matches} ties={ties} grazes={grazes} mismatches={mismatches}",
-        triangles.len(),
+        mesh.triangles.len(),
         results[0].0 / results[1].0,
         results[0].1 / results[1].1,
         results[0].2 / results[1].2,

@@ -18,7 +18,7 @@ mod common;
 use common::config;
 use glam::{Affine3A, Quat, Vec3};
 use prism_core::camera::camera_ray;
-use prism_core::heightfield::{FaceSet, Heightfield, face_normal, ray_heightfield};
+use prism_core::heightfield::{FACE_BOTTOM, FaceSet, Heightfield, face_normal, ray_heightfield};
 use prism_core::intersect::{RayPre, ray_triangle};
 use prism_core::reference::{t_close, t_floor};
 use prism_core::rng::Pcg;
@@ -47,16 +47,14 @@ struct Pair {
 
 /// The triangles of `hf`'s faces `set`, two a quad, and each one's `(cell, face)`.
 fn triangles(hf: &Heightfield, set: FaceSet) -> (Vec<[Vec3; 3]>, Vec<(u32, u32)>) {
-    let mut tris = Vec::new();
-    let mut names = Vec::new();
-    for f in hf.column_faces(set) {
-        let [a, b, c, d] = f.corners;
-        tris.push([a, b, c]);
-        tris.push([a, c, d]);
-        names.push((f.cell, f.face));
-        names.push((f.cell, f.face));
-    }
-    (tris, names)
+    let mesh = hf.column_mesh(set, true);
+    let corner = |i: u32| mesh.positions[i as usize];
+    let tris = mesh
+        .triangles
+        .iter()
+        .map(|t| [corner(t[0]), corner(t[1]), corner(t[2])])
+        .collect();
+    (tris, mesh.names)
 }
 
 fn pair(hf: Heightfield, set: FaceSet, reference: Reference) -> Pair {
@@ -762,4 +760,30 @@ fn the_city_agrees_with_its_triangles() {
         tally.hits > 1500 && bounces.rays > 1500,
         "{tally:?} {bounces:?}"
     );
+}
+
+/// `column_mesh` is `column_faces` as triangles: two a face, over the face's
+/// four corners, named by it; without bottoms it drops exactly those.
+#[test]
+fn column_mesh_is_two_triangles_a_face() {
+    let hf = Heightfield::new(3, 2, 1.5, &[0.0, 2.0, 1.0, 3.0, 0.5, 2.0]).unwrap();
+    for set in [FaceSet::All, FaceSet::Visible] {
+        let faces = hf.column_faces(set);
+        let mesh = hf.column_mesh(set, true);
+        assert_eq!(mesh.triangles.len(), 2 * faces.len());
+        assert_eq!(mesh.names.len(), mesh.triangles.len());
+        for (i, f) in faces.iter().enumerate() {
+            let [a, b, c, d] = f.corners;
+            let at = |k: u32| mesh.positions[k as usize];
+            let [t0, t1] = [mesh.triangles[2 * i], mesh.triangles[2 * i + 1]];
+            assert_eq!([at(t0[0]), at(t0[1]), at(t0[2])], [a, b, c]);
+            assert_eq!([at(t1[0]), at(t1[1]), at(t1[2])], [a, c, d]);
+            assert_eq!(mesh.names[2 * i], (f.cell, f.face));
+        }
+        let bottoms = faces.iter().filter(|f| f.face == FACE_BOTTOM).count();
+        assert!(bottoms > 0);
+        let without = hf.column_mesh(set, false);
+        assert_eq!(without.triangles.len(), 2 * (faces.len() - bottoms));
+        assert!(without.names.iter().all(|&(_, face)| face != FACE_BOTTOM));
+    }
 }
