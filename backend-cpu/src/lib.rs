@@ -59,7 +59,7 @@ use prism_core::point_grid::{PointGrid, build_point_grid};
 use prism_core::update::GeometrySah;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, Hit, Image, PixelFormat, Progress, Ray, RefitOn,
-    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, UpdateStats,
+    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, TreeBytes, UpdateStats,
 };
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -476,6 +476,17 @@ impl Backend for CpuBackend {
         let accel = self.accel.as_mut()?;
         accel.refresh();
         accel.geometry_sah(geometry)
+    }
+
+    /// Core's tree (kept for shading and the binary walk; the layout the GPU
+    /// backends upload) and the wide tree the batches walk, if any.
+    fn tree_bytes(&self) -> Vec<TreeBytes> {
+        let Some(accel) = &self.accel else {
+            return Vec::new();
+        };
+        core::iter::once(accel.tree_bytes())
+            .chain(self.wide.tree_bytes())
+            .collect()
     }
 }
 

@@ -35,7 +35,7 @@ use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::heightfield::Heightfields;
-use prism_core::{Accel, Error, Hit, Ray};
+use prism_core::{Accel, Error, Hit, Ray, TreeBytes};
 use walk::{any, any_two_level, closest, closest_two_level};
 
 /// Entries of a traversal stack. Core's BVHs (the instances' tree too) are
@@ -224,6 +224,19 @@ impl Bvh8 {
     /// Whether there are no nodes (never, for a built scene).
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// The memory this tree takes: its nodes (the instances' tree's too),
+    /// and its leaves' triangle packets and instance records.
+    pub fn tree_bytes(&self) -> TreeBytes {
+        use core::mem::size_of_val;
+        TreeBytes {
+            tree: "CPU 8-wide (AVX2)",
+            nodes: (size_of_val(self.nodes.as_slice()) + size_of_val(self.top.as_slice())) as u64,
+            leaves: self.packets.bytes()
+                + (size_of_val(self.records.as_slice()) + size_of_val(self.roots.as_slice()))
+                    as u64,
+        }
     }
 
     /// Collapse `accel`'s tree over the instances again (after a rebuild of
