@@ -29,7 +29,7 @@ use crate::aabb::Aabb;
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD};
 use alloc::vec::Vec;
-use glam::{Vec3, Vec3A};
+use glam::{Vec3, Vec3A, Vec4};
 
 /// Bins per axis.
 pub const BINS: usize = 16;
@@ -156,29 +156,59 @@ impl ChildRef {
     }
 }
 
-/// A primitive as the builder reads it: its box and the box's centre, as
-/// 16-byte vectors so that a union or a centroid bound is one SIMD min and max.
+/// A primitive as the builder reads it: its box as two 16-byte vectors (a
+/// union is one SIMD min and max, a centroid one add and multiply), the input
+/// index in the lower corner's unused fourth lane. 32 bytes, half a cache line.
 ///
-/// The builder keeps these in leaf-slot order, permuted together with
-/// [`Bvh::order`], so that every pass over a range (bounds, binning,
-/// partitioning) streams through contiguous memory instead of gathering
-/// through `order` (a 70k-triangle mesh's boxes do not fit in L2).
+/// The builder keeps these in leaf-slot order, so that every pass over a range
+/// (binning, partitioning) streams through contiguous memory instead of
+/// gathering through an index array (a 70k-triangle mesh's boxes do not fit in
+/// L2), and a partition moves one array, not two; [`Bvh::order`] is read off
+/// them at the end.
 #[derive(Clone, Copy)]
 struct BuildPrim {
-    bounds: Box3A,
-    centroid: Vec3A,
+    /// `x, y, z`: the box's lower corner; `w`: the input index with
+    /// [`INDEX_TAG`] set, as bits.
+    lo: Vec4,
+    /// `x, y, z`: the box's upper corner; `w`: 0.
+    hi: Vec4,
 }
+
+/// Set in the bits of [`BuildPrim::lo`]'s `w` lane beside the index (which
+/// is below [`crate::scene::MAX_PRIMITIVES`] = 2^30): it makes the lane a
+/// normal float (or an infinity or NaN), never a subnormal one, which some
+/// CPUs add slowly when a centroid is computed from all four lanes.
+const INDEX_TAG: u32 = 1 << 30;
+const _: () = assert!(crate::scene::MAX_PRIMITIVES <= INDEX_TAG as usize);
 
 impl BuildPrim {
     #[inline]
-    fn new(bounds: Aabb, centroid: Vec3) -> Self {
+    fn new(bounds: Aabb, index: u32) -> Self {
         BuildPrim {
-            bounds: Box3A {
-                min: bounds.min.into(),
-                max: bounds.max.into(),
-            },
-            centroid: centroid.into(),
+            lo: bounds.min.extend(f32::from_bits(index | INDEX_TAG)),
+            hi: bounds.max.extend(0.0),
         }
+    }
+
+    /// The box.
+    #[inline(always)]
+    fn bounds(&self) -> Box3A {
+        Box3A {
+            min: Vec3A::from_vec4(self.lo),
+            max: Vec3A::from_vec4(self.hi),
+        }
+    }
+
+    /// The box's centre, as [`Aabb::center`] computes it (the same bits).
+    #[inline(always)]
+    fn centroid(&self) -> Vec3A {
+        0.5 * (Vec3A::from_vec4(self.lo) + Vec3A::from_vec4(self.hi))
+    }
+
+    /// The input index.
+    #[inline(always)]
+    fn index(&self) -> u32 {
+        self.lo.w.to_bits() & !INDEX_TAG
     }
 }
 
@@ -308,15 +338,9 @@ impl Bins {
 /// Builds the subtree over one run of slots. The root builder owns every slot;
 /// a fork gives each side a builder of its own over its half.
 struct Builder<'a, F> {
-    /// Centroids by input index (for median splits, which reorder `order`).
-    centroids: &'a [Vec3],
-    /// Boxes by input index (to refill `prims` after a median split).
-    input: &'a [Aabb],
-    /// The slots this builder owns: `order[i]` and `prims[i]` are slot
-    /// `first_slot + i`, and `prims[i]` is the primitive `order[i]`. Ranges
-    /// below are indices into these slices.
+    /// The slots this builder owns: `prims[i]` is slot `first_slot + i`.
+    /// Ranges below are indices into this slice.
     prims: &'a mut [BuildPrim],
-    order: &'a mut [u32],
     first_slot: usize,
     /// The nodes of this subtree, its root first. Child indices are into this
     /// list until a parent builder appends it to its own (`append_subtree`).
@@ -393,23 +417,17 @@ impl Bvh {
         // root alone for n <= 1), so the top builder's pushes never allocate.
         // Forked halves grow their own lists, fallibly (`reserve_nodes`).
         let mut nodes = try_vec(n.max(1), "BVH nodes")?;
-        let mut centroids = try_vec(n, "BVH build: centroids")?;
-        centroids.extend(bounds.iter().map(Aabb::center));
         let mut prims = try_vec(n, "BVH build: primitive boxes")?;
         prims.extend(
             bounds
                 .iter()
-                .zip(&centroids)
-                .map(|(&bounds, &centroid)| BuildPrim::new(bounds, centroid)),
+                .zip(0..n as u32)
+                .map(|(&bounds, index)| BuildPrim::new(bounds, index)),
         );
         let mut order = try_vec(n, "BVH primitive order")?;
-        order.extend(0..n as u32);
         nodes.push(BvhNode::default());
         let mut b = Builder {
-            centroids: &centroids,
-            input: bounds,
             prims: &mut prims,
-            order: &mut order,
             first_slot: 0,
             nodes,
             depth: 0,
@@ -438,6 +456,7 @@ impl Bvh {
             }
         }
         let (nodes, depth) = (b.nodes, b.depth);
+        order.extend(prims.iter().map(BuildPrim::index));
         Ok(Bvh {
             nodes,
             order,
@@ -461,10 +480,8 @@ fn out_of_memory(e: Error) -> Bvh {
 }
 
 // ok (indexing in the builder): every range `[start, end)` lies in
-// `[0, order.len())` (the builder's whole run, then halves split at a point
-// strictly inside); `order` holds input indices (a permutation of `0..n`
-// overall), so its entries index `input` and `centroids`; `prims` is as long as
-// `order`; axes come from `0..3` or `max_position`; `bin_of` clamps bins to
+// `[0, prims.len())` (the builder's whole run, then halves split at a point
+// strictly inside); axes come from `0..3` or `max_position`; `bin_of` clamps bins to
 // `BINS - 1`; nodes are pushed before they are filled.
 impl<F: Fork> Builder<'_, F> {
     /// The box and the centroids' box of `[start, end)`, in one pass (the
@@ -476,8 +493,8 @@ impl<F: Fork> Builder<'_, F> {
                 centroids: Box3A::EMPTY,
             },
             |a, p| RangeBoxes {
-                bounds: a.bounds.union(p.bounds),
-                centroids: a.centroids.grow(p.centroid),
+                bounds: a.bounds.union(p.bounds()),
+                centroids: a.centroids.grow(p.centroid()),
             },
         )
     }
@@ -518,14 +535,9 @@ impl<F: Fork> Builder<'_, F> {
         if let Some(fork) = self.fork
             && end - start >= FORK_MIN_PRIMITIVES
         {
-            let (centroids, input) = (self.centroids, self.input);
-            let (order_left, order_right) = self.order[start..end].split_at_mut(mid - start);
             let (prims_left, prims_right) = self.prims[start..end].split_at_mut(mid - start);
-            let half = |prims, order, first_slot| Builder {
-                centroids,
-                input,
+            let half = |prims, first_slot| Builder {
                 prims,
-                order,
                 first_slot,
                 nodes: Vec::new(),
                 depth: 0,
@@ -533,8 +545,8 @@ impl<F: Fork> Builder<'_, F> {
                 fork: Some(fork),
                 max_leaf: self.max_leaf,
             };
-            let mut left = half(prims_left, order_left, self.first_slot + start);
-            let mut right = half(prims_right, order_right, self.first_slot + mid);
+            let mut left = half(prims_left, self.first_slot + start);
+            let mut right = half(prims_right, self.first_slot + mid);
             let (left_ref, right_ref) = fork.join(
                 || left.build_child(0, mid - start, depth + 1, &left_boxes),
                 || right.build_child(0, end - mid, depth + 1, &right_boxes),
@@ -633,8 +645,7 @@ impl<F: Fork> Builder<'_, F> {
     /// The leaf policy, and the split when there is one. Single primitives are
     /// leaves; from [`MEDIAN_SPLIT_DEPTH`] on every larger range is split at the
     /// median; above [`MAX_LEAF_SIZE`] a range is always split; in between the
-    /// SAH decides. A split partitions `[start, end)` in place (`order` and
-    /// `prims` alike).
+    /// SAH decides. A split partitions `[start, end)` in place.
     fn plan(&mut self, start: usize, end: usize, boxes: &RangeBoxes, depth: u32) -> Plan {
         let count = end - start;
         if count < 2 {
@@ -687,7 +698,7 @@ impl<F: Fork> Builder<'_, F> {
         )
     }
 
-    /// Partition `[start, end)` in place (`order` and `prims` alike): the
+    /// Partition `[start, end)` in place: the
     /// primitives whose bin on `split.axis` lies left of `split.bin` first.
     /// Returns how many that is, and the centroid boxes of both sides.
     ///
@@ -704,18 +715,17 @@ impl<F: Fork> Builder<'_, F> {
     ) -> (usize, Box3A, Box3A) {
         let (lo, scale) = bin_mapping(cb, split.axis);
         let (axis, bin) = (split.axis, split.bin);
-        let order = &mut self.order[start..end];
         let prims = &mut self.prims[start..end];
-        let goes_left = |p: &BuildPrim| bin_of(p.centroid[axis], lo, scale) < bin;
+        let goes_left = |c: Vec3A| bin_of(c[axis], lo, scale) < bin;
         let (mut left_cb, mut right_cb) = (Box3A::EMPTY, Box3A::EMPTY);
         let (mut i, mut j) = (0, prims.len());
         loop {
-            while i < j && goes_left(&prims[i]) {
-                left_cb = left_cb.grow(prims[i].centroid);
+            while i < j && goes_left(prims[i].centroid()) {
+                left_cb = left_cb.grow(prims[i].centroid());
                 i += 1;
             }
-            while i < j && !goes_left(&prims[j - 1]) {
-                right_cb = right_cb.grow(prims[j - 1].centroid);
+            while i < j && !goes_left(prims[j - 1].centroid()) {
+                right_cb = right_cb.grow(prims[j - 1].centroid());
                 j -= 1;
             }
             if i >= j {
@@ -723,9 +733,8 @@ impl<F: Fork> Builder<'_, F> {
             }
             // `prims[i]` goes right and `prims[j - 1]` left: swap them.
             prims.swap(i, j - 1);
-            order.swap(i, j - 1);
-            left_cb = left_cb.grow(prims[i].centroid);
-            right_cb = right_cb.grow(prims[j - 1].centroid);
+            left_cb = left_cb.grow(prims[i].centroid());
+            right_cb = right_cb.grow(prims[j - 1].centroid());
             i += 1;
             j -= 1;
         }
@@ -737,18 +746,9 @@ impl<F: Fork> Builder<'_, F> {
     fn median_split(&mut self, start: usize, end: usize, cb: &Aabb) -> usize {
         let axis = cb.extent().max_position();
         let mid = (end - start) / 2;
-        let centroids = self.centroids;
-        self.order[start..end].select_nth_unstable_by(mid, |&a, &b| {
-            centroids[a as usize][axis].total_cmp(&centroids[b as usize][axis])
+        self.prims[start..end].select_nth_unstable_by(mid, |a, b| {
+            a.centroid()[axis].total_cmp(&b.centroid()[axis])
         });
-        // Bring `prims` into the new order (median splits are rare: degenerate
-        // input, or deeper than MEDIAN_SPLIT_DEPTH).
-        for (p, &i) in self.prims[start..end]
-            .iter_mut()
-            .zip(&self.order[start..end])
-        {
-            *p = BuildPrim::new(self.input[i as usize], centroids[i as usize]);
-        }
         start + mid
     }
 
@@ -765,15 +765,16 @@ impl<F: Fork> Builder<'_, F> {
         // partition's. An axis without extent maps everything to one bin (the
         // mapping's scale is infinite); the sweep skips it anyway.
         let bins_of = |p: &BuildPrim| {
-            let f = (p.centroid - lo) * scale;
+            let f = (p.centroid() - lo) * scale;
             [f.x, f.y, f.z].map(|x| (x as i32).clamp(0, BINS as i32 - 1) as usize)
         };
         if prims.len() >= CLEAR_BINS_FROM {
             bins.bounds = [[Box3A::EMPTY; BINS]; 3];
             bins.count = [[0; BINS]; 3];
             for p in prims {
+                let bounds = p.bounds();
                 for (axis, b) in bins_of(p).into_iter().enumerate() {
-                    bins.bounds[axis][b] = bins.bounds[axis][b].union(p.bounds);
+                    bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
                     bins.count[axis][b] += 1;
                 }
             }
@@ -787,14 +788,15 @@ impl<F: Fork> Builder<'_, F> {
         }
         bins.occupied = [0; 3];
         for p in prims {
+            let bounds = p.bounds();
             for (axis, b) in bins_of(p).into_iter().enumerate() {
                 let bit = 1u32 << b;
                 if bins.occupied[axis] & bit == 0 {
                     bins.occupied[axis] |= bit;
-                    bins.bounds[axis][b] = p.bounds;
+                    bins.bounds[axis][b] = bounds;
                     bins.count[axis][b] = 1;
                 } else {
-                    bins.bounds[axis][b] = bins.bounds[axis][b].union(p.bounds);
+                    bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
                     bins.count[axis][b] += 1;
                 }
             }
