@@ -73,10 +73,10 @@ fn tree_bytes_names_each_tree_and_its_arrays() {
     assert_eq!(core.nodes, 64 * accel.nodes().len() as u64);
     assert_eq!(core.leaves, (48 + 4) * n);
     let wide = trees[1];
-    assert!(wide.nodes > 0 && wide.nodes % 64 == 0, "{wide:?}");
+    assert!(wide.nodes > 0 && wide.nodes.is_multiple_of(64), "{wide:?}");
     // Every triangle sits in a packet lane; a packet is 160 bytes of vertices
     // and slots, 16 of ids and 48 of vertex indices.
-    assert_eq!(wide.leaves % 224, 0, "{wide:?}");
+    assert!(wide.leaves.is_multiple_of(224), "{wide:?}");
     assert!(wide.leaves >= 224 * n.div_ceil(4), "{wide:?}");
     assert!(wide.leaves <= 224 * n, "{wide:?}");
 }
