@@ -375,7 +375,7 @@ impl Bvh {
     }
 
     /// [`Bvh::build`], or [`Error::HostOutOfMemory`] naming the array the host
-    /// could not allocate (the build takes about 130 bytes a primitive, its
+    /// could not allocate (the build takes about 100 bytes a primitive, its
     /// tree 64 of them), or [`Error::TooManyPrimitives`] past
     /// [`MAX_PRIMITIVES`](crate::scene::MAX_PRIMITIVES) boxes (the limit the
     /// tree's 32-bit indices and its depth bound are proven for).
