@@ -113,6 +113,15 @@ impl Packets {
         self.tri.len()
     }
 
+    /// Bytes of the packets, their lanes' ids and their lanes' vertex
+    /// indices (kept for refits).
+    pub(crate) fn bytes(&self) -> u64 {
+        use core::mem::size_of_val;
+        (size_of_val(self.tri.as_slice())
+            + size_of_val(self.ids.as_slice())
+            + size_of_val(self.tris.as_slice())) as u64
+    }
+
     /// Write packets `range` again from a mesh's vertices `positions` (the
     /// lanes' triangles are [`Packets`]' copy of the mesh's), one after the
     /// other, and each one's box into `boxes` (by its place in `range`).

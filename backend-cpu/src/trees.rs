@@ -43,6 +43,17 @@ impl Wide {
         })
     }
 
+    /// The memory of this BVH (none for [`Traversal::Binary`], which walks
+    /// core's tree).
+    pub(crate) fn tree_bytes(&self) -> Option<prism_core::TreeBytes> {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => Some(b.tree_bytes()),
+            Wide::Four(w) if w.is_empty() => None,
+            Wide::Four(w) => Some(w.tree_bytes()),
+        }
+    }
+
     /// Which BVH this is: 8, 4, or 0 for none.
     pub(crate) fn kind(&self) -> u8 {
         match self {

@@ -27,7 +27,7 @@ use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::heightfield::Heightfields;
 use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::two_level::object_ray;
-use prism_core::{Accel, Error, Hit, Ray};
+use prism_core::{Accel, Error, Hit, Ray, TreeBytes};
 
 /// Entries of the traversal stack. A popped wide node pushes at most four inner
 /// children, a net growth of three entries, and a node whose children are all
@@ -174,6 +174,17 @@ impl WideBvh {
     /// Whether there are no nodes (never, for a built scene).
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// The memory this tree takes: its nodes (the instances' tree's too),
+    /// and its leaves' triangle packets and instance records.
+    pub fn tree_bytes(&self) -> TreeBytes {
+        use core::mem::size_of_val;
+        TreeBytes {
+            tree: "CPU 4-wide (SSE)",
+            nodes: (size_of_val(self.nodes.as_slice()) + size_of_val(self.top.as_slice())) as u64,
+            leaves: self.packets.bytes() + size_of_val(self.records.as_slice()) as u64,
+        }
     }
 
     /// Collapse `accel`'s tree over the instances again (after a rebuild of

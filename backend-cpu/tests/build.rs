@@ -48,3 +48,35 @@ fn threaded_set_scene_builds_the_one_thread_tree() {
         assert_eq!(accel.depth(), reference.depth(), "{threads} threads");
     }
 }
+
+/// `tree_bytes` reports core's tree (what the GPU backends upload) and the
+/// wide tree the batches walk, each from the arrays the backend holds: core's
+/// nodes and records by their device sizes, and a wide tree holding every
+/// triangle (in packets of 160 bytes, at least one a four triangles).
+#[test]
+fn tree_bytes_names_each_tree_and_its_arrays() {
+    let mut s = Scene::new();
+    let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    let mut rng = Pcg { state: 3 };
+    let n = 1000;
+    for _ in 0..n {
+        let c = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * 10.0;
+        s.add_triangle(c, c + Vec3::X * 0.1, c + Vec3::Y * 0.1, m);
+    }
+    let mut cpu = CpuBackend::with_threads(1).expect("cpu backend");
+    assert!(cpu.tree_bytes().is_empty(), "no scene, no trees");
+    cpu.set_scene(&s).expect("valid scene");
+    let trees = cpu.tree_bytes();
+    assert_eq!(trees.len(), 2, "core's tree and the wide tree: {trees:?}");
+    let accel = cpu.accel().expect("scene set");
+    let core = trees[0];
+    assert_eq!(core.nodes, 64 * accel.nodes().len() as u64);
+    assert_eq!(core.leaves, (48 + 4) * n);
+    let wide = trees[1];
+    assert!(wide.nodes > 0 && wide.nodes.is_multiple_of(64), "{wide:?}");
+    // Every triangle sits in a packet lane; a packet is 160 bytes of vertices
+    // and slots, 16 of ids and 48 of vertex indices.
+    assert!(wide.leaves.is_multiple_of(224), "{wide:?}");
+    assert!(wide.leaves >= 224 * n.div_ceil(4), "{wide:?}");
+    assert!(wide.leaves <= 224 * n, "{wide:?}");
+}

@@ -37,7 +37,7 @@ use cudarc::driver::sys;
 use prism_core::backend::check_batch;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, GeometrySah, Hit, Image, Progress, Ray,
-    RenderSettings, RenderStats, Scene, SceneUpdate, UpdateStats,
+    RenderSettings, RenderStats, Scene, SceneUpdate, TreeBytes, UpdateStats,
 };
 
 /// Largest number of rays one `intersect`/`occluded` launch takes; bigger
@@ -633,6 +633,13 @@ impl Backend for CudaBackend {
     /// ([`prism_core::Accel::refresh`]), whose tree core measures.
     fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
         self.geometry_sah_inner(geometry)
+    }
+
+    /// Core's tree as uploaded (nodes, primitive records, slot materials,
+    /// instance records, heightfields); the octant copies of small flat trees
+    /// and the candidate masks are not counted.
+    fn tree_bytes(&self) -> Vec<TreeBytes> {
+        self.accel.iter().map(Accel::tree_bytes).collect()
     }
 }
 

@@ -149,7 +149,7 @@ use prism_core::backend::check_batch;
 use prism_core::bvh::RayonFork;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, GeometrySah, Hit, Image, Progress, Ray,
-    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, UpdateStats,
+    RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, TreeBytes, UpdateStats,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -484,6 +484,13 @@ impl Backend for WgpuBackend {
 
     fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah> {
         self.geometry_sah_inner(geometry)
+    }
+
+    /// Core's tree as uploaded (nodes, primitive records, slot materials,
+    /// instance records, heightfields); the octant copies of small flat trees
+    /// and the light grid are not counted.
+    fn tree_bytes(&self) -> Vec<TreeBytes> {
+        self.scene.iter().map(|s| s.accel.tree_bytes()).collect()
     }
 }
 

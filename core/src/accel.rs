@@ -301,6 +301,26 @@ impl Accel {
         Ok(accel)
     }
 
+    /// The memory of core's tree over this scene as every GPU backend
+    /// uploads it: the nodes (the instances' tree's too), and the leaves'
+    /// primitive records and slot materials, with the instance records and
+    /// heightfields of a scene that has them.
+    pub fn tree_bytes(&self) -> crate::backend::TreeBytes {
+        use core::mem::size_of_val;
+        let top: &[BvhNode] = self.top_nodes();
+        let nodes = size_of_val(self.nodes.as_slice()) + size_of_val(top);
+        let leaves = size_of_val(self.prims.as_slice())
+            + size_of_val(self.slot_material.as_slice())
+            + size_of_val(self.instances())
+            + size_of_val(self.heightfields.as_slice())
+            + size_of_val(self.heights.as_slice());
+        crate::backend::TreeBytes {
+            tree: "core binary (GPU upload layout)",
+            nodes: nodes as u64,
+            leaves: leaves as u64,
+        }
+    }
+
     /// BVH nodes, root first (two levels: every geometry's tree, see the type's
     /// docs).
     #[inline]

@@ -9,6 +9,7 @@ use crate::scene::Scene;
 use crate::traverse::Accel;
 use crate::update::{Changes, GeometrySah, SceneUpdate};
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::time::Duration;
 use glam::Vec4;
 
@@ -215,6 +216,29 @@ impl RenderStats {
     }
 }
 
+/// The memory one of a backend's trees over the current scene takes, in bytes:
+/// how a user weighs a tree layout against a scene's size (bytes per triangle,
+/// as Embree and OptiX report theirs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeBytes {
+    /// Which tree: core's binary tree as every GPU backend uploads it, or a
+    /// backend's own (the CPU's 8-wide tree).
+    pub tree: &'static str,
+    /// Its nodes (the instances' tree's too, for a two-level scene).
+    pub nodes: u64,
+    /// What its leaves point at: primitive records or triangle packets, with
+    /// their ids, materials and instance records.
+    pub leaves: u64,
+}
+
+impl TreeBytes {
+    /// Nodes and leaves together.
+    #[inline]
+    pub fn total(&self) -> u64 {
+        self.nodes + self.leaves
+    }
+}
+
 /// What [`Backend::update_scene`] did, and what it cost.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UpdateStats {
@@ -300,6 +324,14 @@ pub trait Backend {
     /// has degraded. `None` without a two-level scene or for a geometry past
     /// the last.
     fn geometry_sah(&mut self, geometry: u32) -> Option<GeometrySah>;
+
+    /// The memory each tree this backend keeps over the current scene takes
+    /// ([`crate::Accel::tree_bytes`] for core's layout, which the GPU backends
+    /// upload as it is); empty before `set_scene`, and from a backend that does
+    /// not report it.
+    fn tree_bytes(&self) -> Vec<TreeBytes> {
+        Vec::new()
+    }
 }
 
 /// Check a batch before tracing: equal lengths, every ray valid. Shared by all

@@ -13,10 +13,13 @@
 //!   [`crate::gpu::TRAVERSAL_STACK_SIZE`] = 64 entries cannot overflow.
 //! - **Degenerate input**: ranges whose centroids coincide (no axis to bin on)
 //!   are split in index order, so duplicated primitives never cause deep trees.
-//! - **Build cost**: each range is read in four streaming passes (its bounds, its
-//!   centroid bounds, one pass binning all three axes, the partition) over boxes
-//!   kept in slot order, and the SAH sweeps visit only occupied bins, so that the
-//!   many small ranges near the leaves cost little. The plan of a range (leaf or
+//! - **Build cost**: each range is read in two streaming passes over boxes kept
+//!   in slot order: one binning all three axes at once, and the partition, which
+//!   also bounds each side's centroids. A side's box is the union of its bins'
+//!   boxes, found by the SAH sweep, so no pass is spent on bounds (the boxes are
+//!   the same, bit for bit up to the sign of a zero bound, as a fold over the
+//!   side's primitives). The sweeps visit only occupied bins, so that the many
+//!   small ranges near the leaves cost little. The plan of a range (leaf or
 //!   split) is made once.
 //! - **Threads**: [`Bvh::build_with`] hands the two subtrees of every range of at
 //!   least [`FORK_MIN_PRIMITIVES`] to a [`Fork`] (a thread pool's `join`), and the
@@ -26,7 +29,7 @@ use crate::aabb::Aabb;
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD};
 use alloc::vec::Vec;
-use glam::{Vec3, Vec3A};
+use glam::{Vec3, Vec3A, Vec4};
 
 /// Bins per axis.
 pub const BINS: usize = 16;
@@ -153,29 +156,59 @@ impl ChildRef {
     }
 }
 
-/// A primitive as the builder reads it: its box and the box's centre, as
-/// 16-byte vectors so that a union or a centroid bound is one SIMD min and max.
+/// A primitive as the builder reads it: its box as two 16-byte vectors (a
+/// union is one SIMD min and max, a centroid one add and multiply), the input
+/// index in the lower corner's unused fourth lane. 32 bytes, half a cache line.
 ///
-/// The builder keeps these in leaf-slot order, permuted together with
-/// [`Bvh::order`], so that every pass over a range (bounds, binning,
-/// partitioning) streams through contiguous memory instead of gathering
-/// through `order` (a 70k-triangle mesh's boxes do not fit in L2).
+/// The builder keeps these in leaf-slot order, so that every pass over a range
+/// (binning, partitioning) streams through contiguous memory instead of
+/// gathering through an index array (a 70k-triangle mesh's boxes do not fit in
+/// L2), and a partition moves one array, not two; [`Bvh::order`] is read off
+/// them at the end.
 #[derive(Clone, Copy)]
 struct BuildPrim {
-    bounds: Box3A,
-    centroid: Vec3A,
+    /// `x, y, z`: the box's lower corner; `w`: the input index with
+    /// [`INDEX_TAG`] set, as bits.
+    lo: Vec4,
+    /// `x, y, z`: the box's upper corner; `w`: 0.
+    hi: Vec4,
 }
+
+/// Set in the bits of [`BuildPrim::lo`]'s `w` lane beside the index (which
+/// is below [`crate::scene::MAX_PRIMITIVES`] = 2^30): it makes the lane a
+/// normal float (or an infinity or NaN), never a subnormal one, which some
+/// CPUs add slowly when a centroid is computed from all four lanes.
+const INDEX_TAG: u32 = 1 << 30;
+const _: () = assert!(crate::scene::MAX_PRIMITIVES <= INDEX_TAG as usize);
 
 impl BuildPrim {
     #[inline]
-    fn new(bounds: Aabb, centroid: Vec3) -> Self {
+    fn new(bounds: Aabb, index: u32) -> Self {
         BuildPrim {
-            bounds: Box3A {
-                min: bounds.min.into(),
-                max: bounds.max.into(),
-            },
-            centroid: centroid.into(),
+            lo: bounds.min.extend(f32::from_bits(index | INDEX_TAG)),
+            hi: bounds.max.extend(0.0),
         }
+    }
+
+    /// The box.
+    #[inline(always)]
+    fn bounds(&self) -> Box3A {
+        Box3A {
+            min: Vec3A::from_vec4(self.lo),
+            max: Vec3A::from_vec4(self.hi),
+        }
+    }
+
+    /// The box's centre, as [`Aabb::center`] computes it (the same bits).
+    #[inline(always)]
+    fn centroid(&self) -> Vec3A {
+        0.5 * (Vec3A::from_vec4(self.lo) + Vec3A::from_vec4(self.hi))
+    }
+
+    /// The input index.
+    #[inline(always)]
+    fn index(&self) -> u32 {
+        self.lo.w.to_bits() & !INDEX_TAG
     }
 }
 
@@ -223,11 +256,31 @@ impl Box3A {
     }
 }
 
+/// A range's box and the box of its primitives' centroids, as its parent's
+/// split found them (the root's from one pass over every primitive).
+#[derive(Clone, Copy)]
+struct RangeBoxes {
+    bounds: Box3A,
+    centroids: Box3A,
+}
+
 /// What the SAH decided for a range: a leaf, or the split point `mid`
-/// (`start < mid < end`, `[start, mid)` on the left).
+/// (`start < mid < end`, `[start, mid)` on the left) with both sides' boxes.
 enum Plan {
     Leaf,
-    Split(usize),
+    Split(usize, RangeBoxes, RangeBoxes),
+}
+
+/// The best split the SAH sweep found: its axis, its first right bin, its
+/// cost (the sum of area times count over both sides) and both sides' boxes
+/// (unions of their bins' boxes).
+#[derive(Clone, Copy)]
+struct BinnedSplit {
+    axis: usize,
+    bin: usize,
+    cost: f32,
+    left: Box3A,
+    right: Box3A,
 }
 
 /// The [`Fork`] of rayon: both subtrees go to `rayon::join`, so they run on the
@@ -253,10 +306,11 @@ impl Fork for RayonFork {
 ///
 /// Most ranges a build bins are small (a tree over n primitives has about n
 /// nodes and leaves, most of them near the bottom), so the bins are sparse:
-/// `occupied` lets a range touch and sweep only its non-empty bins, and lets
-/// one `Bins` serve every range of a build without being cleared. Skipping an
-/// empty bin changes no cost: its box would be [`Aabb::EMPTY`], which a union
-/// leaves as it is.
+/// `occupied` lets a small range touch and sweep only its non-empty bins, and
+/// lets one `Bins` serve every range of a build without being cleared. A range
+/// of at least [`CLEAR_BINS_FROM`] primitives clears the bins instead and bins
+/// without a branch per primitive. Skipping an empty bin changes no cost: its
+/// box would be [`Aabb::EMPTY`], which a union leaves as it is.
 struct Bins {
     bounds: [[Box3A; BINS]; 3],
     count: [[u32; BINS]; 3],
@@ -264,6 +318,12 @@ struct Bins {
     /// range. The other bins hold an earlier range's values and are never read.
     occupied: [u32; 3],
 }
+
+/// Ranges of at least this many primitives clear their bins (48 boxes and
+/// counts) and then bin without testing `occupied` per primitive, a branch
+/// that mispredicts often on a large range; smaller ranges keep the test,
+/// which costs less than the clearing.
+const CLEAR_BINS_FROM: usize = 3 * BINS;
 
 impl Bins {
     fn new() -> Bins {
@@ -278,15 +338,9 @@ impl Bins {
 /// Builds the subtree over one run of slots. The root builder owns every slot;
 /// a fork gives each side a builder of its own over its half.
 struct Builder<'a, F> {
-    /// Centroids by input index (for median splits, which reorder `order`).
-    centroids: &'a [Vec3],
-    /// Boxes by input index (to refill `prims` after a median split).
-    input: &'a [Aabb],
-    /// The slots this builder owns: `order[i]` and `prims[i]` are slot
-    /// `first_slot + i`, and `prims[i]` is the primitive `order[i]`. Ranges
-    /// below are indices into these slices.
+    /// The slots this builder owns: `prims[i]` is slot `first_slot + i`.
+    /// Ranges below are indices into this slice.
     prims: &'a mut [BuildPrim],
-    order: &'a mut [u32],
     first_slot: usize,
     /// The nodes of this subtree, its root first. Child indices are into this
     /// list until a parent builder appends it to its own (`append_subtree`).
@@ -321,7 +375,7 @@ impl Bvh {
     }
 
     /// [`Bvh::build`], or [`Error::HostOutOfMemory`] naming the array the host
-    /// could not allocate (the build takes about 130 bytes a primitive, its
+    /// could not allocate (the build takes about 100 bytes a primitive, its
     /// tree 64 of them), or [`Error::TooManyPrimitives`] past
     /// [`MAX_PRIMITIVES`](crate::scene::MAX_PRIMITIVES) boxes (the limit the
     /// tree's 32-bit indices and its depth bound are proven for).
@@ -363,23 +417,17 @@ impl Bvh {
         // root alone for n <= 1), so the top builder's pushes never allocate.
         // Forked halves grow their own lists, fallibly (`reserve_nodes`).
         let mut nodes = try_vec(n.max(1), "BVH nodes")?;
-        let mut centroids = try_vec(n, "BVH build: centroids")?;
-        centroids.extend(bounds.iter().map(Aabb::center));
         let mut prims = try_vec(n, "BVH build: primitive boxes")?;
         prims.extend(
             bounds
                 .iter()
-                .zip(&centroids)
-                .map(|(&bounds, &centroid)| BuildPrim::new(bounds, centroid)),
+                .zip(0..n as u32)
+                .map(|(&bounds, index)| BuildPrim::new(bounds, index)),
         );
         let mut order = try_vec(n, "BVH primitive order")?;
-        order.extend(0..n as u32);
         nodes.push(BvhNode::default());
         let mut b = Builder {
-            centroids: &centroids,
-            input: bounds,
             prims: &mut prims,
-            order: &mut order,
             first_slot: 0,
             nodes,
             depth: 0,
@@ -387,7 +435,7 @@ impl Bvh {
             fork,
             max_leaf,
         };
-        let root = b.range_bounds(0, n);
+        let root = b.range_boxes(0, n);
         if n == 0 {
             b.fill(0, ChildRef::EMPTY, ChildRef::EMPTY);
         } else {
@@ -397,17 +445,18 @@ impl Bvh {
                     b.fill(
                         0,
                         ChildRef {
-                            bounds: root,
+                            bounds: root.bounds.to_aabb(),
                             index: 0,
                             count: n as u32,
                         },
                         ChildRef::EMPTY,
                     );
                 }
-                Plan::Split(mid) => b.build_inner(0, 0, mid, n, 0)?,
+                Plan::Split(mid, left, right) => b.build_inner(0, 0, mid, n, 0, left, right)?,
             }
         }
         let (nodes, depth) = (b.nodes, b.depth);
+        order.extend(prims.iter().map(BuildPrim::index));
         Ok(Bvh {
             nodes,
             order,
@@ -431,24 +480,32 @@ fn out_of_memory(e: Error) -> Bvh {
 }
 
 // ok (indexing in the builder): every range `[start, end)` lies in
-// `[0, order.len())` (the builder's whole run, then halves split at a point
-// strictly inside); `order` holds input indices (a permutation of `0..n`
-// overall), so its entries index `input` and `centroids`; `prims` is as long as
-// `order`; axes come from `0..3` or `max_position`; `bin_of` clamps bins to
+// `[0, prims.len())` (the builder's whole run, then halves split at a point
+// strictly inside); axes come from `0..3` or `max_position`; `bin_of` clamps bins to
 // `BINS - 1`; nodes are pushed before they are filled.
 impl<F: Fork> Builder<'_, F> {
-    fn range_bounds(&self, start: usize, end: usize) -> Aabb {
-        self.prims[start..end]
-            .iter()
-            .fold(Box3A::EMPTY, |a, p| a.union(p.bounds))
-            .to_aabb()
+    /// The box and the centroids' box of `[start, end)`, in one pass (the
+    /// root, and the sides of the rare splits made without bins).
+    fn range_boxes(&self, start: usize, end: usize) -> RangeBoxes {
+        self.prims[start..end].iter().fold(
+            RangeBoxes {
+                bounds: Box3A::EMPTY,
+                centroids: Box3A::EMPTY,
+            },
+            |a, p| RangeBoxes {
+                bounds: a.bounds.union(p.bounds()),
+                centroids: a.centroids.grow(p.centroid()),
+            },
+        )
     }
 
-    fn centroid_bounds(&self, start: usize, end: usize) -> Aabb {
-        self.prims[start..end]
-            .iter()
-            .fold(Box3A::EMPTY, |a, p| a.grow(p.centroid))
-            .to_aabb()
+    /// A split at `mid` made without bins, its sides' boxes by a pass each.
+    fn split_without_bins(&self, start: usize, mid: usize, end: usize) -> Plan {
+        Plan::Split(
+            mid,
+            self.range_boxes(start, mid),
+            self.range_boxes(mid, end),
+        )
     }
 
     fn fill(&mut self, node: usize, left: ChildRef, right: ChildRef) {
@@ -462,8 +519,9 @@ impl<F: Fork> Builder<'_, F> {
         };
     }
 
-    /// Fill `node` with the two children of `[start, end)`, split at `mid`; the
-    /// node is at `depth`.
+    /// Fill `node` with the two children of `[start, end)`, split at `mid`
+    /// into sides whose boxes are `left` and `right`; the node is at `depth`.
+    #[allow(clippy::too_many_arguments)] // the split as `plan` made it
     fn build_inner(
         &mut self,
         node: usize,
@@ -471,18 +529,15 @@ impl<F: Fork> Builder<'_, F> {
         mid: usize,
         end: usize,
         depth: u32,
+        left_boxes: RangeBoxes,
+        right_boxes: RangeBoxes,
     ) -> Result<(), Error> {
         if let Some(fork) = self.fork
             && end - start >= FORK_MIN_PRIMITIVES
         {
-            let (centroids, input) = (self.centroids, self.input);
-            let (order_left, order_right) = self.order[start..end].split_at_mut(mid - start);
             let (prims_left, prims_right) = self.prims[start..end].split_at_mut(mid - start);
-            let half = |prims, order, first_slot| Builder {
-                centroids,
-                input,
+            let half = |prims, first_slot| Builder {
                 prims,
-                order,
                 first_slot,
                 nodes: Vec::new(),
                 depth: 0,
@@ -490,11 +545,11 @@ impl<F: Fork> Builder<'_, F> {
                 fork: Some(fork),
                 max_leaf: self.max_leaf,
             };
-            let mut left = half(prims_left, order_left, self.first_slot + start);
-            let mut right = half(prims_right, order_right, self.first_slot + mid);
+            let mut left = half(prims_left, self.first_slot + start);
+            let mut right = half(prims_right, self.first_slot + mid);
             let (left_ref, right_ref) = fork.join(
-                || left.build_child(0, mid - start, depth + 1),
-                || right.build_child(0, end - mid, depth + 1),
+                || left.build_child(0, mid - start, depth + 1, &left_boxes),
+                || right.build_child(0, end - mid, depth + 1, &right_boxes),
             );
             let (left_ref, right_ref) = (left_ref?, right_ref?);
             let (left, right) = ((left.nodes, left.depth), (right.nodes, right.depth));
@@ -503,8 +558,8 @@ impl<F: Fork> Builder<'_, F> {
             self.fill(node, left_ref, right_ref);
             return Ok(());
         }
-        let left = self.build_child(start, mid, depth + 1)?;
-        let right = self.build_child(mid, end, depth + 1)?;
+        let left = self.build_child(start, mid, depth + 1, &left_boxes)?;
+        let right = self.build_child(mid, end, depth + 1, &right_boxes)?;
         self.fill(node, left, right);
         Ok(())
     }
@@ -554,10 +609,17 @@ impl<F: Fork> Builder<'_, F> {
             })
     }
 
-    /// Build the subtree of `[start, end)` as a child at `depth`.
-    fn build_child(&mut self, start: usize, end: usize, depth: u32) -> Result<ChildRef, Error> {
-        let bounds = self.range_bounds(start, end);
-        Ok(match self.plan(start, end, &bounds, depth) {
+    /// Build the subtree of `[start, end)`, whose boxes are `boxes`, as a
+    /// child at `depth`.
+    fn build_child(
+        &mut self,
+        start: usize,
+        end: usize,
+        depth: u32,
+        boxes: &RangeBoxes,
+    ) -> Result<ChildRef, Error> {
+        let bounds = boxes.bounds.to_aabb();
+        Ok(match self.plan(start, end, boxes, depth) {
             Plan::Leaf => {
                 self.depth = self.depth.max(depth);
                 ChildRef {
@@ -566,11 +628,11 @@ impl<F: Fork> Builder<'_, F> {
                     count: (end - start) as u32,
                 }
             }
-            Plan::Split(mid) => {
+            Plan::Split(mid, left, right) => {
                 self.reserve_nodes(1)?;
                 let node = self.nodes.len();
                 self.nodes.push(BvhNode::default());
-                self.build_inner(node, start, mid, end, depth)?;
+                self.build_inner(node, start, mid, end, depth, left, right)?;
                 ChildRef {
                     bounds,
                     index: node as u32,
@@ -583,31 +645,31 @@ impl<F: Fork> Builder<'_, F> {
     /// The leaf policy, and the split when there is one. Single primitives are
     /// leaves; from [`MEDIAN_SPLIT_DEPTH`] on every larger range is split at the
     /// median; above [`MAX_LEAF_SIZE`] a range is always split; in between the
-    /// SAH decides. A split partitions `[start, end)` in place (`order` and
-    /// `prims` alike).
-    fn plan(&mut self, start: usize, end: usize, bounds: &Aabb, depth: u32) -> Plan {
+    /// SAH decides. A split partitions `[start, end)` in place.
+    fn plan(&mut self, start: usize, end: usize, boxes: &RangeBoxes, depth: u32) -> Plan {
         let count = end - start;
         if count < 2 {
             return Plan::Leaf;
         }
         if depth >= MEDIAN_SPLIT_DEPTH {
-            return Plan::Split(self.median_split(start, end));
+            let mid = self.median_split(start, end, &boxes.centroids.to_aabb());
+            return self.split_without_bins(start, mid, end);
         }
-        let cb = self.centroid_bounds(start, end);
-        let Some((axis, bin, cost)) = self.best_binned_split(start, end, &cb) else {
+        let cb = boxes.centroids.to_aabb();
+        let Some(best) = self.best_binned_split(start, end, &cb) else {
             // Coincident centroids: no axis to bin on. Small ranges stay leaves,
             // larger ones are split in index order.
             return if count > self.max_leaf {
-                Plan::Split(start + count / 2)
+                self.split_without_bins(start, start + count / 2, end)
             } else {
                 Plan::Leaf
             };
         };
         if count <= self.max_leaf {
-            let area = bounds.half_area();
+            let area = boxes.bounds.to_aabb().half_area();
             // cost is sum(A_child * N_child); normalise by the parent's area.
             let split_cost = if area > 0.0 {
-                COST_TRAVERSAL + COST_INTERSECT * cost / area
+                COST_TRAVERSAL + COST_INTERSECT * best.cost / area
             } else {
                 f32::INFINITY
             };
@@ -617,85 +679,141 @@ impl<F: Fork> Builder<'_, F> {
                 return Plan::Leaf;
             }
         }
-        let (lo, scale) = bin_mapping(&cb, axis);
-        let order = &mut self.order[start..end];
-        let prims = &mut self.prims[start..end];
-        // In-place partition: primitives whose bin is left of the split first.
-        let mut left = 0;
-        for i in 0..prims.len() {
-            if bin_of(prims[i].centroid[axis], lo, scale) < bin {
-                order.swap(i, left);
-                prims.swap(i, left);
-                left += 1;
-            }
-        }
-        if left == 0 || left == prims.len() {
+        let (left, left_centroids, right_centroids) = self.partition(start, end, &cb, &best);
+        if left == 0 || left == count {
             // Rounding put everything on one side; fall back to the median.
-            return Plan::Split(self.median_split(start, end));
+            let mid = self.median_split(start, end, &cb);
+            return self.split_without_bins(start, mid, end);
         }
-        Plan::Split(start + left)
+        Plan::Split(
+            start + left,
+            RangeBoxes {
+                bounds: best.left,
+                centroids: left_centroids,
+            },
+            RangeBoxes {
+                bounds: best.right,
+                centroids: right_centroids,
+            },
+        )
     }
 
-    /// Split at the median centroid along the widest centroid axis.
-    fn median_split(&mut self, start: usize, end: usize) -> usize {
-        let cb = self.centroid_bounds(start, end);
+    /// Partition `[start, end)` in place: the
+    /// primitives whose bin on `split.axis` lies left of `split.bin` first.
+    /// Returns how many that is, and the centroid boxes of both sides.
+    ///
+    /// Two cursors move towards each other and swap only primitives on the
+    /// wrong side (each moved at most once), and every primitive's centroid
+    /// grows its side's box as the cursors pass it, so the children need no
+    /// pass of their own.
+    fn partition(
+        &mut self,
+        start: usize,
+        end: usize,
+        cb: &Aabb,
+        split: &BinnedSplit,
+    ) -> (usize, Box3A, Box3A) {
+        let (lo, scale) = bin_mapping(cb, split.axis);
+        let (axis, bin) = (split.axis, split.bin);
+        let prims = &mut self.prims[start..end];
+        let goes_left = |c: Vec3A| bin_of(c[axis], lo, scale) < bin;
+        let (mut left_cb, mut right_cb) = (Box3A::EMPTY, Box3A::EMPTY);
+        let (mut i, mut j) = (0, prims.len());
+        loop {
+            while i < j && goes_left(prims[i].centroid()) {
+                left_cb = left_cb.grow(prims[i].centroid());
+                i += 1;
+            }
+            while i < j && !goes_left(prims[j - 1].centroid()) {
+                right_cb = right_cb.grow(prims[j - 1].centroid());
+                j -= 1;
+            }
+            if i >= j {
+                break;
+            }
+            // `prims[i]` goes right and `prims[j - 1]` left: swap them.
+            prims.swap(i, j - 1);
+            left_cb = left_cb.grow(prims[i].centroid());
+            right_cb = right_cb.grow(prims[j - 1].centroid());
+            i += 1;
+            j -= 1;
+        }
+        (i, left_cb, right_cb)
+    }
+
+    /// Split at the median centroid along the widest axis of the centroids'
+    /// box `cb`.
+    fn median_split(&mut self, start: usize, end: usize, cb: &Aabb) -> usize {
         let axis = cb.extent().max_position();
         let mid = (end - start) / 2;
-        let centroids = self.centroids;
-        self.order[start..end].select_nth_unstable_by(mid, |&a, &b| {
-            centroids[a as usize][axis].total_cmp(&centroids[b as usize][axis])
+        self.prims[start..end].select_nth_unstable_by(mid, |a, b| {
+            a.centroid()[axis].total_cmp(&b.centroid()[axis])
         });
-        // Bring `prims` into the new order (median splits are rare: degenerate
-        // input, or deeper than MEDIAN_SPLIT_DEPTH).
-        for (p, &i) in self.prims[start..end]
-            .iter_mut()
-            .zip(&self.order[start..end])
-        {
-            *p = BuildPrim::new(self.input[i as usize], centroids[i as usize]);
-        }
         start + mid
     }
 
     /// Bin `[start, end)` on every axis into `self.bins`, in one pass over its
-    /// primitives.
+    /// primitives: the three bin indices of a centroid come from one vector
+    /// product.
     fn bin(&mut self, start: usize, end: usize, cb: &Aabb) {
         let bins = &mut self.bins;
-        bins.occupied = [0; 3];
         let maps = [0, 1, 2].map(|axis| bin_mapping(cb, axis));
-        for p in &self.prims[start..end] {
-            for (axis, &(lo, scale)) in maps.iter().enumerate() {
-                // An axis without extent maps everything to one bin (the
-                // mapping's scale is infinite); the sweep skips it anyway.
-                let b = bin_of(p.centroid[axis], lo, scale);
+        let lo = Vec3A::new(maps[0].0, maps[1].0, maps[2].0);
+        let scale = Vec3A::new(maps[0].1, maps[1].1, maps[2].1);
+        let prims = &self.prims[start..end];
+        // Per lane the same operations as `bin_of`, so the same bins as the
+        // partition's. An axis without extent maps everything to one bin (the
+        // mapping's scale is infinite); the sweep skips it anyway.
+        let bins_of = |p: &BuildPrim| {
+            let f = (p.centroid() - lo) * scale;
+            [f.x, f.y, f.z].map(|x| (x as i32).clamp(0, BINS as i32 - 1) as usize)
+        };
+        if prims.len() >= CLEAR_BINS_FROM {
+            bins.bounds = [[Box3A::EMPTY; BINS]; 3];
+            bins.count = [[0; BINS]; 3];
+            for p in prims {
+                let bounds = p.bounds();
+                for (axis, b) in bins_of(p).into_iter().enumerate() {
+                    bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
+                    bins.count[axis][b] += 1;
+                }
+            }
+            bins.occupied = bins.count.map(|counts| {
+                counts
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |m, (b, &c)| m | (u32::from(c != 0) << b))
+            });
+            return;
+        }
+        bins.occupied = [0; 3];
+        for p in prims {
+            let bounds = p.bounds();
+            for (axis, b) in bins_of(p).into_iter().enumerate() {
                 let bit = 1u32 << b;
                 if bins.occupied[axis] & bit == 0 {
                     bins.occupied[axis] |= bit;
-                    bins.bounds[axis][b] = p.bounds;
+                    bins.bounds[axis][b] = bounds;
                     bins.count[axis][b] = 1;
                 } else {
-                    bins.bounds[axis][b] = bins.bounds[axis][b].union(p.bounds);
+                    bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
                     bins.count[axis][b] += 1;
                 }
             }
         }
     }
 
-    /// The best `(axis, first right bin, sum of A*N)` over all axes, or `None`
-    /// when the centroids (bounded by `cb`) coincide.
+    /// The best split over all axes (see [`BinnedSplit`]), or `None` when the
+    /// centroids (bounded by `cb`) coincide.
     ///
     /// A split "before bin b" puts bins `< b` on the left. Every `b` in a run of
     /// empty bins gives the same two sides and the same cost; the first wins
     /// (costs are compared with `<`), so only the bin after each occupied bin is
     /// a candidate.
-    fn best_binned_split(
-        &mut self,
-        start: usize,
-        end: usize,
-        cb: &Aabb,
-    ) -> Option<(usize, usize, f32)> {
+    fn best_binned_split(&mut self, start: usize, end: usize, cb: &Aabb) -> Option<BinnedSplit> {
         self.bin(start, end, cb);
         let bins = &self.bins;
-        let mut best: Option<(usize, usize, f32)> = None;
+        let mut best: Option<BinnedSplit> = None;
         for axis in 0..3 {
             let extent = cb.max[axis] - cb.min[axis];
             if extent.is_nan() || extent <= 0.0 {
@@ -703,8 +821,10 @@ impl<F: Fork> Builder<'_, F> {
             }
             let (bin_bounds, bin_count) = (&bins.bounds[axis], &bins.count[axis]);
             let occupied = bins.occupied[axis];
-            // Sweep the occupied bins from the right: `right_area[b]` and
-            // `right_count[b]` describe bins >= b for each occupied `b`.
+            // Sweep the occupied bins from the right: `right_box[b]`,
+            // `right_area[b]` and `right_count[b]` describe bins >= b for each
+            // occupied `b`.
+            let mut right_box = [Box3A::EMPTY; BINS];
             let mut right_area = [0.0f32; BINS];
             let mut right_count = [0u32; BINS];
             let (mut acc, mut n) = (Box3A::EMPTY, 0u32);
@@ -714,6 +834,7 @@ impl<F: Fork> Builder<'_, F> {
                 rest &= !(1 << b);
                 acc = acc.union(bin_bounds[b]);
                 n += bin_count[b];
+                right_box[b] = acc;
                 right_area[b] = acc.to_aabb().half_area();
                 right_count[b] = n;
             }
@@ -732,8 +853,14 @@ impl<F: Fork> Builder<'_, F> {
                 let next = rest.trailing_zeros() as usize;
                 let cost = acc.to_aabb().half_area() * n as f32
                     + right_area[next] * right_count[next] as f32;
-                if best.is_none_or(|(_, _, c)| cost < c) {
-                    best = Some((axis, b + 1, cost));
+                if best.is_none_or(|s| cost < s.cost) {
+                    best = Some(BinnedSplit {
+                        axis,
+                        bin: b + 1,
+                        cost,
+                        left: acc,
+                        right: right_box[next],
+                    });
                 }
             }
         }

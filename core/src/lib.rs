@@ -62,7 +62,7 @@ pub mod update;
 pub use aabb::Aabb;
 pub use backend::{
     Backend, BackendInfo, Integrator, NoProgress, Progress, RenderSettings, RenderStats,
-    TimingSource, UpdateStats,
+    TimingSource, TreeBytes, UpdateStats,
 };
 pub use camera::Camera;
 pub use error::{Error, HeightMapProblem, ResourceProblem};

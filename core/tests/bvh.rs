@@ -106,6 +106,42 @@ fn check_tree(nodes: &[BvhNode], slot_bounds: &[Aabb], depth: u32) -> Result<(),
     Ok(())
 }
 
+/// The union of the slots' boxes under child `(index, count)` (a leaf's
+/// slots, or an inner node's whole subtree), checking on the way that every
+/// child box is that union: tight, not only holding it (up to the sign of a
+/// zero bound, which `contains` does not tell apart).
+fn tight_box(
+    nodes: &[BvhNode],
+    slot_bounds: &[Aabb],
+    index: u32,
+    count: u32,
+) -> Result<Aabb, TestCaseError> {
+    if count > 0 {
+        let (first, count) = (index as usize, count as usize);
+        return Ok(slot_bounds[first..first + count]
+            .iter()
+            .fold(Aabb::EMPTY, |a, b| a.union(*b)));
+    }
+    let nd = &nodes[index as usize];
+    let mut all = Aabb::EMPTY;
+    for (index, count, lo, hi) in [
+        (nd.left_index(), nd.left_count(), nd.left_lo, nd.left_hi),
+        (nd.right_index(), nd.right_count(), nd.right_lo, nd.right_hi),
+    ] {
+        if index == EMPTY_CHILD {
+            continue;
+        }
+        let union = tight_box(nodes, slot_bounds, index, count)?;
+        let bx = child_box(lo, hi);
+        prop_assert!(
+            contains(&bx, &union) && contains(&union, &bx),
+            "node {index} (count {count}): box {bx:?}, its primitives' union {union:?}"
+        );
+        all = all.union(union);
+    }
+    Ok(all)
+}
+
 /// Build over `bounds` and check the tree, the leaf order (a permutation) and the
 /// depth bound that follows from median splits below [`MEDIAN_SPLIT_DEPTH`].
 fn check_bvh(bounds: &[Aabb]) -> Result<Bvh, TestCaseError> {
@@ -122,6 +158,7 @@ fn check_bvh(bounds: &[Aabb]) -> Result<Bvh, TestCaseError> {
     }
     let slot_bounds: Vec<Aabb> = bvh.order.iter().map(|&i| bounds[i as usize]).collect();
     check_tree(&bvh.nodes, &slot_bounds, bvh.depth)?;
+    tight_box(&bvh.nodes, &slot_bounds, 0, 0)?;
     // What the GPU backends check before upload.
     prop_assert_eq!(prism_core::gpu::check_tree(&bvh.nodes, n), Ok(()));
     let log2 = (n.max(1) as f64).log2().ceil() as u32;

@@ -272,6 +272,7 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
         median(r.closest),
         median(r.occluded)
     );
+    print_tree_bytes(backend.as_ref(), mesh.triangles.len());
     if let Some((hits_path, reference)) = &reference {
         let c = AgreementCounts::compare(&rays, &r.hits, reference);
         judge_agreement(
@@ -283,4 +284,21 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
         )?;
     }
     Ok(())
+}
+
+/// Print the memory of each tree `backend` keeps over a scene of `triangles`
+/// triangles: bytes of nodes and leaves, and bytes a triangle (the figure
+/// Embree and OptiX quote for theirs).
+pub(crate) fn print_tree_bytes(backend: &dyn Backend, triangles: usize) {
+    let per_triangle = |bytes: u64| bytes as f64 / triangles.max(1) as f64;
+    for t in backend.tree_bytes() {
+        println!(
+            "tree {}: {:.1} MB ({:.1} MB nodes, {:.1} MB leaves), {:.1} bytes a triangle",
+            t.tree,
+            t.total() as f64 / 1e6,
+            t.nodes as f64 / 1e6,
+            t.leaves as f64 / 1e6,
+            per_triangle(t.total())
+        );
+    }
 }
