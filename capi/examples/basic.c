@@ -1,7 +1,8 @@
 /* A C program using Prism through its C API: open a backend (by name, or
  * "auto"), build a two-level scene (a mesh geometry placed twice, a sphere
  * geometry, a ground), trace a batch of rays, move an instance, render a
- * frame into an RGBA buffer, and see a bad input refused with a message.
+ * frame into an RGBA buffer, trace and render a heightfield under a sun, and
+ * see a bad input refused with a message.
  *
  * Build (from the repository root, after `cargo build --release -p prism-rt-c`):
  *   cc -O2 -Wall -Wextra -Icapi/include capi/examples/basic.c \
@@ -126,6 +127,56 @@ int main(int argc, char **argv) {
     unsigned long sum = 0;
     for (size_t i = 0; i < (size_t)w * h * 4; i++) sum += rgba[i];
     check(sum > 0, "the frame is not black");
+  }
+
+  /* A terrain: a 4 x 3 heightfield under a sun. A ray straight down onto
+   * column (2, 1) meets its top; one along -x at height 0.5 meets the +x
+   * side of the tallest column in its row. */
+  PrismScene *terrain = NULL;
+  if (ok(prism_scene_new(&terrain), "terrain scene")) {
+    const float heights[4 * 3] = {1, 1, 1, 1, 1, 2, 3, 1, 0.25f, 1, 1, 1};
+    uint32_t terrain_grey = 0;
+    ok(prism_scene_add_material(terrain, &grey, &terrain_grey), "terrain material");
+    ok(prism_scene_add_heightfield(terrain, 4, 3, 1.0f, heights, 12, terrain_grey, NULL), "heightfield");
+    const PrismVec3 sun_at = {40, 80, 30}, sun_color = {1, 0.95f, 0.9f};
+    ok(prism_scene_set_sun(terrain, sun_at, 4.0f, sun_color, 50.0f), "sun");
+    const PrismVec3 nowhere = {0, 0, 0};
+    check(prism_scene_set_sun(terrain, nowhere, -1.0f, sun_color, 1.0f) == PRISM_STATUS_INVALID_INPUT,
+          "a sun of negative radius is refused");
+    const float ragged[2] = {1, 2};
+    check(prism_scene_add_heightfield(terrain, 4, 3, 1.0f, ragged, 2, terrain_grey, NULL) ==
+              PRISM_STATUS_INVALID_INPUT,
+          "heights that do not fill the grid are refused");
+    if (ok(prism_backend_set_scene(backend, terrain), "set the terrain")) {
+      PrismRay down[2];
+      memset(down, 0, sizeof down);
+      const float from[2][3] = {{2.5f, 10, 1.5f}, {10, 0.5f, 1.5f}};
+      const float dir[2][3] = {{0, -1, 0}, {-1, 0, 0}};
+      for (int i = 0; i < 2; i++) {
+        memcpy(down[i].origin, from[i], sizeof from[i]);
+        memcpy(down[i].dir, dir[i], sizeof dir[i]);
+        down[i].tmax = INFINITY;
+        down[i].mask = UINT32_MAX;
+      }
+      PrismHit terrain_hits[2];
+      if (ok(prism_intersect(backend, down, terrain_hits, 2), "intersect the terrain")) {
+        check(terrain_hits[0].cell == 1 * 4 + 2 && terrain_hits[0].face == 0 && fabsf(terrain_hits[0].t - 7.0f) < 1e-4f,
+              "the top of column (2, 1) at t = 7");
+        check(terrain_hits[1].cell == 1 * 4 + 3 && terrain_hits[1].face == 3 && fabsf(terrain_hits[1].t - 6.0f) < 1e-4f,
+              "the +x side of column (3, 1) at t = 6");
+      }
+      PrismCamera above = {{2, 6, 8}, {2, 0, 1.5f}, {0, 1, 0}, 45.0f, 0.0f, 1.0f};
+      PrismRenderSettings sunny = prism_render_settings_default();
+      sunny.spp = 2;
+      sunny.sun_nee = 1;
+      if (rgba && ok(prism_render_rgba8(backend, &above, &sunny, w, h, rgba, (size_t)w * h * 4), "render the terrain")) {
+        unsigned long sum = 0;
+        for (size_t i = 0; i < (size_t)w * h * 4; i++) sum += rgba[i];
+        check(sum > 0, "the terrain frame is not black");
+      }
+    }
+    prism_scene_free(terrain);
+    ok(prism_backend_set_scene(backend, scene), "back to the first scene");
   }
 
   /* Bad input is refused with a message naming it, and the backend stays usable. */

@@ -124,8 +124,14 @@ typedef struct PRISM_ALIGN(16) {
   uint32_t prim;
   // Instance index, or `UINT32_MAX`.
   uint32_t instance;
+  // Heightfield: the cell hit, `z * width + x`; 0 for other primitives
+  // and a miss.
+  uint32_t cell;
+  // Heightfield: the face of the cell's column hit (0 top (+y), 1 bottom,
+  // 2 -x, 3 +x, 4 -z, 5 +z); 0 for other primitives and a miss.
+  uint32_t face;
   // Zero.
-  uint32_t reserved[3];
+  uint32_t reserved;
 } PrismHit;
 
 // How to render a frame.
@@ -145,6 +151,9 @@ typedef struct {
   float ao_distance;
   // Non-zero: AO also traces a shadow ray to the key light.
   uint32_t ao_shadows;
+  // Non-zero: the path integrator samples the scene's sun directly at
+  // every surface (next event estimation; no effect without a sun).
+  uint32_t sun_nee;
 } PrismRenderSettings;
 
 // A thin-lens camera (a pinhole when `aperture` is 0).
@@ -255,6 +264,39 @@ PrismStatus prism_scene_set_lights(PrismScene *scene,
                                    PrismVec3 sky_zenith,
                                    PrismVec3 light_position,
                                    PrismVec3 light_color);
+
+// Give the scene a sun: a sphere of `radius` around `center` shining
+// `color * intensity`, which the path integrator samples directly (next
+// event estimation, [`crate::PrismRenderSettings::sun_nee`]). Refused,
+// leaving the scene as it was, when a value is not finite or the radius or
+// intensity is not above 0.
+//
+// # Safety
+// A live handle.
+PrismStatus prism_scene_set_sun(PrismScene *scene,
+                                PrismVec3 center,
+                                float radius,
+                                PrismVec3 color,
+                                float intensity);
+
+// Add a heightfield of the scene's own: `width x depth` columns of
+// `cell_size` square standing on `y = 0`, column `(x, z)` of height
+// `heights[z * width + x]` (`count` must be `width * depth`); its primitive
+// id goes to `out_prim` (null: not wanted). Hits on it name the cell and the
+// face ([`crate::PrismHit::cell`], [`crate::PrismHit::face`]). Refused,
+// adding nothing, when a height is negative or not finite or the sizes do
+// not match.
+//
+// # Safety
+// A live handle, `count` readable floats, `out_prim` null or writable.
+PrismStatus prism_scene_add_heightfield(PrismScene *scene,
+                                        uint32_t width,
+                                        uint32_t depth,
+                                        float cell_size,
+                                        const float *heights,
+                                        size_t count,
+                                        uint32_t material,
+                                        uint32_t *out_prim);
 
 // Add a sphere of the scene's own; its primitive id goes to `out_prim`
 // (null: not wanted).

@@ -4,7 +4,7 @@
 
 use crate::{Failure, PrismStatus, guard, reference_mut, slice, write};
 use prism::glam::{Vec3, Vec4};
-use prism::{Geometry, Instance, Material, PointLight, Scene, Sky};
+use prism::{Geometry, Heightfield, Instance, Material, PointLight, Scene, Sky, Sun};
 
 /// A scene being described (nothing is checked until a backend is given it,
 /// except what each call says).
@@ -179,6 +179,68 @@ pub unsafe extern "C" fn prism_scene_set_lights(
             position: light_position.into(),
             color: light_color.into(),
         };
+        Ok(())
+    })
+}
+
+/// Give the scene a sun: a sphere of `radius` around `center` shining
+/// `color * intensity`, which the path integrator samples directly (next
+/// event estimation, [`crate::PrismRenderSettings::sun_nee`]). Refused,
+/// leaving the scene as it was, when a value is not finite or the radius or
+/// intensity is not above 0.
+///
+/// # Safety
+/// A live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn prism_scene_set_sun(
+    scene: *mut PrismScene,
+    center: PrismVec3,
+    radius: f32,
+    color: PrismVec3,
+    intensity: f32,
+) -> PrismStatus {
+    guard(|| {
+        // SAFETY: as the caller promises.
+        let s = unsafe { reference_mut(scene, "scene") }?;
+        let sun = Sun::new(center.into(), radius, color.into(), intensity);
+        sun.validate()?;
+        s.scene.sun = Some(sun);
+        Ok(())
+    })
+}
+
+/// Add a heightfield of the scene's own: `width x depth` columns of
+/// `cell_size` square standing on `y = 0`, column `(x, z)` of height
+/// `heights[z * width + x]` (`count` must be `width * depth`); its primitive
+/// id goes to `out_prim` (null: not wanted). Hits on it name the cell and the
+/// face ([`crate::PrismHit::cell`], [`crate::PrismHit::face`]). Refused,
+/// adding nothing, when a height is negative or not finite or the sizes do
+/// not match.
+///
+/// # Safety
+/// A live handle, `count` readable floats, `out_prim` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn prism_scene_add_heightfield(
+    scene: *mut PrismScene,
+    width: u32,
+    depth: u32,
+    cell_size: f32,
+    heights: *const f32,
+    count: usize,
+    material: u32,
+    out_prim: *mut u32,
+) -> PrismStatus {
+    guard(|| {
+        // SAFETY: as the caller promises.
+        let s = unsafe { reference_mut(scene, "scene") }?;
+        // SAFETY: `count` readable floats, as the caller promises.
+        let h = unsafe { slice(heights, count, "heights") }?;
+        let hf = Heightfield::new(width, depth, cell_size, h)?;
+        let id = s.scene.add_heightfield(hf, material);
+        if !out_prim.is_null() {
+            // SAFETY: non-null and writable as the caller promises.
+            unsafe { write(out_prim, id, "out_prim") }?;
+        }
         Ok(())
     })
 }

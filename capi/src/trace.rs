@@ -43,8 +43,14 @@ pub struct PrismHit {
     pub prim: u32,
     /// Instance index, or `UINT32_MAX`.
     pub instance: u32,
+    /// Heightfield: the cell hit, `z * width + x`; 0 for other primitives
+    /// and a miss.
+    pub cell: u32,
+    /// Heightfield: the face of the cell's column hit (0 top (+y), 1 bottom,
+    /// 2 -x, 3 +x, 4 -z, 5 +z); 0 for other primitives and a miss.
+    pub face: u32,
     /// Zero.
-    pub reserved: [u32; 3],
+    pub reserved: u32,
 }
 
 // The C records are the library's own, byte for byte.
@@ -69,7 +75,9 @@ impl From<&Hit> for PrismHit {
             v: h.v,
             prim: h.prim,
             instance: h.instance,
-            reserved: [0; 3],
+            cell: h.cell,
+            face: h.face,
+            reserved: 0,
         }
     }
 }
@@ -177,6 +185,9 @@ pub struct PrismRenderSettings {
     pub ao_distance: f32,
     /// Non-zero: AO also traces a shadow ray to the key light.
     pub ao_shadows: u32,
+    /// Non-zero: the path integrator samples the scene's sun directly at
+    /// every surface (next event estimation; no effect without a sun).
+    pub sun_nee: u32,
 }
 
 /// The default settings (path, 16 spp, depth 8, 8 AO rays of length 1).
@@ -191,6 +202,7 @@ pub extern "C" fn prism_render_settings_default() -> PrismRenderSettings {
         ao_samples: d.ao_samples,
         ao_distance: d.ao_distance,
         ao_shadows: d.ao_shadows as u32,
+        sun_nee: d.sun_nee as u32,
     }
 }
 
@@ -251,6 +263,7 @@ pub unsafe extern "C" fn prism_render_rgba8(
             ao_samples: s.ao_samples,
             ao_distance: s.ao_distance,
             ao_shadows: s.ao_shadows != 0,
+            sun_nee: s.sun_nee != 0,
             ..RenderSettings::default()
         };
         let mut image = Image::new(width, height, PixelFormat::Srgba8)?;
