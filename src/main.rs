@@ -46,7 +46,7 @@ enum Command {
     /// other; write an HTML report. Exits non-zero when anything fails.
     Conformance(ConformanceArgs),
     /// Render a camera path under a frame budget, AO rays and shadows chosen
-    /// per frame, beside the same path with the first frame's settings kept;
+    /// per frame, beside the same path with the start's settings kept;
     /// write frames.csv, fixed.csv and plot.svg.
     Animate(cli::animate::AnimateArgs),
 }

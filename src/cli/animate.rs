@@ -1,13 +1,16 @@
 //! `prism animate`: a camera path rendered under a frame budget, the knobs
 //! chosen per frame by [`prism::tune::FrameTuner`], beside the same path with
-//! the knobs chosen on its first frame and then kept. Writes `frames.csv`
+//! fixed knobs: those the tuned run chose at the start of the path (frame 3,
+//! once its correction settled), kept to the end. Writes `frames.csv`
 //! (tuned), `fixed.csv` (fixed) and `plot.svg`, prints the goal figures.
 
 use super::plot::plot;
 use crate::{CliError, save};
 use clap::Args;
 use prism::tune::scenes::{AnimatedScene, by_name, from_mesh, path_camera};
-use prism::tune::{CalibrationOptions, FramePlan, FrameTuner, Knobs, Plan, TunerConfig, calibrate};
+use prism::tune::{
+    CalibrationOptions, FramePlan, FrameTuner, Knobs, Plan, SETTLING_FRAMES, TunerConfig, calibrate,
+};
 use prism::{Backend, BackendChoice, Image, NoProgress, OpenOptions, PixelFormat, RenderSettings};
 use std::path::{Path, PathBuf};
 
@@ -237,16 +240,21 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         &NoProgress,
     )?;
 
+    // The fixed run keeps the knobs the tuned run chose on the first frame
+    // after its correction settled (the first frame the figures count): the
+    // settings tuned at the start of the path, then kept.
+    let settled = SETTLING_FRAMES.min(a.frames - 1) as usize;
     let mut runs: Vec<(&str, Vec<Row>)> = Vec::new();
     for fixed in [false, true] {
+        let kept: Option<Knobs> = runs.first().and_then(|(_, rows): &(&str, Vec<Row>)| {
+            rows.get(settled).map(|r| Knobs::new(r.ao_rays, r.shadows))
+        });
         let mut tuner = FrameTuner::new(calibration.clone(), &anim.scene, base, config)?;
-        let mut kept: Option<Knobs> = None;
         let mut rows = Vec::new();
         for f in 0..a.frames {
             let camera = path_camera(&anim, f, a.frames, a.turn_at);
             let mut plan = tuner.plan(&camera, a.width, a.height, a.budget_ms)?;
-            if fixed {
-                let knobs = *kept.get_or_insert(plan.plan.choice().knobs);
+            if let (true, Some(knobs)) = (fixed, kept) {
                 plan = tuner.with_knobs(&plan, knobs);
             }
             let stats = render(&mut *backend, &camera, &plan.settings, &mut image)?;

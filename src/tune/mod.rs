@@ -34,7 +34,7 @@ mod calibrate;
 pub mod scenes;
 
 pub use calibrate::{Calibration, CalibrationOptions, cache_dir, calibrate, calibration_scene};
-pub use prism_core::tune::{Choice, Knobs, Plan, TunerConfig, Workload};
+pub use prism_core::tune::{Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload};
 
 use prism_core::tune::{Controller, estimate};
 use prism_core::{Accel, Camera, Error, RenderSettings, Scene};

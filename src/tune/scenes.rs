@@ -35,7 +35,8 @@ pub struct AnimatedScene {
 
 /// Frame `frame` of `frames` on the path: half an orbit, the distance and
 /// height falling to half; from frame `turn_at` on, the camera looks the
-/// other way (away from the centre), a sudden 180-degree turn.
+/// other way (away from the centre, turned about the vertical at the same
+/// pitch), a sudden 180-degree turn.
 pub fn path_camera(s: &AnimatedScene, frame: u32, frames: u32, turn_at: Option<u32>) -> Camera {
     let t = frame as f32 / (frames.max(2) - 1) as f32;
     let r = s.radius * (1.0 - 0.5 * t);
@@ -43,7 +44,9 @@ pub fn path_camera(s: &AnimatedScene, frame: u32, frames: u32, turn_at: Option<u
     let angle = 0.3 + std::f32::consts::PI * t;
     let eye = s.center + Vec3::new(r * angle.cos(), h, r * angle.sin());
     let target = if turn_at.is_some_and(|k| frame >= k) {
-        eye + (eye - s.center)
+        // Turned about the vertical: the same downward pitch, the other way.
+        let back = eye - s.center;
+        eye + Vec3::new(back.x, -back.y, back.z)
     } else {
         s.center
     };
