@@ -60,6 +60,24 @@ pub(crate) struct AnimateArgs {
     /// Worker threads of the CPU backend (0 = all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// What a frame's time is: `wall` (the backend's own frame time, what an
+    /// engine sees) or `cpu` (CPU backend on Linux only: the CPU time of this
+    /// process's threads during the frame over the thread count, which other
+    /// processes on a shared machine disturb far less; for measuring the
+    /// tuner on a busy machine, not for engines).
+    #[arg(long, default_value = "wall", value_parser = ["wall", "cpu"])]
+    clock: String,
+}
+
+/// CPU time of every thread of this process so far, in seconds, from
+/// `/proc/self/task/*/schedstat` (its first field: nanoseconds on a CPU).
+fn process_cpu_seconds() -> Option<f64> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 * 1e-9)
 }
 
 /// One frame's row of the CSV files.
@@ -209,14 +227,22 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         c[4] * 1e6,
     );
     println!(
-        "scene {}: {} primitives ({}), {} frames at {}x{}, budget {} ms{}",
+        "scene {}: {} primitives, {} instances ({}), {} frames at {}x{}, budget {} ms ({} clock){}",
         anim.name,
-        anim.scene.primitive_count(),
+        anim.scene.primitive_count()
+            + anim
+                .scene
+                .geometries()
+                .iter()
+                .map(|g| g.primitive_count())
+                .sum::<usize>(),
+        anim.scene.instances().len(),
         anim.source,
         a.frames,
         a.width,
         a.height,
         a.budget_ms,
+        a.clock,
         a.turn_at
             .map_or(String::new(), |k| format!(", 180-degree turn at frame {k}")),
     );
@@ -228,6 +254,17 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     let config = TunerConfig {
         max_ao_rays: a.max_ao_rays,
         ..TunerConfig::default()
+    };
+    let cpu_clock = a.clock == "cpu";
+    if cpu_clock && (backend.info().name != "cpu" || process_cpu_seconds().is_none()) {
+        return Err(CliError::Usage(
+            "--clock cpu measures the CPU backend's threads on Linux: use --backend cpu",
+        ));
+    }
+    let threads = if a.threads > 0 {
+        a.threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     };
     let mut image = Image::new(a.width, a.height, PixelFormat::Srgba8)?;
     // One untimed frame: first-use costs (allocation, kernel compilation) are
@@ -257,8 +294,12 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
             if let (true, Some(knobs)) = (fixed, kept) {
                 plan = tuner.with_knobs(&plan, knobs);
             }
-            let stats = render(&mut *backend, &camera, &plan.settings, &mut image)?;
-            let measured = stats * 1e3;
+            let cpu_before = cpu_clock.then(process_cpu_seconds).flatten();
+            let wall = render(&mut *backend, &camera, &plan.settings, &mut image)?;
+            let measured = match (cpu_before, cpu_clock.then(process_cpu_seconds).flatten()) {
+                (Some(a), Some(b)) => (b - a) / threads as f64 * 1e3,
+                _ => wall * 1e3,
+            };
             tuner.record(&plan, measured);
             rows.push(row(f, &plan, measured));
             if a.save_frames {
@@ -278,12 +319,12 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     plot(&a.out.join("plot.svg"), &title, tuned, fixed)?;
     println!(
         "{:<6} {:>11} {:>17} {:>14} {:>14}   (frames 4..{}; goals 2%, 5%, 1%, 5%)",
-        "run", "mean |err|", "worst (frame)", "pred. error", "pre-pass", a.frames
+        "run", "mean |err|", "worst @frame", "pred. error", "pre-pass", a.frames
     );
     for (name, rows) in &runs {
         let s = summarize(rows);
         println!(
-            "{name:<6} {:>10.2}% {:>9.2}% ({:>4}) {:>13.2}% {:>13.2}%",
+            "{name:<6} {:>10.2}% {:>9.2}% @{:<5} {:>13.2}% {:>13.2}%",
             100.0 * s.mean_error,
             100.0 * s.worst_error,
             s.worst_frame,

@@ -7,6 +7,9 @@ use crate::CliError;
 use plotters::prelude::*;
 use std::path::Path;
 
+/// One line of the time chart: its rows, the value read from each, colour, label.
+type Line<'a> = (&'a [Row], fn(&Row) -> f64, RGBColor, &'a str);
+
 pub(crate) fn plot(path: &Path, title: &str, tuned: &[Row], fixed: &[Row]) -> Result<(), CliError> {
     let err = |e: String| prism::Error::Io {
         path: path.display().to_string(),
@@ -46,7 +49,7 @@ fn draw(
     let series = |rows: &[Row], f: fn(&Row) -> f64| -> Vec<(u32, f64)> {
         rows.iter().map(|r| (r.frame, f(r))).collect()
     };
-    let lines: [(&[Row], fn(&Row) -> f64, RGBColor, &str); 5] = [
+    let lines: [Line; 5] = [
         (tuned, |r| r.target_ms, BLACK, "target"),
         (
             tuned,

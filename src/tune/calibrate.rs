@@ -189,13 +189,12 @@ pub fn calibrate(
         .cache_dir
         .as_deref()
         .map(|d| cache_file(d, info.name, &info.device, size));
-    if !options.recalibrate {
-        if let Some(c) = file
-            .as_deref()
-            .and_then(|f| load(f, info.name, &info.device, size))
-        {
-            return Ok(c);
-        }
+    let cached = file
+        .as_deref()
+        .filter(|_| !options.recalibrate)
+        .and_then(|f| load(f, info.name, &info.device, size));
+    if let Some(c) = cached {
+        return Ok(c);
     }
     let c = measure(backend, size)?;
     if let Some(f) = file {

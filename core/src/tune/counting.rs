@@ -360,16 +360,13 @@ fn walk_top(
             (&mut t_far, far, far_count),
         ] {
             if count > 0 {
-                if *t < tmax {
-                    if let Some(record) = records.get(index as usize) {
-                        if ray.mask & record.mask() != 0 {
-                            tally.nodes += 1;
-                            let (t_new, stop) = visit(index, record, tmax, tally);
-                            tmax = t_new;
-                            if stop {
-                                return;
-                            }
-                        }
+                let record = records.get(index as usize).filter(|_| *t < tmax);
+                if let Some(record) = record.filter(|r| ray.mask & r.mask() != 0) {
+                    tally.nodes += 1;
+                    let (t_new, stop) = visit(index, record, tmax, tally);
+                    tmax = t_new;
+                    if stop {
+                        return;
                     }
                 }
                 *t = f32::INFINITY;

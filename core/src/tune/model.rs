@@ -150,11 +150,12 @@ fn solve_active(
         if d.abs() < 1e-300 {
             continue;
         }
-        for r in 0..n {
+        let pivot_row = a[k];
+        for (r, row) in a.iter_mut().enumerate().take(n) {
             if r != k {
-                let m = a[r][k] / d;
-                for c in k..=n {
-                    a[r][c] -= m * a[k][c];
+                let m = row[k] / d;
+                for (x, p) in row.iter_mut().zip(pivot_row).take(n + 1).skip(k) {
+                    *x -= m * p;
                 }
             }
         }
