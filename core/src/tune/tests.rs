@@ -237,3 +237,20 @@ fn estimate_at_full_resolution_counts_every_ray() {
     let f = w.frame(Knobs::new(8, true));
     assert_eq!(f.occlusion.rays, 9.0 * hits);
 }
+
+proptest! {
+    /// The pre-pass size stays within the frame, holds at least one pixel,
+    /// keeps the frame's aspect ratio to within a pixel, and comes near the
+    /// pixel count asked for when the frame is large enough.
+    #[test]
+    fn probe_size_fits_the_frame(w in 1u32..4000, h in 1u32..4000, pixels in 1u32..20_000) {
+        let (pw, ph) = probe_size(w, h, pixels);
+        prop_assert!((1..=w).contains(&pw) && (1..=h).contains(&ph));
+        if pw < w && ph < h && pw > 1 && ph > 1 {
+            let aspect = w as f64 / h as f64;
+            prop_assert!((pw as f64 - ph as f64 * aspect).abs() <= 0.5 + aspect);
+            let got = (pw * ph) as f64;
+            prop_assert!(got >= 0.5 * pixels as f64 - 2.0 * (pw + ph) as f64, "{pw}x{ph} for {pixels}");
+        }
+    }
+}
