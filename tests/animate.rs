@@ -246,3 +246,64 @@ fn a_180_degree_turn_on_the_cpu_backend() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Calibration and the per-frame API through the `Backend` trait on every
+/// backend that opens (the CPU always; wgpu and CUDA when present, required
+/// by `PRISM_REQUIRE_WGPU=1` / `PRISM_REQUIRE_CUDA=1`): a model is fitted,
+/// and four frames of the ogre's path are planned, rendered and recorded.
+#[test]
+fn frame_tuner_runs_on_every_backend() {
+    use prism::tune::{CalibrationOptions, FrameTuner, calibrate};
+    use prism::{BackendChoice, Image, NoProgress, PixelFormat, RenderSettings};
+    let required = |k: &str| std::env::var(k).is_ok_and(|v| v == "1");
+    let anim = by_name("ogre", &prism::conformance::default_scenes_dir()).unwrap();
+    for (choice, env) in [
+        (BackendChoice::Cpu, ""),
+        (BackendChoice::Wgpu, "PRISM_REQUIRE_WGPU"),
+        (BackendChoice::Cuda, "PRISM_REQUIRE_CUDA"),
+    ] {
+        let mut backend = match prism::open_with_env(choice, None) {
+            Ok(o) => o.backend,
+            Err(e) => {
+                assert!(env.is_empty() || !required(env), "{env}=1 but: {e}");
+                eprintln!("SKIPPED {choice:?}: {e}");
+                continue;
+            }
+        };
+        let name = backend.info().name;
+        let mut options = CalibrationOptions::new(32, 24);
+        options.cache_dir = None;
+        let calibration = calibrate(&mut *backend, &options).unwrap();
+        assert_eq!(calibration.backend, name);
+        assert!(!calibration.cached);
+        assert!(
+            calibration
+                .model
+                .coefficients
+                .iter()
+                .all(|c| *c >= 0.0 && c.is_finite())
+        );
+        assert!(calibration.model.coefficients.iter().any(|c| *c > 0.0));
+        backend.set_scene(&anim.scene).unwrap();
+        let base = RenderSettings {
+            ao_distance: anim.ao_distance,
+            ..RenderSettings::default()
+        };
+        let mut tuner =
+            FrameTuner::new(calibration, &anim.scene, base, Default::default()).unwrap();
+        let mut image = Image::new(32, 24, PixelFormat::Srgba8).unwrap();
+        for f in 0..4 {
+            let camera = path_camera(&anim, f, 4, None);
+            let plan = tuner.plan(&camera, 32, 24, 20.0).unwrap();
+            plan.settings.validate().unwrap();
+            assert!(plan.prepass_ms >= 0.0 && plan.workload.primary.rays == 32.0 * 24.0);
+            let stats = backend
+                .render(&camera, &plan.settings, &mut image, &NoProgress)
+                .unwrap();
+            let ms = stats.total.as_secs_f64() * 1e3;
+            assert!(ms > 0.0, "{name}: frame {f} took no time");
+            tuner.record(&plan, ms);
+        }
+        assert!(tuner.correction().is_finite() && tuner.correction() > 0.0);
+    }
+}
