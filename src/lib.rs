@@ -23,6 +23,7 @@ pub mod rays;
 pub mod record;
 pub mod scenes;
 mod select;
+pub mod tune;
 
 pub use prism_core::*;
 pub use select::{

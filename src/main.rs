@@ -1,4 +1,4 @@
-//! The `prism` command line: render, bench, info, conformance.
+//! The `prism` command line: render, bench, info, conformance, animate.
 
 // `CliError` holds a `prism::Error`, whose largest variants (a transform's
 // twelve floats, a ray's eight) pass clippy's size bound for `Err`. It is the
@@ -45,6 +45,10 @@ enum Command {
     /// Check every backend against Embree's hits, a brute-force oracle and each
     /// other; write an HTML report. Exits non-zero when anything fails.
     Conformance(ConformanceArgs),
+    /// Render a camera path under a frame budget, AO rays and shadows chosen
+    /// per frame, beside the same path with the start's settings kept;
+    /// write frames.csv, fixed.csv and plot.svg.
+    Animate(cli::animate::AnimateArgs),
 }
 
 #[derive(Args, Clone)]
@@ -244,6 +248,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench(a),
         Command::Info => info(),
         Command::Conformance(a) => return conformance(a),
+        Command::Animate(a) => cli::animate::animate(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -440,6 +440,15 @@ pub enum Error {
         /// The limit (`u32::MAX`).
         limit: u64,
     },
+    /// A frame-budget calibration could not fit its time model from the
+    /// frames it measured.
+    #[error("calibration of the {what} failed: {reason}")]
+    Calibration {
+        /// What was calibrated (`"time model"`, a backend's name).
+        what: String,
+        /// Why it failed.
+        reason: &'static str,
+    },
     /// A backend cannot trace something the scene holds (a kind of geometry
     /// its kernels do not walk), and refuses the scene rather than give
     /// wrong answers. The backends of this workspace trace every kind of

@@ -7,7 +7,7 @@
 //! ([`heightfield`]), candidate lists for rays through one point
 //! ([`point_grid`]) and for camera rays ([`camera_bounds`]), PCG random numbers ([`rng`]), sampling
 //! ([`sampling`]), branchless materials ([`material`]), the sun ([`sun`]), the thin-lens camera
-//! ([`camera`]), the integrators ([`integrator`]) and the [`Backend`] trait.
+//! ([`camera`]), the integrators ([`integrator`]), frame budgets ([`tune`]) and the [`Backend`] trait.
 //!
 //! GPU kernels (CUDA, WGSL) mirror these functions one for one, with the same
 //! names and the same operation order, so every backend traces the same paths.
@@ -56,6 +56,7 @@ pub mod scene;
 pub mod sun;
 pub mod top_level;
 pub mod traverse;
+pub mod tune;
 pub mod two_level;
 pub mod update;
 

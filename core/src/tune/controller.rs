@@ -1,0 +1,254 @@
+//! The controller: feed-forward choice of the knobs from the predicted time,
+//! and a slow feedback correction of the model from each measured frame.
+
+use crate::error::Error;
+use crate::tune::knobs::Knobs;
+use crate::tune::model::TimeModel;
+use crate::tune::workload::Workload;
+
+/// Frames over which the correction is the plain mean of the measured
+/// ratios, before the slow feedback takes over.
+pub const SETTLING_FRAMES: u32 = 3;
+
+/// How the controller trades quality for time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TunerConfig {
+    /// Most AO rays per camera hit, `1..=RenderSettings::MAX_AO_SAMPLES`.
+    pub max_ao_rays: u32,
+    /// Shadows are worth this many AO rays ([`Knobs::quality`]).
+    pub shadow_worth: u32,
+    /// Share of a frame's surprise (measured over modelled time, less the
+    /// correction) taken into the correction, `(0, 1]`.
+    pub feedback_rate: f64,
+    /// Knobs predicted within this share of the target count as on target,
+    /// `[0, 0.5]`; among those the best quality wins, and a frame may be
+    /// planned this much over the target when that is closer than under it.
+    pub tolerance: f64,
+}
+
+impl Default for TunerConfig {
+    fn default() -> Self {
+        TunerConfig {
+            max_ao_rays: 256,
+            shadow_worth: 4,
+            feedback_rate: 0.25,
+            tolerance: 0.02,
+        }
+    }
+}
+
+impl TunerConfig {
+    /// Check every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |field, value: f64, reason| {
+            Err(Error::Setting {
+                field,
+                value,
+                reason,
+            })
+        };
+        if !(1..=crate::RenderSettings::MAX_AO_SAMPLES).contains(&self.max_ao_rays) {
+            return bad(
+                "max_ao_rays",
+                self.max_ao_rays as f64,
+                "must be in 1..=1024",
+            );
+        }
+        if !(self.feedback_rate > 0.0 && self.feedback_rate <= 1.0) {
+            return bad("feedback_rate", self.feedback_rate, "must be in (0, 1]");
+        }
+        if !(0.0..=0.5).contains(&self.tolerance) {
+            return bad("tolerance", self.tolerance, "must be in [0, 0.5]");
+        }
+        Ok(())
+    }
+}
+
+/// The knobs chosen for a frame and the time expected of them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    /// What to render with.
+    pub knobs: Knobs,
+    /// The calibrated model's time, in milliseconds.
+    pub model_ms: f64,
+    /// The model's time times the feedback correction: the prediction the
+    /// choice was made on.
+    pub corrected_ms: f64,
+}
+
+/// The controller's answer for one frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Plan {
+    /// These knobs fit the budget (within [`TunerConfig::tolerance`]), or
+    /// are the best there are when even they are cheaper than the budget.
+    Fits(Choice),
+    /// Even the cheapest knobs are predicted over the budget: render with
+    /// them (`cheapest`) if a frame is needed anyway, and expect
+    /// `cheapest.corrected_ms` against `target_ms`.
+    Unreachable {
+        /// The cheapest knobs and their predicted time.
+        cheapest: Choice,
+        /// The budget asked for, in milliseconds.
+        target_ms: f64,
+    },
+}
+
+impl Plan {
+    /// The knobs to render with: the choice, or the cheapest knobs when the
+    /// budget is out of reach.
+    #[inline]
+    pub fn choice(&self) -> Choice {
+        match self {
+            Plan::Fits(c) => *c,
+            Plan::Unreachable { cheapest, .. } => *cheapest,
+        }
+    }
+}
+
+/// Feed-forward choice plus feedback correction (see the module docs of
+/// [`crate::tune`] for why it is stable).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Controller {
+    model: TimeModel,
+    config: TunerConfig,
+    correction: f64,
+    frames: u32,
+}
+
+impl Controller {
+    /// A controller over the calibrated `model`, correction 1.
+    pub fn new(model: TimeModel, config: TunerConfig) -> Result<Controller, Error> {
+        config.validate()?;
+        Ok(Controller {
+            model,
+            config,
+            correction: 1.0,
+            frames: 0,
+        })
+    }
+
+    /// The calibrated model.
+    #[inline]
+    pub fn model(&self) -> &TimeModel {
+        &self.model
+    }
+
+    /// The configuration.
+    #[inline]
+    pub fn config(&self) -> &TunerConfig {
+        &self.config
+    }
+
+    /// The feedback correction: measured over modelled time, smoothed.
+    #[inline]
+    pub fn correction(&self) -> f64 {
+        self.correction
+    }
+
+    /// The prediction of `knobs` on `work`.
+    #[inline]
+    pub fn predict(&self, work: &Workload, knobs: Knobs) -> Choice {
+        let model_ms = self.model.predict_ms(&work.frame(knobs));
+        Choice {
+            knobs,
+            model_ms,
+            corrected_ms: model_ms * self.correction,
+        }
+    }
+
+    /// Choose the knobs for a frame of `work` within `target_ms`.
+    ///
+    /// For each shadow setting the AO ray count whose corrected time is
+    /// nearest the target is found (time grows linearly with AO rays, so by
+    /// one division), going over only by [`TunerConfig::tolerance`]; of the
+    /// two, the better quality wins if it is within the tolerance, else the
+    /// nearer. Errors: a target that is not finite and positive.
+    pub fn plan(&self, work: &Workload, target_ms: f64) -> Result<Plan, Error> {
+        if !(target_ms.is_finite() && target_ms > 0.0) {
+            return Err(Error::Setting {
+                field: "target_ms",
+                value: target_ms,
+                reason: "must be finite and > 0",
+            });
+        }
+        let cheapest = self.predict(work, Knobs::CHEAPEST);
+        if cheapest.corrected_ms > target_ms * (1.0 + self.config.tolerance) {
+            return Ok(Plan::Unreachable {
+                cheapest,
+                target_ms,
+            });
+        }
+        let over = target_ms * (1.0 + self.config.tolerance);
+        let best_for = |shadows: bool| -> Option<Choice> {
+            let one = self.predict(work, Knobs::new(1, shadows));
+            let two = self.predict(work, Knobs::new(2, shadows));
+            let per_ray = two.corrected_ms - one.corrected_ms;
+            let max = self.config.max_ao_rays;
+            let under = if per_ray > 0.0 {
+                let n = 1.0 + libm::floor((target_ms - one.corrected_ms) / per_ray);
+                n.clamp(1.0, max as f64) as u32
+            } else {
+                max
+            };
+            let lo = self.predict(work, Knobs::new(under, shadows));
+            let hi = self.predict(work, Knobs::new((under + 1).min(max), shadows));
+            let err = |c: &Choice| libm::fabs(c.corrected_ms - target_ms);
+            [lo, hi]
+                .into_iter()
+                .filter(|c| c.corrected_ms <= over)
+                .min_by(|a, b| err(a).total_cmp(&err(b)))
+        };
+        let tol = self.config.tolerance * target_ms;
+        let err = |c: &Choice| libm::fabs(c.corrected_ms - target_ms);
+        let quality = |c: &Choice| c.knobs.quality(self.config.shadow_worth);
+        let pick = match (best_for(false), best_for(true)) {
+            (Some(a), Some(b)) => {
+                let on_target = [a, b].into_iter().filter(|c| err(c) <= tol);
+                match on_target.max_by_key(quality) {
+                    Some(c) => c,
+                    // Neither on target: both are the most there is (cheaper
+                    // than the budget), or a step straddles it; the nearer.
+                    None if a.corrected_ms < target_ms && b.corrected_ms < target_ms => {
+                        if quality(&b) >= quality(&a) { b } else { a }
+                    }
+                    None => {
+                        if err(&b) <= err(&a) {
+                            b
+                        } else {
+                            a
+                        }
+                    }
+                }
+            }
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => cheapest,
+        };
+        Ok(Plan::Fits(pick))
+    }
+
+    /// Take a frame's measured time: `model_ms` is [`Choice::model_ms`] of
+    /// the knobs it was rendered with. The correction moves toward
+    /// `measured_ms / model_ms` by [`TunerConfig::feedback_rate`] (by
+    /// `1 / frames` over the first [`SETTLING_FRAMES`], a plain mean, so
+    /// that a model calibrated on another scene settles at once); after those
+    /// each move is held within 20% of the correction, so that one frame
+    /// disturbed by something else (another process, a page fault) cannot
+    /// throw it. A time that is not finite and positive is ignored.
+    pub fn observe(&mut self, model_ms: f64, measured_ms: f64) {
+        if !(model_ms.is_finite() && model_ms > 0.0 && measured_ms.is_finite() && measured_ms > 0.0)
+        {
+            return;
+        }
+        self.frames = self.frames.saturating_add(1);
+        let ratio = measured_ms / model_ms;
+        let rate = self.config.feedback_rate.max(1.0 / self.frames as f64);
+        let limit = if self.frames <= SETTLING_FRAMES {
+            f64::INFINITY
+        } else {
+            0.2 * self.correction
+        };
+        let surprise = (ratio - self.correction).clamp(-limit, limit);
+        self.correction += rate * surprise;
+    }
+}

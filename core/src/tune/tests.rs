@@ -1,0 +1,256 @@
+//! The counting walk against core's walks, and the controller on synthetic
+//! devices.
+
+use super::*;
+use crate::accel::Accel;
+use crate::geometry::Geometry;
+use crate::instance::Instance;
+use crate::material::Material;
+use crate::ray::Ray;
+use crate::scene::Scene;
+use alloc::vec::Vec;
+use glam::{Affine3A, Vec3};
+use proptest::prelude::*;
+
+fn v3(extent: f32) -> impl Strategy<Value = Vec3> {
+    (-extent..extent, -extent..extent, -extent..extent).prop_map(|(x, y, z)| Vec3::new(x, y, z))
+}
+
+/// Triangles near the origin and a few spheres, flat or as one geometry
+/// placed by `placements` instances.
+fn scene(tris: &[(Vec3, Vec3, Vec3)], spheres: &[(Vec3, f32)], placements: &[Vec3]) -> Scene {
+    let mut s = Scene::new();
+    let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    if placements.is_empty() {
+        for &(a, b, c) in tris {
+            s.add_triangle(a, a + b, a + c, m);
+        }
+        for &(c, r) in spheres {
+            s.add_sphere(c, r, m);
+        }
+    } else {
+        let mut g = Geometry::new();
+        for &(a, b, c) in tris {
+            g.add_triangle(a, a + b, a + c, m);
+        }
+        for &(c, r) in spheres {
+            g.add_sphere(c, r, m);
+        }
+        let g = s.add_geometry(g);
+        for &p in placements {
+            s.add_instance(Instance::new(g, Affine3A::from_translation(p)));
+        }
+    }
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The counting walks find what core's walks find: the same closest hit
+    /// (slot, instance, t, u, v) and the same occlusion, flat and two-level,
+    /// and count at least one node step for a ray that enters the scene.
+    #[test]
+    fn counting_walk_finds_core_hits(
+        tris in prop::collection::vec((v3(4.0), v3(1.0), v3(1.0)), 1..40),
+        spheres in prop::collection::vec((v3(4.0), 0.05f32..1.0), 0..4),
+        placements in prop::collection::vec(v3(6.0), 0..4),
+        rays in prop::collection::vec((v3(8.0), v3(1.0), 0.0f32..0.5, 0.5f32..30.0), 32),
+    ) {
+        let accel = Accel::build(&scene(&tris, &spheres, &placements)).unwrap();
+        for (o, d, tmin, tmax) in rays {
+            if d.length() < 1e-3 { continue; }
+            let ray = Ray::segment(o, d, tmin, tmax);
+            let (hit, c) = counted_closest(&accel, &ray);
+            let want = accel.intersect_slot(&ray);
+            prop_assert_eq!(hit, want);
+            prop_assert_eq!(c.rays, 1.0);
+            let (found, _) = counted_occluded(&accel, &ray);
+            prop_assert_eq!(found, accel.occluded(&ray));
+            if want.is_hit() {
+                prop_assert!(c.node_steps >= 1.0 && c.prim_tests >= 1.0);
+            }
+        }
+    }
+}
+
+/// A workload of `pixels` pixels: camera rays of `steps_p` steps, a hit
+/// share `hit` with AO rays of `steps_o` steps, shadow rays of `steps_s`.
+fn workload(pixels: f64, hit: f64, steps_p: f64, steps_o: f64, steps_s: f64) -> Workload {
+    let c = |rays: f64, steps: f64| Counts {
+        rays,
+        node_steps: rays * steps * 0.6,
+        prim_tests: rays * steps * 0.4,
+    };
+    Workload {
+        pixels,
+        primary: c(pixels, steps_p),
+        ao_per_ray: c(pixels * hit, steps_o),
+        shadow: c(pixels * hit, steps_s),
+        probe_pixels: 1,
+    }
+}
+
+const CALIBRATED: TimeModel = TimeModel {
+    coefficients: [0.5, 4e-5, 2e-6, 1e-5, 1.5e-6],
+};
+
+/// Run `frames` frames of `work(frame)` on a device whose true time is
+/// `truth` (plus `offset_ms`); returns each frame's measured time and plan.
+fn run(
+    truth: &TimeModel,
+    offset_ms: f64,
+    target_ms: f64,
+    frames: usize,
+    work: impl Fn(usize) -> Workload,
+) -> Vec<(f64, Choice)> {
+    let mut c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap();
+    (0..frames)
+        .map(|f| {
+            let w = work(f);
+            let choice = c.plan(&w, target_ms).unwrap().choice();
+            let measured = truth.predict_ms(&w.frame(choice.knobs)) + offset_ms;
+            c.observe(choice.model_ms, measured);
+            (measured, choice)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// On a device whose every constant differs from the calibrated one (by
+    /// a common factor of 0.3 to 3 and each by up to 30% more) and that adds
+    /// a fixed offset of up to a tenth of the budget, the measured time is
+    /// within 2% of the target from the sixth frame on, once the budget asks
+    /// for at least 24 AO rays (so one ray is a small step).
+    #[test]
+    fn controller_converges_on_a_synthetic_device(
+        common in 0.3f64..3.0,
+        each in prop::array::uniform5(1.0f64..1.3),
+        offset_share in 0.0f64..0.1,
+        steps in (10.0f64..60.0, 5.0f64..40.0, 5.0f64..80.0),
+        hit in 0.3f64..1.0,
+        rays in 24u32..200,
+    ) {
+        let truth = TimeModel {
+            coefficients: core::array::from_fn(|i| CALIBRATED.coefficients[i] * common * each[i]),
+        };
+        let w = workload(76_800.0, hit, steps.0, steps.1, steps.2);
+        // A target that the true device meets with `rays` AO rays and shadows.
+        let base = truth.predict_ms(&w.frame(Knobs::new(rays, true)));
+        let target = base / (1.0 - offset_share);
+        let offset = target * offset_share;
+        let frames = run(&truth, offset, target, 20, |_| w);
+        for (f, (measured, _)) in frames.iter().enumerate().skip(5) {
+            let err = (measured - target).abs() / target;
+            prop_assert!(err <= 0.02, "frame {f}: {measured} ms for {target} ms ({:.2}%)", 100.0 * err);
+        }
+    }
+}
+
+/// A sudden change of view (far more work per AO ray, as after a 180-degree
+/// turn toward dense geometry) is met on the frame itself: the pre-pass's
+/// workload changes the knobs before the frame is rendered.
+#[test]
+fn a_sudden_turn_stays_on_target() {
+    let truth = TimeModel {
+        coefficients: CALIBRATED.coefficients.map(|c| c * 1.7),
+    };
+    let target = 60.0;
+    let frames = run(&truth, 1.0, target, 30, |f| {
+        if f < 15 {
+            workload(76_800.0, 0.4, 20.0, 10.0, 20.0)
+        } else {
+            workload(76_800.0, 0.95, 45.0, 30.0, 60.0)
+        }
+    });
+    let (after, choice) = frames[15];
+    assert!(
+        (after - target).abs() <= 0.05 * target,
+        "{after} ms, {choice:?}"
+    );
+    assert!(choice.knobs.ao_rays < frames[14].1.knobs.ao_rays);
+}
+
+/// A budget below the cheapest knobs is `Plan::Unreachable`, naming them and
+/// their time; a bad target is an error naming it.
+#[test]
+fn unreachable_budget_is_a_typed_result() {
+    let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap();
+    let w = workload(76_800.0, 0.9, 40.0, 20.0, 30.0);
+    let cheapest = c.predict(&w, Knobs::CHEAPEST).corrected_ms;
+    match c.plan(&w, cheapest * 0.5).unwrap() {
+        Plan::Unreachable {
+            cheapest: choice,
+            target_ms,
+        } => {
+            assert_eq!(choice.knobs, Knobs::CHEAPEST);
+            assert_eq!(target_ms, cheapest * 0.5);
+            assert!(choice.corrected_ms > target_ms);
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    assert!(matches!(c.plan(&w, cheapest * 1.5).unwrap(), Plan::Fits(_)));
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            c.plan(&w, bad),
+            Err(crate::Error::Setting {
+                field: "target_ms",
+                ..
+            })
+        ));
+    }
+}
+
+/// A budget above the dearest knobs gives the dearest knobs.
+#[test]
+fn generous_budget_takes_the_most_quality() {
+    let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap();
+    let w = workload(1000.0, 0.9, 40.0, 20.0, 30.0);
+    let choice = c.plan(&w, 1e6).unwrap().choice();
+    assert_eq!(choice.knobs, Knobs::new(256, true));
+}
+
+/// The estimate of a frame from a pre-pass at the frame's own resolution
+/// is the frame's count: the probe scaled by one.
+#[test]
+fn estimate_at_full_resolution_counts_every_ray() {
+    let mut s = Scene::new();
+    let m = s.add_material(Material::lambertian(Vec3::splat(0.5)));
+    s.add_sphere(Vec3::new(0.0, 0.0, -3.0), 1.0, m);
+    s.add_triangle(
+        Vec3::new(-5.0, -1.0, -8.0),
+        Vec3::new(5.0, -1.0, -8.0),
+        Vec3::new(0.0, -1.0, 2.0),
+        m,
+    );
+    let accel = Accel::build(&s).unwrap();
+    let camera = crate::Camera::look_at(Vec3::ZERO, Vec3::new(0.0, 0.0, -1.0), Vec3::Y, 60.0);
+    let w = estimate(&accel, &camera, (16, 12), 1.0, 16 * 12).unwrap();
+    assert_eq!(w.probe_pixels, 192);
+    assert_eq!(w.primary.rays, 192.0);
+    let hits = w.shadow.rays;
+    assert!(hits > 0.0 && hits < 192.0, "{hits}");
+    assert_eq!(w.ao_per_ray.rays, hits);
+    assert!(w.primary.node_steps >= 192.0);
+    let f = w.frame(Knobs::new(8, true));
+    assert_eq!(f.occlusion.rays, 9.0 * hits);
+}
+
+proptest! {
+    /// The pre-pass size stays within the frame, holds at least one pixel,
+    /// keeps the frame's aspect ratio to within a pixel, and comes near the
+    /// pixel count asked for when the frame is large enough.
+    #[test]
+    fn probe_size_fits_the_frame(w in 1u32..4000, h in 1u32..4000, pixels in 1u32..20_000) {
+        let (pw, ph) = probe_size(w, h, pixels);
+        prop_assert!((1..=w).contains(&pw) && (1..=h).contains(&ph));
+        if pw < w && ph < h && pw > 1 && ph > 1 {
+            let aspect = w as f64 / h as f64;
+            prop_assert!((pw as f64 - ph as f64 * aspect).abs() <= 0.5 + aspect);
+            let got = (pw * ph) as f64;
+            prop_assert!(got >= 0.5 * pixels as f64 - 2.0 * (pw + ph) as f64, "{pw}x{ph} for {pixels}");
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The workload estimate: a low-resolution pre-pass of the AO frame through
+//! the [`CountingTracer`], scaled to the full frame, so that the work of any
+//! AO ray count and shadow setting can be read off without tracing again.
+
+use crate::accel::Accel;
+use crate::backend::{Integrator, RenderSettings};
+use crate::camera::Camera;
+use crate::error::Error;
+use crate::integrator::render_pixel;
+use crate::tune::counting::{CountingTracer, Counts, KindCounts};
+use crate::tune::knobs::Knobs;
+
+/// AO rays traced per camera hit by the pre-pass: the per-ray work of `n` AO
+/// rays is `n` times their mean, so two are enough to average over the
+/// hemisphere while keeping the pre-pass at four rays a pixel.
+pub const PROBE_AO_RAYS: u32 = 2;
+
+/// A frame's work per ray kind, estimated for the full image: what the camera
+/// rays cost, what one AO ray per camera hit costs, and what the shadow rays
+/// cost. A frame of `n` AO rays with shadows does `primary + n * ao_per_ray +
+/// shadow`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Workload {
+    /// Pixels of the full frame (one camera ray each).
+    pub pixels: f64,
+    /// The camera rays' work.
+    pub primary: Counts,
+    /// The work of one AO ray at every camera hit.
+    pub ao_per_ray: Counts,
+    /// The shadow rays' work (one per camera hit).
+    pub shadow: Counts,
+    /// Pixels the pre-pass traced.
+    pub probe_pixels: u32,
+}
+
+/// Work of a frame with given knobs, in the two groups the time model
+/// charges: camera rays (closest hit) and occlusion rays (AO and shadow rays,
+/// both any-hit walks).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameWork {
+    /// Camera rays.
+    pub primary: Counts,
+    /// AO and shadow rays.
+    pub occlusion: Counts,
+}
+
+impl Workload {
+    /// The work of a frame rendered with `knobs`.
+    #[inline]
+    pub fn frame(&self, knobs: Knobs) -> FrameWork {
+        let mut occlusion = self.ao_per_ray.scaled(knobs.ao_rays as f64);
+        if knobs.shadows {
+            occlusion = occlusion.plus(&self.shadow);
+        }
+        FrameWork {
+            primary: self.primary,
+            occlusion,
+        }
+    }
+
+    /// From the counts of a pre-pass over `probe_pixels` pixels, each with
+    /// [`PROBE_AO_RAYS`] AO rays and a shadow ray, for a frame of `pixels`.
+    pub fn from_probe(counts: &KindCounts, probe_pixels: u32, pixels: f64) -> Workload {
+        let scale = pixels / probe_pixels.max(1) as f64;
+        Workload {
+            pixels,
+            primary: counts.primary.scaled(scale),
+            ao_per_ray: counts.ao.scaled(scale / PROBE_AO_RAYS as f64),
+            shadow: counts.shadow.scaled(scale),
+            probe_pixels,
+        }
+    }
+}
+
+/// The pre-pass resolution for about `probe_pixels` pixels with the aspect
+/// ratio of `width x height`, at least 1 x 1 and at most the frame's size.
+pub fn probe_size(width: u32, height: u32, probe_pixels: u32) -> (u32, u32) {
+    let aspect = width.max(1) as f64 / height.max(1) as f64;
+    let h = libm::round(libm::sqrt(probe_pixels.max(1) as f64 / aspect)).max(1.0);
+    let w = libm::round(h * aspect).max(1.0);
+    (
+        (w as u32).clamp(1, width.max(1)),
+        (h as u32).clamp(1, height.max(1)),
+    )
+}
+
+/// Estimate the work of a `width x height` AO frame (one sample a pixel, AO
+/// rays of length `ao_distance`) seen by `camera`, from a pre-pass of about
+/// `probe_pixels` pixels through the pixel centres of a coarser image of the
+/// same view. Errors: a bad size, camera or distance, as `render` would
+/// report them.
+pub fn estimate(
+    accel: &Accel,
+    camera: &Camera,
+    (width, height): (u32, u32),
+    ao_distance: f32,
+    probe_pixels: u32,
+) -> Result<Workload, Error> {
+    let (pw, ph) = probe_size(width, height, probe_pixels);
+    let settings = RenderSettings {
+        integrator: Integrator::Ao,
+        spp: 1,
+        ao_samples: PROBE_AO_RAYS,
+        ao_shadows: true,
+        ao_distance,
+        ..RenderSettings::default()
+    };
+    // The full frame's parameters are checked too: the estimate is for it.
+    settings.params(accel, camera, width, height)?;
+    let params = settings.params(accel, camera, pw, ph)?;
+    let tracer = CountingTracer::new(accel);
+    for y in 0..ph {
+        for x in 0..pw {
+            render_pixel(&tracer, &params, x, y);
+        }
+    }
+    Ok(Workload::from_probe(
+        &tracer.counts(),
+        pw * ph,
+        width as f64 * height as f64,
+    ))
+}

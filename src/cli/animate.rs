@@ -1,0 +1,356 @@
+//! `prism animate`: a camera path rendered under a frame budget, the knobs
+//! chosen per frame by [`prism::tune::FrameTuner`], beside the same path with
+//! fixed knobs: those the tuned run chose at the start of the path (frame 3,
+//! once its correction settled), kept to the end. Writes `frames.csv`
+//! (tuned), `fixed.csv` (fixed) and `plot.svg`, prints the goal figures.
+
+use super::plot::plot;
+use crate::{CliError, save};
+use clap::Args;
+use prism::tune::scenes::{AnimatedScene, by_name, from_mesh, path_camera};
+use prism::tune::{
+    CalibrationOptions, FramePlan, FrameTuner, Knobs, Plan, SETTLING_FRAMES, TunerConfig, calibrate,
+};
+use prism::{Backend, BackendChoice, Image, NoProgress, OpenOptions, PixelFormat, RenderSettings};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub(crate) struct AnimateArgs {
+    /// Scene: ogre (one mesh), crowd (456k triangles of the shared meshes),
+    /// instances (two levels) (default ogre).
+    #[arg(long, conflicts_with = "mesh")]
+    scene: Option<String>,
+    /// This mesh (.obj or .ply), on a ground, instead of a scene.
+    #[arg(long)]
+    mesh: Option<PathBuf>,
+    /// Backend: auto, cpu, cuda, wgpu (PRISM_BACKEND, when set and not empty, overrides).
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Image width.
+    #[arg(long, default_value_t = 320)]
+    width: u32,
+    /// Image height.
+    #[arg(long, default_value_t = 240)]
+    height: u32,
+    /// Frames of the path.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    frames: u32,
+    /// The frame budget, in milliseconds.
+    #[arg(long)]
+    budget_ms: f64,
+    /// Output directory (made if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write every frame as DIR/frames/tuned_NNNN.png and fixed_NNNN.png.
+    #[arg(long)]
+    save_frames: bool,
+    /// Turn the camera 180 degrees (to look away from the centre) from this frame on.
+    #[arg(long)]
+    turn_at: Option<u32>,
+    /// Measure the backend's time model again instead of reading its cache.
+    #[arg(long)]
+    recalibrate: bool,
+    /// Most AO rays a frame may take.
+    #[arg(long, default_value_t = 256)]
+    max_ao_rays: u32,
+    /// Shared scenes directory (ogre.obj, bunny.obj; default: $PRISM_SCENES, else
+    /// shared/scenes beside the source checkout).
+    #[arg(long)]
+    scenes: Option<PathBuf>,
+    /// Worker threads of the CPU backend (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// What a frame's time is: `wall` (the backend's own frame time, what an
+    /// engine sees) or `cpu` (CPU backend on Linux only: the CPU time of this
+    /// process's threads during the frame over the thread count, which other
+    /// processes on a shared machine disturb far less; for measuring the
+    /// tuner on a busy machine, not for engines).
+    #[arg(long, default_value = "wall", value_parser = ["wall", "cpu"])]
+    clock: String,
+}
+
+/// CPU time of every thread of this process so far, in seconds, from
+/// `/proc/self/task/*/schedstat` (its first field: nanoseconds on a CPU).
+fn process_cpu_seconds() -> Option<f64> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 * 1e-9)
+}
+
+/// One frame's row of the CSV files.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Row {
+    pub frame: u32,
+    pub target_ms: f64,
+    pub model_ms: f64,
+    pub corrected_ms: f64,
+    pub measured_ms: f64,
+    pub prepass_ms: f64,
+    pub ao_rays: u32,
+    pub shadows: bool,
+    pub unreachable: bool,
+}
+
+/// The goal figures over the frames after the first three.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Summary {
+    pub mean_error: f64,
+    pub worst_error: f64,
+    pub worst_frame: u32,
+    pub prediction_error: f64,
+    pub prepass_share: f64,
+}
+
+pub(crate) fn summarize(rows: &[Row]) -> Summary {
+    let rest: Vec<&Row> = rows.iter().skip(3).collect();
+    let n = rest.len().max(1) as f64;
+    let err = |r: &Row| (r.measured_ms - r.target_ms).abs() / r.target_ms;
+    let (worst_frame, worst_error) = rest
+        .iter()
+        .map(|r| (r.frame, err(r)))
+        .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    Summary {
+        mean_error: rest.iter().map(|r| err(r)).sum::<f64>() / n,
+        worst_error,
+        worst_frame,
+        prediction_error: rest
+            .iter()
+            .map(|r| (r.corrected_ms - r.measured_ms).abs() / r.measured_ms)
+            .sum::<f64>()
+            / n,
+        prepass_share: rest.iter().map(|r| r.prepass_ms / r.target_ms).sum::<f64>() / n,
+    }
+}
+
+fn row(frame: u32, plan: &FramePlan, measured_ms: f64) -> Row {
+    let c = plan.plan.choice();
+    Row {
+        frame,
+        target_ms: plan.target_ms,
+        model_ms: c.model_ms,
+        corrected_ms: c.corrected_ms,
+        measured_ms,
+        prepass_ms: plan.prepass_ms,
+        ao_rays: c.knobs.ao_rays,
+        shadows: c.knobs.shadows,
+        unreachable: matches!(plan.plan, Plan::Unreachable { .. }),
+    }
+}
+
+fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
+    let io = |e: csv::Error| prism::Error::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let mut w = csv::Writer::from_path(path).map_err(io)?;
+    w.write_record([
+        "frame",
+        "target_ms",
+        "model_ms",
+        "corrected_ms",
+        "measured_ms",
+        "prepass_ms",
+        "ao_rays",
+        "shadows",
+        "unreachable",
+    ])
+    .map_err(io)?;
+    for r in rows {
+        w.write_record([
+            r.frame.to_string(),
+            format!("{:.4}", r.target_ms),
+            format!("{:.4}", r.model_ms),
+            format!("{:.4}", r.corrected_ms),
+            format!("{:.4}", r.measured_ms),
+            format!("{:.4}", r.prepass_ms),
+            r.ao_rays.to_string(),
+            (r.shadows as u8).to_string(),
+            (r.unreachable as u8).to_string(),
+        ])
+        .map_err(io)?;
+    }
+    w.flush().map_err(|e| prism::Error::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(())
+}
+
+pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
+    let scenes_dir = a
+        .scenes
+        .clone()
+        .unwrap_or_else(prism::conformance::default_scenes_dir);
+    let anim: AnimatedScene = match &a.mesh {
+        Some(path) => from_mesh(path)?,
+        None => by_name(a.scene.as_deref().unwrap_or("ogre"), &scenes_dir)?,
+    };
+    std::fs::create_dir_all(a.out.join(if a.save_frames { "frames" } else { "" })).map_err(
+        |e| prism::Error::Io {
+            path: a.out.display().to_string(),
+            message: e.to_string(),
+        },
+    )?;
+    let opened = prism::open_with(
+        BackendChoice::from_name(&a.backend)?,
+        &OpenOptions {
+            cpu_threads: a.threads,
+        },
+    )?;
+    eprintln!("{}", opened.report());
+    let mut backend = opened.backend;
+    let mut options = CalibrationOptions::new(a.width, a.height);
+    options.recalibrate = a.recalibrate;
+    let calibration = calibrate(&mut *backend, &options)?;
+    let c = &calibration.model.coefficients;
+    println!(
+        "calibration: {} on {} at {}x{} ({}; {} frames, worst fit error {:.1}%): \
+         fixed {:.3} ms, camera {:.2} ns/ray + {:.3} ns/step, occlusion {:.2} ns/ray + {:.3} ns/step",
+        calibration.backend,
+        calibration.device,
+        calibration.size.0,
+        calibration.size.1,
+        if calibration.cached {
+            "cached"
+        } else {
+            "measured now"
+        },
+        calibration.frames,
+        100.0 * calibration.worst_fit_error,
+        c[0],
+        c[1] * 1e6,
+        c[2] * 1e6,
+        c[3] * 1e6,
+        c[4] * 1e6,
+    );
+    println!(
+        "scene {}: {} primitives, {} instances ({}), {} frames at {}x{}, budget {} ms ({} clock){}",
+        anim.name,
+        anim.scene.primitive_count()
+            + anim
+                .scene
+                .geometries()
+                .iter()
+                .map(|g| g.primitive_count())
+                .sum::<usize>(),
+        anim.scene.instances().len(),
+        anim.source,
+        a.frames,
+        a.width,
+        a.height,
+        a.budget_ms,
+        a.clock,
+        a.turn_at
+            .map_or(String::new(), |k| format!(", 180-degree turn at frame {k}")),
+    );
+    backend.set_scene(&anim.scene)?;
+    let base = RenderSettings {
+        ao_distance: anim.ao_distance,
+        ..RenderSettings::default()
+    };
+    let config = TunerConfig {
+        max_ao_rays: a.max_ao_rays,
+        ..TunerConfig::default()
+    };
+    let cpu_clock = a.clock == "cpu";
+    if cpu_clock && (backend.info().name != "cpu" || process_cpu_seconds().is_none()) {
+        return Err(CliError::Usage(
+            "--clock cpu measures the CPU backend's threads on Linux: use --backend cpu",
+        ));
+    }
+    let threads = if a.threads > 0 {
+        a.threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    };
+    let mut image = Image::new(a.width, a.height, PixelFormat::Srgba8)?;
+    // One untimed frame: first-use costs (allocation, kernel compilation) are
+    // not the steady frame time either run is about.
+    let warm = path_camera(&anim, 0, a.frames, a.turn_at);
+    backend.render(
+        &warm,
+        &Knobs::new(4, true).apply(&base),
+        &mut image,
+        &NoProgress,
+    )?;
+
+    // The fixed run keeps the knobs the tuned run chose on the first frame
+    // after its correction settled (the first frame the figures count): the
+    // settings tuned at the start of the path, then kept.
+    let settled = SETTLING_FRAMES.min(a.frames - 1) as usize;
+    let mut runs: Vec<(&str, Vec<Row>)> = Vec::new();
+    for fixed in [false, true] {
+        let kept: Option<Knobs> = runs.first().and_then(|(_, rows): &(&str, Vec<Row>)| {
+            rows.get(settled).map(|r| Knobs::new(r.ao_rays, r.shadows))
+        });
+        let mut tuner = FrameTuner::new(calibration.clone(), &anim.scene, base, config)?;
+        let mut rows = Vec::new();
+        for f in 0..a.frames {
+            let camera = path_camera(&anim, f, a.frames, a.turn_at);
+            let mut plan = tuner.plan(&camera, a.width, a.height, a.budget_ms)?;
+            if let (true, Some(knobs)) = (fixed, kept) {
+                plan = tuner.with_knobs(&plan, knobs);
+            }
+            let cpu_before = cpu_clock.then(process_cpu_seconds).flatten();
+            let wall = render(&mut *backend, &camera, &plan.settings, &mut image)?;
+            let measured = match (cpu_before, cpu_clock.then(process_cpu_seconds).flatten()) {
+                (Some(a), Some(b)) => (b - a) / threads as f64 * 1e3,
+                _ => wall * 1e3,
+            };
+            tuner.record(&plan, measured);
+            rows.push(row(f, &plan, measured));
+            if a.save_frames {
+                let name = format!("{}_{f:04}.png", if fixed { "fixed" } else { "tuned" });
+                save(&image, &a.out.join("frames").join(name))?;
+            }
+        }
+        runs.push((if fixed { "fixed" } else { "tuned" }, rows));
+    }
+    let (tuned, fixed) = (&runs[0].1, &runs[1].1);
+    write_csv(&a.out.join("frames.csv"), tuned)?;
+    write_csv(&a.out.join("fixed.csv"), fixed)?;
+    let title = format!(
+        "{} on {}, {}x{}, budget {} ms",
+        anim.name, calibration.backend, a.width, a.height, a.budget_ms
+    );
+    plot(&a.out.join("plot.svg"), &title, tuned, fixed)?;
+    println!(
+        "{:<6} {:>11} {:>17} {:>14} {:>14}   (frames 4..{}; goals 2%, 5%, 1%, 5%)",
+        "run", "mean |err|", "worst @frame", "pred. error", "pre-pass", a.frames
+    );
+    for (name, rows) in &runs {
+        let s = summarize(rows);
+        println!(
+            "{name:<6} {:>10.2}% {:>9.2}% @{:<5} {:>13.2}% {:>13.2}%",
+            100.0 * s.mean_error,
+            100.0 * s.worst_error,
+            s.worst_frame,
+            100.0 * s.prediction_error,
+            100.0 * s.prepass_share,
+        );
+    }
+    if tuned.iter().any(|r| r.unreachable) {
+        let n = tuned.iter().filter(|r| r.unreachable).count();
+        println!(
+            "budget unreachable on {n} frames: even 1 AO ray without shadows is predicted over it"
+        );
+    }
+    println!("wrote {}/frames.csv, fixed.csv, plot.svg", a.out.display());
+    Ok(())
+}
+
+/// Render one frame; its time in seconds (the backend's `total`).
+fn render(
+    backend: &mut dyn Backend,
+    camera: &prism::Camera,
+    settings: &RenderSettings,
+    image: &mut Image,
+) -> Result<f64, CliError> {
+    Ok(backend
+        .render(camera, settings, image, &NoProgress)?
+        .total
+        .as_secs_f64())
+}

@@ -1,0 +1,268 @@
+//! Per-backend calibration of the time model: a few AO frames of a built-in
+//! calibration scene rendered through the [`Backend`] trait, their work
+//! counted on the host, the model's constants fitted by least squares, and
+//! the result cached on disk keyed by backend, device and image size.
+//!
+//! Cache directory: the CUDA kernel cache's convention, `$PRISM_CACHE_DIR`,
+//! else `$XDG_CACHE_HOME/prism`, else `~/.cache/prism`; one JSON file per key.
+//! A missing, unreadable or corrupt entry means measuring again: the cache is
+//! never fatal.
+
+use crate::procedural::icosphere;
+use glam::{Affine3A, Vec3};
+use prism_core::tune::{Knobs, Sample, TimeModel, estimate, fit};
+use prism_core::{
+    Accel, Backend, Camera, Error, Image, Material, NoProgress, PixelFormat, PointLight,
+    RenderSettings, Scene,
+};
+use std::path::{Path, PathBuf};
+
+/// Where calibrations are cached, if a directory can be named.
+pub fn cache_dir() -> Option<PathBuf> {
+    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(d) = non_empty("PRISM_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = non_empty("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("prism"));
+    }
+    non_empty("HOME").map(|h| PathBuf::from(h).join(".cache").join("prism"))
+}
+
+/// How to calibrate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalibrationOptions {
+    /// Image size of the calibration frames (the frames are this size and
+    /// half of it each way): the size the engine will render.
+    pub width: u32,
+    /// See `width`.
+    pub height: u32,
+    /// Measure again even when a cached calibration exists.
+    pub recalibrate: bool,
+    /// Cache directory (default [`cache_dir`]); `None` there: no cache.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl CalibrationOptions {
+    /// Calibrate for `width x height` frames, cached in [`cache_dir`].
+    pub fn new(width: u32, height: u32) -> Self {
+        CalibrationOptions {
+            width,
+            height,
+            recalibrate: false,
+            cache_dir: cache_dir(),
+        }
+    }
+}
+
+/// A backend's fitted time model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// Backend name.
+    pub backend: String,
+    /// Device description.
+    pub device: String,
+    /// Image size it was measured at.
+    pub size: (u32, u32),
+    /// The fitted model.
+    pub model: TimeModel,
+    /// Calibration frames measured.
+    pub frames: usize,
+    /// Largest relative error of the fit over those frames.
+    pub worst_fit_error: f64,
+    /// Whether it was read from the cache rather than measured now.
+    pub cached: bool,
+}
+
+/// AO ray counts of the calibration frames.
+const CAL_AO_RAYS: [u32; 3] = [1, 8, 32];
+/// Pre-pass pixels of a calibration frame's count: many, for exact features.
+const CAL_PROBE_PIXELS: u32 = 16_384;
+
+/// The calibration scene: a 3 x 3 grid of bumpy icospheres (20,480
+/// triangles each) on a ground, and three views of it (far, middle, near) so
+/// that work per ray varies apart from the ray counts.
+pub fn calibration_scene() -> Result<(Scene, [Camera; 3]), Error> {
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.6)));
+    let ball = icosphere(5, |p| 0.12 * (6.0 * p.x).sin() * (5.0 * p.z).cos());
+    for i in 0..9 {
+        let at = Vec3::new((i % 3) as f32 * 2.5 - 2.5, 1.0, (i / 3) as f32 * 2.5 - 2.5);
+        let t = Affine3A::from_translation(at);
+        let positions: Vec<Vec3> = ball
+            .positions
+            .iter()
+            .map(|&p| t.transform_point3(p))
+            .collect();
+        scene.add_mesh(&positions, &ball.triangles, m)?;
+    }
+    let g = 20.0;
+    let c = [
+        Vec3::new(-g, 0.0, -g),
+        Vec3::new(g, 0.0, -g),
+        Vec3::new(g, 0.0, g),
+        Vec3::new(-g, 0.0, g),
+    ];
+    scene.add_mesh(&c, &[[0, 2, 1], [0, 3, 2]], m)?;
+    scene.light = PointLight {
+        position: Vec3::new(5.0, 10.0, 4.0),
+        color: Vec3::ONE,
+    };
+    let look = |eye: Vec3, at: Vec3| Camera::look_at(eye, at, Vec3::Y, 50.0);
+    Ok((
+        scene,
+        [
+            look(Vec3::new(14.0, 8.0, 16.0), Vec3::new(0.0, 1.0, 0.0)),
+            look(Vec3::new(6.0, 3.0, 7.0), Vec3::new(0.0, 1.0, 0.0)),
+            look(Vec3::new(1.2, 1.6, 1.3), Vec3::new(-1.5, 0.8, -1.5)),
+        ],
+    ))
+}
+
+/// The cache file of a backend, device and size: a readable prefix and a
+/// hash of the whole key (device descriptions hold spaces and slashes).
+fn cache_file(dir: &Path, backend: &str, device: &str, (w, h): (u32, u32)) -> PathBuf {
+    let key = format!("{backend}\0{device}\0{w}x{h}");
+    // FNV-1a, 64 bits: enough to keep a handful of devices apart.
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    dir.join(format!("tune-{backend}-{w}x{h}-{hash:016x}.json"))
+}
+
+fn load(path: &Path, backend: &str, device: &str, size: (u32, u32)) -> Option<Calibration> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    if v["backend"] != backend
+        || v["device"] != device
+        || v["width"] != size.0
+        || v["height"] != size.1
+    {
+        return None;
+    }
+    let c = v["coefficients"].as_array()?;
+    let mut coefficients = [0.0; prism_core::tune::TERMS];
+    if c.len() != coefficients.len() {
+        return None;
+    }
+    for (k, x) in coefficients.iter_mut().zip(c) {
+        *k = x.as_f64().filter(|x| x.is_finite() && *x >= 0.0)?;
+    }
+    Some(Calibration {
+        backend: backend.into(),
+        device: device.into(),
+        size,
+        model: TimeModel { coefficients },
+        frames: v["frames"].as_u64()? as usize,
+        worst_fit_error: v["worst_fit_error"].as_f64()?,
+        cached: true,
+    })
+}
+
+fn save(path: &Path, c: &Calibration) -> std::io::Result<()> {
+    let v = serde_json::json!({
+        "backend": c.backend,
+        "device": c.device,
+        "width": c.size.0,
+        "height": c.size.1,
+        "coefficients": c.model.coefficients,
+        "frames": c.frames,
+        "worst_fit_error": c.worst_fit_error,
+    });
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, v.to_string())?;
+    std::fs::rename(tmp, path)
+}
+
+/// The calibration of `backend` for `options`' image size: from the cache,
+/// or measured now (and cached). Measuring replaces the backend's scene with
+/// the calibration scene: call it before `set_scene`.
+pub fn calibrate(
+    backend: &mut dyn Backend,
+    options: &CalibrationOptions,
+) -> Result<Calibration, Error> {
+    let info = backend.info();
+    let size = (options.width, options.height);
+    let file = options
+        .cache_dir
+        .as_deref()
+        .map(|d| cache_file(d, info.name, &info.device, size));
+    let cached = file
+        .as_deref()
+        .filter(|_| !options.recalibrate)
+        .and_then(|f| load(f, info.name, &info.device, size));
+    if let Some(c) = cached {
+        return Ok(c);
+    }
+    let c = measure(backend, size)?;
+    if let Some(f) = file {
+        // A cache that cannot be written only means measuring next time.
+        let _ = save(&f, &c);
+    }
+    Ok(c)
+}
+
+/// Render the calibration frames and fit the model.
+fn measure(backend: &mut dyn Backend, (width, height): (u32, u32)) -> Result<Calibration, Error> {
+    let info = backend.info();
+    let (scene, views) = calibration_scene()?;
+    let accel = Accel::build(&scene)?;
+    backend.set_scene(&scene)?;
+    let base = RenderSettings {
+        ao_distance: 0.5,
+        ..RenderSettings::default()
+    };
+    let sizes = [(width, height), ((width / 2).max(1), (height / 2).max(1))];
+    let mut samples = Vec::new();
+    for &(w, h) in &sizes {
+        let mut image = Image::new(w, h, PixelFormat::Srgba8)?;
+        for camera in &views {
+            let work = estimate(
+                &accel,
+                camera,
+                (w, h),
+                base.ao_distance,
+                CAL_PROBE_PIXELS.min(w * h),
+            )?;
+            for shadows in [false, true] {
+                for n in CAL_AO_RAYS {
+                    let settings = Knobs::new(n, shadows).apply(&base);
+                    // Best of two after a warm-up: the device's steady speed.
+                    let mut best = f64::INFINITY;
+                    for run in 0..3 {
+                        let stats = backend.render(camera, &settings, &mut image, &NoProgress)?;
+                        if run > 0 {
+                            best = best.min(stats.total.as_secs_f64() * 1e3);
+                        }
+                    }
+                    samples.push(Sample {
+                        work: work.frame(Knobs::new(n, shadows)),
+                        measured_ms: best,
+                    });
+                }
+            }
+        }
+    }
+    let model = fit(&samples).map_err(|e| match e {
+        Error::Calibration { reason, .. } => Error::Calibration {
+            what: format!("{} backend ({})", info.name, info.device),
+            reason,
+        },
+        other => other,
+    })?;
+    let worst_fit_error = samples
+        .iter()
+        .map(|s| (model.predict_ms(&s.work) - s.measured_ms).abs() / s.measured_ms)
+        .fold(0.0, f64::max);
+    Ok(Calibration {
+        backend: info.name.into(),
+        device: info.device,
+        size: (width, height),
+        model,
+        frames: samples.len(),
+        worst_fit_error,
+        cached: false,
+    })
+}

@@ -1,0 +1,174 @@
+//! Frame budgets for engines: the per-frame API over [`prism_core::tune`]
+//! ([`FrameTuner`]), per-backend calibration ([`calibrate()`]) and the scenes
+//! and camera path of `prism animate` ([`scenes`]).
+//!
+//! ```
+//! use prism::tune::{CalibrationOptions, FrameTuner, calibrate};
+//! use prism::{Camera, Image, NoProgress, PixelFormat, RenderSettings, Scene, Material};
+//! use prism::glam::Vec3;
+//!
+//! let mut backend = prism::open(prism::BackendChoice::Cpu)?.backend;
+//! let mut options = CalibrationOptions::new(64, 48);
+//! options.cache_dir = None; // measure now, cache nothing
+//! let calibration = calibrate(&mut *backend, &options)?; // before set_scene
+//!
+//! let mut scene = Scene::new();
+//! let grey = scene.add_material(Material::lambertian(Vec3::splat(0.6)));
+//! scene.add_sphere(Vec3::new(0.0, 0.0, -3.0), 1.0, grey);
+//! backend.set_scene(&scene)?;
+//! let base = RenderSettings { ao_distance: 0.5, ..RenderSettings::default() };
+//! let mut tuner = FrameTuner::new(calibration, &scene, base, Default::default())?;
+//!
+//! let camera = Camera::look_at(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y, 45.0);
+//! let mut image = Image::new(64, 48, PixelFormat::Srgba8)?;
+//! for _ in 0..3 {
+//!     let plan = tuner.plan(&camera, 64, 48, 5.0)?; // a 5 ms budget
+//!     let stats = backend.render(&camera, &plan.settings, &mut image, &NoProgress)?;
+//!     tuner.record(&plan, stats.total.as_secs_f64() * 1e3);
+//!     assert!(plan.prepass_ms >= 0.0);
+//! }
+//! # Ok::<(), prism::Error>(())
+//! ```
+
+mod calibrate;
+pub mod scenes;
+
+pub use calibrate::{Calibration, CalibrationOptions, cache_dir, calibrate, calibration_scene};
+pub use prism_core::tune::{Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload};
+
+use prism_core::tune::{Controller, estimate};
+use prism_core::{Accel, Camera, Error, RenderSettings, Scene};
+use std::time::Instant;
+
+/// Share of the budget the pre-pass is sized for (the goal is at most 5%;
+/// 3% leaves room for its own noise).
+pub const PREPASS_SHARE: f64 = 0.03;
+/// Fewest and most pre-pass pixels.
+pub const PREPASS_PIXELS: (u32, u32) = (64, 16_384);
+
+/// What to render a frame with, and what the tuner expects of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FramePlan {
+    /// Settings to render with: the base settings with the chosen knobs.
+    pub settings: RenderSettings,
+    /// The controller's answer: the knobs and their predicted times, or
+    /// [`Plan::Unreachable`] (then `settings` holds the cheapest knobs).
+    pub plan: Plan,
+    /// The pre-pass's estimate of the frame's work.
+    pub workload: Workload,
+    /// What the pre-pass cost on the host, in milliseconds.
+    pub prepass_ms: f64,
+    /// The budget, in milliseconds.
+    pub target_ms: f64,
+}
+
+/// The per-frame API: [`FrameTuner::plan`] before a frame (a pre-pass on the
+/// host, then the controller), [`FrameTuner::record`] after it with its
+/// measured time. The pre-pass runs on the host's CPU, so for a GPU backend
+/// it can run beside the GPU's previous frame.
+pub struct FrameTuner {
+    accel: Accel,
+    controller: Controller,
+    calibration: Calibration,
+    base: RenderSettings,
+    /// Pre-pass cost per pixel, smoothed, in milliseconds (sizes the next).
+    prepass_ms_per_pixel: Option<f64>,
+}
+
+impl FrameTuner {
+    /// A tuner over `scene` (its tree is built here, on the host, for the
+    /// pre-pass), with the backend's `calibration`; `base` gives the AO ray
+    /// length and seed of every frame.
+    pub fn new(
+        calibration: Calibration,
+        scene: &Scene,
+        base: RenderSettings,
+        config: TunerConfig,
+    ) -> Result<FrameTuner, Error> {
+        base.validate()?;
+        Ok(FrameTuner {
+            accel: Accel::build(scene)?,
+            controller: Controller::new(calibration.model, config)?,
+            calibration,
+            base,
+            prepass_ms_per_pixel: None,
+        })
+    }
+
+    /// The calibration in use.
+    pub fn calibration(&self) -> &Calibration {
+        &self.calibration
+    }
+
+    /// The current feedback correction (measured over modelled time).
+    pub fn correction(&self) -> f64 {
+        self.controller.correction()
+    }
+
+    /// The settings for a `width x height` frame seen by `camera` within
+    /// `target_ms`. Errors: a bad size, camera or target, naming it.
+    pub fn plan(
+        &mut self,
+        camera: &Camera,
+        width: u32,
+        height: u32,
+        target_ms: f64,
+    ) -> Result<FramePlan, Error> {
+        if !(target_ms.is_finite() && target_ms > 0.0) {
+            return Err(Error::Setting {
+                field: "target_ms",
+                value: target_ms,
+                reason: "must be finite and > 0",
+            });
+        }
+        let pixels = match self.prepass_ms_per_pixel {
+            Some(per) if per > 0.0 => (PREPASS_SHARE * target_ms / per) as u32,
+            _ => 256,
+        }
+        .clamp(PREPASS_PIXELS.0, PREPASS_PIXELS.1)
+        .min(width.saturating_mul(height).max(1));
+        let start = Instant::now();
+        let workload = estimate(
+            &self.accel,
+            camera,
+            (width, height),
+            self.base.ao_distance,
+            pixels,
+        )?;
+        let prepass_ms = start.elapsed().as_secs_f64() * 1e3;
+        let per = prepass_ms / workload.probe_pixels.max(1) as f64;
+        self.prepass_ms_per_pixel = Some(match self.prepass_ms_per_pixel {
+            Some(old) => 0.7 * old + 0.3 * per,
+            None => per,
+        });
+        let plan = self.controller.plan(&workload, target_ms)?;
+        Ok(FramePlan {
+            settings: plan.choice().knobs.apply(&self.base),
+            plan,
+            workload,
+            prepass_ms,
+            target_ms,
+        })
+    }
+
+    /// Take the measured time of the frame rendered with `plan`'s settings,
+    /// in milliseconds (a time that is not finite and positive is ignored).
+    pub fn record(&mut self, plan: &FramePlan, measured_ms: f64) {
+        self.controller
+            .observe(plan.plan.choice().model_ms, measured_ms);
+    }
+}
+
+impl FrameTuner {
+    /// `plan` with its knobs replaced by `knobs` (their prediction on the
+    /// same workload): for a frame whose settings the caller fixes, so that
+    /// [`FrameTuner::record`] still learns from it.
+    pub fn with_knobs(&self, plan: &FramePlan, knobs: Knobs) -> FramePlan {
+        let choice = self.controller.predict(&plan.workload, knobs);
+        FramePlan {
+            settings: knobs.apply(&self.base),
+            plan: Plan::Fits(choice),
+            ..*plan
+        }
+    }
+}
