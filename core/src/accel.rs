@@ -7,6 +7,7 @@ use crate::error::{Error, try_vec};
 use crate::geometry::{Geometry, PrimRef};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuHeightfield, GpuInstance, GpuMaterial, Primitive};
 use crate::heightfield::Heightfields;
+use crate::lbvh::BuildQuality;
 use crate::ray::{Hit, Ray};
 use crate::scene::{PointLight, Scene, Sky};
 use crate::sun::Sun;
@@ -63,6 +64,8 @@ pub struct Accel {
     sun: Option<Sun>,
     /// The top level, for a two-level scene.
     pub(crate) levels: Option<Box<TwoLevel>>,
+    /// Which trees the geometries have (and get again when rebuilt).
+    pub(crate) quality: BuildQuality,
 }
 
 /// One geometry's tree as built: nodes with indices local to it, primitive
@@ -96,6 +99,7 @@ pub(crate) fn build_tree<F: Fork>(
     g: &Geometry,
     fork: Option<&F>,
     heightfield_base: u32,
+    quality: BuildQuality,
 ) -> Result<BuiltTree, Error> {
     // ok (indexing below): `add_sphere`, `add_triangle` and `add_heightfield`
     // push each `PrimRef` with the entries it points at, `prim_material` has
@@ -117,10 +121,7 @@ pub(crate) fn build_tree<F: Fork>(
             PrimRef::Heightfield(h) => g.heightfields[h as usize].tree_bounds(),
         });
     }
-    let bvh = match fork {
-        Some(fork) => Bvh::try_build_with(&bounds, fork)?,
-        None => Bvh::try_build(&bounds)?,
-    };
+    let bvh = build_bvh(&bounds, fork, quality)?;
     let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
     drop(bounds);
     let mut prims = try_vec(n, "primitives")?;
@@ -155,6 +156,21 @@ pub(crate) fn build_tree<F: Fork>(
         slot_material,
         bounds: tree_bounds,
     })
+}
+
+/// The tree of `quality` over primitives given by their boxes (the SAH tree's
+/// large subtrees through `fork` where given; the fast tree is one pass each
+/// and takes no fork).
+pub(crate) fn build_bvh<F: Fork>(
+    bounds: &[Aabb],
+    fork: Option<&F>,
+    quality: BuildQuality,
+) -> Result<Bvh, Error> {
+    match (quality, fork) {
+        (BuildQuality::Fast, _) => crate::lbvh::build(bounds),
+        (BuildQuality::Sah, Some(fork)) => Bvh::try_build_with(bounds, fork),
+        (BuildQuality::Sah, None) => Bvh::try_build(bounds),
+    }
 }
 
 /// The heightfields of `geometries`, in order: one record each, and their
@@ -227,7 +243,7 @@ impl Accel {
         materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
         if !scene.is_two_level() {
             let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
-            let tree = build_tree(&scene.own, fork, 0)?;
+            let tree = build_tree(&scene.own, fork, 0, scene.build_quality)?;
             return Ok(Accel {
                 nodes: tree.bvh.nodes,
                 prims: tree.prims,
@@ -241,6 +257,7 @@ impl Accel {
                 light: scene.light,
                 sun: scene.sun,
                 levels: None,
+                quality: scene.build_quality,
             });
         }
         // Two levels: every geometry's tree, one after the other.
@@ -250,7 +267,7 @@ impl Accel {
             .geometries
             .iter()
             .map(|g| {
-                let tree = build_tree(g, fork, heightfield_base);
+                let tree = build_tree(g, fork, heightfield_base, scene.build_quality);
                 heightfield_base += g.heightfield_count() as u32;
                 tree
             })
@@ -291,6 +308,7 @@ impl Accel {
             light: scene.light,
             sun: scene.sun,
             levels: None,
+            quality: scene.build_quality,
         };
         for b in &mut blas {
             b.built_cost = crate::two_level::sah_cost(&accel.nodes, b.root(), b.bounds);
@@ -368,6 +386,12 @@ impl Accel {
     #[inline]
     pub fn sun(&self) -> Option<Sun> {
         self.sun
+    }
+
+    /// Which trees the geometries have ([`crate::Scene::build_quality`]).
+    #[inline]
+    pub fn build_quality(&self) -> BuildQuality {
+        self.quality
     }
 
     /// Whether the scene is two-level (see [`crate::Scene`]).

@@ -8,7 +8,7 @@ use glam::Vec3;
 use prism_core::aabb::Aabb;
 use prism_core::bvh::{Bvh, Fork, MEDIAN_SPLIT_DEPTH, sphere_bounds, triangle_bounds};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, TRAVERSAL_STACK_SIZE};
-use prism_core::{Accel, Ray};
+use prism_core::{Accel, BuildQuality, Ray};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------
@@ -501,7 +501,13 @@ impl RaySpec {
 /// primitive: same boolean for any-hit; for the closest hit, the reported
 /// primitive's own `(t, u, v)` and a `t` no farther than the nearest by [`TIE`].
 fn check_case(case: &Case) -> Result<(), TestCaseError> {
-    let scene = scene_of(&case.prims);
+    check_case_with(case, BuildQuality::Sah)
+}
+
+/// [`check_case`] on the tree of `quality`.
+fn check_case_with(case: &Case, quality: BuildQuality) -> Result<(), TestCaseError> {
+    let mut scene = scene_of(&case.prims);
+    scene.build_quality = quality;
     let accel = Accel::build(&scene).map_err(|e| TestCaseError::fail(e.to_string()))?;
     // The scene's accessors give back what was added, by id.
     for (id, p) in case.prims.iter().enumerate() {
@@ -731,7 +737,48 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(config(96))]
+
+    /// The fast (Morton-code) tree on mixed random scenes near the origin.
+    #[test]
+    fn fast_tree_matches_brute_force(prims in mixed(200, 0.0), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree far from the world origin.
+    #[test]
+    fn fast_tree_matches_brute_force_far(prims in mixed(120, 1e4), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree over duplicated primitives (equal codes, told apart by slot).
+    #[test]
+    fn fast_tree_matches_brute_force_duplicates(prims in duplicated(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree when every box shares one centre.
+    #[test]
+    fn fast_tree_matches_brute_force_same_centroid(prims in same_centroid(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree over one primitive.
+    #[test]
+    fn fast_tree_matches_brute_force_single(p in prim(10.0, 3.0), rays in rays()) {
+        check_case_with(&Case { prims: vec![p], rays }, BuildQuality::Fast)?;
+    }
+}
+
+proptest! {
     #![proptest_config(config(24))]
+
+    /// The fast tree over deep chains (codes on a 1024^3 grid: the chain's
+    /// small end shares cells, told apart by slot).
+    #[test]
+    fn fast_tree_matches_brute_force_chain(prims in chain(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
 
     /// Deep chains: traversal uses most of its fixed stack.
     #[test]
