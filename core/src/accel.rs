@@ -108,25 +108,21 @@ pub(crate) fn build_tree<F: Fork>(
     // Every per-primitive array is reserved fallibly: a scene the host has
     // not the memory to build is Error::HostOutOfMemory, not an abort.
     let mut bounds = try_vec(n, "primitive bounds")?;
-    for r in &g.prim_ref {
-        bounds.push(match *r {
-            PrimRef::Triangle(t) => {
-                let t = t as usize;
-                triangle_bounds(g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
-            }
-            PrimRef::Sphere(s) => {
-                let cr = g.sphere_center_radius[s as usize];
-                sphere_bounds(cr.truncate(), cr.w)
-            }
-            PrimRef::Heightfield(h) => g.heightfields[h as usize].tree_bounds(),
-        });
-    }
+    bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
     let bvh = build_bvh(&bounds, fork, quality)?;
-    let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
     drop(bounds);
+    tree_of(g, bvh, heightfield_base)
+}
+
+/// The primitive records and materials of geometry `g` in the slot order of
+/// `bvh` (a permutation of its primitives), and its bounds.
+pub(crate) fn tree_of(g: &Geometry, bvh: Bvh, heightfield_base: u32) -> Result<BuiltTree, Error> {
+    let n = g.primitive_count();
+    let mut tree_bounds = Aabb::EMPTY;
     let mut prims = try_vec(n, "primitives")?;
     let mut slot_material = try_vec(n, "primitive materials")?;
     for &id in &bvh.order {
+        tree_bounds = tree_bounds.union(primitive_box(g, id));
         prims.push(match g.prim_ref[id as usize] {
             PrimRef::Triangle(t) => {
                 let t = t as usize;
@@ -156,6 +152,24 @@ pub(crate) fn build_tree<F: Fork>(
         slot_material,
         bounds: tree_bounds,
     })
+}
+
+/// The box of primitive `id` of `g` (a valid id).
+#[inline]
+fn primitive_box(g: &Geometry, id: u32) -> Aabb {
+    // ok (indexing): `id` is below the geometry's primitive count, and each
+    // `PrimRef` points at an entry pushed with it.
+    match g.prim_ref[id as usize] {
+        PrimRef::Triangle(t) => {
+            let t = t as usize;
+            triangle_bounds(g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
+        }
+        PrimRef::Sphere(s) => {
+            let cr = g.sphere_center_radius[s as usize];
+            sphere_bounds(cr.truncate(), cr.w)
+        }
+        PrimRef::Heightfield(h) => g.heightfields[h as usize].tree_bounds(),
+    }
 }
 
 /// The tree of `quality` over primitives given by their boxes (the SAH tree's
@@ -235,6 +249,71 @@ impl Accel {
     /// result is the same as [`Accel::build`]'s, bit for bit.
     pub fn build_with<F: Fork>(scene: &Scene, fork: &F) -> Result<Accel, Error> {
         Self::build_in(scene, Some(fork))
+    }
+
+    /// [`Accel::build`] of a flat scene with a tree built elsewhere (a GPU
+    /// backend's build of the fast tree on the device, [`BuildQuality::Fast`]):
+    /// the scene is validated and its primitive records laid out in the
+    /// tree's slot order, as for a tree core builds. `bvh.depth` is not
+    /// trusted: it is measured here.
+    ///
+    /// Refuses, with [`Error::Device`] naming the defect, a two-level scene,
+    /// an `order` that is not a permutation of the scene's primitives, and a
+    /// tree that breaks the layout's rules ([`crate::gpu::check_tree`]), or
+    /// leaves a slot in no leaf or two, or is deeper than
+    /// [`crate::gpu::TRAVERSAL_STACK_SIZE`] allows.
+    pub fn build_with_tree(scene: &Scene, bvh: Bvh) -> Result<Accel, Error> {
+        let bad = |message: alloc::string::String| Error::Device {
+            backend: "core",
+            operation: "taking a tree built elsewhere",
+            message,
+        };
+        scene.validate()?;
+        if scene.is_two_level() {
+            return Err(bad("the scene is two-level; only a flat scene's tree is taken".into()));
+        }
+        let n = scene.own.primitive_count();
+        if bvh.order.len() != n {
+            return Err(bad(alloc::format!(
+                "the tree orders {} primitives, the scene has {n}",
+                bvh.order.len()
+            )));
+        }
+        let mut seen = try_vec(n, "tree check: slots")?;
+        seen.resize(n, false);
+        for (slot, &id) in bvh.order.iter().enumerate() {
+            match seen.get_mut(id as usize) {
+                Some(s) if !*s => *s = true,
+                _ => {
+                    return Err(bad(alloc::format!(
+                        "slot {slot} holds primitive {id}, which is out of range or in another slot"
+                    )));
+                }
+            }
+        }
+        crate::gpu::check_tree(&bvh.nodes, n).map_err(|d| bad(alloc::format!("{d}")))?;
+        let depth = crate::lbvh::leaf_depth(&bvh.nodes, n)
+            .map_err(|m| bad(alloc::format!("{m}")))?;
+        let bvh = Bvh { depth, ..bvh };
+        let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
+        let tree = tree_of(&scene.own, bvh, 0)?;
+        let mut materials = try_vec(scene.materials.len(), "materials")?;
+        materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
+        Ok(Accel {
+            nodes: tree.bvh.nodes,
+            prims: tree.prims,
+            slot_material: tree.slot_material,
+            materials,
+            heightfields,
+            heights,
+            bounds: tree.bounds,
+            depth: tree.bvh.depth,
+            sky: scene.sky,
+            light: scene.light,
+            sun: scene.sun,
+            levels: None,
+            quality: BuildQuality::Fast,
+        })
     }
 
     fn build_in<F: Fork>(scene: &Scene, fork: Option<&F>) -> Result<Accel, Error> {

@@ -384,6 +384,54 @@ fn node_of(left: Child, right: Child) -> BvhNode {
     }
 }
 
+/// The depth of the deepest leaf of the tree `nodes` over `prim_count` slots
+/// (root children at depth 1), checking on the way that the tree is one:
+/// every node reached once, every slot in exactly one leaf, no leaf as deep
+/// as [`crate::gpu::TRAVERSAL_STACK_SIZE`]. For a tree that already passed
+/// [`crate::gpu::check_tree`] (indices in range, children after parents).
+pub fn leaf_depth(nodes: &[BvhNode], prim_count: usize) -> Result<u32, &'static str> {
+    let mut seen: Vec<bool> = Vec::new();
+    seen.try_reserve(prim_count)
+        .map_err(|_| "the host has not the memory to check the tree")?;
+    seen.resize(prim_count, false);
+    let mut stack: Vec<(usize, u32)> = Vec::new();
+    stack.push((0, 0));
+    let (mut visited, mut deepest) = (0usize, 0u32);
+    while let Some((node, depth)) = stack.pop() {
+        visited += 1;
+        let Some(n) = nodes.get(node).filter(|_| visited <= nodes.len()) else {
+            return Err("a node is reached twice, or lies past the last");
+        };
+        for (index, count) in [
+            (n.left_index(), n.left_count()),
+            (n.right_index(), n.right_count()),
+        ] {
+            if index == EMPTY_CHILD {
+                continue;
+            }
+            let child_depth = depth + 1;
+            if child_depth as usize >= crate::gpu::TRAVERSAL_STACK_SIZE {
+                return Err("the tree is deeper than the traversal stack");
+            }
+            if count == 0 {
+                stack.push((index as usize, child_depth));
+                continue;
+            }
+            deepest = deepest.max(child_depth);
+            for slot in index..index.saturating_add(count) {
+                match seen.get_mut(slot as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => return Err("a slot is in two leaves, or past the last"),
+                }
+            }
+        }
+    }
+    if seen.iter().any(|s| !s) {
+        return Err("a slot is in no leaf");
+    }
+    Ok(deepest)
+}
+
 /// The SAH cost of a tree, `Ct` per inner node and `Ci` per primitive tested,
 /// each weighted by its box's half area over the root's (the measure
 /// [`crate::bvh`] minimises; the expected work of a ray through the root box).

@@ -922,3 +922,45 @@ fn far_mesh_vertex_ray() {
         "the ray slipped through the Accel"
     );
 }
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// `Accel::build_with_tree` with core's own fast tree gives the `Accel`
+    /// that `Accel::build` gives for the fast tree: the same nodes, slots,
+    /// depth and hits.
+    #[test]
+    fn build_with_tree_takes_the_fast_tree(prims in mixed(150, 0.0), rays in rays()) {
+        let mut scene = scene_of(&prims);
+        scene.build_quality = BuildQuality::Fast;
+        let built = Accel::build(&scene).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let boxes: Vec<Aabb> = prims
+            .iter()
+            .map(|p| match *p {
+                Prim::Sphere(c, r) => sphere_bounds(c, r),
+                Prim::Tri(a, b, c) => triangle_bounds(a, b, c),
+            })
+            .collect();
+        let tree = prism_core::lbvh::build(&boxes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let taken = Accel::build_with_tree(&scene, tree.clone())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(taken.nodes(), built.nodes());
+        prop_assert_eq!(taken.primitives(), built.primitives());
+        prop_assert_eq!(taken.depth(), built.depth());
+        let (center, half) = scene_box(&prims);
+        for spec in &rays {
+            let ray = spec.ray(&prims, center, half);
+            prop_assert_eq!(taken.intersect(&ray), built.intersect(&ray));
+        }
+        // A tree that drops a slot, or an order that repeats one, is refused.
+        if prims.len() >= 2 {
+            let mut order = tree.order.clone();
+            order[0] = order[1];
+            let bad = prism_core::bvh::Bvh { order, ..tree.clone() };
+            prop_assert!(Accel::build_with_tree(&scene, bad).is_err());
+            let mut short = tree.clone();
+            short.order.pop();
+            prop_assert!(Accel::build_with_tree(&scene, short).is_err());
+        }
+    }
+}

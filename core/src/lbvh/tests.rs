@@ -141,6 +141,7 @@ proptest! {
         prop_assert_eq!(visited, bvh.nodes.len(), "every node reached once");
         prop_assert!(seen.iter().all(|&s| s == 1), "every slot in exactly one leaf");
         prop_assert_eq!(bvh.depth, deepest);
+        prop_assert_eq!(leaf_depth(&bvh.nodes, n), Ok(deepest));
         prop_assert!((bvh.depth as usize) < crate::gpu::TRAVERSAL_STACK_SIZE);
     }
 
@@ -210,4 +211,22 @@ fn sah_cost_of_one_leaf() {
     let bvh = build(&[b; 3]).expect("three boxes");
     assert_eq!(bvh.nodes.len(), 1);
     assert_eq!(sah_cost(&bvh.nodes), COST_TRAVERSAL + 3.0 * COST_INTERSECT);
+}
+
+/// `leaf_depth` refuses a tree that leaves a slot out or holds one twice.
+#[test]
+fn leaf_depth_refuses_broken_trees() {
+    let b = Aabb {
+        min: Vec3::ZERO,
+        max: Vec3::ONE,
+    };
+    let bvh = build(&[b; 10]).expect("ten boxes");
+    assert_eq!(leaf_depth(&bvh.nodes, 10), Ok(1));
+    assert_eq!(leaf_depth(&bvh.nodes, 11), Err("a slot is in no leaf"));
+    let mut twice = bvh.nodes.clone();
+    twice[0].right_lo[3] = f32::from_bits(0);
+    assert_eq!(
+        leaf_depth(&twice, 10),
+        Err("a slot is in two leaves, or past the last")
+    );
 }
