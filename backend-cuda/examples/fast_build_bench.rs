@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("device: {}", gpu.info().device);
     let mut table = Vec::new();
     for mesh in ["bunny", "ogre"] {
-        let m = prism::mesh::load_mesh(&dir.join(format!("{mesh}.obj")))?;
+        let m = prism::mesh::load_mesh(dir.join(format!("{mesh}.obj")))?;
         let (_, times) = gpu.time_fast_build(&m.positions, &m.triangles, 21)?;
         let kernels = median(times[1..].to_vec());
         let sah = mesh_scene(&dir.join(format!("{mesh}.obj")))?;

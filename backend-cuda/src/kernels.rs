@@ -696,12 +696,14 @@ pub(crate) fn compile_files(
     };
     let headers: Vec<(&str, String)> = headers.iter().map(|(n, s)| (*n, s.clone())).collect();
     let compiled = nvrtc::compile((main_name, main_src), &headers, &options)?;
-    for name in KERNEL_NAMES.iter().chain([
-        &KERNEL_CAMERA_MASKS,
-        &KERNEL_REFIT_SLOTS,
-        &KERNEL_REFIT_BOXES,
-    ])
-    .chain(KERNEL_FAST_BUILD.iter())
+    for name in KERNEL_NAMES
+        .iter()
+        .chain([
+            &KERNEL_CAMERA_MASKS,
+            &KERNEL_REFIT_SLOTS,
+            &KERNEL_REFIT_BOXES,
+        ])
+        .chain(KERNEL_FAST_BUILD.iter())
     {
         if !contains_symbol(&compiled.cubin, name) {
             return Err(Error::Compile {

@@ -35,7 +35,12 @@ fn node_difference(device: &[BvhNode], core: &[BvhNode]) -> Option<String> {
 }
 
 /// Build `positions`/`triangles` on the device and check it is core's tree.
-fn check_mesh(gpu: &mut prism_cuda::CudaBackend, what: &str, positions: &[Vec3], triangles: &[[u32; 3]]) {
+fn check_mesh(
+    gpu: &mut prism_cuda::CudaBackend,
+    what: &str,
+    positions: &[Vec3],
+    triangles: &[[u32; 3]],
+) {
     let device = gpu
         .build_fast_tree(positions, triangles)
         .unwrap_or_else(|e| panic!("{what}: device build failed: {e}"));
@@ -98,7 +103,11 @@ fn random_mesh(seed: u32, n: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
             Vec3::new(f(), f(), f()) * 100.0
         };
         let a = c + Vec3::new(f(), f(), f());
-        let b = if i % 17 == 0 { a } else { c + Vec3::new(f(), f(), f()) };
+        let b = if i % 17 == 0 {
+            a
+        } else {
+            c + Vec3::new(f(), f(), f())
+        };
         let base = positions.len() as u32;
         positions.extend([c, a, b]);
         triangles.push([base, base + 1, base + 2]);
@@ -109,9 +118,21 @@ fn random_mesh(seed: u32, n: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
 #[test]
 fn device_fast_tree_is_cores_on_random_meshes() {
     let Some(mut gpu) = gpu_or_skip() else { return };
-    for (seed, n) in [(1u32, 2usize), (2, 3), (3, 9), (4, 1000), (5, 4097), (6, 100_000)] {
+    for (seed, n) in [
+        (1u32, 2usize),
+        (2, 3),
+        (3, 9),
+        (4, 1000),
+        (5, 4097),
+        (6, 100_000),
+    ] {
         let (p, t) = random_mesh(seed, n);
-        check_mesh(&mut gpu, &format!("random mesh {seed} ({n} triangles)"), &p, &t);
+        check_mesh(
+            &mut gpu,
+            &format!("random mesh {seed} ({n} triangles)"),
+            &p,
+            &t,
+        );
     }
 }
 
@@ -123,7 +144,7 @@ fn device_fast_tree_is_cores_on_bunny_and_ogre() {
     };
     let Some(mut gpu) = gpu_or_skip() else { return };
     for mesh in ["bunny", "ogre"] {
-        let m = prism::mesh::load_mesh(&dir.join(format!("{mesh}.obj"))).expect("mesh");
+        let m = prism::mesh::load_mesh(dir.join(format!("{mesh}.obj"))).expect("mesh");
         check_mesh(&mut gpu, mesh, &m.positions, &m.triangles);
     }
 }
@@ -160,7 +181,10 @@ fn device_fast_tree_traces_the_reference_hits() {
                 .zip(&core)
                 .filter(|(g, c)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(*c))
                 .count();
-            assert_eq!(differ, 0, "{mesh}.{set}: hits differ from core's on the fast tree");
+            assert_eq!(
+                differ, 0,
+                "{mesh}.{set}: hits differ from core's on the fast tree"
+            );
             let mut occ = vec![false; rays.len()];
             gpu.occluded(&rays, &mut occ).expect("occluded");
             let occ_differ = occ

@@ -270,7 +270,9 @@ impl Accel {
         };
         scene.validate()?;
         if scene.is_two_level() {
-            return Err(bad("the scene is two-level; only a flat scene's tree is taken".into()));
+            return Err(bad(
+                "the scene is two-level; only a flat scene's tree is taken".into(),
+            ));
         }
         let n = scene.own.primitive_count();
         if bvh.order.len() != n {
@@ -292,8 +294,7 @@ impl Accel {
             }
         }
         crate::gpu::check_tree(&bvh.nodes, n).map_err(|d| bad(alloc::format!("{d}")))?;
-        let depth = crate::lbvh::leaf_depth(&bvh.nodes, n)
-            .map_err(|m| bad(alloc::format!("{m}")))?;
+        let depth = crate::lbvh::leaf_depth(&bvh.nodes, n).map_err(|m| bad(m.into()))?;
         let bvh = Bvh { depth, ..bvh };
         let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
         let tree = tree_of(&scene.own, bvh, 0)?;

@@ -82,8 +82,10 @@ impl Scratch {
         positions: &[Vec3],
         triangles: Option<&[[u32; 3]]>,
     ) -> Result<(), Error> {
-        self.positions
-            .upload(&st.stream, bytemuck::cast_slice(positions_flat(positions).as_slice()))?;
+        self.positions.upload(
+            &st.stream,
+            bytemuck::cast_slice(positions_flat(positions).as_slice()),
+        )?;
         if let (Some(b), Some(t)) = (self.triangles.as_mut(), triangles) {
             b.upload(&st.stream, bytemuck::cast_slice(t))?;
         }
@@ -117,7 +119,10 @@ impl Scratch {
             triangles: b_triangles,
             boxes: a(nn * 32, "fast build: boxes")?,
             centre_bounds: a(32, "fast build: centre bounds")?,
-            keys: [a(nn * 4, "fast build: keys")?, a(nn * 4, "fast build: keys")?],
+            keys: [
+                a(nn * 4, "fast build: keys")?,
+                a(nn * 4, "fast build: keys")?,
+            ],
             values: [
                 a(nn * 4, "fast build: values")?,
                 a(nn * 4, "fast build: values")?,
@@ -149,8 +154,7 @@ impl Scratch {
         // The centres' bounds start empty: min words at the top of the order,
         // max words at its bottom (fast_ordered).
         self.centre_bounds.fill_u32(&st.stream, u32::MAX, 3)?;
-        self.centre_bounds
-            .fill_u32_from(&st.stream, 0, 3, 3)?;
+        self.centre_bounds.fill_u32_from(&st.stream, 0, 3, 3)?;
         self.arrivals.fill_u32(&st.stream, 0, n as usize - 1)?;
         // SAFETY (every launch below): the arguments match the kernel's
         // parameters in prism.cu one for one (device pointers as u64, counts
@@ -314,7 +318,12 @@ fn positions_flat(positions: &[Vec3]) -> Vec<f32> {
 /// # Safety
 /// `args` must match `f`'s parameters, and the memory they point at must
 /// hold what the kernel reads and writes.
-unsafe fn launch(st: &DeviceState, f: Function, blocks: u32, args: &mut [Arg]) -> Result<(), Error> {
+unsafe fn launch(
+    st: &DeviceState,
+    f: Function,
+    blocks: u32,
+    args: &mut [Arg],
+) -> Result<(), Error> {
     let mut params: Vec<*mut c_void> = args
         .iter_mut()
         .map(|a| match a {
@@ -435,7 +444,10 @@ impl CudaBackend {
     /// The `Accel` of a flat scene of two or more triangles whose fast tree
     /// is built on the device, and the build's device milliseconds; `None`
     /// for any other scene (which `Accel::build` covers).
-    pub(super) fn device_fast_accel(&mut self, scene: &Scene) -> Result<Option<(Accel, f64)>, Error> {
+    pub(super) fn device_fast_accel(
+        &mut self,
+        scene: &Scene,
+    ) -> Result<Option<(Accel, f64)>, Error> {
         let n = scene.primitive_count();
         if scene.build_quality != BuildQuality::Fast
             || scene.is_two_level()
