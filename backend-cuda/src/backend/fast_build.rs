@@ -2,7 +2,7 @@
 //! kernels/fast_build.cuh, which mirror `prism_core::lbvh::build` pass for
 //! pass, so that the device builds core's tree (the same slots and nodes).
 //!
-//! Fifteen launches and two memsets on one stream, timed by CUDA events from
+//! Seventeen launches and three memsets on one stream, timed by CUDA events from
 //! the first to the last: at a mesh of 100k triangles each launch is a few
 //! microseconds of work, so their number, not their work, sets the time.
 //!
