@@ -53,8 +53,8 @@ fn fast_tree_traces_the_reference_hits() {
     let accel = Accel::build(&scene).expect("core's Accel");
     assert_eq!(accel.build_quality(), BuildQuality::Fast);
     for set in ["primary", "diffuse"] {
-        let all = prism::rays::read_rays(&dir.join(format!("bunny.{set}.rays"))).expect("rays");
-        let all_ref = prism::rays::read_hits(&dir.join(format!("bunny.{set}.hits"))).expect("hits");
+        let all = prism::rays::read_rays(dir.join(format!("bunny.{set}.rays"))).expect("rays");
+        let all_ref = prism::rays::read_hits(dir.join(format!("bunny.{set}.hits"))).expect("hits");
         let rays: Vec<Ray> = all.iter().step_by(16).copied().collect();
         let reference: Vec<(f32, u32)> = all_ref.iter().step_by(16).copied().collect();
         let mut hits = vec![Hit::MISS; rays.len()];
