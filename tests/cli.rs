@@ -712,3 +712,40 @@ fn conformance_refuses_an_unwritable_report_and_a_backend_twice_before_running()
     assert!(err.contains("--backends lists CPU more than once"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `prism bench --build fast` traces the same rays on the fast tree beside
+/// the SAH tree: both tables' rows, and the reference checked for both (a
+/// wrong reference fails the run).
+#[test]
+fn bench_build_fast_reports_both_trees() {
+    let dir = temp_dir("build-fast");
+    let mesh = dir.join("quad.obj");
+    std::fs::write(
+        &mesh,
+        "v -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nv -1 -1 -2\nv 1 -1 -2\nv 0 1 -2\nf 1 2 3\nf 1 3 4\nf 5 6 7\n",
+    )
+    .expect("mesh");
+    let rays = dir.join("quad.rays");
+    write_rays(
+        &rays,
+        &[
+            [0.5, -0.5, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30],
+            [0.0, -0.5, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30],
+            [5.0, 5.0, 1.0, 0.0, 0.0, 0.0, -1.0, 1e30],
+        ],
+    );
+    let miss = (f32::INFINITY, u32::MAX);
+    let good = dir.join("good.hits");
+    write_hits(&good, &[(1.0, 0), (1.0, 0), miss]);
+    let o = bench_rays(&mesh, &rays, &["--hits", arg(&good), "--build", "fast"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for row in ["| SAH (host) |", "| fast |", "| fast / SAH |"] {
+        assert!(out.contains(row), "no {row} row in:\n{out}");
+    }
+    assert_eq!(out.matches("0 mismatches").count(), 2, "{out}");
+    let wrong = dir.join("wrong.hits");
+    write_hits(&wrong, &[miss, (1.0, 0), miss]);
+    let o = bench_rays(&mesh, &rays, &["--hits", arg(&wrong), "--build", "fast"]);
+    assert!(!o.status.success());
+}

@@ -53,6 +53,7 @@
 #include "two_level.cuh"
 #include "batch.cuh"
 #include "refit.cuh"
+#include "fast_build.cuh"
 
 #define PRISM_RENDER_THREADS (PRISM_RENDER_TILE_W * PRISM_RENDER_TILE_H)
 // The persistent path kernels' blocks: one row of PRISM_PATH_THREADS, whatever
@@ -550,6 +551,58 @@ extern "C" __global__ void __launch_bounds__(PRISM_REFIT_THREADS)
     if (i < start_count) {
         refit_up(nodes, prims, links, arrivals, __ldg(starts + i));
     }
+}
+
+// The fast tree's build on the device (fast_build.cuh), launched in this
+// order; every kernel's block is PRISM_FAST_THREADS threads.
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_boxes(const u32* __restrict__ triangles, u32 n, const float* __restrict__ positions, u32 vertex_count,
+                     float4* __restrict__ boxes, u32* centre_bounds) {
+    fast_boxes(triangles, n, positions, vertex_count, boxes, centre_bounds);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_codes(const float4* __restrict__ boxes, u32 n, const u32* __restrict__ centre_bounds,
+                     u32* __restrict__ keys, u32* __restrict__ values) {
+    fast_codes(boxes, n, centre_bounds, keys, values);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_histogram(const u32* __restrict__ keys, u32 n, u32 shift, u32* __restrict__ hist) {
+    fast_histogram(keys, n, shift, hist);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS) prism_fast_scan(u32* __restrict__ words, u32 count) {
+    fast_scan(words, count);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_scatter(const u32* __restrict__ keys_in, const u32* __restrict__ values_in, u32* __restrict__ keys_out,
+                       u32* __restrict__ values_out, u32 n, u32 shift, const u32* __restrict__ hist) {
+    fast_scatter(keys_in, values_in, keys_out, values_out, n, shift, hist);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_tree(const u32* __restrict__ codes, const u32* __restrict__ order, u32 n,
+                    const float4* __restrict__ boxes, const u32* __restrict__ triangles,
+                    const float* __restrict__ positions, u32 vertex_count, float4* __restrict__ slot_boxes,
+                    Primitive* __restrict__ prims, uint2* __restrict__ children, uint2* __restrict__ ranges,
+                    u32* __restrict__ links) {
+    fast_tree(codes, order, n, boxes, triangles, positions, vertex_count, slot_boxes, prims, children, ranges, links);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_bottom_up(u32 n, const uint2* __restrict__ children, const uint2* __restrict__ ranges,
+                         const u32* __restrict__ links, const float4* __restrict__ slot_boxes, float4* node_boxes,
+                         float* costs, u32* kept, u32* arrivals) {
+    fast_bottom_up(n, children, ranges, links, slot_boxes, node_boxes, costs, kept, arrivals);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_fast_emit(u32 n, const uint2* __restrict__ children, const uint2* __restrict__ ranges,
+                    const u32* __restrict__ links, const float4* __restrict__ slot_boxes,
+                    const float4* __restrict__ node_boxes, const u32* __restrict__ kept, BvhNode* __restrict__ nodes) {
+    fast_emit(n, children, ranges, links, slot_boxes, node_boxes, kept, nodes);
 }
 
 PRISM_KERNELS(_spheres, PRISM_SPHERES)

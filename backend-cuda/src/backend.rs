@@ -18,6 +18,7 @@
 mod bands;
 mod batch;
 mod device;
+mod fast_build;
 mod levels;
 mod refit;
 mod render;
@@ -25,6 +26,7 @@ mod update;
 mod upload;
 
 use self::device::DeviceState;
+pub use self::fast_build::DeviceTree;
 use crate::cache;
 use crate::driver::{self, BACKEND, CtxGuard, Device, DeviceProps};
 use crate::kernels::{

@@ -385,6 +385,24 @@ impl DeviceBuffer {
     }
 }
 
+impl DeviceBuffer {
+    /// Set `words` 32-bit words from word `first` on to `value` (stream-ordered).
+    pub(crate) fn fill_u32_from(
+        &mut self,
+        stream: &Stream,
+        value: u32,
+        first: usize,
+        words: usize,
+    ) -> Result<(), Error> {
+        let first = first.min(self.bytes / 4);
+        let words = words.min(self.bytes / 4 - first);
+        // SAFETY: writes `words` words from word `first`, inside the allocation.
+        check("cuMemsetD32Async", unsafe {
+            sys::cuMemsetD32Async(self.ptr + 4 * first as u64, value, words, stream.0)
+        })
+    }
+}
+
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         // SAFETY: frees the allocation this value owns; the owning context is

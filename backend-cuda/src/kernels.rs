@@ -30,7 +30,7 @@ pub use config::KernelConfig;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 17] = [
+pub const SOURCES: [(&str, &str); 18] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -57,6 +57,7 @@ pub const SOURCES: [(&str, &str); 17] = [
     ("two_level.cuh", include_str!("../kernels/two_level.cuh")),
     ("batch.cuh", include_str!("../kernels/batch.cuh")),
     ("refit.cuh", include_str!("../kernels/refit.cuh")),
+    ("fast_build.cuh", include_str!("../kernels/fast_build.cuh")),
 ];
 
 /// Base name of the path-tracing render kernel.
@@ -99,6 +100,22 @@ pub const LIST_SHADOWS: u32 = 2;
 pub const KERNEL_REFIT_SLOTS: &str = "prism_refit_slots";
 /// The kernel that then recomputes the geometry's boxes bottom-up.
 pub const KERNEL_REFIT_BOXES: &str = "prism_refit_boxes";
+/// The kernels of the fast tree's build on the device (kernels/fast_build.cuh),
+/// in launch order (the sort's three repeat four times).
+pub const KERNEL_FAST_BUILD: [&str; 8] = [
+    "prism_fast_boxes",
+    "prism_fast_codes",
+    "prism_fast_histogram",
+    "prism_fast_scan",
+    "prism_fast_scatter",
+    "prism_fast_tree",
+    "prism_fast_bottom_up",
+    "prism_fast_emit",
+];
+/// Threads per block of the fast build's kernels (`PRISM_FAST_THREADS`).
+pub const FAST_BUILD_THREADS: u32 = 256;
+/// Keys a block of the fast build's sort takes (`PRISM_FAST_SORT_TILE`).
+pub const FAST_SORT_TILE: u32 = 256 * 16;
 /// Threads per block of the refit kernels (their `__launch_bounds__`).
 pub const REFIT_THREADS: u32 = 128;
 /// Base name of the closest-hit batch kernel.
@@ -723,11 +740,15 @@ pub(crate) fn compile_files(
     };
     let headers: Vec<(&str, String)> = headers.iter().map(|(n, s)| (*n, s.clone())).collect();
     let compiled = nvrtc::compile((main_name, main_src), &headers, &options)?;
-    for name in KERNEL_NAMES.iter().chain([
-        &KERNEL_CAMERA_MASKS,
-        &KERNEL_REFIT_SLOTS,
-        &KERNEL_REFIT_BOXES,
-    ]) {
+    for name in KERNEL_NAMES
+        .iter()
+        .chain([
+            &KERNEL_CAMERA_MASKS,
+            &KERNEL_REFIT_SLOTS,
+            &KERNEL_REFIT_BOXES,
+        ])
+        .chain(KERNEL_FAST_BUILD.iter())
+    {
         if !contains_symbol(&compiled.cubin, name) {
             return Err(Error::Compile {
                 backend: BACKEND,

@@ -7,6 +7,7 @@ use crate::error::{Error, try_vec};
 use crate::geometry::{Geometry, PrimRef};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuHeightfield, GpuInstance, GpuMaterial, Primitive};
 use crate::heightfield::Heightfields;
+use crate::lbvh::BuildQuality;
 use crate::ray::{Hit, Ray};
 use crate::scene::{PointLight, Scene, Sky};
 use crate::sun::Sun;
@@ -63,6 +64,8 @@ pub struct Accel {
     sun: Option<Sun>,
     /// The top level, for a two-level scene.
     pub(crate) levels: Option<Box<TwoLevel>>,
+    /// Which trees the geometries have (and get again when rebuilt).
+    pub(crate) quality: BuildQuality,
 }
 
 /// One geometry's tree as built: nodes with indices local to it, primitive
@@ -96,6 +99,7 @@ pub(crate) fn build_tree<F: Fork>(
     g: &Geometry,
     fork: Option<&F>,
     heightfield_base: u32,
+    quality: BuildQuality,
 ) -> Result<BuiltTree, Error> {
     // ok (indexing below): `add_sphere`, `add_triangle` and `add_heightfield`
     // push each `PrimRef` with the entries it points at, `prim_material` has
@@ -104,28 +108,21 @@ pub(crate) fn build_tree<F: Fork>(
     // Every per-primitive array is reserved fallibly: a scene the host has
     // not the memory to build is Error::HostOutOfMemory, not an abort.
     let mut bounds = try_vec(n, "primitive bounds")?;
-    for r in &g.prim_ref {
-        bounds.push(match *r {
-            PrimRef::Triangle(t) => {
-                let t = t as usize;
-                triangle_bounds(g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
-            }
-            PrimRef::Sphere(s) => {
-                let cr = g.sphere_center_radius[s as usize];
-                sphere_bounds(cr.truncate(), cr.w)
-            }
-            PrimRef::Heightfield(h) => g.heightfields[h as usize].tree_bounds(),
-        });
-    }
-    let bvh = match fork {
-        Some(fork) => Bvh::try_build_with(&bounds, fork)?,
-        None => Bvh::try_build(&bounds)?,
-    };
-    let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, b| a.union(*b));
+    bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
+    let bvh = build_bvh(&bounds, fork, quality)?;
     drop(bounds);
+    tree_of(g, bvh, heightfield_base)
+}
+
+/// The primitive records and materials of geometry `g` in the slot order of
+/// `bvh` (a permutation of its primitives), and its bounds.
+pub(crate) fn tree_of(g: &Geometry, bvh: Bvh, heightfield_base: u32) -> Result<BuiltTree, Error> {
+    let n = g.primitive_count();
+    let mut tree_bounds = Aabb::EMPTY;
     let mut prims = try_vec(n, "primitives")?;
     let mut slot_material = try_vec(n, "primitive materials")?;
     for &id in &bvh.order {
+        tree_bounds = tree_bounds.union(primitive_box(g, id));
         prims.push(match g.prim_ref[id as usize] {
             PrimRef::Triangle(t) => {
                 let t = t as usize;
@@ -155,6 +152,39 @@ pub(crate) fn build_tree<F: Fork>(
         slot_material,
         bounds: tree_bounds,
     })
+}
+
+/// The box of primitive `id` of `g` (a valid id).
+#[inline]
+fn primitive_box(g: &Geometry, id: u32) -> Aabb {
+    // ok (indexing): `id` is below the geometry's primitive count, and each
+    // `PrimRef` points at an entry pushed with it.
+    match g.prim_ref[id as usize] {
+        PrimRef::Triangle(t) => {
+            let t = t as usize;
+            triangle_bounds(g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
+        }
+        PrimRef::Sphere(s) => {
+            let cr = g.sphere_center_radius[s as usize];
+            sphere_bounds(cr.truncate(), cr.w)
+        }
+        PrimRef::Heightfield(h) => g.heightfields[h as usize].tree_bounds(),
+    }
+}
+
+/// The tree of `quality` over primitives given by their boxes (the SAH tree's
+/// large subtrees through `fork` where given; the fast tree is one pass each
+/// and takes no fork).
+pub(crate) fn build_bvh<F: Fork>(
+    bounds: &[Aabb],
+    fork: Option<&F>,
+    quality: BuildQuality,
+) -> Result<Bvh, Error> {
+    match (quality, fork) {
+        (BuildQuality::Fast, _) => crate::lbvh::build(bounds),
+        (BuildQuality::Sah, Some(fork)) => Bvh::try_build_with(bounds, fork),
+        (BuildQuality::Sah, None) => Bvh::try_build(bounds),
+    }
 }
 
 /// The heightfields of `geometries`, in order: one record each, and their
@@ -221,13 +251,79 @@ impl Accel {
         Self::build_in(scene, Some(fork))
     }
 
+    /// [`Accel::build`] of a flat scene with a tree built elsewhere (a GPU
+    /// backend's build of the fast tree on the device, [`BuildQuality::Fast`]):
+    /// the scene is validated and its primitive records laid out in the
+    /// tree's slot order, as for a tree core builds. `bvh.depth` is not
+    /// trusted: it is measured here.
+    ///
+    /// Refuses, with [`Error::Device`] naming the defect, a two-level scene,
+    /// an `order` that is not a permutation of the scene's primitives, and a
+    /// tree that breaks the layout's rules ([`crate::gpu::check_tree`]), or
+    /// leaves a slot in no leaf or two, or is deeper than
+    /// [`crate::gpu::TRAVERSAL_STACK_SIZE`] allows.
+    pub fn build_with_tree(scene: &Scene, bvh: Bvh) -> Result<Accel, Error> {
+        let bad = |message: alloc::string::String| Error::Device {
+            backend: "core",
+            operation: "taking a tree built elsewhere",
+            message,
+        };
+        scene.validate()?;
+        if scene.is_two_level() {
+            return Err(bad(
+                "the scene is two-level; only a flat scene's tree is taken".into(),
+            ));
+        }
+        let n = scene.own.primitive_count();
+        if bvh.order.len() != n {
+            return Err(bad(alloc::format!(
+                "the tree orders {} primitives, the scene has {n}",
+                bvh.order.len()
+            )));
+        }
+        let mut seen = try_vec(n, "tree check: slots")?;
+        seen.resize(n, false);
+        for (slot, &id) in bvh.order.iter().enumerate() {
+            match seen.get_mut(id as usize) {
+                Some(s) if !*s => *s = true,
+                _ => {
+                    return Err(bad(alloc::format!(
+                        "slot {slot} holds primitive {id}, which is out of range or in another slot"
+                    )));
+                }
+            }
+        }
+        crate::gpu::check_tree(&bvh.nodes, n).map_err(|d| bad(alloc::format!("{d}")))?;
+        let depth = crate::lbvh::leaf_depth(&bvh.nodes, n).map_err(|m| bad(m.into()))?;
+        let bvh = Bvh { depth, ..bvh };
+        let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
+        let tree = tree_of(&scene.own, bvh, 0)?;
+        let mut materials = try_vec(scene.materials.len(), "materials")?;
+        materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
+        Ok(Accel {
+            nodes: tree.bvh.nodes,
+            prims: tree.prims,
+            slot_material: tree.slot_material,
+            materials,
+            heightfields,
+            heights,
+            bounds: tree.bounds,
+            depth: tree.bvh.depth,
+            sky: scene.sky,
+            light: scene.light,
+            sun: scene.sun,
+            levels: None,
+            quality: BuildQuality::Fast,
+        })
+    }
+
     fn build_in<F: Fork>(scene: &Scene, fork: Option<&F>) -> Result<Accel, Error> {
         scene.validate()?;
         let mut materials = try_vec(scene.materials.len(), "materials")?;
         materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
         if !scene.is_two_level() {
             let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
-            let tree = build_tree(&scene.own, fork, 0)?;
+            let tree = build_tree(&scene.own, fork, 0, scene.build_quality)?;
             return Ok(Accel {
                 nodes: tree.bvh.nodes,
                 prims: tree.prims,
@@ -241,6 +337,7 @@ impl Accel {
                 light: scene.light,
                 sun: scene.sun,
                 levels: None,
+                quality: scene.build_quality,
             });
         }
         // Two levels: every geometry's tree, one after the other.
@@ -250,7 +347,7 @@ impl Accel {
             .geometries
             .iter()
             .map(|g| {
-                let tree = build_tree(g, fork, heightfield_base);
+                let tree = build_tree(g, fork, heightfield_base, scene.build_quality);
                 heightfield_base += g.heightfield_count() as u32;
                 tree
             })
@@ -291,6 +388,7 @@ impl Accel {
             light: scene.light,
             sun: scene.sun,
             levels: None,
+            quality: scene.build_quality,
         };
         for b in &mut blas {
             b.built_cost = crate::two_level::sah_cost(&accel.nodes, b.root(), b.bounds);
@@ -388,6 +486,12 @@ impl Accel {
     #[inline]
     pub fn sun(&self) -> Option<Sun> {
         self.sun
+    }
+
+    /// Which trees the geometries have ([`crate::Scene::build_quality`]).
+    #[inline]
+    pub fn build_quality(&self) -> BuildQuality {
+        self.quality
     }
 
     /// Whether the scene is two-level (see [`crate::Scene`]).

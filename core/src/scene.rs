@@ -15,6 +15,7 @@ use crate::geometry::Geometry;
 pub use crate::geometry::{MAX_PRIMITIVES, PrimRef};
 use crate::heightfield::Heightfield;
 use crate::instance::{Instance, MAX_INSTANCES};
+use crate::lbvh::BuildQuality;
 use crate::material::Material;
 use crate::sun::Sun;
 use crate::top_level::TopLevelBuild;
@@ -126,6 +127,10 @@ pub struct Scene {
     /// How the tree over the instances is built, at first and after every
     /// update that moves them.
     pub top_level_build: TopLevelBuild,
+    /// Which tree each geometry gets ([`BuildQuality`]): the host's SAH tree
+    /// (the default), or the fast Morton-code tree a GPU backend builds on
+    /// the device.
+    pub build_quality: BuildQuality,
 }
 
 impl Default for Scene {
@@ -150,6 +155,7 @@ impl Scene {
             },
             sun: None,
             top_level_build: TopLevelBuild::Auto,
+            build_quality: BuildQuality::Sah,
         }
     }
 

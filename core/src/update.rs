@@ -271,6 +271,7 @@ impl Accel {
         fork: Option<&F>,
     ) -> Result<Changes, Error> {
         let material_count = self.materials().len();
+        let quality = self.quality;
         let Some(levels) = self.levels.as_deref_mut() else {
             return Err(Error::NotTwoLevel);
         };
@@ -285,6 +286,7 @@ impl Accel {
             refit,
             material_count,
             fork,
+            quality,
         );
         levels.scratch = scratch;
         let changes = result?;
@@ -399,6 +401,7 @@ fn apply<F: Fork>(
     refit: RefitOn,
     material_count: usize,
     fork: Option<&F>,
+    quality: crate::lbvh::BuildQuality,
 ) -> Result<Changes, Error> {
     if update.remove.is_empty() && update.add.is_empty() && update.rebuild.is_empty() {
         return apply_moves(nodes, prims, levels, scratch, update, refit, fork);
@@ -566,7 +569,14 @@ fn apply<F: Fork>(
                 refresh_geometry(nodes, prims, blas);
             }
         }
-        rebuild_geometries(nodes, prims, slot_material, levels, &update.rebuild)?;
+        rebuild_geometries(
+            nodes,
+            prims,
+            slot_material,
+            levels,
+            &update.rebuild,
+            quality,
+        )?;
         changes.rebuilt = true;
     }
     // --- Apply (nothing below fails). ---------------------------------------
@@ -852,6 +862,7 @@ fn rebuild_geometries(
     slot_material: &mut [u32],
     levels: &mut TwoLevel,
     geometries: &[u32],
+    quality: crate::lbvh::BuildQuality,
 ) -> Result<(), Error> {
     // New trees first (fallible), then the layout.
     let mut fresh: Vec<Option<Bvh>> = try_vec(levels.blas.len(), "geometry trees")?;
@@ -861,7 +872,11 @@ fn rebuild_geometries(
         let slots = &prims[blas.prim_range()];
         let mut boxes = try_vec(slots.len(), "primitive bounds")?;
         boxes.extend(slots.iter().map(primitive_bounds));
-        fresh[g as usize] = Some(Bvh::try_build(&boxes)?);
+        fresh[g as usize] = Some(crate::accel::build_bvh(
+            &boxes,
+            None::<&crate::bvh::Sequential>,
+            quality,
+        )?);
     }
     let total: usize = levels
         .blas

@@ -8,7 +8,7 @@ use glam::Vec3;
 use prism_core::aabb::Aabb;
 use prism_core::bvh::{Bvh, Fork, MEDIAN_SPLIT_DEPTH, sphere_bounds, triangle_bounds};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, KIND_SPHERE, TRAVERSAL_STACK_SIZE};
-use prism_core::{Accel, Ray};
+use prism_core::{Accel, BuildQuality, Ray};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------
@@ -538,7 +538,13 @@ impl RaySpec {
 /// primitive: same boolean for any-hit; for the closest hit, the reported
 /// primitive's own `(t, u, v)` and a `t` no farther than the nearest by [`TIE`].
 fn check_case(case: &Case) -> Result<(), TestCaseError> {
-    let scene = scene_of(&case.prims);
+    check_case_with(case, BuildQuality::Sah)
+}
+
+/// [`check_case`] on the tree of `quality`.
+fn check_case_with(case: &Case, quality: BuildQuality) -> Result<(), TestCaseError> {
+    let mut scene = scene_of(&case.prims);
+    scene.build_quality = quality;
     let accel = Accel::build(&scene).map_err(|e| TestCaseError::fail(e.to_string()))?;
     // The scene's accessors give back what was added, by id.
     for (id, p) in case.prims.iter().enumerate() {
@@ -768,7 +774,48 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(config(96))]
+
+    /// The fast (Morton-code) tree on mixed random scenes near the origin.
+    #[test]
+    fn fast_tree_matches_brute_force(prims in mixed(200, 0.0), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree far from the world origin.
+    #[test]
+    fn fast_tree_matches_brute_force_far(prims in mixed(120, 1e4), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree over duplicated primitives (equal codes, told apart by slot).
+    #[test]
+    fn fast_tree_matches_brute_force_duplicates(prims in duplicated(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree when every box shares one centre.
+    #[test]
+    fn fast_tree_matches_brute_force_same_centroid(prims in same_centroid(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
+
+    /// The fast tree over one primitive.
+    #[test]
+    fn fast_tree_matches_brute_force_single(p in prim(10.0, 3.0), rays in rays()) {
+        check_case_with(&Case { prims: vec![p], rays }, BuildQuality::Fast)?;
+    }
+}
+
+proptest! {
     #![proptest_config(config(24))]
+
+    /// The fast tree over deep chains (codes on a 1024^3 grid: the chain's
+    /// small end shares cells, told apart by slot).
+    #[test]
+    fn fast_tree_matches_brute_force_chain(prims in chain(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Fast)?;
+    }
 
     /// Deep chains: traversal uses most of its fixed stack.
     #[test]
@@ -911,4 +958,48 @@ fn far_mesh_vertex_ray() {
         accel.intersect(&ray).is_hit(),
         "the ray slipped through the Accel"
     );
+}
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// `Accel::build_with_tree` with core's own fast tree gives the `Accel`
+    /// that `Accel::build` gives for the fast tree: the same nodes, slots,
+    /// depth and hits.
+    #[test]
+    fn build_with_tree_takes_the_fast_tree(prims in mixed(150, 0.0), rays in rays()) {
+        let mut scene = scene_of(&prims);
+        scene.build_quality = BuildQuality::Fast;
+        let built = Accel::build(&scene).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let boxes: Vec<Aabb> = prims
+            .iter()
+            .map(|p| match *p {
+                Prim::Sphere(c, r) => sphere_bounds(c, r),
+                Prim::Tri(a, b, c) => triangle_bounds(a, b, c),
+            })
+            .collect();
+        let tree = prism_core::lbvh::build(&boxes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let taken = Accel::build_with_tree(&scene, tree.clone())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // Bytes: an absent child's index is a NaN pattern, which == refuses.
+        let bytes = |n: &[BvhNode]| bytemuck::cast_slice::<BvhNode, u8>(n).to_vec();
+        prop_assert_eq!(bytes(taken.nodes()), bytes(built.nodes()));
+        prop_assert_eq!(taken.primitives(), built.primitives());
+        prop_assert_eq!(taken.depth(), built.depth());
+        let (center, half) = scene_box(&prims);
+        for spec in &rays {
+            let ray = spec.ray(&prims, center, half);
+            prop_assert_eq!(taken.intersect(&ray), built.intersect(&ray));
+        }
+        // A tree that drops a slot, or an order that repeats one, is refused.
+        if prims.len() >= 2 {
+            let mut order = tree.order.clone();
+            order[0] = order[1];
+            let bad = prism_core::bvh::Bvh { order, ..tree.clone() };
+            prop_assert!(Accel::build_with_tree(&scene, bad).is_err());
+            let mut short = tree.clone();
+            short.order.pop();
+            prop_assert!(Accel::build_with_tree(&scene, short).is_err());
+        }
+    }
 }

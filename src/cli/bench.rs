@@ -6,7 +6,9 @@
 use crate::{Bar, BenchArgs, CliError, SceneArgs, open_backend, progress_bar, setup};
 use indicatif::{ProgressBar, ProgressStyle};
 use prism::reference::AgreementCounts;
-use prism::{Backend, Hit, Image, Material, PixelFormat, Ray, RenderStats, Scene};
+use prism::{
+    Accel, Backend, BuildQuality, Hit, Image, Material, PixelFormat, Ray, RenderStats, Scene, lbvh,
+};
 use std::path::Path;
 use std::time::Duration;
 
@@ -268,9 +270,9 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
         info.name,
         info.device,
         a.runs,
-        median(r.build),
-        median(r.closest),
-        median(r.occluded)
+        median(r.build.clone()),
+        median(r.closest.clone()),
+        median(r.occluded.clone())
     );
     print_tree_bytes(backend.as_ref(), mesh.triangles.len());
     if let Some((hits_path, reference)) = &reference {
@@ -282,6 +284,40 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
             &r.occ,
             reference.iter().map(|h| h.1 != Hit::NO_PRIM),
         )?;
+    }
+    if a.build.is_some() {
+        let mut fast_scene = scene.clone();
+        fast_scene.build_quality = BuildQuality::Fast;
+        let label = format!("tracing {} rays on the fast tree", rays.len());
+        let f = time_rays(backend.as_mut(), &fast_scene, &rays, a.runs, label)?;
+        // The SAH cost of each tree as core builds it (the device builds the
+        // same fast tree).
+        let sah = lbvh::sah_cost(Accel::build(&scene)?.nodes());
+        let fast_sah = lbvh::sah_cost(Accel::build(&fast_scene)?.nodes());
+        let (b0, b1) = (median(r.build), median(f.build));
+        let (c0, c1) = (median(r.closest), median(f.closest));
+        let (o0, o1) = (median(r.occluded), median(f.occluded));
+        println!("| tree | build ms | SAH cost | closest Mrays/s | occluded Mrays/s |");
+        println!("|---|---:|---:|---:|---:|");
+        println!("| SAH (host) | {b0:.2} | {sah:.1} | {c0:.2} | {o0:.2} |");
+        println!("| fast | {b1:.2} | {fast_sah:.1} | {c1:.2} | {o1:.2} |");
+        println!(
+            "| fast / SAH | {:.3} | {:.3} | {:.3} | {:.3} |",
+            b1 / b0,
+            fast_sah / sah,
+            c1 / c0,
+            o1 / o0
+        );
+        if let Some((hits_path, reference)) = &reference {
+            let c = AgreementCounts::compare(&rays, &f.hits, reference);
+            judge_agreement(
+                info.name,
+                hits_path,
+                &c,
+                &f.occ,
+                reference.iter().map(|h| h.1 != Hit::NO_PRIM),
+            )?;
+        }
     }
     Ok(())
 }

@@ -11,14 +11,15 @@ use crate::driver::{
     Stream,
 };
 use crate::kernels::{
-    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_INTERSECT, KERNEL_INTERSECT_INSTANCES,
-    KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES, KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS,
-    KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS,
-    KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES,
-    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_PATH_SUN, KERNEL_RENDER_PATH_SUN_GRID,
-    KERNEL_RENDER_PATH_SUN_INSTANCES, KERNEL_RENDER_PATH_SUN_OCTANTS, KERNEL_RENDER_WHITTED,
-    KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS,
-    KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind, WORK_WORDS, kernel_name,
+    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_FAST_BUILD, KERNEL_INTERSECT,
+    KERNEL_INTERSECT_INSTANCES, KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES, KERNEL_REFIT_BOXES,
+    KERNEL_REFIT_SLOTS, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_INSTANCES,
+    KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
+    KERNEL_RENDER_PATH_INSTANCES, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_PATH_SUN,
+    KERNEL_RENDER_PATH_SUN_GRID, KERNEL_RENDER_PATH_SUN_INSTANCES, KERNEL_RENDER_PATH_SUN_OCTANTS,
+    KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES,
+    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind,
+    WORK_WORDS, kernel_name,
 };
 use cudarc::driver::sys;
 use prism_core::gpu::RenderParams;
@@ -72,6 +73,8 @@ pub(super) struct Kernels {
     /// device (`update_scene`).
     pub(super) refit_slots: Function,
     pub(super) refit_boxes: Function,
+    /// The fast tree's build on the device (`KERNEL_FAST_BUILD`, in order).
+    pub(super) fast: [Function; 8],
     pub(super) params_ptr: sys::CUdeviceptr,
 }
 
@@ -89,6 +92,10 @@ pub(super) struct DeviceState {
     /// Where an update's pieces are gathered for their copies (pinned, so
     /// that they copy at full speed and in stream order); grow-only.
     pub(super) staging: Option<PinnedBuffer>,
+    /// The arrays of the last fast build on the device, kept for the next
+    /// build of a mesh of the same size (a mesh rebuilt every frame): fresh
+    /// allocations each time cost more than the build's kernels.
+    pub(super) fast_scratch: Option<super::fast_build::Scratch>,
     /// The batch of `CudaBackend::set_resident_rays`, traced again and again.
     pub(super) resident: Option<ResidentRays>,
     /// The persistent trace and path kernels' work counters (`WORK_WORDS` `u32`),
@@ -197,6 +204,10 @@ impl DeviceState {
         let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
         let refit_slots = module.function(KERNEL_REFIT_SLOTS)?;
         let refit_boxes = module.function(KERNEL_REFIT_BOXES)?;
+        let mut fast = [refit_boxes; 8];
+        for (f, name) in fast.iter_mut().zip(KERNEL_FAST_BUILD) {
+            *f = module.function(name)?;
+        }
         let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
         if params_bytes != std::mem::size_of::<RenderParams>() {
             return Err(Error::Device {
@@ -227,6 +238,7 @@ impl DeviceState {
             pinned: None,
             camera_masks: None,
             staging: None,
+            fast_scratch: None,
             resident: None,
             work,
             ray_tally,
@@ -241,6 +253,7 @@ impl DeviceState {
                 camera_masks,
                 refit_slots,
                 refit_boxes,
+                fast,
                 params_ptr,
             },
             _module: module,
@@ -263,6 +276,7 @@ impl DeviceState {
         self.frame = None;
         self.pinned = None;
         self.staging = None;
+        self.fast_scratch = None;
     }
 
     /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of

@@ -363,10 +363,15 @@ pub(super) fn check_scene(accel: &Accel, config: &KernelConfig) -> Result<(), Er
 impl CudaBackend {
     pub(super) fn set_scene_inner(&mut self, scene: &Scene) -> Result<RenderStats, Error> {
         let t0 = Instant::now();
-        // The BVH's subtrees are built on rayon's global pool (the same tree as a
-        // one-thread build).
-        let accel = Accel::build_with(scene, &RayonFork)?;
-        let build = t0.elapsed();
+        // A flat triangle scene asking for the fast tree builds it on the
+        // device (fast_build.rs): `build` is then the device's build time, and
+        // the rest (validation, the tree's way back, the host's Accel) counts
+        // in `total`. Otherwise the BVH's subtrees are built on rayon's global
+        // pool (the same tree as a one-thread build).
+        let (accel, build) = match self.device_fast_accel(scene)? {
+            Some((accel, ms)) => (accel, ms_to_duration(ms)),
+            None => (Accel::build_with(scene, &RayonFork)?, t0.elapsed()),
+        };
         check_scene(&accel, &self.options.config)?;
         // Upload next to the current scene, which therefore survives a failed
         // upload; only if the device runs out of memory are the old scene and

@@ -1,0 +1,485 @@
+//! The fast tree ([`BuildQuality::Fast`]) built on the device: the launches of
+//! kernels/fast_build.cuh, which mirror `prism_core::lbvh::build` pass for
+//! pass, so that the device builds core's tree (the same slots and nodes).
+//!
+//! Seventeen launches and three memsets on one stream, timed by CUDA events from
+//! the first to the last: at a mesh of 100k triangles each launch is a few
+//! microseconds of work, so their number, not their work, sets the time.
+//!
+//! `set_scene` builds a flat scene of triangles alone on the device when the
+//! scene asks for the fast tree; the host then takes the tree back
+//! ([`Accel::build_with_tree`]), so that updates, the render configuration and
+//! the checks before upload see the same tree, and uploads it as any tree.
+//! Other scenes asking for the fast tree (spheres, heightfields, two levels)
+//! get core's fast tree built on the host: the same tree, by the host.
+
+use super::CudaBackend;
+use super::device::DeviceState;
+use crate::driver::{BACKEND, DeviceBuffer, Function};
+use crate::kernels::{FAST_BUILD_THREADS, FAST_SORT_TILE};
+use prism_core::bvh::Bvh;
+use prism_core::glam::Vec3;
+use prism_core::gpu::{BvhNode, Primitive};
+use prism_core::{Accel, BuildQuality, Error, Scene};
+use std::ffi::c_void;
+
+/// What a build on the device made, downloaded: the nodes (core's layout,
+/// root first), the primitive records in slot order, the slot order
+/// (`order[slot]` = triangle index), and the device time of the build.
+#[derive(Clone, Debug)]
+pub struct DeviceTree {
+    /// Nodes, root first.
+    pub nodes: Vec<BvhNode>,
+    /// Primitive records in slot order (`prism_core::accel`'s triangle records).
+    pub prims: Vec<Primitive>,
+    /// `order[slot]`: the triangle the slot holds.
+    pub order: Vec<u32>,
+    /// Device milliseconds from the first launch to the last (CUDA events).
+    pub device_ms: f64,
+}
+
+/// A kernel argument, kept alive for its launch.
+enum Arg {
+    Ptr(u64),
+    U32(u32),
+}
+
+/// The device arrays of a build (kept for the next build of a mesh of the
+/// same size, `DeviceState::fast_scratch`).
+pub(super) struct Scratch {
+    positions: DeviceBuffer,
+    triangles: Option<DeviceBuffer>,
+    boxes: DeviceBuffer,
+    centre_bounds: DeviceBuffer,
+    keys: [DeviceBuffer; 2],
+    values: [DeviceBuffer; 2],
+    hist: DeviceBuffer,
+    slot_boxes: DeviceBuffer,
+    prims: DeviceBuffer,
+    children: DeviceBuffer,
+    ranges: DeviceBuffer,
+    links: DeviceBuffer,
+    node_boxes: DeviceBuffer,
+    costs: DeviceBuffer,
+    kept: DeviceBuffer,
+    arrivals: DeviceBuffer,
+    nodes: DeviceBuffer,
+    n: u32,
+    vertex_count: u32,
+}
+
+impl Scratch {
+    /// Whether these arrays serve a mesh of `n` triangles over `vertices`
+    /// vertices, indexed or not.
+    fn fits(&self, n: u32, vertices: usize, indexed: bool) -> bool {
+        self.n == n && self.vertex_count as usize == vertices && self.triangles.is_some() == indexed
+    }
+
+    /// Upload a mesh of the size the arrays were made for ([`Scratch::fits`]).
+    fn upload_mesh(
+        &mut self,
+        st: &DeviceState,
+        positions: &[Vec3],
+        triangles: Option<&[[u32; 3]]>,
+    ) -> Result<(), Error> {
+        self.positions.upload(
+            &st.stream,
+            bytemuck::cast_slice(positions_flat(positions).as_slice()),
+        )?;
+        if let (Some(b), Some(t)) = (self.triangles.as_mut(), triangles) {
+            b.upload(&st.stream, bytemuck::cast_slice(t))?;
+        }
+        Ok(())
+    }
+
+    /// Allocate the arrays for `n` triangles (at least 2) and upload the mesh.
+    fn new(
+        st: &DeviceState,
+        positions: &[Vec3],
+        triangles: Option<&[[u32; 3]]>,
+        n: u32,
+    ) -> Result<Scratch, Error> {
+        let nn = n as usize;
+        let inner = nn - 1;
+        let blocks = n.div_ceil(FAST_SORT_TILE) as usize;
+        let flat = positions_flat(positions);
+        let mut b_positions = DeviceBuffer::alloc(flat.len() * 4, "fast build: positions")?;
+        b_positions.upload(&st.stream, bytemuck::cast_slice(&flat))?;
+        let b_triangles = match triangles {
+            Some(t) => {
+                let mut b = DeviceBuffer::alloc(t.len() * 12, "fast build: triangles")?;
+                b.upload(&st.stream, bytemuck::cast_slice(t))?;
+                Some(b)
+            }
+            None => None,
+        };
+        let a = DeviceBuffer::alloc;
+        Ok(Scratch {
+            positions: b_positions,
+            triangles: b_triangles,
+            boxes: a(nn * 32, "fast build: boxes")?,
+            centre_bounds: a(32, "fast build: centre bounds")?,
+            keys: [
+                a(nn * 4, "fast build: keys")?,
+                a(nn * 4, "fast build: keys")?,
+            ],
+            values: [
+                a(nn * 4, "fast build: values")?,
+                a(nn * 4, "fast build: values")?,
+            ],
+            hist: a(256 * blocks * 4, "fast build: histograms")?,
+            slot_boxes: a(nn * 32, "fast build: slot boxes")?,
+            prims: a(nn * size_of::<Primitive>(), "primitives")?,
+            children: a(inner * 8, "fast build: children")?,
+            ranges: a(inner * 8, "fast build: ranges")?,
+            links: a((inner + nn) * 4, "fast build: parent links")?,
+            node_boxes: a(inner * 32, "fast build: node boxes")?,
+            costs: a(inner * 4, "fast build: costs")?,
+            kept: a(inner * 4, "fast build: kept counts")?,
+            arrivals: a(inner * 4, "fast build: arrivals")?,
+            nodes: a(inner * size_of::<BvhNode>(), "BVH nodes")?,
+            n,
+            vertex_count: positions.len() as u32,
+        })
+    }
+
+    /// Enqueue the build's memsets and launches on the stream.
+    fn enqueue(&mut self, st: &DeviceState) -> Result<(), Error> {
+        let k = &st.kernels.fast;
+        let n = self.n;
+        let tri_blocks = n.div_ceil(FAST_BUILD_THREADS);
+        let sort_blocks = n.div_ceil(FAST_SORT_TILE);
+        let triangles = self.triangles.as_ref().map_or(0, |b| b.ptr());
+        let p = |b: &DeviceBuffer| Arg::Ptr(b.ptr());
+        // The centres' bounds start empty: min words at the top of the order,
+        // max words at its bottom (fast_ordered).
+        self.centre_bounds.fill_u32(&st.stream, u32::MAX, 3)?;
+        self.centre_bounds.fill_u32_from(&st.stream, 0, 3, 3)?;
+        self.arrivals.fill_u32(&st.stream, 0, n as usize - 1)?;
+        // SAFETY (every launch below): the arguments match the kernel's
+        // parameters in prism.cu one for one (device pointers as u64, counts
+        // as u32), and every array was allocated by `Scratch::new` for `n`
+        // triangles and `positions.len()` vertices as the kernels index them.
+        unsafe {
+            launch(
+                st,
+                k[0],
+                tri_blocks,
+                &mut [
+                    Arg::Ptr(triangles),
+                    Arg::U32(n),
+                    p(&self.positions),
+                    Arg::U32(self.vertex_count),
+                    p(&self.boxes),
+                    p(&self.centre_bounds),
+                ],
+            )?;
+            launch(
+                st,
+                k[1],
+                tri_blocks,
+                &mut [
+                    p(&self.boxes),
+                    Arg::U32(n),
+                    p(&self.centre_bounds),
+                    p(&self.keys[0]),
+                    p(&self.values[0]),
+                ],
+            )?;
+            for pass in 0..4u32 {
+                let (from, to) = ((pass % 2) as usize, ((pass + 1) % 2) as usize);
+                let shift = 8 * pass;
+                launch(
+                    st,
+                    k[2],
+                    sort_blocks,
+                    &mut [
+                        p(&self.keys[from]),
+                        Arg::U32(n),
+                        Arg::U32(shift),
+                        p(&self.hist),
+                    ],
+                )?;
+                launch(
+                    st,
+                    k[3],
+                    1,
+                    &mut [p(&self.hist), Arg::U32(256 * sort_blocks)],
+                )?;
+                launch(
+                    st,
+                    k[4],
+                    sort_blocks,
+                    &mut [
+                        p(&self.keys[from]),
+                        p(&self.values[from]),
+                        p(&self.keys[to]),
+                        p(&self.values[to]),
+                        Arg::U32(n),
+                        Arg::U32(shift),
+                        p(&self.hist),
+                    ],
+                )?;
+            }
+            // Four passes: the sorted codes and order are back in [0].
+            launch(
+                st,
+                k[5],
+                tri_blocks,
+                &mut [
+                    p(&self.keys[0]),
+                    p(&self.values[0]),
+                    Arg::U32(n),
+                    p(&self.boxes),
+                    Arg::Ptr(triangles),
+                    p(&self.positions),
+                    Arg::U32(self.vertex_count),
+                    p(&self.slot_boxes),
+                    p(&self.prims),
+                    p(&self.children),
+                    p(&self.ranges),
+                    p(&self.links),
+                ],
+            )?;
+            launch(
+                st,
+                k[6],
+                tri_blocks,
+                &mut [
+                    Arg::U32(n),
+                    p(&self.children),
+                    p(&self.ranges),
+                    p(&self.links),
+                    p(&self.slot_boxes),
+                    p(&self.node_boxes),
+                    p(&self.costs),
+                    p(&self.kept),
+                    p(&self.arrivals),
+                ],
+            )?;
+            launch(
+                st,
+                k[7],
+                tri_blocks,
+                &mut [
+                    Arg::U32(n),
+                    p(&self.children),
+                    p(&self.ranges),
+                    p(&self.links),
+                    p(&self.slot_boxes),
+                    p(&self.node_boxes),
+                    p(&self.kept),
+                    p(&self.nodes),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The built tree, downloaded (after the stream has run the build).
+    fn download(&self, st: &DeviceState, device_ms: f64) -> Result<DeviceTree, Error> {
+        let n = self.n as usize;
+        let mut root_kept = [0u32; 1];
+        self.kept
+            .download(&st.stream, bytemuck::cast_slice_mut(&mut root_kept))?;
+        // A merged root is one node (a leaf beside an absent child).
+        let count = (root_kept[0] as usize).max(1);
+        if count > n - 1 {
+            return Err(Error::Device {
+                backend: BACKEND,
+                operation: "the fast build on the device",
+                message: format!("{count} nodes for {n} triangles"),
+            });
+        }
+        let mut nodes = vec![BvhNode::default(); count];
+        self.nodes
+            .download(&st.stream, bytemuck::cast_slice_mut(&mut nodes))?;
+        let mut prims = vec![Primitive::default(); n];
+        self.prims
+            .download(&st.stream, bytemuck::cast_slice_mut(&mut prims))?;
+        let mut order = vec![0u32; n];
+        self.values[0].download(&st.stream, bytemuck::cast_slice_mut(&mut order))?;
+        Ok(DeviceTree {
+            nodes,
+            prims,
+            order,
+            device_ms,
+        })
+    }
+}
+
+/// Positions packed as xyz floats, as the kernels read them.
+fn positions_flat(positions: &[Vec3]) -> Vec<f32> {
+    positions.iter().flat_map(|p| p.to_array()).collect()
+}
+
+/// Launch `f` over `blocks` blocks of [`FAST_BUILD_THREADS`] on the stream.
+///
+/// # Safety
+/// `args` must match `f`'s parameters, and the memory they point at must
+/// hold what the kernel reads and writes.
+unsafe fn launch(
+    st: &DeviceState,
+    f: Function,
+    blocks: u32,
+    args: &mut [Arg],
+) -> Result<(), Error> {
+    let mut params: Vec<*mut c_void> = args
+        .iter_mut()
+        .map(|a| match a {
+            Arg::Ptr(v) => (v as *mut u64).cast(),
+            Arg::U32(v) => (v as *mut u32).cast(),
+        })
+        .collect();
+    // SAFETY: forwarded to the caller's contract; `params` points at `args`,
+    // which outlive the call (the driver copies the values at launch).
+    unsafe {
+        f.launch(
+            (blocks.max(1), 1),
+            (FAST_BUILD_THREADS, 1),
+            &st.stream,
+            &mut params,
+        )
+    }
+}
+
+/// The triangle count of a mesh, or the error that names why it cannot be
+/// built on the device (fewer than two triangles, which the host's tree
+/// covers at once; more than core's limit).
+fn device_count(count: usize) -> Result<u32, Error> {
+    if count > prism_core::scene::MAX_PRIMITIVES {
+        return Err(Error::TooManyPrimitives {
+            count,
+            limit: prism_core::scene::MAX_PRIMITIVES,
+        });
+    }
+    if count < 2 {
+        return Err(Error::Setting {
+            field: "triangles of a fast build on the device",
+            value: count as f64,
+            reason: "at least 2 (a tree of one leaf is the host's at once)",
+        });
+    }
+    Ok(count as u32)
+}
+
+impl DeviceState {
+    /// Build the fast tree over a mesh `runs` times (at least once) on the
+    /// device and download the last; `device_ms` is the median build.
+    fn fast_build(
+        &mut self,
+        positions: &[Vec3],
+        triangles: Option<&[[u32; 3]]>,
+        count: usize,
+        runs: u32,
+    ) -> Result<(DeviceTree, Vec<f64>), Error> {
+        let n = device_count(count)?;
+        self.ensure_events(2)?;
+        let mut scratch = match self.fast_scratch.take() {
+            Some(mut s) if s.fits(n, positions.len(), triangles.is_some()) => {
+                s.upload_mesh(self, positions, triangles)?;
+                s
+            }
+            _ => Scratch::new(self, positions, triangles, n)?,
+        };
+        let mut times = Vec::new();
+        for _ in 0..runs.max(1) {
+            self.events[0].record(&self.stream)?;
+            scratch.enqueue(self)?;
+            self.events[1].record(&self.stream)?;
+            self.events[1].synchronize()?;
+            times.push(self.events[0].elapsed_ms(&self.events[1])? as f64);
+        }
+        let mut sorted = times.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2]; // ok: at least one run
+        let tree = scratch.download(self, median)?;
+        self.fast_scratch = Some(scratch);
+        Ok((tree, times))
+    }
+}
+
+impl CudaBackend {
+    /// Build core's fast tree ([`BuildQuality::Fast`], `prism_core::lbvh`)
+    /// over a mesh on the device and download it: `positions` and
+    /// `triangles` (three vertex indices each, checked against the
+    /// positions). For tests and benchmarks; `set_scene` builds a scene's
+    /// fast tree through the same kernels.
+    pub fn build_fast_tree(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+    ) -> Result<DeviceTree, Error> {
+        Ok(self.time_fast_build(positions, triangles, 1)?.0)
+    }
+
+    /// [`CudaBackend::build_fast_tree`] run `runs` times on the device (the
+    /// mesh uploaded and the arrays allocated once, outside the timing), with
+    /// each build's device milliseconds.
+    pub fn time_fast_build(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+        runs: u32,
+    ) -> Result<(DeviceTree, Vec<f64>), Error> {
+        if let Some((t, i)) = triangles.iter().enumerate().find_map(|(t, tri)| {
+            tri.iter()
+                .find(|&&i| i as usize >= positions.len())
+                .map(|&i| (t, i))
+        }) {
+            return Err(Error::IndexOutOfRange {
+                mesh: 0,
+                triangle: t,
+                index: i,
+                vertex_count: positions.len(),
+            });
+        }
+        let r = (|| {
+            let (st, _g) = self.enter()?;
+            st.fast_build(positions, Some(triangles), triangles.len(), runs)
+        })();
+        self.checked(r)
+    }
+
+    /// The `Accel` of a flat scene of two or more triangles whose fast tree
+    /// is built on the device, and the build's device milliseconds; `None`
+    /// for any other scene (which `Accel::build` covers).
+    pub(super) fn device_fast_accel(
+        &mut self,
+        scene: &Scene,
+    ) -> Result<Option<(Accel, f64)>, Error> {
+        let n = scene.primitive_count();
+        if scene.build_quality != BuildQuality::Fast
+            || scene.is_two_level()
+            || scene.triangle_count() != n
+            || n < 2
+        {
+            return Ok(None);
+        }
+        // A bad scene never reaches the device.
+        scene.validate()?;
+        // A flat scene of triangles alone: triangle `i` is primitive `i`.
+        let mut soup = Vec::with_capacity(3 * n);
+        for i in 0..n as u32 {
+            // A validated flat scene of n triangles has every one of them.
+            let t = scene.triangle(i).ok_or(Error::Device {
+                backend: BACKEND,
+                operation: "the fast build on the device",
+                message: format!("triangle {i} is missing"),
+            })?;
+            soup.extend_from_slice(&t);
+        }
+        let (st, _g) = self.enter()?;
+        let (tree, _) = st.fast_build(&soup, None, n, 1)?;
+        let ms = tree.device_ms;
+        let accel = Accel::build_with_tree(
+            scene,
+            Bvh {
+                nodes: tree.nodes,
+                order: tree.order,
+                depth: 0,
+            },
+        )?;
+        Ok(Some((accel, ms)))
+    }
+}

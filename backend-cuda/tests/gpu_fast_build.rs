@@ -1,0 +1,198 @@
+//! The fast tree built on the device against core's (`prism_core::lbvh`, the
+//! source of truth): the same slots, nodes and primitive records; and the
+//! scene traced on it against Embree's reference hits and core's walk of the
+//! same tree. Each test skips, saying so, where there is no CUDA device
+//! (`PRISM_REQUIRE_CUDA=1` makes that a failure).
+
+mod common;
+
+use common::*;
+use prism_core::backend::Backend;
+use prism_core::bvh::triangle_bounds;
+use prism_core::glam::Vec3;
+use prism_core::gpu::BvhNode;
+use prism_core::reference::AgreementCounts;
+use prism_core::rng::Pcg;
+use prism_core::{Accel, BuildQuality, Hit, Material, Scene, lbvh};
+
+/// The first difference between the device's nodes and core's: indices and
+/// counts bit for bit, box coordinates as floats (a zero's sign may differ
+/// where a min or max met +0 and -0).
+fn node_difference(device: &[BvhNode], core: &[BvhNode]) -> Option<String> {
+    if device.len() != core.len() {
+        return Some(format!("{} nodes, core has {}", device.len(), core.len()));
+    }
+    for (i, (d, c)) in device.iter().zip(core).enumerate() {
+        let rows = |n: &BvhNode| [n.left_lo, n.left_hi, n.right_lo, n.right_hi];
+        for (r, (dr, cr)) in rows(d).iter().zip(rows(c)).enumerate() {
+            let same = dr[..3] == cr[..3] && dr[3].to_bits() == cr[3].to_bits();
+            if !same {
+                return Some(format!("node {i} row {r}: device {dr:?}, core {cr:?}"));
+            }
+        }
+    }
+    None
+}
+
+/// Build `positions`/`triangles` on the device and check it is core's tree.
+fn check_mesh(
+    gpu: &mut prism_cuda::CudaBackend,
+    what: &str,
+    positions: &[Vec3],
+    triangles: &[[u32; 3]],
+) {
+    let device = gpu
+        .build_fast_tree(positions, triangles)
+        .unwrap_or_else(|e| panic!("{what}: device build failed: {e}"));
+    let boxes: Vec<_> = triangles
+        .iter()
+        .map(|t| {
+            let v = |i: u32| positions[i as usize];
+            triangle_bounds(v(t[0]), v(t[1]), v(t[2]))
+        })
+        .collect();
+    let core = lbvh::build(&boxes).expect("core's fast tree");
+    let first_order = device
+        .order
+        .iter()
+        .zip(&core.order)
+        .position(|(d, c)| d != c);
+    assert_eq!(
+        first_order, None,
+        "{what}: slot order differs from core's at slot {first_order:?}"
+    );
+    if let Some(d) = node_difference(&device.nodes, &core.nodes) {
+        panic!("{what}: {d}");
+    }
+    let mut scene = Scene::new();
+    let m = scene.add_material(Material::lambertian(Vec3::splat(0.5)));
+    for t in triangles {
+        let v = |i: u32| positions[i as usize];
+        scene.add_triangle(v(t[0]), v(t[1]), v(t[2]), m);
+    }
+    scene.build_quality = BuildQuality::Fast;
+    let accel = Accel::build(&scene).expect("core's Accel");
+    let prims_differ = device
+        .prims
+        .iter()
+        .zip(accel.primitives())
+        .position(|(d, c)| bytemuck::bytes_of(d) != bytemuck::bytes_of(c));
+    assert_eq!(
+        prims_differ, None,
+        "{what}: primitive record differs from core's at slot {prims_differ:?}"
+    );
+    eprintln!(
+        "{what}: {} triangles, {} nodes, the same tree as core's ({:.3} ms on the device)",
+        triangles.len(),
+        device.nodes.len(),
+        device.device_ms
+    );
+}
+
+/// A random soup with repeats: triangles sharing centres (equal codes, told
+/// apart by slot), slivers, a few zero-area ones.
+fn random_mesh(seed: u32, n: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let mut rng = Pcg::for_path(seed, 7, 0);
+    let mut f = || rng.next_f32();
+    let mut positions = Vec::new();
+    let mut triangles = Vec::new();
+    for i in 0..n {
+        let c = if i % 5 == 0 {
+            Vec3::new((i % 3) as f32, 0.0, 0.0)
+        } else {
+            Vec3::new(f(), f(), f()) * 100.0
+        };
+        let a = c + Vec3::new(f(), f(), f());
+        let b = if i % 17 == 0 {
+            a
+        } else {
+            c + Vec3::new(f(), f(), f())
+        };
+        let base = positions.len() as u32;
+        positions.extend([c, a, b]);
+        triangles.push([base, base + 1, base + 2]);
+    }
+    (positions, triangles)
+}
+
+#[test]
+fn device_fast_tree_is_cores_on_random_meshes() {
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    for (seed, n) in [
+        (1u32, 2usize),
+        (2, 3),
+        (3, 9),
+        (4, 1000),
+        (5, 4097),
+        (6, 100_000),
+    ] {
+        let (p, t) = random_mesh(seed, n);
+        check_mesh(
+            &mut gpu,
+            &format!("random mesh {seed} ({n} triangles)"),
+            &p,
+            &t,
+        );
+    }
+}
+
+#[test]
+fn device_fast_tree_is_cores_on_bunny_and_ogre() {
+    let Some(dir) = scenes_dir() else {
+        eprintln!("SKIPPED: no shared scenes");
+        return;
+    };
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    for mesh in ["bunny", "ogre"] {
+        let m = prism::mesh::load_mesh(dir.join(format!("{mesh}.obj"))).expect("mesh");
+        check_mesh(&mut gpu, mesh, &m.positions, &m.triangles);
+    }
+}
+
+/// `set_scene` of a flat mesh asking for the fast tree builds it on the
+/// device; its hits agree with Embree's reference and equal core's walk of
+/// core's fast tree bit for bit, and any-hit agrees with core's.
+#[test]
+fn device_fast_tree_traces_the_reference_hits() {
+    let Some(dir) = scenes_dir() else {
+        eprintln!("SKIPPED: no shared scenes");
+        return;
+    };
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    for mesh in ["bunny", "ogre"] {
+        let mut scene = mesh_scene(&dir.join(format!("{mesh}.obj"))).expect("mesh");
+        scene.build_quality = BuildQuality::Fast;
+        let stats = gpu.set_scene(&scene).expect("set_scene");
+        let accel = Accel::build(&scene).expect("core's Accel");
+        for set in ["primary", "diffuse"] {
+            let rays = load_rays(&dir.join(format!("{mesh}.{set}.rays"))).expect("rays");
+            let reference = load_hits(&dir.join(format!("{mesh}.{set}.hits"))).expect("hits");
+            let mut hits = vec![Hit::MISS; rays.len()];
+            gpu.intersect(&rays, &mut hits).expect("intersect");
+            let counts = AgreementCounts::compare(&rays, &hits, &reference);
+            eprintln!(
+                "{mesh}.{set} on the device-built tree (build {:.3} ms) vs Embree: {counts:?}",
+                stats.build.as_secs_f64() * 1e3
+            );
+            assert!(counts.passed(), "{mesh}.{set}: {counts:?}");
+            let core: Vec<Hit> = rays.iter().map(|r| accel.intersect(r)).collect();
+            let differ = hits
+                .iter()
+                .zip(&core)
+                .filter(|(g, c)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(*c))
+                .count();
+            assert_eq!(
+                differ, 0,
+                "{mesh}.{set}: hits differ from core's on the fast tree"
+            );
+            let mut occ = vec![false; rays.len()];
+            gpu.occluded(&rays, &mut occ).expect("occluded");
+            let occ_differ = occ
+                .iter()
+                .zip(&rays)
+                .filter(|(o, r)| **o != accel.occluded(r))
+                .count();
+            assert_eq!(occ_differ, 0, "{mesh}.{set}: any-hit differs from core's");
+        }
+    }
+}
