@@ -56,6 +56,12 @@ fn grid_header() -> GridHeader {
     );
 }
 
+// The grid's upper corner: lo + cell * res.
+// mirrors prism_core::cell_grid::CellGrid::hi
+fn cell_grid_hi(g: GridHeader) -> vec3<f32> {
+    return g.lo + g.cell * vec3<f32>(g.res);
+}
+
 // Where the ray o + t d (inv = 1 / d) leaves cell c along one axis, moving
 // step (-1, 0, 1): inf when it does not move along the axis.
 // mirrors prism_core::cell_grid::CellGrid::boundary
@@ -179,7 +185,7 @@ fn cell_grid_closest_hit(ray: Ray) -> Hit {
     w.lo = g.lo;
     w.cell = g.cell;
     w.res = g.res;
-    let hi = w.lo + w.cell * vec3<f32>(w.res);
+    let hi = cell_grid_hi(g);
     // f32_min and f32_max drop the NaN of a 0 * inf (a ray parallel to a
     // face lying in its plane), as core's min and max.
     let ta = (w.lo - w.o) * w.inv;
