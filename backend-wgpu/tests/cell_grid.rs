@@ -269,3 +269,80 @@ fn a_grid_walk_that_skips_the_cells_is_caught_by_the_comparison() {
         "the cell grid was not what answered the closest hits"
     );
 }
+
+/// A frame whose camera stands too far away for its rays to walk rtiow's grid
+/// ([`prism_core::cell_grid::CellGrid::walkable_from`]) runs the module
+/// without the grid: the walk patched to skip the cells then renders the
+/// unpatched backend's pixels, small spheres included, where a near frame
+/// through the patched walk loses them.
+#[test]
+fn a_frame_too_far_away_to_walk_the_grid_walks_the_tree() {
+    let skip = |file: &str, text: &str| {
+        if file == "cell_grid.wgsl" {
+            text.replace(
+                "            if first < end {",
+                "            if first < first {",
+            )
+        } else {
+            text.to_string()
+        }
+    };
+    let (Some(mut patched), Some(mut plain)) = (open(Some(Box::new(skip))), open(None)) else {
+        return;
+    };
+    let rtiow = prism::scenes::rtiow();
+    let accel = Accel::build(&rtiow.scene).expect("scene");
+    let grid = prism_core::cell_grid::CellGrid::build(accel.primitives()).expect("rtiow's grid");
+    // The small spheres' field from 5,000 units away, through a narrow lens.
+    let at = Vec3::new(0.0, 0.2, 0.0);
+    let far = Camera::look_at(
+        at + Vec3::new(13.0, 2.0, 3.0).normalize() * 5000.0,
+        at,
+        Vec3::Y,
+        0.12,
+    );
+    assert!(
+        !grid.walkable_from(5000.0),
+        "the far camera could walk the grid"
+    );
+    assert!(
+        grid.walkable_from(20.0),
+        "rtiow's camera could not walk the grid"
+    );
+    let s = settings(Integrator::Whitted);
+    patched.set_scene(&rtiow.scene).expect("set_scene");
+    plain.set_scene(&rtiow.scene).expect("set_scene");
+    assert!(patched.module_config().cell_grid && plain.module_config().cell_grid);
+    let (share, mean) = tolerances(Integrator::Whitted);
+    let plain_far = gpu_render(&mut plain, &far, &s);
+    let patched_far = gpu_render(&mut patched, &far, &s);
+    let as_vec3 = |p: &[[f32; 4]]| {
+        p.iter()
+            .map(|q| Vec3::new(q[0], q[1], q[2]))
+            .collect::<Vec<_>>()
+    };
+    if let Err(e) = compare(
+        "far frame, patched walk against plain",
+        &patched_far,
+        &as_vec3(&plain_far),
+        share,
+        mean,
+    ) {
+        panic!("{e}");
+    }
+    // The far frame shows the small spheres: the walk that skips them would
+    // have been caught had it run.
+    let plain_near = gpu_render(&mut plain, &rtiow.camera, &s);
+    let patched_near = gpu_render(&mut patched, &rtiow.camera, &s);
+    assert!(
+        compare(
+            "near frame, patched walk against plain (expected to fail)",
+            &patched_near,
+            &as_vec3(&plain_near),
+            share,
+            mean
+        )
+        .is_err(),
+        "the near frame did not walk the grid"
+    );
+}
