@@ -182,6 +182,10 @@ fn wgsl_constants_match_core() {
             "SPHERE_LEFT_BEHIND_SCALE",
             intersect::SPHERE_LEFT_BEHIND_SCALE as f64,
         ),
+        (
+            "SPHERE_EARLY_MISS_MARGIN",
+            intersect::SPHERE_EARLY_MISS_MARGIN as f64,
+        ),
         ("SHADOW_KEEP", integrator::SHADOW_KEEP as f64),
         ("PHONG_AMBIENT", integrator::PHONG_AMBIENT as f64),
         ("PHONG_DIFFUSE", integrator::PHONG_DIFFUSE as f64),
