@@ -487,8 +487,8 @@ impl Backend for WgpuBackend {
     }
 
     /// Core's tree as uploaded (nodes, primitive records, slot materials,
-    /// instance records, heightfields); the octant copies of small flat trees
-    /// and the light grid are not counted.
+    /// instance records, heightfields); the octant copies of small flat trees,
+    /// the light grid and the cell grid are not counted.
     fn tree_bytes(&self) -> Vec<TreeBytes> {
         self.scene.iter().map(|s| s.accel.tree_bytes()).collect()
     }
