@@ -204,6 +204,14 @@ fn grid_renders_match_core_render_pixel() {
         ("triangle field", &field, &field_camera),
     ] {
         assert!(core_picks_the_grid(scene), "{name}: core keeps the tree");
+        // The ground (rtiow: and the three big spheres) kept out of the cells.
+        let accel = Accel::build(scene).expect("scene");
+        let grid = prism_core::cell_grid::CellGrid::build(accel.primitives()).expect("grid");
+        assert_eq!(
+            grid.large.len(),
+            if name == "rtiow" { 4 } else { 2 },
+            "{name}"
+        );
         gpu.set_scene(scene).expect("set_scene");
         assert!(
             gpu.module_config().cell_grid,
