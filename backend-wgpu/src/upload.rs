@@ -1,7 +1,7 @@
 //! The scene on the device: [`SceneState`] (the BVH or its octant copies, or a
 //! two-level scene's trees and instance records; primitives, slot materials
-//! with the light grid, materials, where the two levels lie, and their bind
-//! group), and its upload beside the current scene, which therefore survives
+//! with the light grid and the cell grid, materials, where the two levels
+//! lie, and their bind group), and its upload beside the current scene, which therefore survives
 //! a failed upload.
 
 use crate::buffers::{Reusable, create_buffer};
@@ -295,7 +295,8 @@ impl WgpuBackend {
 
     /// Upload `accel` with its `nodes` buffer as `nodes` says (its tree, its
     /// octant copies, or a two-level scene's parts) and its slot materials as
-    /// `slot_words` (followed by the light grid for a module that reads one).
+    /// `slot_words` (followed by the light grid and the cell grid for a module
+    /// that reads them).
     fn try_upload_scene(
         &self,
         accel: &Accel,
