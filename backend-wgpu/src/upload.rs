@@ -211,7 +211,8 @@ impl WgpuBackend {
         // for two levels, whose slots are in object space while the grid's
         // cells are in the world), and never with a heightfield (core builds
         // no grid for one, and its data take the same place).
-        let cell_grid = (config.cell_grid && config.octant_copies)
+        // WgpuOptions::cell_grid false: never.
+        let cell_grid = (self.cell_grid && config.cell_grid && config.octant_copies)
             .then(|| CellGrid::build(accel.primitives()))
             .flatten()
             .filter(|g| g.worthwhile(accel.nodes()));

@@ -20,10 +20,17 @@ const H: u32 = 36;
 /// Open a backend (software adapters allowed, `patch` applied to the
 /// shaders), or explain why not.
 fn open(patch: Option<prism_wgpu::shaders::SourcePatch>) -> Option<WgpuBackend> {
-    match WgpuBackend::new(WgpuOptions {
-        allow_software: true,
+    open_with(WgpuOptions {
         source_patch: patch,
         ..Default::default()
+    })
+}
+
+/// Open a backend with `options` (software adapters allowed), or explain why not.
+fn open_with(options: WgpuOptions) -> Option<WgpuBackend> {
+    match WgpuBackend::new(WgpuOptions {
+        allow_software: true,
+        ..options
     }) {
         Ok(b) => Some(b),
         Err(e) => {
@@ -353,4 +360,19 @@ fn a_frame_too_far_away_to_walk_the_grid_walks_the_tree() {
         .is_err(),
         "the near frame did not walk the grid"
     );
+}
+
+/// `WgpuOptions::cell_grid` false: rtiow's module walks the tree.
+#[test]
+fn the_grid_can_be_turned_off() {
+    let Some(mut gpu) = open_with(WgpuOptions {
+        cell_grid: false,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let rtiow = prism::scenes::rtiow();
+    assert!(core_picks_the_grid(&rtiow.scene));
+    gpu.set_scene(&rtiow.scene).expect("set_scene");
+    assert!(!gpu.module_config().cell_grid);
 }
