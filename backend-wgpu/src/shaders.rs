@@ -222,8 +222,8 @@ impl ShaderSource {
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
     /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS`,
-    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL`, `SUN` and `CELL_GRID` (types.wgsl) rewritten in
-    /// place (line numbers do not move).
+    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL`, `SUN` and `CELL_GRID`
+    /// (types.wgsl) rewritten in place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
         let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);

@@ -1,8 +1,8 @@
 //! The scene on the device: [`SceneState`] (the BVH or its octant copies, or a
 //! two-level scene's trees and instance records; primitives, slot materials
 //! with the light grid and the cell grid, materials, where the two levels
-//! lie, and their bind group), and its upload beside the current scene, which therefore survives
-//! a failed upload.
+//! lie, and their bind group), and its upload beside the current scene,
+//! which therefore survives a failed upload.
 
 use crate::buffers::{Reusable, create_buffer};
 use crate::levels::{Levels, NodeLayout, device_records, device_top_nodes};
