@@ -1,7 +1,9 @@
 // The integrators `path`, `whitted` and `ao`, one pixel at a time (the mirror
 // of prism_core::integrator). Core passes `params` and the accel as arguments;
 // here they are the bindings of entry.wgsl, and core's `accel.intersect_slot`
-// and `accel.occluded` are accel_intersect_slot and accel_occluded there.
+// and `accel.occluded` are accel_intersect_slot and accel_occluded there (the
+// closest hits through render_closest_hit, cell_grid.wgsl, which walks the
+// scene's cell grid where the module has one).
 
 // mirrors prism_core::integrator::SHADOW_KEEP
 const SHADOW_KEEP: f32 = 0.35;
@@ -186,7 +188,7 @@ fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     // The MIS weight of the sun if the ray traced next meets it.
     var sun_weight = 1.0;
     for (var depth = 0u; depth < params.max_depth; depth++) {
-        let hit = accel_intersect_slot(ray);
+        let hit = render_closest_hit(ray);
         rays += 1u;
         if sun {
             let t_sun = sun_distance(ray.origin, ray.dir, ray.tmin);
@@ -264,7 +266,7 @@ fn trace_whitted(first_ray: Ray) -> Traced {
     var weight = 1.0;
     var rays = 0u;
     for (var bounce = 0u; bounce <= params.max_depth; bounce++) {
-        let hit = accel_intersect_slot(ray);
+        let hit = render_closest_hit(ray);
         rays += 1u;
         if !hit_is_hit(hit) {
             color += weight * sky_color(ray.dir);
@@ -291,7 +293,7 @@ fn trace_whitted(first_ray: Ray) -> Traced {
 
 // mirrors prism_core::integrator::trace_ao
 fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
-    let hit = accel_intersect_slot(ray);
+    let hit = render_closest_hit(ray);
     if !hit_is_hit(hit) {
         return Traced(sky_color(ray.dir), 1u);
     }

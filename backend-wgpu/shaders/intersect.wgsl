@@ -193,6 +193,25 @@ fn ray_triangle(pre: RayPre, v0: vec3<f32>, v1: vec3<f32>, v2: vec3<f32>, tmin: 
     return prim_hit_none();
 }
 
+// mirrors prism_core::intersect::SPHERE_EARLY_MISS_MARGIN
+const SPHERE_EARLY_MISS_MARGIN: f32 = 1e-5;
+
+// Whether ray_sphere surely misses, before its division and square root: the
+// ray's line passes so clearly outside the sphere that no tmin or tmax gives a
+// hit. Its products may contract into FMAs (WGSL's dot may be evaluated in any
+// order): the margin (SPHERE_EARLY_MISS_MARGIN of a |f|^2) is some 100 times
+// either rounding. A NaN or an overflow says not missed. The cell grid walk
+// runs it first in scenes of spheres only (cell_grid.wgsl), as the CUDA
+// kernels' walk does.
+// mirrors prism_core::intersect::sphere_missed_early
+fn sphere_missed_early(origin: vec3<f32>, dir: vec3<f32>, center: vec3<f32>, radius: f32) -> bool {
+    let f = origin - center;
+    let a = dot(dir, dir);
+    let b = dot(f, dir);
+    let aff = a * dot(f, f);
+    return aff - b * b - a * (radius * radius) > SPHERE_EARLY_MISS_MARGIN * aff;
+}
+
 // mirrors prism_core::intersect::SPHERE_LEFT_BEHIND_SCALE
 const SPHERE_LEFT_BEHIND_SCALE: f32 = 0.999;
 

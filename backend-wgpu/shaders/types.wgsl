@@ -20,6 +20,10 @@ const SCENE_KINDS: u32 = 3u;
 const OCTANT_COPIES: u32 = 0u;
 const LIGHT_GRID: u32 = 0u;
 const TWO_LEVEL: u32 = 0u;
+// Whether the render kernels' closest hits walk the scene's cell grid, which
+// then lies in `slot_materials` (cell_grid.wgsl); 0 (the general value): they
+// walk the tree.
+const CELL_GRID: u32 = 0u;
 // Whether the scene may have a sun (1, the general value) or has none (0:
 // integrator.wgsl's has_sun is then false at compile time).
 const SUN: u32 = 1u;

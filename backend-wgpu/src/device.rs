@@ -429,6 +429,7 @@ impl WgpuBackend {
             render_tile: options.render_tile,
             batch_workgroup: options.batch_workgroup,
             overlap_transfers: options.overlap_transfers,
+            cell_grid: options.cell_grid,
             f64_division,
             lost,
             uncaptured,

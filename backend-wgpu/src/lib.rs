@@ -229,6 +229,12 @@ pub struct WgpuOptions {
     /// millions of rays; each band's dispatch has its own tail, which costs
     /// some trace time. Default `true`.
     pub overlap_transfers: bool,
+    /// Walk core's cell grid ([`prism_core::cell_grid`]) for the render
+    /// kernels' closest hits on flat scenes where core's cost model picks it
+    /// ([`ModuleConfig::cell_grid`]); `false` walks the tree for them too.
+    /// Same pixels either way (but where two primitives tie at exactly the
+    /// same distance); `false` is there to measure the grid. Default `true`.
+    pub cell_grid: bool,
 }
 
 impl Default for WgpuOptions {
@@ -245,6 +251,7 @@ impl Default for WgpuOptions {
             f64_division: true,
             lane_refill: true,
             overlap_transfers: true,
+            cell_grid: true,
         }
     }
 }
@@ -263,6 +270,7 @@ impl std::fmt::Debug for WgpuOptions {
             .field("f64_division", &self.f64_division)
             .field("lane_refill", &self.lane_refill)
             .field("overlap_transfers", &self.overlap_transfers)
+            .field("cell_grid", &self.cell_grid)
             .finish()
     }
 }
@@ -308,6 +316,8 @@ pub struct WgpuBackend {
     render_tile: (u32, u32),
     batch_workgroup: u32,
     overlap_transfers: bool,
+    /// [`WgpuOptions::cell_grid`].
+    cell_grid: bool,
     f64_division: bool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,
@@ -487,8 +497,8 @@ impl Backend for WgpuBackend {
     }
 
     /// Core's tree as uploaded (nodes, primitive records, slot materials,
-    /// instance records, heightfields); the octant copies of small flat trees
-    /// and the light grid are not counted.
+    /// instance records, heightfields); the octant copies of small flat trees,
+    /// the light grid and the cell grid are not counted.
     fn tree_bytes(&self) -> Vec<TreeBytes> {
         self.scene.iter().map(|s| s.accel.tree_bytes()).collect()
     }

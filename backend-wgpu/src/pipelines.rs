@@ -53,7 +53,44 @@ impl WgpuBackend {
 
     /// The pipeline of `kernel` for the current scene, compiled on first use.
     pub(crate) fn pipeline(&mut self, kernel: Kernel) -> Result<wgpu::ComputePipeline, Error> {
-        let config = self.module_config();
+        self.pipeline_for(kernel, self.module_config())
+    }
+
+    /// The pipeline of a frame's render kernel for `integrator` and output
+    /// format (sRGB 8-bit or not): the scene's module, or where the scene has
+    /// a cell grid that some ray of the frame of `params` may start too far
+    /// away to walk ([`prism_core::cell_grid::CellGrid::walkable_from`]), the
+    /// same module without it (its closest hits walk the tree, as the CUDA
+    /// backend's octant kernels then do). The rays start on the camera's lens
+    /// or on a primitive (within the scene's bounds, with 1% to spare for
+    /// points rounded off their surfaces).
+    pub(crate) fn render_pipeline(
+        &mut self,
+        integrator: u32,
+        srgb8: bool,
+        params: &prism_core::gpu::RenderParams,
+    ) -> Result<wgpu::ComputePipeline, Error> {
+        let mut config = self.module_config();
+        if let Some(scene) = &self.scene {
+            let b = scene.accel.bounds();
+            let lens = params.camera.origin_lens;
+            let camera_bound = lens[..3].iter().fold(0.0f32, |m, c| m.max(c.abs())) + lens[3].abs();
+            let origin_bound =
+                (b.min.abs().max(b.max.abs()).max_element() * 1.01).max(camera_bound);
+            config.cell_grid &= scene
+                .cell_grid
+                .as_ref()
+                .is_some_and(|g| g.walkable_from(origin_bound));
+        }
+        self.pipeline_for(Kernel::Render(integrator, srgb8), config)
+    }
+
+    /// The pipeline of `kernel` in the module for `config`, compiled on first use.
+    fn pipeline_for(
+        &mut self,
+        kernel: Kernel,
+        config: ModuleConfig,
+    ) -> Result<wgpu::ComputePipeline, Error> {
         if let Some(p) = self.pipelines.get(&(kernel, config)) {
             return Ok(p.clone());
         }

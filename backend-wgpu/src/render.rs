@@ -5,7 +5,6 @@
 //! back into the caller's [`Image`] and its rays counted.
 
 use crate::buffers::map_and_read;
-use crate::pipelines::Kernel;
 use crate::submit::{PIPELINE_BAND_BYTES, PIPELINE_BANDS, SLOTS};
 use crate::{BACKEND_NAME, RAY_TALLY_BYTES, WgpuBackend};
 use prism_core::gpu::ray_tally_sum;
@@ -104,10 +103,11 @@ impl WgpuBackend {
         };
         let chunk_bytes = chunk_rows as u64 * row_bytes;
 
-        let pipeline = self.pipeline(Kernel::Render(
+        let pipeline = self.render_pipeline(
             settings.integrator as u32,
             format == PixelFormat::Srgba8,
-        ))?;
+            &params,
+        )?;
         let out = Self::ensure(
             &self.device,
             &mut self.out_buf,

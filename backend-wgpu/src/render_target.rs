@@ -4,7 +4,6 @@
 //! pass that stores the chunk's pixels from Prism's own buffer into the
 //! caller's storage texture. Nothing is submitted, waited for or read back.
 
-use crate::pipelines::Kernel;
 use crate::{BACKEND_NAME, CHUNK_UNIFORM_BYTES, WgpuBackend};
 use prism_core::{Camera, Error, RenderSettings, ResourceProblem};
 use std::num::NonZeroU64;
@@ -157,7 +156,7 @@ impl WgpuBackend {
             .min(max_groups * tile_y.min(STORE_TILE) as u64)
             .min(rows_by_work)
             .min(height as u64) as u32;
-        let pipeline = self.pipeline(Kernel::Render(settings.integrator as u32, srgb8))?;
+        let pipeline = self.render_pipeline(settings.integrator as u32, srgb8, &params)?;
         let store = self.store_pipeline(format_name)?;
         let out = Self::ensure(
             &self.device,

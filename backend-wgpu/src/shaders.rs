@@ -13,7 +13,7 @@
 /// The shader files, in the order they are concatenated (each may use what the
 /// files before it declare; WGSL resolves module-scope names in any order, the
 /// order only keeps the source readable top-down).
-pub const SHADER_FILES: [(&str, &str); 15] = [
+pub const SHADER_FILES: [(&str, &str); 16] = [
     ("types.wgsl", include_str!("../shaders/types.wgsl")),
     ("math.wgsl", include_str!("../shaders/math.wgsl")),
     ("division.wgsl", include_str!("../shaders/division.wgsl")),
@@ -30,6 +30,7 @@ pub const SHADER_FILES: [(&str, &str); 15] = [
         "point_grid.wgsl",
         include_str!("../shaders/point_grid.wgsl"),
     ),
+    ("cell_grid.wgsl", include_str!("../shaders/cell_grid.wgsl")),
     ("material.wgsl", include_str!("../shaders/material.wgsl")),
     ("camera.wgsl", include_str!("../shaders/camera.wgsl")),
     ("image.wgsl", include_str!("../shaders/image.wgsl")),
@@ -92,6 +93,14 @@ pub struct ModuleConfig {
     /// event and weights), which the shader compiler would otherwise keep
     /// in registers around every bounce.
     pub sun: bool,
+    /// `CELL_GRID`: the scene's `slot_materials` buffer carries core's cell
+    /// grid ([`prism_core::cell_grid`]; layout in `cell_grid.wgsl`), and the
+    /// render kernels' closest hits walk it instead of the tree.
+    /// [`ModuleConfig::for_accel`] sets it for a flat scene the grid may
+    /// serve; the upload keeps it only where core builds a grid and its cost
+    /// model expects the grid to beat the tree, and a frame whose rays may
+    /// start too far away to walk it runs the module without it.
+    pub cell_grid: bool,
 }
 
 impl ModuleConfig {
@@ -105,6 +114,7 @@ impl ModuleConfig {
         light_grid: false,
         two_level: false,
         sun: true,
+        cell_grid: false,
     };
 
     /// The stack length for `accel`: its tree's depth (two levels: both
@@ -126,10 +136,16 @@ impl ModuleConfig {
     /// ray's octant and the light's position differ from instance to
     /// instance).
     ///
-    /// Core's cell grid ([`prism_core::cell_grid`]) and camera candidate
-    /// masks ([`prism_core::camera_bounds`]), which the CUDA backend uses on
-    /// flat scenes of evenly spread or few primitives, have no WGSL walk
-    /// yet: such scenes are traced here through the tree, with the same
+    /// The cell grid ([`prism_core::cell_grid`]) is asked for on a flat
+    /// scene with octant copies (as the CUDA backend, whose grid kernels
+    /// walk them for shadow rays), no heightfield and at most
+    /// [`prism_core::cell_grid::CELL_GRID_MAX_PRIMS`] primitives; the
+    /// upload then builds it and keeps it only where core's cost model
+    /// ([`prism_core::cell_grid::CellGrid::worthwhile`]) picks it.
+    ///
+    /// Core's camera candidate masks ([`prism_core::camera_bounds`]), which
+    /// the CUDA backend uses on flat scenes of few primitives, have no WGSL
+    /// walk yet: such scenes are traced here through the tree, with the same
     /// answers and more node steps.
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
@@ -144,11 +160,12 @@ impl ModuleConfig {
             }
         }
         let two_level = accel.is_two_level();
+        let octant_copies =
+            !two_level && accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES;
         ModuleConfig {
             stack_entries: Self::stack_entries_for(accel),
             scene_kinds: if kinds == 0 { 3 } else { kinds },
-            octant_copies: !two_level
-                && accel.nodes().len() <= prism_core::gpu::OCTANT_COPIES_MAX_NODES,
+            octant_copies,
             // The heightfields' data take the light grid's place in
             // `slot_materials` (heightfield.wgsl); core builds no light grid
             // for a scene holding one anyway.
@@ -157,6 +174,11 @@ impl ModuleConfig {
                 && accel.primitives().len() <= prism_core::point_grid::POINT_GRID_MAX_PRIMS,
             two_level,
             sun: accel.sun().is_some(),
+            // CellGrid::build makes no grid for a heightfield or more
+            // primitives; the cost model is the upload's (it needs the grid).
+            cell_grid: octant_copies
+                && kinds & 4 == 0
+                && accel.primitives().len() <= prism_core::cell_grid::CELL_GRID_MAX_PRIMS,
             ..self
         }
     }
@@ -200,8 +222,8 @@ impl ShaderSource {
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
     /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS`,
-    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL` and `SUN` (types.wgsl) rewritten in
-    /// place (line numbers do not move).
+    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL`, `SUN` and `CELL_GRID`
+    /// (types.wgsl) rewritten in place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
         let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);
@@ -249,6 +271,11 @@ impl ShaderSource {
                 config.two_level as u32,
             ),
             ("SUN", general.sun as u32, config.sun as u32),
+            (
+                "CELL_GRID",
+                general.cell_grid as u32,
+                config.cell_grid as u32,
+            ),
         ] {
             text = text.replace(
                 &format!("const {name}: u32 = {general}u;"),

@@ -1,14 +1,15 @@
 //! The scene on the device: [`SceneState`] (the BVH or its octant copies, or a
 //! two-level scene's trees and instance records; primitives, slot materials
-//! with the light grid, materials, where the two levels lie, and their bind
-//! group), and its upload beside the current scene, which therefore survives
-//! a failed upload.
+//! with the light grid and the cell grid, materials, where the two levels
+//! lie, and their bind group), and its upload beside the current scene,
+//! which therefore survives a failed upload.
 
 use crate::buffers::{Reusable, create_buffer};
 use crate::levels::{Levels, NodeLayout, device_records, device_top_nodes};
 use crate::pipelines::exact;
 use crate::submit::wait;
 use crate::{BACKEND_NAME, ModuleConfig, WgpuBackend};
+use prism_core::cell_grid::CellGrid;
 use prism_core::gpu::{BvhNode, check_tree};
 use prism_core::point_grid::PointGrid;
 use prism_core::{Accel, Error};
@@ -22,6 +23,10 @@ pub(crate) struct SceneState {
     pub(crate) buffers: SceneBuffers,
     /// Where a two-level scene's parts lie in `nodes` (`None`: a flat scene).
     pub(crate) layout: Option<NodeLayout>,
+    /// The cell grid uploaded with the scene (`config.cell_grid`), kept to
+    /// decide for each frame whether its rays can walk it
+    /// ([`CellGrid::walkable_from`]).
+    pub(crate) cell_grid: Option<CellGrid>,
 }
 
 /// The scene's buffers (group 0 of entry.wgsl, bindings 1 to 4 and 6) and the
@@ -97,6 +102,64 @@ fn slot_words_with_heightfields(accel: &Accel) -> Result<Option<Vec<u32>>, Error
     Ok(Some(words))
 }
 
+/// `words` (the slot materials, and the light grid after them if there is
+/// one) followed by `grid` as `cell_grid.wgsl` reads it: a 16-word header
+/// (lo, large count; cell, where the offsets start; inv_cell, where the slot
+/// lists start; res, where the large slots start), the cell offsets, the slot
+/// lists, the large slots, and a last word holding the header's index. Every
+/// index counts words of the whole buffer, which the shaders index with u32.
+fn append_cell_grid(words: &mut Vec<u32>, grid: &CellGrid) -> Result<(), Error> {
+    let header = words.len() as u64;
+    let offsets_at = header + 16;
+    let slots_at = offsets_at + grid.offsets.len() as u64;
+    let large_at = slots_at + grid.slots.len() as u64;
+    let total = large_at + grid.large.len() as u64 + 1;
+    let index = |n: u64| {
+        u32::try_from(n).map_err(|_| Error::DeviceLimit {
+            backend: BACKEND_NAME,
+            what: "slot material and cell grid words",
+            needed: total,
+            limit: u32::MAX as u64,
+        })
+    };
+    index(total)?;
+    let large_count = index(grid.large.len() as u64)?;
+    words
+        .try_reserve_exact((total - header) as usize)
+        .map_err(|_| Error::HostOutOfMemory {
+            what: "slot material and cell grid words",
+            bytes: total.saturating_mul(4),
+        })?;
+    let bits = |v: prism_core::glam::Vec3| v.to_array().map(f32::to_bits);
+    let [lx, ly, lz] = bits(grid.lo);
+    let [cx, cy, cz] = bits(grid.cell);
+    let [ix, iy, iz] = bits(grid.inv_cell);
+    let [rx, ry, rz] = grid.res;
+    words.extend_from_slice(&[
+        lx,
+        ly,
+        lz,
+        large_count,
+        cx,
+        cy,
+        cz,
+        index(offsets_at)?,
+        ix,
+        iy,
+        iz,
+        index(slots_at)?,
+        rx,
+        ry,
+        rz,
+        index(large_at)?,
+    ]);
+    words.extend_from_slice(&grid.offsets);
+    words.extend_from_slice(&grid.slots);
+    words.extend_from_slice(&grid.large);
+    words.push(index(header)?);
+    Ok(())
+}
+
 /// What goes into the `nodes` buffer: its size, and the bytes written at
 /// each offset.
 struct NodeContents<'a> {
@@ -143,6 +206,17 @@ impl WgpuBackend {
             .then(|| prism_core::gpu::near_first_octant_copies(accel.nodes()))
             .flatten();
         config.octant_copies = copies.is_some();
+        // The cell grid, where core's cost model expects it to beat the tree,
+        // as the CUDA backend decides: only with the octant copies (so never
+        // for two levels, whose slots are in object space while the grid's
+        // cells are in the world), and never with a heightfield (core builds
+        // no grid for one, and its data take the same place).
+        // WgpuOptions::cell_grid false: never.
+        let cell_grid = (self.cell_grid && config.cell_grid && config.octant_copies)
+            .then(|| CellGrid::build(accel.primitives()))
+            .flatten()
+            .filter(|g| g.worthwhile(accel.nodes()));
+        config.cell_grid = cell_grid.is_some();
         // And the light grid, after the slot materials in their buffer, when
         // the module for this scene reads it (see point_grid.wgsl).
         let grid = config
@@ -152,10 +226,18 @@ impl WgpuBackend {
             })
             .flatten();
         config.light_grid = grid.is_some();
-        let slot_words = match slot_words_with_grid(&accel, grid.as_ref()) {
+        let mut slot_words = match slot_words_with_grid(&accel, grid.as_ref()) {
             Some(words) => Some(words),
             None => slot_words_with_heightfields(&accel)?,
         };
+        // Then the cell grid, after the slot materials and the light grid.
+        if let Some(g) = &cell_grid {
+            let mut words = slot_words
+                .take()
+                .unwrap_or_else(|| accel.slot_materials().to_vec());
+            append_cell_grid(&mut words, g)?;
+            slot_words = Some(words);
+        }
         let slot_words: &[u32] = slot_words.as_deref().unwrap_or(accel.slot_materials());
         // A two-level scene: its geometries' trees, instance records and top
         // tree, each with room for no more than it has (see levels.rs).
@@ -208,12 +290,14 @@ impl WgpuBackend {
             bind_group,
             buffers,
             layout,
+            cell_grid,
         })
     }
 
     /// Upload `accel` with its `nodes` buffer as `nodes` says (its tree, its
     /// octant copies, or a two-level scene's parts) and its slot materials as
-    /// `slot_words` (followed by the light grid for a module that reads one).
+    /// `slot_words` (followed by the light grid and the cell grid for a module
+    /// that reads them).
     fn try_upload_scene(
         &self,
         accel: &Accel,

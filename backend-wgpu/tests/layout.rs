@@ -182,6 +182,10 @@ fn wgsl_constants_match_core() {
             "SPHERE_LEFT_BEHIND_SCALE",
             intersect::SPHERE_LEFT_BEHIND_SCALE as f64,
         ),
+        (
+            "SPHERE_EARLY_MISS_MARGIN",
+            intersect::SPHERE_EARLY_MISS_MARGIN as f64,
+        ),
         ("SHADOW_KEEP", integrator::SHADOW_KEEP as f64),
         ("PHONG_AMBIENT", integrator::PHONG_AMBIENT as f64),
         ("PHONG_DIFFUSE", integrator::PHONG_DIFFUSE as f64),
@@ -300,6 +304,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         light_grid: true,
         two_level: false,
         sun: false,
+        cell_grid: true,
     };
     let source = ShaderSource::assemble_for(None, &config);
     assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
@@ -308,6 +313,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
     assert!(source.text.contains("const LIGHT_GRID: u32 = 1u;"));
     assert!(source.text.contains("const TWO_LEVEL: u32 = 0u;"));
     assert!(source.text.contains("const SUN: u32 = 0u;"));
+    assert!(source.text.contains("const CELL_GRID: u32 = 1u;"));
     validate_with_refill(&source);
     // A two-level scene's module: the longest stack, the two-level walks.
     let two_level = prism_wgpu::ModuleConfig {
@@ -316,6 +322,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         octant_copies: false,
         light_grid: false,
         two_level: true,
+        cell_grid: false,
         ..config
     };
     let source = ShaderSource::assemble_for(None, &two_level);
