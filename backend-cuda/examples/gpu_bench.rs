@@ -110,8 +110,9 @@ fn parse_args() -> Result<Args, String> {
 
 fn configs(sweep: bool) -> Vec<(&'static str, KernelConfig)> {
     let d = KernelConfig::default();
-    // `tile-path`: the path kernels in tiles instead of persistent warps; it
-    // must give the default's pixels (compare the image hashes).
+    // `tile-path`: the path kernels in tiles instead of persistent warps; the
+    // same paths, so the default's pixels but for rounding where NVRTC
+    // contracts the inlined shading differently (compare the image hashes).
     let tile_path = KernelConfig {
         persistent_path: false,
         ..d.clone()
