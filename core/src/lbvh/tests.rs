@@ -192,7 +192,7 @@ fn identical_boxes_split_by_slot() {
         min: Vec3::ZERO,
         max: Vec3::ONE,
     };
-    let bvh = build(&[b; 10]).expect("ten boxes");
+    let bvh = build(&[b; 10]).expect("ten boxes"); // ok: test, valid boxes
     assert!(check_tree(&bvh.nodes, 10).is_ok());
     let root = bvh.nodes[0];
     assert_eq!((root.left_index(), root.left_count()), (0, 8));
@@ -208,7 +208,7 @@ fn sah_cost_of_one_leaf() {
         min: Vec3::ZERO,
         max: Vec3::ONE,
     };
-    let bvh = build(&[b; 3]).expect("three boxes");
+    let bvh = build(&[b; 3]).expect("three boxes"); // ok: test, valid boxes
     assert_eq!(bvh.nodes.len(), 1);
     assert_eq!(sah_cost(&bvh.nodes), COST_TRAVERSAL + 3.0 * COST_INTERSECT);
 }
@@ -220,7 +220,7 @@ fn leaf_depth_refuses_broken_trees() {
         min: Vec3::ZERO,
         max: Vec3::ONE,
     };
-    let bvh = build(&[b; 10]).expect("ten boxes");
+    let bvh = build(&[b; 10]).expect("ten boxes"); // ok: test, valid boxes
     assert_eq!(leaf_depth(&bvh.nodes, 10), Ok(1));
     assert_eq!(leaf_depth(&bvh.nodes, 11), Err("a slot is in no leaf"));
     let mut twice = bvh.nodes.clone();

@@ -414,6 +414,14 @@ impl<'a> CountingTracer<'a> {
     pub fn counts(&self) -> KindCounts {
         self.counts.get()
     }
+
+    /// Add one query's work `c` to the ray kind `kind` picks.
+    fn add(&self, kind: fn(&mut KindCounts) -> &mut Counts, c: Counts) {
+        let mut k = self.counts.get();
+        let slot = kind(&mut k);
+        *slot = slot.plus(&c);
+        self.counts.set(k);
+    }
 }
 
 impl Tracer for CountingTracer<'_> {
@@ -422,23 +430,17 @@ impl Tracer for CountingTracer<'_> {
     }
     fn closest_slot(&self, ray: &Ray) -> Hit {
         let (hit, c) = counted_closest(self.accel, ray);
-        let mut k = self.counts.get();
-        k.primary = k.primary.plus(&c);
-        self.counts.set(k);
+        self.add(|k| &mut k.primary, c);
         hit
     }
     fn occluded(&self, ray: &Ray) -> bool {
         let (found, c) = counted_occluded(self.accel, ray);
-        let mut k = self.counts.get();
-        k.ao = k.ao.plus(&c);
-        self.counts.set(k);
+        self.add(|k| &mut k.ao, c);
         found
     }
     fn light_blocked(&self, ray: &Ray) -> bool {
         let (found, c) = counted_occluded(self.accel, ray);
-        let mut k = self.counts.get();
-        k.shadow = k.shadow.plus(&c);
-        self.counts.set(k);
+        self.add(|k| &mut k.shadow, c);
         found
     }
 }

@@ -57,7 +57,7 @@ proptest! {
         placements in prop::collection::vec(v3(6.0), 0..4),
         rays in prop::collection::vec((v3(8.0), v3(1.0), 0.0f32..0.5, 0.5f32..30.0), 32),
     ) {
-        let accel = Accel::build(&scene(&tris, &spheres, &placements)).unwrap();
+        let accel = Accel::build(&scene(&tris, &spheres, &placements)).unwrap(); // ok: test, valid inputs
         for (o, d, tmin, tmax) in rays {
             if d.length() < 1e-3 { continue; }
             let ray = Ray::segment(o, d, tmin, tmax);
@@ -104,11 +104,11 @@ fn run(
     frames: usize,
     work: impl Fn(usize) -> Workload,
 ) -> Vec<(f64, Choice)> {
-    let mut c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap();
+    let mut c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
     (0..frames)
         .map(|f| {
             let w = work(f);
-            let choice = c.plan(&w, target_ms).unwrap().choice();
+            let choice = c.plan(&w, target_ms).unwrap().choice(); // ok: test, valid inputs
             let measured = truth.predict_ms(&w.frame(choice.knobs)) + offset_ms;
             c.observe(choice.model_ms, measured);
             (measured, choice)
@@ -177,10 +177,11 @@ fn a_sudden_turn_stays_on_target() {
 /// their time; a bad target is an error naming it.
 #[test]
 fn unreachable_budget_is_a_typed_result() {
-    let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap();
+    let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
     let w = workload(76_800.0, 0.9, 40.0, 20.0, 30.0);
     let cheapest = c.predict(&w, Knobs::CHEAPEST).corrected_ms;
     match c.plan(&w, cheapest * 0.5).unwrap() {
+        // ok: test, valid inputs
         Plan::Unreachable {
             cheapest: choice,
             target_ms,
@@ -191,7 +192,7 @@ fn unreachable_budget_is_a_typed_result() {
         }
         other => panic!("expected Unreachable, got {other:?}"),
     }
-    assert!(matches!(c.plan(&w, cheapest * 1.5).unwrap(), Plan::Fits(_)));
+    assert!(matches!(c.plan(&w, cheapest * 1.5).unwrap(), Plan::Fits(_))); // ok: test, valid inputs
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         assert!(matches!(
             c.plan(&w, bad),
@@ -206,9 +207,9 @@ fn unreachable_budget_is_a_typed_result() {
 /// A budget above the dearest knobs gives the dearest knobs.
 #[test]
 fn generous_budget_takes_the_most_quality() {
-    let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap();
+    let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
     let w = workload(1000.0, 0.9, 40.0, 20.0, 30.0);
-    let choice = c.plan(&w, 1e6).unwrap().choice();
+    let choice = c.plan(&w, 1e6).unwrap().choice(); // ok: test, valid inputs
     assert_eq!(choice.knobs, Knobs::new(256, true));
 }
 
@@ -225,9 +226,9 @@ fn estimate_at_full_resolution_counts_every_ray() {
         Vec3::new(0.0, -1.0, 2.0),
         m,
     );
-    let accel = Accel::build(&s).unwrap();
+    let accel = Accel::build(&s).unwrap(); // ok: test, valid inputs
     let camera = crate::Camera::look_at(Vec3::ZERO, Vec3::new(0.0, 0.0, -1.0), Vec3::Y, 60.0);
-    let w = estimate(&accel, &camera, (16, 12), 1.0, 16 * 12).unwrap();
+    let w = estimate(&accel, &camera, (16, 12), 1.0, 16 * 12).unwrap(); // ok: test, valid inputs
     assert_eq!(w.probe_pixels, 192);
     assert_eq!(w.primary.rays, 192.0);
     let hits = w.shadow.rays;
