@@ -20,8 +20,8 @@
 //!
 //! Both keep the layout's rules: nodes in depth-first order (every inner
 //! child after its parent), depth below [`crate::gpu::TRAVERSAL_STACK_SIZE`]
-//! (Morton: at most 30 levels of code bits plus 30 of halving a range of equal
-//! codes, for fewer than `2^30` instances).
+//! (Morton: at most 30 levels of code bits plus 30 of splitting a range of
+//! equal codes by its positions' bits, for fewer than `2^30` instances).
 
 use crate::aabb::Aabb;
 use crate::bvh::{Bvh, Fork};
@@ -332,12 +332,17 @@ impl MortonBuilder<'_> {
 
     /// Where `[start, end)` (at least two keys) splits: after the last key
     /// whose code agrees with the first one's on the highest bit where the
-    /// first and last codes differ; the middle when every code is the same.
+    /// first and last codes differ. When every code is the same, the keys'
+    /// positions take the codes' place (Karras's tie rule: the split falls
+    /// where the highest bit in which `start` and `end - 1` differ turns on),
+    /// so that a device building Karras's radix tree over (code, position)
+    /// keys, as `kernels/top_build.cuh` does, builds this very tree.
     fn split(&self, start: usize, end: usize) -> usize {
         let code = |k: usize| self.codes[k];
         let (first, last) = (code(start), code(end - 1));
         if first == last {
-            return start + (end - start) / 2;
+            let bit = usize::BITS - 1 - (start ^ (end - 1)).leading_zeros();
+            return ((end - 1) >> bit) << bit;
         }
         let bit = 31 - (first ^ last).leading_zeros();
         // The codes are sorted, so those with `bit` set (as `last` has) come last.
@@ -413,5 +418,34 @@ impl MortonBuilder<'_> {
             },
             deepest,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lbvh::{LEAF_FLAG, radix_node};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The Morton builder's split of every range is the split of
+        /// Karras's radix tree over (code, position) keys, which the device
+        /// builds (`kernels/top_build.cuh`): codes drawn from a few values,
+        /// so that long runs of equal codes occur.
+        #[test]
+        fn morton_splits_are_the_radix_trees(mut codes in prop::collection::vec(0u32..6, 2..300)) {
+            codes.sort_unstable();
+            let keys: Vec<MortonKey> = codes
+                .iter()
+                .enumerate()
+                .map(|(i, &code)| MortonKey { code, instance: i as u32, bounds: Aabb::EMPTY })
+                .collect();
+            let builder = MortonBuilder { keys: &keys, codes: &codes };
+            for i in 0..codes.len() - 1 {
+                let ([left, _], (first, last)) = radix_node(&codes, i);
+                let gamma = (left & !LEAF_FLAG) as usize;
+                prop_assert_eq!(builder.split(first as usize, last as usize + 1), gamma + 1);
+            }
+        }
     }
 }
