@@ -186,6 +186,9 @@ pub(crate) struct TwoLevel {
     pub(crate) scratch: UpdateScratch,
     /// The top builder's work arrays, kept between builds.
     pub(crate) top_scratch: TopScratch,
+    /// `records`, `world` and `top` lag moves a device placed
+    /// ([`crate::placement`]); [`TwoLevel::replace_all`] makes them current.
+    pub(crate) placement_stale: bool,
 }
 
 impl TwoLevel {
@@ -207,6 +210,7 @@ impl TwoLevel {
             build,
             scratch: UpdateScratch::default(),
             top_scratch: TopScratch::default(),
+            placement_stale: false,
         };
         for (i, inst) in instances.iter().enumerate() {
             let (record, world) = levels.place(i, inst)?;
@@ -252,6 +256,28 @@ impl TwoLevel {
             gpu_instance(transform, mask, material, &inv, blas.root()),
             world_bounds(transform, &blas.bounds),
         ))
+    }
+
+    /// Work out every live instance's record and world box from its
+    /// transform again, and the top tree, after moves a device placed (the
+    /// same arithmetic, so the same bits as the device's).
+    pub(crate) fn replace_all<F: crate::bvh::Fork>(
+        &mut self,
+        fork: Option<&F>,
+    ) -> Result<(), Error> {
+        for i in 0..self.instances.len() {
+            let h = self.instances[i];
+            if !h.live {
+                continue;
+            }
+            let (record, world) =
+                self.place_parts(i, &h.transform(), h.geometry, h.mask, h.material())?;
+            self.records[i] = record;
+            self.world[i] = world;
+        }
+        self.rebuild_top_with(fork)?;
+        self.placement_stale = false;
+        Ok(())
     }
 
     /// Remove instance `index` (its record seen by no ray, its box empty).

@@ -78,6 +78,11 @@ impl<'a> SceneUpdate<'a> {
         Self::default()
     }
 
+    /// Number of moves ([`SceneUpdate::set_transform`] calls) in the update.
+    pub fn move_count(&self) -> usize {
+        self.transforms.len()
+    }
+
     /// Whether the update changes nothing.
     pub fn is_empty(&self) -> bool {
         self.remove.is_empty()
@@ -275,6 +280,9 @@ impl Accel {
         let Some(levels) = self.levels.as_deref_mut() else {
             return Err(Error::NotTwoLevel);
         };
+        if levels.placement_stale {
+            levels.replace_all(fork)?;
+        }
         let mut scratch = core::mem::take(&mut levels.scratch);
         let result = apply(
             &mut self.nodes,
@@ -301,6 +309,9 @@ impl Accel {
     /// Make every geometry tree that a device refit ([`RefitOn::Device`])
     /// left behind on the host current again (its slots from its vertices,
     /// its boxes refit).
+    ///
+    /// Moves a device placed ([`crate::placement`]) are not made current
+    /// here: see [`Accel::try_refresh`].
     pub fn refresh(&mut self) {
         if let Some(levels) = self.levels.as_deref_mut() {
             for blas in &mut levels.blas {
@@ -309,6 +320,22 @@ impl Accel {
                 }
             }
         }
+    }
+
+    /// [`Accel::refresh`], and the instance records, world boxes and top tree
+    /// made current after moves a device placed
+    /// ([`Accel::commit_device_moves`]). Fails only when the host runs out
+    /// of memory for the top tree (the scene then stays stale, and the next
+    /// call tries again).
+    pub fn try_refresh(&mut self) -> Result<(), Error> {
+        self.refresh();
+        if let Some(levels) = self.levels.as_deref_mut()
+            && levels.placement_stale
+        {
+            levels.replace_all(None::<&Sequential>)?;
+            self.bounds = levels.world_bounds();
+        }
+        Ok(())
     }
 
     /// The SAH cost of geometry `geometry`'s tree now and as last built from
@@ -386,6 +413,8 @@ pub(crate) struct UpdateScratch {
     placed: Vec<Placed>,
     /// New records and world boxes of moves worked out on several threads.
     moved: Vec<(GpuInstance, Aabb)>,
+    /// One bit an instance, for repeated moves ([`crate::placement`]).
+    pub(crate) marks: Vec<u64>,
 }
 
 /// [`Accel::update_with`] up to the top tree's rebuild (which the caller
