@@ -3,7 +3,7 @@
 //! ```text
 //! gpu_bench [--scenes DIR] [--out DIR] [--sweep] [--frames N] [--repeats N] [--batch N]
 //!           [--parts rtiow,whitted,trace,instances,moving,refit,segments]
-//!           [--sets bunny.diffuse,...] [--config NAME,...]
+//!           [--sets bunny.diffuse,...] [--config NAME,...] [--top-on-host]
 //! ```
 //!
 //! For each kernel configuration (the default, or a sweep of block shapes,
@@ -58,6 +58,9 @@ struct Args {
     parts: Vec<String>,
     sets: Option<Vec<String>>,
     config: Option<String>,
+    /// `--top-on-host`: frames of moves placed by the host and uploaded
+    /// (`CudaOptions::top_on_device` off), to compare with the device's.
+    top_on_host: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -73,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
             .to_vec(),
         sets: None,
         config: None,
+        top_on_host: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -81,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
             "--scenes" => a.scenes = Some(PathBuf::from(value("--scenes")?)),
             "--out" => a.out = Some(PathBuf::from(value("--out")?)),
             "--sweep" => a.sweep = true,
+            "--top-on-host" => a.top_on_host = true,
             "--config" => {
                 a.config = Some(value("--config")?);
                 a.sweep = true;
@@ -282,6 +287,7 @@ fn run_config(
     let mut gpu = CudaBackend::with_options(CudaOptions {
         config: config.clone(),
         cache_dir: Some(cache),
+        top_on_device: !args.top_on_host,
         ..Default::default()
     })?;
     row.compile_s = t.elapsed().as_secs_f64();

@@ -259,20 +259,29 @@ __device__ __forceinline__ int fast_prefix(const u32* __restrict__ codes, u32 n,
 // prism_core::lbvh::radix_node: its children, its range, and the children's
 // parent links (`parent << 1 | side`; inner node c at links[c], slot s at
 // links[n - 1 + s]).
+//
+// The tree over instances (top_build.cuh) has no primitive records: `prims`
+// is null, and `names` (the instance each slot holds, from `live`) is
+// written instead.
 __device__ __forceinline__ void fast_tree(const u32* __restrict__ codes, const u32* __restrict__ order, u32 n,
                                           const float4* __restrict__ boxes, const u32* __restrict__ triangles,
                                           const float* __restrict__ positions, u32 vertex_count,
                                           float4* __restrict__ slot_boxes, Primitive* __restrict__ prims,
                                           uint2* __restrict__ children, uint2* __restrict__ ranges,
-                                          u32* __restrict__ links) {
+                                          u32* __restrict__ links, const u32* __restrict__ live,
+                                          u32* __restrict__ names) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < n) {
         const u32 id = __ldg(order + t);
         slot_boxes[2u * t] = boxes[2u * id];
         slot_boxes[2u * t + 1u] = boxes[2u * id + 1u];
-        V3 a, b, c;
-        fast_corners(triangles, positions, vertex_count, id, a, b, c);
-        triangle_record(prims + t, id, a, b, c);
+        if (prims) {
+            V3 a, b, c;
+            fast_corners(triangles, positions, vertex_count, id, a, b, c);
+            triangle_record(prims + t, id, a, b, c);
+        } else {
+            names[t] = __ldg(live + id);
+        }
     }
     if (t + 1u >= n) {
         return;
@@ -340,10 +349,12 @@ __device__ __forceinline__ void fast_child(u32 c, const float4* __restrict__ slo
 // thread to reach a node finishes it: its box (the children's union), its SAH
 // cost, and whether it is merged into one leaf (kept[node] = 0) or kept
 // (kept[node] = the inner nodes kept in its subtree). `arrivals` starts at 0.
+// `max_leaf`: PRISM_FAST_MAX_LEAF, or 1 for the tree over instances (a leaf
+// of one instance each: every inner node kept).
 __device__ __forceinline__ void fast_bottom_up(u32 n, const uint2* __restrict__ children,
                                                const uint2* __restrict__ ranges, const u32* __restrict__ links,
                                                const float4* __restrict__ slot_boxes, float4* node_boxes,
-                                               float* costs, u32* kept, u32* arrivals) {
+                                               float* costs, u32* kept, u32* arrivals, u32 max_leaf) {
     const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= n) {
         return;
@@ -372,7 +383,7 @@ __device__ __forceinline__ void fast_bottom_up(u32 n, const uint2* __restrict__ 
         const float split_cost = __fadd_rn(__fadd_rn(__fmul_rn(PRISM_FAST_COST_TRAVERSAL, area), lc), rc);
         node_boxes[2u * node] = make_float4(lo.x, lo.y, lo.z, 0.0f);
         node_boxes[2u * node + 1u] = make_float4(hi.x, hi.y, hi.z, 0.0f);
-        if (count <= PRISM_FAST_MAX_LEAF && leaf_cost <= split_cost) {
+        if (count <= max_leaf && leaf_cost <= split_cost) {
             costs[node] = leaf_cost;
             kept[node] = 0u;
         } else {
@@ -395,13 +406,14 @@ __device__ __forceinline__ void fast_rows(float4 lo, float4 hi, u32 index, u32 c
 // Child `c` of a kept node as a row pair (prism_core::lbvh::build's
 // child_of): a slot, a merged node (a leaf over its range) or a kept node at
 // `at`.
+// A slot's leaf names the slot, or with `names` the instance it holds.
 __device__ __forceinline__ void fast_child_rows(u32 c, u32 at, const float4* __restrict__ slot_boxes,
                                                 const float4* __restrict__ node_boxes,
                                                 const uint2* __restrict__ ranges, const u32* __restrict__ kept,
-                                                float4* out_lo, float4* out_hi) {
+                                                const u32* __restrict__ names, float4* out_lo, float4* out_hi) {
     if (c & PRISM_FAST_LEAF) {
         const u32 s = c & ~PRISM_FAST_LEAF;
-        fast_rows(slot_boxes[2u * s], slot_boxes[2u * s + 1u], s, 1u, out_lo, out_hi);
+        fast_rows(slot_boxes[2u * s], slot_boxes[2u * s + 1u], names ? names[s] : s, 1u, out_lo, out_hi);
     } else if (kept[c] == 0u) {
         const uint2 r = ranges[c];
         fast_rows(node_boxes[2u * c], node_boxes[2u * c + 1u], r.x, r.y - r.x + 1u, out_lo, out_hi);
@@ -418,7 +430,7 @@ __device__ __forceinline__ void fast_child_rows(u32 c, u32 at, const float4* __r
 __device__ __forceinline__ void fast_emit(u32 n, const uint2* __restrict__ children, const uint2* __restrict__ ranges,
                                           const u32* __restrict__ links, const float4* __restrict__ slot_boxes,
                                           const float4* __restrict__ node_boxes, const u32* __restrict__ kept,
-                                          BvhNode* __restrict__ nodes) {
+                                          const u32* __restrict__ names, BvhNode* __restrict__ nodes) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i + 1u >= n) {
         return;
@@ -450,7 +462,7 @@ __device__ __forceinline__ void fast_emit(u32 n, const uint2* __restrict__ child
     const uint2 ch = children[i];
     const u32 left_kept = (ch.x & PRISM_FAST_LEAF) ? 0u : kept[ch.x];
     BvhNode* out = nodes + index;
-    fast_child_rows(ch.x, index + 1u, slot_boxes, node_boxes, ranges, kept, &out->left_lo, &out->left_hi);
-    fast_child_rows(ch.y, index + 1u + left_kept, slot_boxes, node_boxes, ranges, kept, &out->right_lo,
+    fast_child_rows(ch.x, index + 1u, slot_boxes, node_boxes, ranges, kept, names, &out->left_lo, &out->left_hi);
+    fast_child_rows(ch.y, index + 1u + left_kept, slot_boxes, node_boxes, ranges, kept, names, &out->right_lo,
                     &out->right_hi);
 }

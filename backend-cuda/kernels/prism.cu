@@ -54,6 +54,7 @@
 #include "batch.cuh"
 #include "refit.cuh"
 #include "fast_build.cuh"
+#include "top_build.cuh"
 
 #define PRISM_RENDER_THREADS (PRISM_RENDER_TILE_W * PRISM_RENDER_TILE_H)
 // The persistent path kernels' blocks: one row of PRISM_PATH_THREADS, whatever
@@ -587,22 +588,46 @@ extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
                     const float4* __restrict__ boxes, const u32* __restrict__ triangles,
                     const float* __restrict__ positions, u32 vertex_count, float4* __restrict__ slot_boxes,
                     Primitive* __restrict__ prims, uint2* __restrict__ children, uint2* __restrict__ ranges,
-                    u32* __restrict__ links) {
-    fast_tree(codes, order, n, boxes, triangles, positions, vertex_count, slot_boxes, prims, children, ranges, links);
+                    u32* __restrict__ links, const u32* __restrict__ live, u32* __restrict__ names) {
+    fast_tree(codes, order, n, boxes, triangles, positions, vertex_count, slot_boxes, prims, children, ranges, links,
+              live, names);
 }
 
 extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
     prism_fast_bottom_up(u32 n, const uint2* __restrict__ children, const uint2* __restrict__ ranges,
                          const u32* __restrict__ links, const float4* __restrict__ slot_boxes, float4* node_boxes,
-                         float* costs, u32* kept, u32* arrivals) {
-    fast_bottom_up(n, children, ranges, links, slot_boxes, node_boxes, costs, kept, arrivals);
+                         float* costs, u32* kept, u32* arrivals, u32 max_leaf) {
+    fast_bottom_up(n, children, ranges, links, slot_boxes, node_boxes, costs, kept, arrivals, max_leaf);
 }
 
 extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
     prism_fast_emit(u32 n, const uint2* __restrict__ children, const uint2* __restrict__ ranges,
                     const u32* __restrict__ links, const float4* __restrict__ slot_boxes,
-                    const float4* __restrict__ node_boxes, const u32* __restrict__ kept, BvhNode* __restrict__ nodes) {
-    fast_emit(n, children, ranges, links, slot_boxes, node_boxes, kept, nodes);
+                    const float4* __restrict__ node_boxes, const u32* __restrict__ kept, const u32* __restrict__ names,
+                    BvhNode* __restrict__ nodes) {
+    fast_emit(n, children, ranges, links, slot_boxes, node_boxes, kept, names, nodes);
+}
+
+// The tree over a two-level scene's instances after moves (top_build.cuh):
+// prism_top_place, prism_top_commit, prism_top_boxes, and the fast build's
+// codes, sort, tree, bottom-up pass and emit over the instances' boxes.
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_top_place(const GpuMove* __restrict__ moves, u32 count, GpuInstance* __restrict__ placed,
+                    float4* __restrict__ placed_world, u32* status) {
+    top_place(moves, count, placed, placed_world, status);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_top_commit(const GpuMove* __restrict__ moves, u32 count, const GpuInstance* __restrict__ placed,
+                     const float4* __restrict__ placed_world, GpuInstance* __restrict__ records,
+                     float4* __restrict__ world, const u32* __restrict__ status) {
+    top_commit(moves, count, placed, placed_world, records, world, status);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_top_boxes(const u32* __restrict__ live, u32 n, const float4* __restrict__ world, float4* __restrict__ boxes,
+                    u32* centre_bounds, u32* scene_bounds) {
+    top_boxes(live, n, world, boxes, centre_bounds, scene_bounds);
 }
 
 PRISM_KERNELS(_spheres, PRISM_SPHERES)

@@ -22,6 +22,7 @@ mod fast_build;
 mod levels;
 mod refit;
 mod render;
+mod top_build;
 mod update;
 mod upload;
 
@@ -61,6 +62,12 @@ pub struct CudaOptions {
     /// Cache directory; `None` means [`crate::cache_dir`] (`$PRISM_CACHE_DIR`,
     /// else `$XDG_CACHE_HOME/prism`, else `~/.cache/prism`).
     pub cache_dir: Option<std::path::PathBuf>,
+    /// Place a frame that only moves instances on the device: the moved
+    /// records and world boxes and the tree over the instances built by
+    /// kernels (scenes whose top tree is built by Morton codes, see
+    /// `prism_core::placement`), instead of by the host and uploaded. The
+    /// same records and tree either way; `false` measures the host's path.
+    pub top_on_device: bool,
 }
 
 impl Default for CudaOptions {
@@ -71,6 +78,7 @@ impl Default for CudaOptions {
             source_patch: None,
             disk_cache: true,
             cache_dir: None,
+            top_on_device: true,
         }
     }
 }
@@ -345,8 +353,9 @@ impl CudaBackend {
             }
         };
         if let Some(accel) = self.accel.as_mut() {
-            // Trees refit on the lost device are refit on the host first.
-            accel.refresh();
+            // Trees refit and moves placed on the lost device are worked out
+            // on the host first.
+            accel.try_refresh()?;
             let _g = st.ctx.enter()?;
             st.upload_scene(accel, &self.options.config)?;
         }
@@ -369,7 +378,7 @@ impl CudaBackend {
         if st.scene.is_none()
             && let Some(accel) = self.accel.as_mut()
         {
-            accel.refresh();
+            accel.try_refresh()?;
             st.upload_scene(accel, &self.options.config)?;
         }
         Ok((st, g))

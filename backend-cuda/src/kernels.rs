@@ -30,7 +30,7 @@ pub use config::KernelConfig;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 18] = [
+pub const SOURCES: [(&str, &str); 19] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -58,6 +58,7 @@ pub const SOURCES: [(&str, &str); 18] = [
     ("batch.cuh", include_str!("../kernels/batch.cuh")),
     ("refit.cuh", include_str!("../kernels/refit.cuh")),
     ("fast_build.cuh", include_str!("../kernels/fast_build.cuh")),
+    ("top_build.cuh", include_str!("../kernels/top_build.cuh")),
 ];
 
 /// Base name of the path-tracing render kernel.
@@ -112,6 +113,10 @@ pub const KERNEL_FAST_BUILD: [&str; 8] = [
     "prism_fast_bottom_up",
     "prism_fast_emit",
 ];
+/// The kernels that place a frame's moves and start the tree over the
+/// instances (kernels/top_build.cuh), in launch order; the fast build's
+/// codes, sort, tree, bottom-up pass and emit finish it.
+pub const KERNEL_TOP_BUILD: [&str; 3] = ["prism_top_place", "prism_top_commit", "prism_top_boxes"];
 /// Threads per block of the fast build's kernels (`PRISM_FAST_THREADS`).
 pub const FAST_BUILD_THREADS: u32 = 256;
 /// Keys a block of the fast build's sort takes (`PRISM_FAST_SORT_TILE`).

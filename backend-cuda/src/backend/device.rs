@@ -18,8 +18,8 @@ use crate::kernels::{
     KERNEL_RENDER_PATH_INSTANCES, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_PATH_SUN,
     KERNEL_RENDER_PATH_SUN_GRID, KERNEL_RENDER_PATH_SUN_INSTANCES, KERNEL_RENDER_PATH_SUN_OCTANTS,
     KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES,
-    KERNEL_RENDER_WHITTED_OCTANTS, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind,
-    WORK_WORDS, kernel_name,
+    KERNEL_RENDER_WHITTED_OCTANTS, KERNEL_TOP_BUILD, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES,
+    SceneKind, WORK_WORDS, kernel_name,
 };
 use cudarc::driver::sys;
 use prism_core::gpu::RenderParams;
@@ -75,6 +75,8 @@ pub(super) struct Kernels {
     pub(super) refit_boxes: Function,
     /// The fast tree's build on the device (`KERNEL_FAST_BUILD`, in order).
     pub(super) fast: [Function; 8],
+    /// The moves' placement and the top tree's first pass (`KERNEL_TOP_BUILD`).
+    pub(super) top: [Function; 3],
     pub(super) params_ptr: sys::CUdeviceptr,
 }
 
@@ -96,6 +98,9 @@ pub(super) struct DeviceState {
     /// build of a mesh of the same size (a mesh rebuilt every frame): fresh
     /// allocations each time cost more than the build's kernels.
     pub(super) fast_scratch: Option<super::fast_build::Scratch>,
+    /// The arrays of the tree over the instances built on the device after
+    /// moves ([`super::top_build`]), kept from frame to frame.
+    pub(super) top_build: Option<super::top_build::TopBuild>,
     /// The batch of `CudaBackend::set_resident_rays`, traced again and again.
     pub(super) resident: Option<ResidentRays>,
     /// The persistent trace and path kernels' work counters (`WORK_WORDS` `u32`),
@@ -208,6 +213,10 @@ impl DeviceState {
         for (f, name) in fast.iter_mut().zip(KERNEL_FAST_BUILD) {
             *f = module.function(name)?;
         }
+        let mut top = [refit_boxes; 3];
+        for (f, name) in top.iter_mut().zip(KERNEL_TOP_BUILD) {
+            *f = module.function(name)?;
+        }
         let (params_ptr, params_bytes) = module.global(PARAMS_SYMBOL)?;
         if params_bytes != std::mem::size_of::<RenderParams>() {
             return Err(Error::Device {
@@ -239,6 +248,7 @@ impl DeviceState {
             camera_masks: None,
             staging: None,
             fast_scratch: None,
+            top_build: None,
             resident: None,
             work,
             ray_tally,
@@ -254,6 +264,7 @@ impl DeviceState {
                 refit_slots,
                 refit_boxes,
                 fast,
+                top,
                 params_ptr,
             },
             _module: module,
@@ -277,6 +288,7 @@ impl DeviceState {
         self.pinned = None;
         self.staging = None;
         self.fast_scratch = None;
+        self.top_build = None;
     }
 
     /// Grow-only scratch buffers for a batch of `n` rays with `out_bytes` of

@@ -239,6 +239,8 @@ impl Scratch {
                     p(&self.children),
                     p(&self.ranges),
                     p(&self.links),
+                    Arg::Ptr(0),
+                    Arg::Ptr(0),
                 ],
             )?;
             launch(
@@ -255,6 +257,7 @@ impl Scratch {
                     p(&self.costs),
                     p(&self.kept),
                     p(&self.arrivals),
+                    Arg::U32(prism_core::bvh::MAX_LEAF_SIZE as u32),
                 ],
             )?;
             launch(
@@ -269,6 +272,7 @@ impl Scratch {
                     p(&self.slot_boxes),
                     p(&self.node_boxes),
                     p(&self.kept),
+                    Arg::Ptr(0),
                     p(&self.nodes),
                 ],
             )?;

@@ -7,10 +7,17 @@
 //! (its slots from the vertices, then its boxes bottom-up, see
 //! [`super::refit`]). A rebuilt geometry moves every tree: the whole scene is
 //! uploaded again.
+//!
+//! A frame that only moves instances of a scene whose top tree is built by
+//! Morton codes (an engine's usual frame over thousands of instances) skips
+//! the host's placement: the moved records, world boxes and the tree over
+//! the instances are worked out on the device ([`super::top_build`]), the
+//! host keeping the transforms ([`Accel::commit_device_moves`]).
 
 use super::CudaBackend;
 use super::device::{DeviceState, ms_to_duration};
 use super::levels::{check_levels, count32, node_bytes, record_bytes, room};
+use super::top_build::Placed;
 use super::upload::check_scene;
 use crate::driver::{self, BACKEND, DeviceBuffer, PinnedBuffer};
 use crate::kernels::{KernelConfig, REFIT_THREADS};
@@ -68,6 +75,11 @@ impl DeviceState {
             check_levels(accel, records)?;
         }
         self.ensure_events(2)?;
+        // The host moved instances: the world boxes the device keeps for
+        // moves it places (super::top_build) are the host's again next time.
+        if let Some(top) = self.top_build.as_mut() {
+            top.world_current = false;
+        }
         let scene = self.scene.as_mut().ok_or(Error::NoScene)?;
         let levels = scene.levels.as_mut().ok_or(Error::NotTwoLevel)?;
         let records = accel.instances();
@@ -232,6 +244,15 @@ impl CudaBackend {
         // uploaded whole, before the update (CudaBackend::enter).
         drop(self.enter()?);
         let config = self.options.config.clone();
+        // Moves placed on the device skip check_levels: their records' roots
+        // are the host's (Accel::device_moves), and the tree's leaves name the
+        // live instances the host listed, its inner nodes the n - 1 of Karras's
+        // radix tree (the kernels build core's tree, tests/gpu_top_build.rs).
+        if self.options.top_on_device
+            && let Some(stats) = self.update_on_device(update, t0)?
+        {
+            return Ok(stats);
+        }
         let accel = self.accel.as_mut().ok_or(Error::NoScene)?;
         let changes = accel.update_with_fork(update, RefitOn::Device, &RayonFork)?;
         let build = t0.elapsed();
@@ -240,7 +261,7 @@ impl CudaBackend {
         let device = if changes.rebuilt {
             // Every tree may have moved: the host's copy made current, and
             // the whole scene uploaded (the refit tables with it).
-            accel.refresh();
+            accel.try_refresh()?;
             check_scene(accel, &config).and_then(|()| st.upload_scene_timed(accel, &config))
         } else {
             st.apply_update(accel, &changes, &config)
@@ -266,10 +287,63 @@ impl CudaBackend {
         })
     }
 
+    /// An update that only moves instances of a scene whose top tree is
+    /// built by Morton codes, placed on the device ([`super::top_build`]):
+    /// `None` when the update is not one (the host applies it).
+    fn update_on_device(
+        &mut self,
+        update: &SceneUpdate,
+        t0: Instant,
+    ) -> Result<Option<UpdateStats>, Error> {
+        let moves = update.move_count();
+        let (Some(accel), Some(st)) = (self.accel.as_mut(), self.state.as_mut()) else {
+            return Err(Error::NoScene);
+        };
+        if moves == 0
+            || !accel.is_two_level()
+            || st.scene.as_ref().is_none_or(|s| s.levels.is_none())
+        {
+            return Ok(None);
+        }
+        let _g = st.ctx.enter()?;
+        let slots = st.move_slots(moves, accel.instances().len())?;
+        if !accel.device_moves_into(update, slots)? {
+            return Ok(None);
+        }
+        let host = t0.elapsed();
+        match st.place_moves(accel, moves) {
+            Ok(Placed::Done { bounds, device_ms }) => {
+                let changes = accel.commit_device_moves(update, bounds);
+                Ok(Some(UpdateStats {
+                    changes,
+                    stats: RenderStats {
+                        build: host,
+                        upload: ms_to_duration(device_ms),
+                        total: t0.elapsed(),
+                        timing: TimingSource::DeviceEvents,
+                        ..Default::default()
+                    },
+                }))
+            }
+            Ok(Placed::Refused(k)) => Err(accel.move_error(update, k).unwrap_or(Error::Device {
+                backend: BACKEND,
+                operation: "placing moves",
+                message: format!("the device refused move {k}, which the host accepts"),
+            })),
+            Err(e) => {
+                // The device's instances may be half moved: dropped, and
+                // uploaded whole from the host's scene (which holds none of
+                // this update) by the next call.
+                st.scene = None;
+                Err(e)
+            }
+        }
+    }
+
     pub(super) fn geometry_sah_inner(&mut self, geometry: u32) -> Option<GeometrySah> {
         // The host's copy of a tree refit on the device lags until refreshed.
         let accel = self.accel.as_mut()?;
-        accel.refresh();
+        accel.try_refresh().ok()?;
         accel.geometry_sah(geometry)
     }
 }

@@ -78,6 +78,11 @@ impl DeviceState {
         config: &KernelConfig,
     ) -> Result<(SceneBuffers, SceneTimes), Error> {
         self.ensure_events(2)?;
+        // The moves' world boxes on the device (super::top_build) follow the
+        // host's again from the next frame of moves.
+        if let Some(top) = self.top_build.as_mut() {
+            top.world_current = false;
+        }
         let t0 = Instant::now();
         // The octant copies, the light grid, the cell grid and the camera
         // cones are each built over one flat tree and its slots in world
