@@ -164,17 +164,26 @@ fn grid_mesh(w: u32, h: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(16))]
 
     /// Random soups of 2 to 600 triangles (one or more workgroups, a count
-    /// rarely a multiple of 256): the device's tree is core's.
+    /// rarely a multiple of 256), scaled and moved over many magnitudes (the
+    /// Morton scale's division sees extents from 1e-4 to 1e6): the device's
+    /// tree is core's.
     #[test]
     fn device_fast_tree_is_cores_on_random_soups(
         n in 2usize..600,
         coords in prop::collection::vec(0.0f32..1.0, 9..200),
+        scale_exp in -6i32..5,
+        scale_mantissa in 1.0f32..2.0,
+        offset in -1e3f32..1e3,
     ) {
         let Some(mut gpu) = gpu_or_skip() else { return Ok(()) };
-        let (p, t) = soup(&coords, n);
+        let (mut p, t) = soup(&coords, n);
+        let scale = scale_mantissa * 10f32.powi(scale_exp);
+        for v in &mut p {
+            *v = *v * scale + Vec3::splat(offset);
+        }
         let d = tree_difference(&mut gpu, &p, &t);
         prop_assert!(d.is_none(), "{n} triangles: {}", d.unwrap_or_default());
     }
