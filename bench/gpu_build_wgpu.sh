@@ -5,6 +5,9 @@
 # .gpu/city: `prism` (release, --features cuda,wgpu), optionally the wgpu test
 # binary `wgpu_fast_build` (backend-wgpu/tests/fast_build.rs) and `commit`; the
 # shared scenes in .gpu/cuda/scenes.tar.xz; the Vulkan loader debs in .gl/.
+# Staging, where Rust is: `cargo build --release` (default features: cuda and
+# wgpu), then `cargo test --release -p prism-rt-wgpu --test fast_build --no-run`
+# and copy the newest target/release/deps/fast_build-* to .gpu/city/wgpu_fast_build.
 # Builds nothing. Runs:
 #   1. (if staged) the wgpu device-build tests on the NVIDIA adapter: the
 #      device's tree equal to core's on random soups, edge sizes and bunny,
