@@ -617,10 +617,15 @@ impl WgpuBackend {
         })
     }
 
-    /// The `Accel` of `scene` and its build time in milliseconds: for a flat
-    /// scene of two or more triangles asking for the fast tree, built on the
-    /// device; for any other scene, by core on the host (rayon's pool).
-    pub(crate) fn scene_accel(&mut self, scene: &Scene) -> Result<(Accel, f64), Error> {
+    /// The `Accel` of `scene`, its build time in milliseconds and where that
+    /// time comes from: for a flat scene of two or more triangles asking for
+    /// the fast tree, built on the device (timestamps where the adapter has
+    /// them); for any other scene, by core on the host (rayon's pool; the
+    /// host clock).
+    pub(crate) fn scene_accel(
+        &mut self,
+        scene: &Scene,
+    ) -> Result<(Accel, f64, TimingSource), Error> {
         let n = scene.primitive_count();
         if scene.build_quality != BuildQuality::Fast
             || scene.is_two_level()
@@ -629,7 +634,11 @@ impl WgpuBackend {
         {
             let start = Instant::now();
             let accel = Accel::build_with(scene, &RayonFork)?;
-            return Ok((accel, start.elapsed().as_secs_f64() * 1e3));
+            return Ok((
+                accel,
+                start.elapsed().as_secs_f64() * 1e3,
+                TimingSource::HostClock,
+            ));
         }
         // A bad scene never reaches the device.
         scene.validate()?;
@@ -648,7 +657,7 @@ impl WgpuBackend {
         let (tree, _) = self.guarded("the fast build on the device", |this| {
             this.fast_build(&soup, None, n, 1)
         })?;
-        let ms = tree.device_ms;
+        let (ms, timing) = (tree.device_ms, tree.timing);
         let accel = Accel::build_with_tree(
             scene,
             Bvh {
@@ -657,6 +666,6 @@ impl WgpuBackend {
                 depth: 0,
             },
         )?;
-        Ok((accel, ms))
+        Ok((accel, ms, timing))
     }
 }

@@ -440,7 +440,7 @@ impl Backend for WgpuBackend {
         // the rest (validation, the tree's way back, the host's Accel) counts
         // in `total`. Otherwise the BVH's subtrees are built on rayon's global
         // pool (the same tree as a one-thread build).
-        let (accel, build_ms) = self.scene_accel(scene)?;
+        let (accel, build_ms, timing) = self.scene_accel(scene)?;
         let build = std::time::Duration::from_secs_f64(build_ms / 1e3);
         let upload_start = Instant::now();
         let state = self.guarded("set_scene", |this| this.upload_scene(accel))?;
@@ -449,6 +449,9 @@ impl Backend for WgpuBackend {
             build,
             upload: upload_start.elapsed(),
             total: start.elapsed(),
+            // The build's: the device build's timestamps where it ran on the
+            // device (upload and total are the host clock's either way).
+            timing,
             ..Default::default()
         })
     }

@@ -1,7 +1,7 @@
 //! The fast tree built on the device (`shaders/fast_build.wgsl`) against
 //! core's (`prism_core::lbvh`, the source of truth): the same slot order and
 //! nodes, on random triangle soups, an indexed mesh, sizes around the
-//! workgroup and sort tile, and bunny; and `set_scene` of a flat mesh asking
+//! workgroup and sort tile, ogre and bunny; and `set_scene` of a flat mesh asking
 //! for the fast tree traces the same hits as core's walk of core's tree.
 //!
 //! Without an adapter each test prints why and passes, unless
@@ -249,13 +249,15 @@ fn device_fast_build_refuses_what_it_cannot_build() {
     assert_eq!(hits[0].prim, 0, "{:?}", hits[0]);
 }
 
-/// Bunny's tree built on the device is core's; `set_scene` of bunny asking
+/// Ogre's and bunny's trees built on the device are core's; `set_scene` of bunny asking
 /// for the fast tree traces every 4th ray of bunny.diffuse to the same hits,
 /// bit for bit, as core's walk of core's fast tree.
 #[test]
-fn device_fast_tree_is_cores_on_bunny_and_traces_its_hits() {
+fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
     let Some(dir) = scenes_or_skip() else { return };
     let Some(mut gpu) = gpu_or_skip() else { return };
+    let ogre = prism::mesh::load_mesh(dir.join("ogre.obj")).expect("read obj");
+    check_mesh(&mut gpu, "ogre", &ogre.positions, &ogre.triangles);
     let mesh = prism::mesh::load_mesh(dir.join("bunny.obj")).expect("read obj");
     check_mesh(&mut gpu, "bunny", &mesh.positions, &mesh.triangles);
     let (mut scene, _) =
@@ -283,9 +285,10 @@ fn device_fast_tree_is_cores_on_bunny_and_traces_its_hits() {
         .filter(|(g, r)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(&accel.intersect(r)))
         .count();
     eprintln!(
-        "bunny.diffuse, {} rays on the device-built tree (build {:.3} ms): {differ} differ from core's",
+        "bunny.diffuse, {} rays on the device-built tree (build {:.3} ms, {:?}): {differ} differ from core's",
         rays.len(),
-        stats.build.as_secs_f64() * 1e3
+        stats.build.as_secs_f64() * 1e3,
+        stats.timing
     );
     assert_eq!(differ, 0, "hits differ from core's on the fast tree");
     assert!(hits.iter().any(|h| h.prim != Hit::MISS.prim), "no ray hit");
