@@ -293,3 +293,118 @@ fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
     assert_eq!(differ, 0, "hits differ from core's on the fast tree");
     assert!(hits.iter().any(|h| h.prim != Hit::MISS.prim), "no ray hit");
 }
+
+/// A test kernel appended to fast_build.wgsl: `div_rn_exact` of each pair.
+const DIVIDE_KERNEL: &str = "
+@group(0) @binding(20) var<storage, read> divide_in: array<vec2<f32>>;
+@group(0) @binding(21) var<storage, read_write> divide_out: array<f32>;
+@compute @workgroup_size(64)
+fn test_divide(@builtin(global_invocation_id) g: vec3<u32>) {
+    if g.x < arrayLength(&divide_in) {
+        divide_out[g.x] = div_rn_exact(divide_in[g.x].x, divide_in[g.x].y);
+    }
+}
+";
+
+/// `div_rn_exact` (fast_build.wgsl) of each pair on the device.
+fn device_divide(gpu: &WgpuBackend, pairs: &[[f32; 2]]) -> Vec<f32> {
+    use wgpu::util::DeviceExt;
+    let device = gpu.device();
+    let source = format!(
+        "{}{DIVIDE_KERNEL}",
+        include_str!("../shaders/fast_build.wgsl")
+    );
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("divide test"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("divide test"),
+        layout: None,
+        module: &module,
+        entry_point: Some("test_divide"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("divide in"),
+        contents: bytemuck::cast_slice(pairs),
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let bytes = (pairs.len() * 4) as u64;
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("divide out"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("divide readback"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("divide test"),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 20,
+                resource: input.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 21,
+                resource: output.as_entire_binding(),
+            },
+        ],
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups((pairs.len() as u32).div_ceil(64), 1, 1);
+    }
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+    gpu.queue().submit([encoder.finish()]);
+    readback.slice(..).map_async(wgpu::MapMode::Read, |r| {
+        r.expect("map the readback");
+    });
+    device
+        .poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: None,
+        })
+        .expect("wait");
+    let out: Vec<f32> =
+        bytemuck::cast_slice(&readback.slice(..).get_mapped_range().expect("mapped")).to_vec();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// The Morton scale's division (`div_rn_exact`) is core's `/` bit for bit
+    /// on positive normal operands (core's numerator over extents of any
+    /// magnitude, and arbitrary pairs), where WGSL's own `/` may be 2.5 ulp off.
+    #[test]
+    fn morton_scale_division_is_correctly_rounded(
+        bits in prop::collection::vec((0x0080_0000u32..0x7f00_0000, 0x0080_0000u32..0x7f00_0000), 256..1024),
+    ) {
+        let Some(gpu) = gpu_or_skip() else { return Ok(()) };
+        let numerator = lbvh::MORTON_GRID as f32 * (1.0 - 1e-6);
+        let mut pairs: Vec<[f32; 2]> = bits
+            .iter()
+            .map(|&(a, b)| [f32::from_bits(a), f32::from_bits(b)])
+            .collect();
+        pairs.extend(bits.iter().map(|&(_, b)| [numerator, f32::from_bits(b)]));
+        let device = device_divide(&gpu, &pairs);
+        for (p, d) in pairs.iter().zip(&device) {
+            let host = p[0] / p[1];
+            // Quotients outside the normal range fall back to WGSL's `/`.
+            if host.is_normal() {
+                prop_assert_eq!(d.to_bits(), host.to_bits(), "{} / {}", p[0], p[1]);
+            }
+        }
+    }
+}
