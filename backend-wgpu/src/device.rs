@@ -424,6 +424,8 @@ impl WgpuBackend {
             frame_buf: Reusable::default(),
             store_pipelines: HashMap::new(),
             scene: None,
+            fast_pipelines: None,
+            fast_scratch: None,
             max_chunk_bytes,
             samples_per_submit,
             render_tile: options.render_tile,

@@ -11,7 +11,10 @@
 //!   scenes' subtrees on rayon's pool (the same tree on every backend and for
 //!   any thread count), and uploads it once. The shaders are compiled per kind
 //!   of scene ([`ModuleConfig`]): a scene of spheres runs no triangle code, and
-//!   the traversal stack is as long as the tree is deep.
+//!   the traversal stack is as long as the tree is deep. A flat triangle
+//!   scene asking for the fast tree ([`prism_core::BuildQuality::Fast`]) has
+//!   it built on the device instead (`shaders/fast_build.wgsl`, core's tree
+//!   node for node; [`WgpuBackend::time_fast_build`] times it alone).
 //! - `render` runs one fused kernel per pixel, specialised per integrator, and
 //!   writes the image's own [`prism_core::PixelFormat`] on the device (sRGB
 //!   8-bit pixels through core's `Srgb8Table`, uploaded once and looked up in
@@ -127,6 +130,7 @@ mod batch;
 mod buffers;
 mod device;
 mod errors;
+mod fast_build;
 mod levels;
 mod pipelines;
 mod render;
@@ -137,6 +141,7 @@ mod update;
 mod upload;
 
 pub use adapter::{AdapterSummary, adapters};
+pub use fast_build::DeviceTree;
 pub use shaders::{
     DIVISION_F64, MAX_STACK_ENTRIES, ModuleConfig, REFILL, SHADER_FILES, ShaderSource, SourcePatch,
 };
@@ -146,7 +151,6 @@ use buffers::Reusable;
 use device::Lifecycle;
 use pipelines::Kernel;
 use prism_core::backend::check_batch;
-use prism_core::bvh::RayonFork;
 use prism_core::{
     Accel, Backend, BackendInfo, Camera, Error, GeometrySah, Hit, Image, Progress, Ray,
     RenderSettings, RenderStats, Scene, SceneUpdate, TimingSource, TreeBytes, UpdateStats,
@@ -311,6 +315,12 @@ pub struct WgpuBackend {
     /// The passes storing recorded frames into textures, by WGSL format.
     store_pipelines: HashMap<&'static str, render_target::StorePipeline>,
     scene: Option<SceneState>,
+    /// The device build's pipelines ([`BuildQuality::Fast`](prism_core::BuildQuality)),
+    /// compiled on first use.
+    fast_pipelines: Option<fast_build::FastPipelines>,
+    /// The device build's arrays, kept for the next build of a mesh of the
+    /// same size.
+    fast_scratch: Option<fast_build::FastScratch>,
     max_chunk_bytes: u64,
     samples_per_submit: u64,
     render_tile: (u32, u32),
@@ -425,10 +435,13 @@ impl Backend for WgpuBackend {
         let start = Instant::now();
         self.check_usable("set_scene")?;
         // Build before touching the old scene: a bad scene leaves the backend as it was.
-        // The BVH's subtrees are built on rayon's global pool (the same tree as a
-        // one-thread build).
-        let accel = Accel::build_with(scene, &RayonFork)?;
-        let build = start.elapsed();
+        // A flat triangle scene asking for the fast tree builds it on the
+        // device (fast_build.rs): `build` is then the device's build time, and
+        // the rest (validation, the tree's way back, the host's Accel) counts
+        // in `total`. Otherwise the BVH's subtrees are built on rayon's global
+        // pool (the same tree as a one-thread build).
+        let (accel, build_ms, timing) = self.scene_accel(scene)?;
+        let build = std::time::Duration::from_secs_f64(build_ms / 1e3);
         let upload_start = Instant::now();
         let state = self.guarded("set_scene", |this| this.upload_scene(accel))?;
         self.scene = Some(state);
@@ -436,6 +449,9 @@ impl Backend for WgpuBackend {
             build,
             upload: upload_start.elapsed(),
             total: start.elapsed(),
+            // The build's: the device build's timestamps where it ran on the
+            // device (upload and total are the host clock's either way).
+            timing,
             ..Default::default()
         })
     }

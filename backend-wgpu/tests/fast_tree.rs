@@ -1,5 +1,5 @@
-//! The wgpu backend on the fast tree (`BuildQuality::Fast`, built by core on
-//! the host: wgpu has no build on the device yet) against core's walk of the
+//! The wgpu backend on the fast tree (`BuildQuality::Fast`, which `set_scene`
+//! builds on the device for a flat triangle mesh) against core's walk of the
 //! same tree and Embree's reference hits.
 //!
 //! Without an adapter this test prints why and passes, unless
