@@ -16,6 +16,12 @@
 //! Only Morton top trees are built this way (the [`TopLevelBuild::Auto`]
 //! choice above [`crate::top_level::SAH_MAX_INSTANCES`] live instances):
 //! a binned SAH build does not map onto a few GPU passes.
+//!
+//! The CUDA backend places moves this way. The wgpu backend places them on
+//! the host: `world_to_object` refuses and inverts in `f64`, which WGSL has
+//! only behind an optional feature (`SHADER_F64`, absent from Metal and most
+//! mobile adapters), and an `f32` inverse would give records other than
+//! core's.
 
 use crate::aabb::Aabb;
 use crate::accel::Accel;
