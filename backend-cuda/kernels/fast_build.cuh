@@ -69,6 +69,28 @@ __device__ __forceinline__ float fast_half_area(V3 lo, V3 hi) {
     return __fadd_rn(__fadd_rn(__fmul_rn(e.x, e.y), __fmul_rn(e.y, e.z)), __fmul_rn(e.z, e.x));
 }
 
+// The bounds of a warp's boxes (lo, hi; an empty box where a lane has none)
+// by shuffles, then one atomic a component a warp into `bounds` (min xyz, max
+// xyz, as fast_ordered; the host fills it with the empty box first).
+__device__ __forceinline__ void fast_reduce_bounds(V3 lo, V3 hi, u32* bounds) {
+    for (int d = 16; d > 0; d >>= 1) {
+        lo.x = fminf(lo.x, __shfl_xor_sync(0xFFFFFFFFu, lo.x, d));
+        lo.y = fminf(lo.y, __shfl_xor_sync(0xFFFFFFFFu, lo.y, d));
+        lo.z = fminf(lo.z, __shfl_xor_sync(0xFFFFFFFFu, lo.z, d));
+        hi.x = fmaxf(hi.x, __shfl_xor_sync(0xFFFFFFFFu, hi.x, d));
+        hi.y = fmaxf(hi.y, __shfl_xor_sync(0xFFFFFFFFu, hi.y, d));
+        hi.z = fmaxf(hi.z, __shfl_xor_sync(0xFFFFFFFFu, hi.z, d));
+    }
+    if ((threadIdx.x & 31u) == 0u && lo.x <= hi.x) {
+        atomicMin(bounds + 0, fast_ordered(lo.x));
+        atomicMin(bounds + 1, fast_ordered(lo.y));
+        atomicMin(bounds + 2, fast_ordered(lo.z));
+        atomicMax(bounds + 3, fast_ordered(hi.x));
+        atomicMax(bounds + 4, fast_ordered(hi.y));
+        atomicMax(bounds + 5, fast_ordered(hi.z));
+    }
+}
+
 // The box of each triangle (`boxes[2i]` min, `boxes[2i + 1]` max:
 // prism_core::bvh::triangle_bounds), and the bounds of their centres into
 // `centre_bounds` (min xyz, then max xyz, as fast_ordered; the host fills it
@@ -88,23 +110,7 @@ __device__ __forceinline__ void fast_boxes(const u32* __restrict__ triangles, u3
         boxes[2u * i + 1u] = h;
         lo = hi = fast_centre(l, h);
     }
-    // The block's bounds by warp shuffles, then one atomic a component a warp.
-    for (int d = 16; d > 0; d >>= 1) {
-        lo.x = fminf(lo.x, __shfl_xor_sync(0xFFFFFFFFu, lo.x, d));
-        lo.y = fminf(lo.y, __shfl_xor_sync(0xFFFFFFFFu, lo.y, d));
-        lo.z = fminf(lo.z, __shfl_xor_sync(0xFFFFFFFFu, lo.z, d));
-        hi.x = fmaxf(hi.x, __shfl_xor_sync(0xFFFFFFFFu, hi.x, d));
-        hi.y = fmaxf(hi.y, __shfl_xor_sync(0xFFFFFFFFu, hi.y, d));
-        hi.z = fmaxf(hi.z, __shfl_xor_sync(0xFFFFFFFFu, hi.z, d));
-    }
-    if ((threadIdx.x & 31u) == 0u && lo.x <= hi.x) {
-        atomicMin(centre_bounds + 0, fast_ordered(lo.x));
-        atomicMin(centre_bounds + 1, fast_ordered(lo.y));
-        atomicMin(centre_bounds + 2, fast_ordered(lo.z));
-        atomicMax(centre_bounds + 3, fast_ordered(hi.x));
-        atomicMax(centre_bounds + 4, fast_ordered(hi.y));
-        atomicMax(centre_bounds + 5, fast_ordered(hi.z));
-    }
+    fast_reduce_bounds(lo, hi, centre_bounds);
 }
 
 // mirrors prism_core::lbvh::spread_bits

@@ -185,27 +185,6 @@ __device__ __forceinline__ void top_commit(const GpuMove* __restrict__ moves, u3
     world[2u * i + 1u] = placed_world[2u * k + 1u];
 }
 
-// Min and max of a warp's values, then one atomic a component a warp (words
-// as fast_ordered, which the host set to the empty box).
-__device__ __forceinline__ void top_reduce_bounds(V3 lo, V3 hi, u32* bounds) {
-    for (int d = 16; d > 0; d >>= 1) {
-        lo.x = fminf(lo.x, __shfl_xor_sync(0xFFFFFFFFu, lo.x, d));
-        lo.y = fminf(lo.y, __shfl_xor_sync(0xFFFFFFFFu, lo.y, d));
-        lo.z = fminf(lo.z, __shfl_xor_sync(0xFFFFFFFFu, lo.z, d));
-        hi.x = fmaxf(hi.x, __shfl_xor_sync(0xFFFFFFFFu, hi.x, d));
-        hi.y = fmaxf(hi.y, __shfl_xor_sync(0xFFFFFFFFu, hi.y, d));
-        hi.z = fmaxf(hi.z, __shfl_xor_sync(0xFFFFFFFFu, hi.z, d));
-    }
-    if ((threadIdx.x & 31u) == 0u && lo.x <= hi.x) {
-        atomicMin(bounds + 0, fast_ordered(lo.x));
-        atomicMin(bounds + 1, fast_ordered(lo.y));
-        atomicMin(bounds + 2, fast_ordered(lo.z));
-        atomicMax(bounds + 3, fast_ordered(hi.x));
-        atomicMax(bounds + 4, fast_ordered(hi.y));
-        atomicMax(bounds + 5, fast_ordered(hi.z));
-    }
-}
-
 // Live instance `t`'s world box as key `t`'s box (the Morton builder's keys
 // before their sort, in index order), the bounds of the boxes' centres
 // (core: the fold of Aabb::grow over Aabb::center) and of the boxes
@@ -224,6 +203,6 @@ __device__ __forceinline__ void top_boxes(const u32* __restrict__ live, u32 n, c
         blo = xyz(l);
         bhi = xyz(h);
     }
-    top_reduce_bounds(clo, chi, centre_bounds);
-    top_reduce_bounds(blo, bhi, scene_bounds);
+    fast_reduce_bounds(clo, chi, centre_bounds);
+    fast_reduce_bounds(blo, bhi, scene_bounds);
 }

@@ -39,9 +39,195 @@ pub struct DeviceTree {
 }
 
 /// A kernel argument, kept alive for its launch.
-enum Arg {
+pub(super) enum Arg {
     Ptr(u64),
     U32(u32),
+}
+
+/// What the tree's leaves hold: triangles (their records are written into
+/// `prims`), or the instances of a two-level scene (`names[slot]` becomes
+/// `live[key]`, the instance a slot holds; leaves of one).
+pub(super) enum Leaves {
+    Triangles {
+        triangles: u64,
+        positions: u64,
+        vertex_count: u32,
+        prims: u64,
+    },
+    Instances {
+        live: u64,
+        names: u64,
+    },
+}
+
+/// The fast build's passes after the boxes (kernels/fast_build.cuh): Morton
+/// codes, the four sort passes, the radix tree, boxes bottom-up and the
+/// depth-first emit, over `n` keys whose boxes and centres' bounds are
+/// written. Shared by the mesh's build and the tree over instances
+/// (super::top_build).
+pub(super) struct TreePasses<'a> {
+    pub(super) n: u32,
+    pub(super) boxes: &'a DeviceBuffer,
+    pub(super) centre_bounds: u64,
+    pub(super) keys: [&'a DeviceBuffer; 2],
+    pub(super) values: [&'a DeviceBuffer; 2],
+    pub(super) hist: &'a DeviceBuffer,
+    pub(super) slot_boxes: &'a DeviceBuffer,
+    pub(super) children: &'a DeviceBuffer,
+    pub(super) ranges: &'a DeviceBuffer,
+    pub(super) links: &'a DeviceBuffer,
+    pub(super) node_boxes: &'a DeviceBuffer,
+    pub(super) costs: &'a DeviceBuffer,
+    pub(super) kept: &'a DeviceBuffer,
+    pub(super) arrivals: &'a DeviceBuffer,
+    /// Where the nodes go, root first.
+    pub(super) nodes: u64,
+    pub(super) leaves: Leaves,
+}
+
+impl TreePasses<'_> {
+    /// Enqueue the passes on the stream (`arrivals` zeroed before).
+    ///
+    /// # Safety
+    /// Every array has room for `n` keys (`n - 1` inner nodes, `n - 1 + n`
+    /// links, 256 digits a sort block of histograms, `n - 1` output nodes),
+    /// `boxes` and `centre_bounds` hold the keys' boxes and the bounds of
+    /// their centres, and the leaves' arrays hold what the kernels read
+    /// (triangles and vertices, or `n` live instance indices) and room for
+    /// what they write.
+    pub(super) unsafe fn enqueue(&self, st: &DeviceState) -> Result<(), Error> {
+        let f = &st.kernels.fast;
+        let n = self.n;
+        let blocks = n.div_ceil(FAST_BUILD_THREADS);
+        let sort_blocks = n.div_ceil(FAST_SORT_TILE);
+        let p = |b: &DeviceBuffer| Arg::Ptr(b.ptr());
+        let (triangles, positions, vertex_count, prims, live, names, max_leaf) = match self.leaves {
+            Leaves::Triangles {
+                triangles,
+                positions,
+                vertex_count,
+                prims,
+            } => (
+                triangles,
+                positions,
+                vertex_count,
+                prims,
+                0,
+                0,
+                prism_core::bvh::MAX_LEAF_SIZE as u32,
+            ),
+            Leaves::Instances { live, names } => (0, 0, 0, 0, live, names, 1),
+        };
+        // SAFETY (every launch below): the arguments match the kernel's
+        // parameters in prism.cu one for one (device pointers as u64, counts
+        // as u32), and the arrays hold what the kernels index (the caller's
+        // contract).
+        unsafe {
+            launch(
+                st,
+                f[1],
+                blocks,
+                &mut [
+                    p(self.boxes),
+                    Arg::U32(n),
+                    Arg::Ptr(self.centre_bounds),
+                    p(self.keys[0]),
+                    p(self.values[0]),
+                ],
+            )?;
+            for pass in 0..4u32 {
+                let (from, to) = ((pass % 2) as usize, ((pass + 1) % 2) as usize);
+                let shift = 8 * pass;
+                launch(
+                    st,
+                    f[2],
+                    sort_blocks,
+                    &mut [
+                        p(self.keys[from]),
+                        Arg::U32(n),
+                        Arg::U32(shift),
+                        p(self.hist),
+                    ],
+                )?;
+                launch(
+                    st,
+                    f[3],
+                    1,
+                    &mut [p(self.hist), Arg::U32(256 * sort_blocks)],
+                )?;
+                launch(
+                    st,
+                    f[4],
+                    sort_blocks,
+                    &mut [
+                        p(self.keys[from]),
+                        p(self.values[from]),
+                        p(self.keys[to]),
+                        p(self.values[to]),
+                        Arg::U32(n),
+                        Arg::U32(shift),
+                        p(self.hist),
+                    ],
+                )?;
+            }
+            // Four passes: the sorted codes and order are back in [0].
+            launch(
+                st,
+                f[5],
+                blocks,
+                &mut [
+                    p(self.keys[0]),
+                    p(self.values[0]),
+                    Arg::U32(n),
+                    p(self.boxes),
+                    Arg::Ptr(triangles),
+                    Arg::Ptr(positions),
+                    Arg::U32(vertex_count),
+                    p(self.slot_boxes),
+                    Arg::Ptr(prims),
+                    p(self.children),
+                    p(self.ranges),
+                    p(self.links),
+                    Arg::Ptr(live),
+                    Arg::Ptr(names),
+                ],
+            )?;
+            launch(
+                st,
+                f[6],
+                blocks,
+                &mut [
+                    Arg::U32(n),
+                    p(self.children),
+                    p(self.ranges),
+                    p(self.links),
+                    p(self.slot_boxes),
+                    p(self.node_boxes),
+                    p(self.costs),
+                    p(self.kept),
+                    p(self.arrivals),
+                    Arg::U32(max_leaf),
+                ],
+            )?;
+            launch(
+                st,
+                f[7],
+                blocks,
+                &mut [
+                    Arg::U32(n),
+                    p(self.children),
+                    p(self.ranges),
+                    p(self.links),
+                    p(self.slot_boxes),
+                    p(self.node_boxes),
+                    p(self.kept),
+                    Arg::Ptr(names),
+                    Arg::Ptr(self.nodes),
+                ],
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The device arrays of a build (kept for the next build of a mesh of the
@@ -145,139 +331,60 @@ impl Scratch {
 
     /// Enqueue the build's memsets and launches on the stream.
     fn enqueue(&mut self, st: &DeviceState) -> Result<(), Error> {
-        let k = &st.kernels.fast;
         let n = self.n;
-        let tri_blocks = n.div_ceil(FAST_BUILD_THREADS);
-        let sort_blocks = n.div_ceil(FAST_SORT_TILE);
         let triangles = self.triangles.as_ref().map_or(0, |b| b.ptr());
-        let p = |b: &DeviceBuffer| Arg::Ptr(b.ptr());
         // The centres' bounds start empty: min words at the top of the order,
         // max words at its bottom (fast_ordered).
         self.centre_bounds.fill_u32(&st.stream, u32::MAX, 3)?;
         self.centre_bounds.fill_u32_from(&st.stream, 0, 3, 3)?;
         self.arrivals.fill_u32(&st.stream, 0, n as usize - 1)?;
-        // SAFETY (every launch below): the arguments match the kernel's
-        // parameters in prism.cu one for one (device pointers as u64, counts
-        // as u32), and every array was allocated by `Scratch::new` for `n`
-        // triangles and `positions.len()` vertices as the kernels index them.
+        // SAFETY: the arguments match prism_fast_boxes's parameters (const
+        // u32*, u32, const float*, u32, float4*, u32*); the arrays were
+        // allocated by `Scratch::new` for `n` triangles and
+        // `positions.len()` vertices as the kernel indexes them.
         unsafe {
             launch(
                 st,
-                k[0],
-                tri_blocks,
+                st.kernels.fast[0],
+                n.div_ceil(FAST_BUILD_THREADS),
                 &mut [
                     Arg::Ptr(triangles),
                     Arg::U32(n),
-                    p(&self.positions),
+                    Arg::Ptr(self.positions.ptr()),
                     Arg::U32(self.vertex_count),
-                    p(&self.boxes),
-                    p(&self.centre_bounds),
+                    Arg::Ptr(self.boxes.ptr()),
+                    Arg::Ptr(self.centre_bounds.ptr()),
                 ],
-            )?;
-            launch(
-                st,
-                k[1],
-                tri_blocks,
-                &mut [
-                    p(&self.boxes),
-                    Arg::U32(n),
-                    p(&self.centre_bounds),
-                    p(&self.keys[0]),
-                    p(&self.values[0]),
-                ],
-            )?;
-            for pass in 0..4u32 {
-                let (from, to) = ((pass % 2) as usize, ((pass + 1) % 2) as usize);
-                let shift = 8 * pass;
-                launch(
-                    st,
-                    k[2],
-                    sort_blocks,
-                    &mut [
-                        p(&self.keys[from]),
-                        Arg::U32(n),
-                        Arg::U32(shift),
-                        p(&self.hist),
-                    ],
-                )?;
-                launch(
-                    st,
-                    k[3],
-                    1,
-                    &mut [p(&self.hist), Arg::U32(256 * sort_blocks)],
-                )?;
-                launch(
-                    st,
-                    k[4],
-                    sort_blocks,
-                    &mut [
-                        p(&self.keys[from]),
-                        p(&self.values[from]),
-                        p(&self.keys[to]),
-                        p(&self.values[to]),
-                        Arg::U32(n),
-                        Arg::U32(shift),
-                        p(&self.hist),
-                    ],
-                )?;
-            }
-            // Four passes: the sorted codes and order are back in [0].
-            launch(
-                st,
-                k[5],
-                tri_blocks,
-                &mut [
-                    p(&self.keys[0]),
-                    p(&self.values[0]),
-                    Arg::U32(n),
-                    p(&self.boxes),
-                    Arg::Ptr(triangles),
-                    p(&self.positions),
-                    Arg::U32(self.vertex_count),
-                    p(&self.slot_boxes),
-                    p(&self.prims),
-                    p(&self.children),
-                    p(&self.ranges),
-                    p(&self.links),
-                    Arg::Ptr(0),
-                    Arg::Ptr(0),
-                ],
-            )?;
-            launch(
-                st,
-                k[6],
-                tri_blocks,
-                &mut [
-                    Arg::U32(n),
-                    p(&self.children),
-                    p(&self.ranges),
-                    p(&self.links),
-                    p(&self.slot_boxes),
-                    p(&self.node_boxes),
-                    p(&self.costs),
-                    p(&self.kept),
-                    p(&self.arrivals),
-                    Arg::U32(prism_core::bvh::MAX_LEAF_SIZE as u32),
-                ],
-            )?;
-            launch(
-                st,
-                k[7],
-                tri_blocks,
-                &mut [
-                    Arg::U32(n),
-                    p(&self.children),
-                    p(&self.ranges),
-                    p(&self.links),
-                    p(&self.slot_boxes),
-                    p(&self.node_boxes),
-                    p(&self.kept),
-                    Arg::Ptr(0),
-                    p(&self.nodes),
-                ],
-            )?;
-        }
-        Ok(())
+            )?
+        };
+        let passes = TreePasses {
+            n,
+            boxes: &self.boxes,
+            centre_bounds: self.centre_bounds.ptr(),
+            keys: [&self.keys[0], &self.keys[1]],
+            values: [&self.values[0], &self.values[1]],
+            hist: &self.hist,
+            slot_boxes: &self.slot_boxes,
+            children: &self.children,
+            ranges: &self.ranges,
+            links: &self.links,
+            node_boxes: &self.node_boxes,
+            costs: &self.costs,
+            kept: &self.kept,
+            arrivals: &self.arrivals,
+            nodes: self.nodes.ptr(),
+            leaves: Leaves::Triangles {
+                triangles,
+                positions: self.positions.ptr(),
+                vertex_count: self.vertex_count,
+                prims: self.prims.ptr(),
+            },
+        };
+        // SAFETY: every array was allocated by `Scratch::new` for `n`
+        // triangles (keys, slots, `n - 1` inner nodes and as many output
+        // nodes) and `positions.len()` vertices, and `boxes` and
+        // `centre_bounds` are written by the launch above.
+        unsafe { passes.enqueue(st) }
     }
 
     /// The built tree, downloaded (after the stream has run the build).
@@ -322,7 +429,7 @@ fn positions_flat(positions: &[Vec3]) -> Vec<f32> {
 /// # Safety
 /// `args` must match `f`'s parameters, and the memory they point at must
 /// hold what the kernel reads and writes.
-unsafe fn launch(
+pub(super) unsafe fn launch(
     st: &DeviceState,
     f: Function,
     blocks: u32,

@@ -10,12 +10,12 @@
 //! passes are a few microseconds each, so their number sets the time.
 
 use super::device::DeviceState;
+use super::fast_build::{Arg, Leaves, TreePasses, launch};
 use super::levels::{count32, node_bytes};
-use crate::driver::{self, BACKEND, DeviceBuffer, Function, PinnedBuffer};
+use crate::driver::{self, BACKEND, DeviceBuffer, PinnedBuffer};
 use crate::kernels::{FAST_BUILD_THREADS, FAST_SORT_TILE};
 use prism_core::gpu::GpuInstance;
 use prism_core::{Aabb, Accel, Error, GpuMove};
-use std::ffi::c_void;
 
 /// What a frame of moves on the device ended with.
 pub(super) enum Placed {
@@ -25,12 +25,6 @@ pub(super) enum Placed {
     /// The move at this index of the update was refused; nothing on the
     /// device changed.
     Refused(usize),
-}
-
-/// A kernel argument, kept alive for its launch.
-enum Arg {
-    Ptr(u64),
-    U32(u32),
 }
 
 /// The device arrays of the moves' placement and the top tree's build, grown
@@ -120,36 +114,6 @@ impl TopBuild {
 
     fn fits(&self, moves: usize, instances: usize, live: usize) -> bool {
         moves <= self.move_room && instances <= self.instance_room && live <= self.live_room
-    }
-}
-
-/// Launch `f` over `blocks` blocks of [`FAST_BUILD_THREADS`] on the stream.
-///
-/// # Safety
-/// `args` must match `f`'s parameters, and the memory they point at must
-/// hold what the kernel reads and writes.
-unsafe fn launch(
-    st: &DeviceState,
-    f: Function,
-    blocks: u32,
-    args: &mut [Arg],
-) -> Result<(), Error> {
-    let mut params: Vec<*mut c_void> = args
-        .iter_mut()
-        .map(|a| match a {
-            Arg::Ptr(v) => (v as *mut u64).cast(),
-            Arg::U32(v) => (v as *mut u32).cast(),
-        })
-        .collect();
-    // SAFETY: forwarded to the caller's contract; `params` points at `args`,
-    // which outlive the call (the driver copies the values at launch).
-    unsafe {
-        f.launch(
-            (blocks.max(1), 1),
-            (FAST_BUILD_THREADS, 1),
-            &st.stream,
-            &mut params,
-        )
     }
 }
 
@@ -296,10 +260,8 @@ impl DeviceState {
         top.status.fill_u32_from(&self.stream, 0, 11, 3)?;
         top.arrivals.fill_u32(&self.stream, 0, n as usize - 1)?;
         let k = self.kernels.top;
-        let f = self.kernels.fast;
         let p = |b: &DeviceBuffer| Arg::Ptr(b.ptr());
         let move_blocks = count.div_ceil(FAST_BUILD_THREADS);
-        let sort_blocks = n.div_ceil(FAST_SORT_TILE);
         let blocks = n.div_ceil(FAST_BUILD_THREADS);
         let centre_bounds = top.status.ptr() + 32;
         let scene_bounds = top.status.ptr() + 4;
@@ -351,108 +313,33 @@ impl DeviceState {
                     Arg::Ptr(scene_bounds),
                 ],
             )?;
-            launch(
-                self,
-                f[1],
-                blocks,
-                &mut [
-                    p(&top.boxes),
-                    Arg::U32(n),
-                    Arg::Ptr(centre_bounds),
-                    p(&top.keys[0]),
-                    p(&top.values[0]),
-                ],
-            )?;
-            for pass in 0..4u32 {
-                let (from, to) = ((pass % 2) as usize, ((pass + 1) % 2) as usize);
-                let shift = 8 * pass;
-                launch(
-                    self,
-                    f[2],
-                    sort_blocks,
-                    &mut [
-                        p(&top.keys[from]),
-                        Arg::U32(n),
-                        Arg::U32(shift),
-                        p(&top.hist),
-                    ],
-                )?;
-                launch(
-                    self,
-                    f[3],
-                    1,
-                    &mut [p(&top.hist), Arg::U32(256 * sort_blocks)],
-                )?;
-                launch(
-                    self,
-                    f[4],
-                    sort_blocks,
-                    &mut [
-                        p(&top.keys[from]),
-                        p(&top.values[from]),
-                        p(&top.keys[to]),
-                        p(&top.values[to]),
-                        Arg::U32(n),
-                        Arg::U32(shift),
-                        p(&top.hist),
-                    ],
-                )?;
-            }
-            launch(
-                self,
-                f[5],
-                blocks,
-                &mut [
-                    p(&top.keys[0]),
-                    p(&top.values[0]),
-                    Arg::U32(n),
-                    p(&top.boxes),
-                    Arg::Ptr(0),
-                    Arg::Ptr(0),
-                    Arg::U32(0),
-                    p(&top.slot_boxes),
-                    Arg::Ptr(0),
-                    p(&top.children),
-                    p(&top.ranges),
-                    p(&top.links),
-                    p(&top.live),
-                    p(&top.names),
-                ],
-            )?;
-            launch(
-                self,
-                f[6],
-                blocks,
-                &mut [
-                    Arg::U32(n),
-                    p(&top.children),
-                    p(&top.ranges),
-                    p(&top.links),
-                    p(&top.slot_boxes),
-                    p(&top.node_boxes),
-                    p(&top.costs),
-                    p(&top.kept),
-                    p(&top.arrivals),
-                    Arg::U32(1),
-                ],
-            )?;
-            launch(
-                self,
-                f[7],
-                blocks,
-                &mut [
-                    Arg::U32(n),
-                    p(&top.children),
-                    p(&top.ranges),
-                    p(&top.links),
-                    p(&top.slot_boxes),
-                    p(&top.node_boxes),
-                    p(&top.kept),
-                    p(&top.names),
-                    Arg::Ptr(top_ptr),
-                ],
-            )?;
         }
+        let passes = TreePasses {
+            n,
+            boxes: &top.boxes,
+            centre_bounds,
+            keys: [&top.keys[0], &top.keys[1]],
+            values: [&top.values[0], &top.values[1]],
+            hist: &top.hist,
+            slot_boxes: &top.slot_boxes,
+            children: &top.children,
+            ranges: &top.ranges,
+            links: &top.links,
+            node_boxes: &top.node_boxes,
+            costs: &top.costs,
+            kept: &top.kept,
+            arrivals: &top.arrivals,
+            nodes: top_ptr,
+            leaves: Leaves::Instances {
+                live: top.live.ptr(),
+                names: top.names.ptr(),
+            },
+        };
+        // SAFETY: the arrays have room for `n` keys (TopBuild::fits, every
+        // instance may be live), `live` holds the `n` live instances, the
+        // top tree's buffer room for `n - 1` nodes (checked above), and the
+        // launches above wrote the boxes and their centres' bounds.
+        unsafe { passes.enqueue(self)? };
         self.events[1].record(&self.stream)?;
         let mut words = [0u32; 8];
         top.status
