@@ -600,18 +600,7 @@ impl WgpuBackend {
         triangles: &[[u32; 3]],
         runs: u32,
     ) -> Result<(DeviceTree, Vec<f64>), Error> {
-        if let Some((t, i)) = triangles.iter().enumerate().find_map(|(t, tri)| {
-            tri.iter()
-                .find(|&&i| i as usize >= positions.len())
-                .map(|&i| (t, i))
-        }) {
-            return Err(Error::IndexOutOfRange {
-                mesh: 0,
-                triangle: t,
-                index: i,
-                vertex_count: positions.len(),
-            });
-        }
+        prism_core::geometry::check_triangle_indices(positions.len(), triangles)?;
         self.guarded("the fast build on the device", |this| {
             this.fast_build(positions, Some(triangles), triangles.len(), runs)
         })

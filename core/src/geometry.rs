@@ -94,6 +94,22 @@ pub struct Geometry {
     pub(crate) topology: Option<MeshTopology>,
 }
 
+/// The first index of `triangles` past `vertex_count` vertices, as the error
+/// naming it (mesh 0: a mesh given alone, as to a device build).
+pub fn check_triangle_indices(vertex_count: usize, triangles: &[[u32; 3]]) -> Result<(), Error> {
+    for (t, tri) in triangles.iter().enumerate() {
+        if let Some(&index) = tri.iter().find(|&&i| i as usize >= vertex_count) {
+            return Err(Error::IndexOutOfRange {
+                mesh: 0,
+                triangle: t,
+                index,
+                vertex_count,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Geometry {
     /// An empty geometry.
     pub fn new() -> Self {

@@ -533,18 +533,7 @@ impl CudaBackend {
         triangles: &[[u32; 3]],
         runs: u32,
     ) -> Result<(DeviceTree, Vec<f64>), Error> {
-        if let Some((t, i)) = triangles.iter().enumerate().find_map(|(t, tri)| {
-            tri.iter()
-                .find(|&&i| i as usize >= positions.len())
-                .map(|&i| (t, i))
-        }) {
-            return Err(Error::IndexOutOfRange {
-                mesh: 0,
-                triangle: t,
-                index: i,
-                vertex_count: positions.len(),
-            });
-        }
+        prism_core::geometry::check_triangle_indices(positions.len(), triangles)?;
         let r = (|| {
             let (st, _g) = self.enter()?;
             st.fast_build(positions, Some(triangles), triangles.len(), runs)
