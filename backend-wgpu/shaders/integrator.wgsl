@@ -177,6 +177,17 @@ fn sun_bsdf_weight(diffuse: bool, lambert: f32, cos_d: f32, one_minus_cos: f32) 
     return 1.0;
 }
 
+// The path kernels take the same accelerators as the CUDA backend's: the
+// tree's octant copies, and the cell grid where core's cost model picks it
+// (rtiow); no candidate masks (the CUDA path kernels read none either: a
+// path's later bounces dominate). cornell (36 triangles) takes the tree on
+// both backends: its grid's expected cost, 44.8, is above the tree's, 42.2
+// (CellGrid::worthwhile). What CUDA adds there is how its path kernels are
+// scheduled, not a core accelerator: persistent warps that take pieces of
+// the frame from a counter, two lanes sharing a pixel's samples, and a tail
+// of smaller pieces (backend-cuda KernelConfig::persistent_path, path_lanes,
+// path_tail_64ths); the WGSL path kernel runs one pixel an invocation over
+// the frame's tiles and has no such scheduling yet.
 // mirrors prism_core::integrator::trace_path
 fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     var ray = first_ray;
