@@ -39,8 +39,8 @@ const LIST_SHADOWS: u32 = 2u;
 // SHADOW_WALK (the rays walk the tree, or the light's lists).
 const MASK_WALK: vec2<u32> = vec2<u32>(0xffffffffu, 0xffffffffu);
 
-// The candidate masks of a workgroup's tile, each a 64-bit mask as [low
-// word, high word] (bit k for slot k).
+// The candidate masks of a tile of CAMERA_MASK_TILE pixels, each a 64-bit
+// mask as [low word, high word] (bit k for slot k).
 struct TileMasks {
     camera: vec2<u32>,
     // MASK_WALK: the tile's mirror rays walk the tree.
@@ -141,8 +141,9 @@ fn mirror_sees(dir: vec3<f32>, tile_angle: f32, at: vec3<f32>, delta: f32, centr
 }
 
 // The test of one slot k against one hit ball of
-// prism_core::camera_bounds::shadow_candidates: whether slot k's bounding sphere, widened by `delta`
-// and the margins, meets the segment from `at` to the light.
+// prism_core::camera_bounds::shadow_candidates: whether slot k's bounding
+// sphere, widened by `delta` and the margins, meets the segment from `at` to
+// the light.
 fn shadow_sees(at: vec3<f32>, delta: f32, light: vec3<f32>, k: u32) -> bool {
     let margin = REFLECTION_BOUNDS_MARGIN;
     let segment = light - at;
