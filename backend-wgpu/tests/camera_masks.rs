@@ -13,6 +13,9 @@ use prism_core::{
     Scene,
 };
 use prism_wgpu::{WgpuBackend, WgpuOptions};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::cell::RefCell;
 
 const W: u32 = 64;
 const H: u32 = 48;
@@ -300,5 +303,90 @@ fn frames_without_masks_walk_the_tree() {
             render(&mut broken)
         };
         assert_eq!(differ(&a, &b), 0, "{what}: the frame took masks");
+    }
+}
+
+/// A random frame: spheres (centre, radius), whether a ground sphere lies
+/// under them, the eye, the point looked at, the vertical field of view in
+/// degrees and the light.
+type RandomFrame = (
+    Vec<([f32; 3], f32)>,
+    bool,
+    [f32; 3],
+    [f32; 3],
+    f32,
+    [f32; 3],
+);
+
+/// A random scene of 1 to 24 spheres (sometimes over a ground sphere) seen
+/// from a random pinhole camera and lit from a random point.
+fn random_frame() -> impl Strategy<Value = RandomFrame> {
+    let sphere = ([-4.0f32..4.0, -2.0f32..2.0, -9.0f32..-2.0], 0.03f32..1.0);
+    (
+        prop::collection::vec(sphere, 1..24),
+        any::<bool>(),
+        [-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0],
+        [-3.0f32..3.0, -1.5f32..1.5, -7.0f32..-3.0],
+        20.0f32..110.0,
+        [-5.0f32..5.0, 0.0f32..6.0, -8.0f32..2.0],
+    )
+}
+
+/// Random frames of spheres (random sizes, places, cameras, fields of view
+/// and lights; 40 x 36 pixels, so that the 32 x 32 mask tiles are cut at the
+/// image's edges): Whitted and AO with masks are the tree walk's images, bit
+/// for bit.
+#[test]
+fn random_frames_with_masks_give_the_trees_pixels() {
+    let (Some(tree), Some(masks)) = (
+        open_with(WgpuOptions {
+            camera_masks: false,
+            ..Default::default()
+        }),
+        open_with(WgpuOptions::default()),
+    ) else {
+        return;
+    };
+    let backends = RefCell::new((tree, masks));
+    // Few cases: each renders four frames on a software adapter.
+    let mut runner = TestRunner::new(Config {
+        cases: 12,
+        // A runner built by hand knows no source file to persist failures
+        // beside; a failure prints its case.
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let verdict = runner.run(
+        &random_frame(),
+        |(spheres, ground, eye, target, fov, light)| {
+            let mut scene = Scene::new();
+            let grey = scene.add_material(Material::lambertian(Vec3::splat(0.6)));
+            let red = scene.add_material(Material::lambertian(Vec3::new(0.8, 0.2, 0.1)));
+            if ground {
+                scene.add_sphere(Vec3::new(0.0, -1003.0, 0.0), 1000.0, grey);
+            }
+            for (k, (c, r)) in spheres.iter().enumerate() {
+                scene.add_sphere(Vec3::from(*c), *r, if k % 2 == 0 { grey } else { red });
+            }
+            scene.light.position = Vec3::from(light);
+            let camera = Camera::look_at(Vec3::from(eye), Vec3::from(target), Vec3::Y, fov);
+            let mut b = backends.borrow_mut();
+            let (tree, masks) = &mut *b;
+            let t = renders(tree, &scene, &camera, (40, 36));
+            let m = renders(masks, &scene, &camera, (40, 36));
+            for (k, integrator) in ["whitted", "ao"].iter().enumerate() {
+                prop_assert_eq!(
+                    differ(&t[k], &m[k]),
+                    0,
+                    "{} pixels of {} differ",
+                    integrator,
+                    spheres.len()
+                );
+            }
+            Ok(())
+        },
+    );
+    if let Err(e) = verdict {
+        panic!("{e}");
     }
 }
