@@ -237,8 +237,9 @@ pub struct WgpuOptions {
     /// same distance); `false` is there to measure the grid. Default `true`.
     pub cell_grid: bool,
     /// Let the Whitted and AO render kernels' camera rays, first mirror rays
-    /// and shadow rays from camera hits test only their tile's candidates ([`prism_core::camera_bounds`], `shaders/camera_masks.wgsl`)
-    /// on frames of a pinhole camera over a flat scene of at most
+    /// and shadow rays from camera hits test only their tile's candidates
+    /// ([`prism_core::camera_bounds`], `shaders/camera_masks.wgsl`) on
+    /// frames of a pinhole camera over a flat scene of at most
     /// [`prism_core::camera_bounds::CAMERA_BOUNDS_MAX_PRIMS`] primitives, as
     /// the CUDA backend's; `false` walks the tree for them. Same pixels
     /// either way (but where two primitives tie at exactly the same
