@@ -196,10 +196,19 @@ fn open_cuda() -> Result<Box<dyn Backend + Send>, Error> {
     })
 }
 
+/// Whether `PRISM_WGPU_CAMERA_MASKS=0`: the wgpu backend then opens with
+/// [`prism_wgpu::WgpuOptions::camera_masks`] off, so that `prism bench` can
+/// measure what the masks save.
+#[cfg(feature = "wgpu")]
+fn wgpu_camera_masks() -> bool {
+    std::env::var("PRISM_WGPU_CAMERA_MASKS").map_or(true, |v| v != "0")
+}
+
 #[cfg(feature = "wgpu")]
 fn open_wgpu(allow_software: bool) -> Result<Box<dyn Backend + Send>, Error> {
     let options = prism_wgpu::WgpuOptions {
         allow_software,
+        camera_masks: wgpu_camera_masks(),
         ..Default::default()
     };
     prism_wgpu::WgpuBackend::new(options).map(|b| Box::new(b) as Box<dyn Backend + Send>)

@@ -814,9 +814,10 @@ fn main() {
             // patch also turns wgpu's loop bounding back on, so the patched
             // variants compare against the identity patch.
             type Variant = (&'static str, fn(&mut WgpuOptions));
-            let variants: [Variant; 9] = [
+            let variants: [Variant; 10] = [
                 ("no lane refill", |o| o.lane_refill = false),
                 ("no cell grid", |o| o.cell_grid = false),
+                ("no camera masks", |o| o.camera_masks = false),
                 ("identity patch, general module", |o| {
                     // The rewritten constants no longer match: no scene specialisation.
                     o.source_patch = Some(Box::new(|_: &str, src: &str| {

@@ -27,6 +27,27 @@ struct Levels {
 
 @group(0) @binding(6) var<uniform> levels: Levels;
 
+// A pinhole frame's cones and bounding spheres for its tiles' candidate masks
+// (camera_masks.wgsl), written by the host before each frame whose render
+// kernels have CAMERA_MASKS; a uniform, since the storage buffers are at the
+// count an adapter may stop at (8), and 2 KiB fit any uniform binding.
+struct FrameCones {
+    // Cones (at most 64), which bounce masks to find (LIST_REFLECTIONS,
+    // LIST_SHADOWS), 0, 0.
+    info: vec4<u32>,
+    // The tiles' half angle in radians, rounded up (REFLECTION_MAX_ANGLE when
+    // the frame has no bounce masks), 0, 0, 0.
+    angle: vec4<f32>,
+    // Per slot: the unit axis from the eye and the least cosine
+    // (prism_core::camera_bounds::camera_cones).
+    cones: array<vec4<f32>, 64>,
+    // Per slot: the bounding sphere, centre and radius
+    // (prism_core::camera_bounds::bounding_balls).
+    balls: array<vec4<f32>, 64>,
+}
+
+@group(0) @binding(7) var<uniform> frame_cones: FrameCones;
+
 // The part of a frame or batch one dispatch covers.
 struct Chunk {
     // Render: first image row of the chunk. Batches: first ray of the chunk.
@@ -39,6 +60,10 @@ struct Chunk {
 
 @group(1) @binding(0) var<uniform> chunk: Chunk;
 @group(1) @binding(1) var<storage, read> rays_in: array<GpuRay>;
+// The same binding seen by the render kernels with CAMERA_MASKS: the frame's
+// tile masks (camera_masks.wgsl), two 16-byte rows a tile, as
+// camera_masks_main wrote them (the render kernels trace no caller's rays).
+@group(1) @binding(1) var<storage, read> tile_masks_in: array<vec4<u32>>;
 // The output, seen as 16-byte records (linear pixels, hits) by some entry
 // points and as 4-byte words (sRGB pixels, occlusion flags) by others; an
 // entry point uses one view only.
@@ -94,6 +119,42 @@ fn count_rays(n: u32, local_index: u32, group: vec3<u32>, groups: vec3<u32>) {
     }
 }
 
+// The tiles of CAMERA_MASK_TILE pixels across and down the frame.
+fn mask_tiles() -> vec2<u32> {
+    return (vec2<u32>(params.width, params.height) + vec2<u32>(CAMERA_MASK_TILE - 1u)) / CAMERA_MASK_TILE;
+}
+
+// The candidate masks of pixel (x, y)'s tile (camera_masks.wgsl; pixels past
+// the image's edge take the edge's tiles, and are not rendered); without
+// CAMERA_MASKS none (its rays walk the tree).
+fn pixel_tile_masks(x: u32, y: u32) -> TileMasks {
+    if CAMERA_MASKS == 1u {
+        let tiles = mask_tiles();
+        let tile = min(y / CAMERA_MASK_TILE, tiles.y - 1u) * tiles.x + min(x / CAMERA_MASK_TILE, tiles.x - 1u);
+        let a = tile_masks_in[2u * tile];
+        let b = tile_masks_in[2u * tile + 1u];
+        return TileMasks(a.xy, a.zw, b.xy);
+    }
+    return tile_masks_walk();
+}
+
+// The candidate masks of every tile of CAMERA_MASK_TILE pixels of the frame,
+// one invocation a tile (in rows of BATCH_SIZE-wide workgroups), into two
+// 16-byte rows of the output a tile: camera and reflection candidates, then
+// shadow candidates and two zero words. Dispatched before a frame's render
+// kernels where they have CAMERA_MASKS (camera_masks.wgsl).
+@compute @workgroup_size(BATCH_SIZE)
+fn camera_masks_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let tiles = mask_tiles();
+    let i = batch_index(gid, groups);
+    if i >= tiles.x * tiles.y {
+        return;
+    }
+    let m = find_tile_masks((i % tiles.x) * CAMERA_MASK_TILE, (i / tiles.x) * CAMERA_MASK_TILE);
+    out_quads[2u * i] = vec4<u32>(m.camera, m.reflection);
+    out_quads[2u * i + 1u] = vec4<u32>(m.shadow, 0u, 0u);
+}
+
 // One pixel per invocation; writes linear RGBA f32 (alpha 1).
 @compute @workgroup_size(TILE_X, TILE_Y)
 fn render_linear(
@@ -104,7 +165,7 @@ fn render_linear(
 ) {
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
-        let r = render_pixel(gid.x, chunk.first + gid.y);
+        let r = render_pixel(gid.x, chunk.first + gid.y, pixel_tile_masks(gid.x, chunk.first + gid.y));
         out_quads[gid.y * params.width + gid.x] = bitcast<vec4<u32>>(vec4<f32>(r.color, 1.0));
         rays = r.rays;
     }
@@ -121,7 +182,7 @@ fn render_srgb8(
 ) {
     var rays = 0u;
     if gid.x < params.width && gid.y < chunk.count {
-        let r = render_pixel(gid.x, chunk.first + gid.y);
+        let r = render_pixel(gid.x, chunk.first + gid.y, pixel_tile_masks(gid.x, chunk.first + gid.y));
         out_words[gid.y * params.width + gid.x] = encode_srgba8(r.color);
         rays = r.rays;
     }

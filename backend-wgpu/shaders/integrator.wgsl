@@ -177,6 +177,17 @@ fn sun_bsdf_weight(diffuse: bool, lambert: f32, cos_d: f32, one_minus_cos: f32) 
     return 1.0;
 }
 
+// The path kernels take the same accelerators as the CUDA backend's: the
+// tree's octant copies, and the cell grid where core's cost model picks it
+// (rtiow); no candidate masks (the CUDA path kernels read none either: a
+// path's later bounces dominate). cornell (36 triangles) takes the tree on
+// both backends: its grid's expected cost, 44.8, is above the tree's, 42.2
+// (CellGrid::worthwhile). What CUDA adds there is how its path kernels are
+// scheduled, not a core accelerator: persistent warps that take pieces of
+// the frame from a counter, two lanes sharing a pixel's samples, and a tail
+// of smaller pieces (backend-cuda KernelConfig::persistent_path, path_lanes,
+// path_tail_64ths); the WGSL path kernel runs one pixel an invocation over
+// the frame's tiles and has no such scheduling yet.
 // mirrors prism_core::integrator::trace_path
 fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     var ray = first_ray;
@@ -241,13 +252,15 @@ fn pow32(x: f32) -> f32 {
     return x16 * x16;
 }
 
-// mirrors prism_core::integrator::whitted_local
-fn whitted_local(p: vec3<f32>, spawn: f32, size: f32, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>) -> vec3<f32> {
+// mirrors prism_core::integrator::whitted_local (the shadow ray takes
+// `shadow_list`, a camera hit's tile's shadow candidates, unless it is
+// MASK_WALK: camera_masks.wgsl)
+fn whitted_local(p: vec3<f32>, spawn: f32, size: f32, n: vec3<f32>, view: vec3<f32>, albedo: vec3<f32>, shadow_list: vec2<u32>) -> vec3<f32> {
     let to_light = params.light_position.xyz - p;
     let dist = vec3_length(to_light);
     let l = to_light * (1.0 / dist);
     let tmin = spawn + surface_margin(size, dot(l, n));
-    let shadowed = tracer_light_blocked(ray_segment(p, l, tmin, dist));
+    let shadowed = light_blocked_listed(ray_segment(p, l, tmin, dist), shadow_list);
     // f32_max as core's max: with the light at the point itself, l is NaN and
     // core's n . l is 0.
     let n_dot_l = f32_max(dot(n, l), 0.0);
@@ -259,14 +272,15 @@ fn whitted_local(p: vec3<f32>, spawn: f32, size: f32, n: vec3<f32>, view: vec3<f
     return lit * params.light_color.xyz * keep;
 }
 
-// mirrors prism_core::integrator::trace_whitted
-fn trace_whitted(first_ray: Ray) -> Traced {
+// mirrors prism_core::integrator::trace_whitted (in a tile of `masks`:
+// camera_masks.wgsl)
+fn trace_whitted(first_ray: Ray, masks: TileMasks) -> Traced {
     var ray = first_ray;
     var color = vec3<f32>(0.0);
     var weight = 1.0;
     var rays = 0u;
     for (var bounce = 0u; bounce <= params.max_depth; bounce++) {
-        let hit = render_closest_hit(ray);
+        let hit = render_or_listed_hit(ray, bounce, masks);
         rays += 1u;
         if !hit_is_hit(hit) {
             color += weight * sky_color(ray.dir);
@@ -277,7 +291,9 @@ fn trace_whitted(first_ray: Ray) -> Traced {
         let n = select(-surf.n, surf.n, dot(surf.n, d) < 0.0);
         let albedo = surf.material.albedo_fuzz.xyz;
         let spawn = spawn_tmin(surf.p, ray.origin);
-        let local_color = whitted_local(surf.p, spawn, surf.size, n, -d, albedo);
+        // The shadow candidates of the pixel's tile answer a camera hit's shadow ray.
+        let shadow_list = select(MASK_WALK, masks.shadow, bounce == 0u);
+        let local_color = whitted_local(surf.p, spawn, surf.size, n, -d, albedo, shadow_list);
         rays += 1u;
         if bounce == params.max_depth {
             color += weight * local_color;
@@ -291,9 +307,10 @@ fn trace_whitted(first_ray: Ray) -> Traced {
     return Traced(color, rays);
 }
 
-// mirrors prism_core::integrator::trace_ao
-fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
-    let hit = render_closest_hit(ray);
+// mirrors prism_core::integrator::trace_ao (in a tile of `masks`:
+// camera_masks.wgsl)
+fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, masks: TileMasks) -> Traced {
+    let hit = render_or_listed_hit(ray, 0u, masks);
     if !hit_is_hit(hit) {
         return Traced(sky_color(ray.dir), 1u);
     }
@@ -316,7 +333,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
         let dist = vec3_length(to_light);
         let l = to_light * (1.0 / dist);
         let tmin = spawn + surface_margin(surf.size, dot(l, n));
-        let blocked = tracer_light_blocked(ray_segment(surf.p, l, tmin, dist));
+        let blocked = light_blocked_listed(ray_segment(surf.p, l, tmin, dist), masks.shadow);
         keep = select(1.0, SHADOW_KEEP, blocked);
         rays += 1u;
     }
@@ -328,8 +345,10 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
 //
 // Core matches on `params.integrator`; here the same value arrives as the
 // pipeline constant INTEGRATOR (entry.wgsl), so that each integrator's
-// pipeline holds only its own code and registers.
-fn render_pixel(x: u32, y: u32) -> Traced {
+// pipeline holds only its own code and registers. `masks`: the candidates of
+// the pixel's tile, which the Whitted and AO integrators read
+// (camera_masks.wgsl).
+fn render_pixel(x: u32, y: u32, masks: TileMasks) -> Traced {
     let pixel = y * params.width + x;
     var sum = vec3<f32>(0.0);
     var rays = 0u;
@@ -348,10 +367,10 @@ fn render_pixel(x: u32, y: u32) -> Traced {
         var r: Traced;
         switch INTEGRATOR {
             case 1u: {
-                r = trace_whitted(ray);
+                r = trace_whitted(ray, masks);
             }
             case 2u: {
-                r = trace_ao(ray, &rng);
+                r = trace_ao(ray, &rng, masks);
             }
             default: {
                 r = trace_path(ray, &rng);

@@ -27,6 +27,11 @@ const CELL_GRID: u32 = 0u;
 // Whether the scene may have a sun (1, the general value) or has none (0:
 // integrator.wgsl's has_sun is then false at compile time).
 const SUN: u32 = 1u;
+// Whether the Whitted and AO render kernels' camera rays, first mirror rays
+// and shadow rays from camera hits test their tile's candidates
+// (camera_masks.wgsl, from the frame's cones in `frame_cones`); 0 (the
+// general value): they walk the tree.
+const CAMERA_MASKS: u32 = 0u;
 // SCENE_KINDS values: spheres only, triangles only, both (or an empty scene),
 // each with SCENE_HEIGHTFIELDS where the scene holds a heightfield (only then
 // is heightfield.wgsl's walk reached, and the heightfields' data lie after the

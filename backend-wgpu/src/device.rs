@@ -305,6 +305,7 @@ impl WgpuBackend {
                             storage(4, true),
                             storage(5, true),
                             uniform(6),
+                            uniform(7),
                         ],
                     });
                 let work_layout =
@@ -330,6 +331,11 @@ impl WgpuBackend {
         let params = small(
             "render params",
             size_of::<RenderParams>() as u64,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        )?;
+        let frame_cones = small(
+            "frame cones",
+            crate::camera_masks::FRAME_CONES_BYTES,
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         )?;
         let chunk = small(
@@ -422,6 +428,7 @@ impl WgpuBackend {
             out_buf: Reusable::default(),
             readback_buf: Default::default(),
             frame_buf: Reusable::default(),
+            masks_buf: Reusable::default(),
             store_pipelines: HashMap::new(),
             scene: None,
             fast_pipelines: None,
@@ -432,6 +439,8 @@ impl WgpuBackend {
             batch_workgroup: options.batch_workgroup,
             overlap_transfers: options.overlap_transfers,
             cell_grid: options.cell_grid,
+            camera_masks: options.camera_masks,
+            frame_cones,
             f64_division,
             lost,
             uncaptured,

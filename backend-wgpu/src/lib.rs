@@ -128,6 +128,7 @@ pub mod shaders;
 mod adapter;
 mod batch;
 mod buffers;
+mod camera_masks;
 mod device;
 mod errors;
 mod fast_build;
@@ -239,6 +240,15 @@ pub struct WgpuOptions {
     /// Same pixels either way (but where two primitives tie at exactly the
     /// same distance); `false` is there to measure the grid. Default `true`.
     pub cell_grid: bool,
+    /// Let the Whitted and AO render kernels' camera rays, first mirror rays
+    /// and shadow rays from camera hits test only their tile's candidates
+    /// ([`prism_core::camera_bounds`], `shaders/camera_masks.wgsl`) on
+    /// frames of a pinhole camera over a flat scene of at most
+    /// [`prism_core::camera_bounds::CAMERA_BOUNDS_MAX_PRIMS`] primitives, as
+    /// the CUDA backend's; `false` walks the tree for them. Same pixels
+    /// either way (but where two primitives tie at exactly the same
+    /// distance); `false` is there to measure the masks. Default `true`.
+    pub camera_masks: bool,
 }
 
 impl Default for WgpuOptions {
@@ -256,6 +266,7 @@ impl Default for WgpuOptions {
             lane_refill: true,
             overlap_transfers: true,
             cell_grid: true,
+            camera_masks: true,
         }
     }
 }
@@ -275,6 +286,7 @@ impl std::fmt::Debug for WgpuOptions {
             .field("lane_refill", &self.lane_refill)
             .field("overlap_transfers", &self.overlap_transfers)
             .field("cell_grid", &self.cell_grid)
+            .field("camera_masks", &self.camera_masks)
             .finish()
     }
 }
@@ -312,6 +324,8 @@ pub struct WgpuBackend {
     readback_buf: [Reusable; SLOTS],
     /// The output of frames recorded into a caller's encoder.
     frame_buf: Reusable,
+    /// A frame's tile candidate masks (camera_masks.wgsl).
+    masks_buf: Reusable,
     /// The passes storing recorded frames into textures, by WGSL format.
     store_pipelines: HashMap<&'static str, render_target::StorePipeline>,
     scene: Option<SceneState>,
@@ -328,6 +342,11 @@ pub struct WgpuBackend {
     overlap_transfers: bool,
     /// [`WgpuOptions::cell_grid`].
     cell_grid: bool,
+    /// [`WgpuOptions::camera_masks`].
+    camera_masks: bool,
+    /// A frame's cones for the tile masks (`FrameCones` of entry.wgsl, scene
+    /// group binding 7), written before each frame that reads them.
+    frame_cones: wgpu::Buffer,
     f64_division: bool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,

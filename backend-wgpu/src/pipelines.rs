@@ -24,6 +24,9 @@ pub(crate) enum Kernel {
     IntersectRefill,
     /// `occluded` with lane refill.
     OccludedRefill,
+    /// A frame's tile candidate masks (shaders/camera_masks.wgsl), before
+    /// its render kernels.
+    CameraMasks,
 }
 
 impl Kernel {
@@ -35,6 +38,7 @@ impl Kernel {
             Kernel::Occluded => "occluded_main",
             Kernel::IntersectRefill => "intersect_refill",
             Kernel::OccludedRefill => "occluded_refill",
+            Kernel::CameraMasks => "camera_masks_main",
         }
     }
 }
@@ -63,14 +67,18 @@ impl WgpuBackend {
     /// same module without it (its closest hits walk the tree, as the CUDA
     /// backend's octant kernels then do). The rays start on the camera's lens
     /// or on a primitive (within the scene's bounds, with 1% to spare for
-    /// points rounded off their surfaces).
+    /// points rounded off their surfaces). `camera_masks`: the module with
+    /// [`ModuleConfig::camera_masks`], for a frame whose cones the caller
+    /// wrote, and the pipeline of its masks pass too.
     pub(crate) fn render_pipeline(
         &mut self,
         integrator: u32,
         srgb8: bool,
         params: &prism_core::gpu::RenderParams,
-    ) -> Result<wgpu::ComputePipeline, Error> {
+        camera_masks: bool,
+    ) -> Result<(wgpu::ComputePipeline, Option<wgpu::ComputePipeline>), Error> {
         let mut config = self.module_config();
+        config.camera_masks = camera_masks;
         if let Some(scene) = &self.scene {
             let b = scene.accel.bounds();
             let lens = params.camera.origin_lens;
@@ -82,7 +90,15 @@ impl WgpuBackend {
                 .as_ref()
                 .is_some_and(|g| g.walkable_from(origin_bound));
         }
-        self.pipeline_for(Kernel::Render(integrator, srgb8), config)
+        let masks = if camera_masks {
+            Some(self.pipeline_for(Kernel::CameraMasks, config)?)
+        } else {
+            None
+        };
+        Ok((
+            self.pipeline_for(Kernel::Render(integrator, srgb8), config)?,
+            masks,
+        ))
     }
 
     /// The pipeline of `kernel` in the module for `config`, compiled on first use.
@@ -147,6 +163,19 @@ impl WgpuBackend {
         groups: (u32, u32),
         slot: Option<usize>,
     ) {
+        self.record_dispatches(encoder, scene, &[(pipeline, work, groups)], slot);
+    }
+
+    /// [`Self::record_dispatch`] of several dispatches in one pass, in order
+    /// (wgpu puts a barrier between two that share a buffer one writes), timed
+    /// together: a frame's masks pass and its first band.
+    pub(crate) fn record_dispatches(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        scene: &wgpu::BindGroup,
+        dispatches: &[(&wgpu::ComputePipeline, &wgpu::BindGroup, (u32, u32))],
+        slot: Option<usize>,
+    ) {
         let timed = slot.and_then(|slot| self.timestamps.as_ref().map(|ts| (ts, slot)));
         let timestamp_writes = timed.map(|(ts, _)| wgpu::ComputePassTimestampWrites {
             query_set: &ts.set,
@@ -158,10 +187,12 @@ impl WgpuBackend {
                 label: Some("prism"),
                 timestamp_writes,
             });
-            pass.set_pipeline(pipeline);
             pass.set_bind_group(0, scene, &[]);
-            pass.set_bind_group(1, work, &[]);
-            pass.dispatch_workgroups(groups.0, groups.1, 1);
+            for &(pipeline, work, groups) in dispatches {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(1, work, &[]);
+                pass.dispatch_workgroups(groups.0, groups.1, 1);
+            }
         }
         if let Some((ts, slot)) = timed {
             encoder.resolve_query_set(&ts.set, 0..2, &ts.resolve, 0);

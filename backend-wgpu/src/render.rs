@@ -5,6 +5,7 @@
 //! back into the caller's [`Image`] and its rays counted.
 
 use crate::buffers::map_and_read;
+use crate::camera_masks::{MASK_TILE_BYTES, frame_cones, mask_tiles};
 use crate::submit::{PIPELINE_BAND_BYTES, PIPELINE_BANDS, SLOTS};
 use crate::{BACKEND_NAME, RAY_TALLY_BYTES, WgpuBackend};
 use prism_core::gpu::ray_tally_sum;
@@ -103,10 +104,26 @@ impl WgpuBackend {
         };
         let chunk_bytes = chunk_rows as u64 * row_bytes;
 
-        let pipeline = self.render_pipeline(
+        // A pinhole frame's cones, for its tiles' candidate masks
+        // (camera_masks.wgsl), where the frame's kernel takes them and one
+        // dispatch and binding hold the tiles' masks (else its rays walk the
+        // tree, as the CUDA backend's then do).
+        let tiles = mask_tiles(width, height);
+        let mask_groups = tiles.div_ceil(self.batch_workgroup as u64);
+        let mask_bytes = tiles * MASK_TILE_BYTES;
+        let cones = if self.camera_masks
+            && mask_groups <= max_groups
+            && mask_bytes <= self.limits.max_storage_buffer_binding_size
+        {
+            frame_cones(&scene.accel, settings.integrator, &params, (width, height))
+        } else {
+            None
+        };
+        let (pipeline, masks_pipeline) = self.render_pipeline(
             settings.integrator as u32,
             format == PixelFormat::Srgba8,
             &params,
+            cones.is_some(),
         )?;
         let out = Self::ensure(
             &self.device,
@@ -120,6 +137,22 @@ impl WgpuBackend {
         let upload_start = Instant::now();
         self.queue
             .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        // The frame's masks: found in the first submission's pass, before
+        // its band, and read by every band through the ray binding.
+        let mut masks = None;
+        if let (Some(c), Some(p)) = (&cones, masks_pipeline) {
+            self.queue
+                .write_buffer(&self.frame_cones, 0, bytemuck::bytes_of(c));
+            let buffer = Self::ensure(
+                &self.device,
+                &mut self.masks_buf,
+                "tile masks",
+                mask_bytes,
+                wgpu::BufferUsages::STORAGE,
+            )?;
+            let find = self.host_work_bind_group(&self.dummy_rays, &buffer, mask_bytes);
+            masks = Some((p, find, buffer));
+        }
         let mut stats = RenderStats {
             upload: upload_start.elapsed(),
             timing: self.timing_source(),
@@ -149,8 +182,9 @@ impl WgpuBackend {
                 let rows = chunk_rows.min(height - row);
                 let bytes = rows as u64 * row_bytes;
                 let slot = band % slots;
+                let rays_in = masks.as_ref().map_or(&self.dummy_rays, |(_, _, b)| b);
                 let work_group =
-                    self.host_work_bind_group(&self.dummy_rays, &out, bytes.next_multiple_of(16));
+                    self.host_work_bind_group(rays_in, &out, bytes.next_multiple_of(16));
                 self.write_chunk(row, rows);
                 let mut encoder =
                     self.device
@@ -158,14 +192,21 @@ impl WgpuBackend {
                             label: Some("prism render"),
                         });
                 encoder.clear_buffer(&self.ray_count, 0, None);
-                self.record_dispatch(
-                    &mut encoder,
+                let render = (
                     &pipeline,
-                    &scene_group,
                     &work_group,
                     (groups_x as u32, rows.div_ceil(tile_y)),
-                    Some(slot),
                 );
+                match &masks {
+                    // The first band: the masks first, in its timed pass.
+                    Some((find_pipeline, find_group, _)) if band == 0 => self.record_dispatches(
+                        &mut encoder,
+                        &scene_group,
+                        &[(find_pipeline, find_group, (mask_groups as u32, 1)), render],
+                        Some(slot),
+                    ),
+                    _ => self.record_dispatches(&mut encoder, &scene_group, &[render], Some(slot)),
+                }
                 encoder.copy_buffer_to_buffer(
                     &out,
                     0,

@@ -156,7 +156,9 @@ impl WgpuBackend {
             .min(max_groups * tile_y.min(STORE_TILE) as u64)
             .min(rows_by_work)
             .min(height as u64) as u32;
-        let pipeline = self.render_pipeline(settings.integrator as u32, srgb8, &params)?;
+        let pipeline = self
+            .render_pipeline(settings.integrator as u32, srgb8, &params, false)?
+            .0;
         let store = self.store_pipeline(format_name)?;
         let out = Self::ensure(
             &self.device,

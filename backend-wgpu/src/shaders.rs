@@ -13,7 +13,7 @@
 /// The shader files, in the order they are concatenated (each may use what the
 /// files before it declare; WGSL resolves module-scope names in any order, the
 /// order only keeps the source readable top-down).
-pub const SHADER_FILES: [(&str, &str); 16] = [
+pub const SHADER_FILES: [(&str, &str); 17] = [
     ("types.wgsl", include_str!("../shaders/types.wgsl")),
     ("math.wgsl", include_str!("../shaders/math.wgsl")),
     ("division.wgsl", include_str!("../shaders/division.wgsl")),
@@ -31,6 +31,10 @@ pub const SHADER_FILES: [(&str, &str); 16] = [
         include_str!("../shaders/point_grid.wgsl"),
     ),
     ("cell_grid.wgsl", include_str!("../shaders/cell_grid.wgsl")),
+    (
+        "camera_masks.wgsl",
+        include_str!("../shaders/camera_masks.wgsl"),
+    ),
     ("material.wgsl", include_str!("../shaders/material.wgsl")),
     ("camera.wgsl", include_str!("../shaders/camera.wgsl")),
     ("image.wgsl", include_str!("../shaders/image.wgsl")),
@@ -101,6 +105,15 @@ pub struct ModuleConfig {
     /// model expects the grid to beat the tree, and a frame whose rays may
     /// start too far away to walk it runs the module without it.
     pub cell_grid: bool,
+    /// `CAMERA_MASKS`: the Whitted and AO render kernels read their pixel's
+    /// tile's candidate masks, which `camera_masks_main` finds from the
+    /// frame's cones before them ([`prism_core::camera_bounds`];
+    /// `camera_masks.wgsl`), and their camera rays, first mirror rays and
+    /// shadow rays from camera hits test those instead of walking the tree. Never set by [`ModuleConfig::for_accel`]:
+    /// a frame sets it where it writes cones (a pinhole camera, a flat scene
+    /// of at most [`prism_core::camera_bounds::CAMERA_BOUNDS_MAX_PRIMS`]
+    /// primitives without a heightfield, as the CUDA backend's condition).
+    pub camera_masks: bool,
 }
 
 impl ModuleConfig {
@@ -115,6 +128,7 @@ impl ModuleConfig {
         two_level: false,
         sun: true,
         cell_grid: false,
+        camera_masks: false,
     };
 
     /// The stack length for `accel`: its tree's depth (two levels: both
@@ -143,10 +157,9 @@ impl ModuleConfig {
     /// upload then builds it and keeps it only where core's cost model
     /// ([`prism_core::cell_grid::CellGrid::worthwhile`]) picks it.
     ///
-    /// Core's camera candidate masks ([`prism_core::camera_bounds`]), which
-    /// the CUDA backend uses on flat scenes of few primitives, have no WGSL
-    /// walk yet: such scenes are traced here through the tree, with the same
-    /// answers and more node steps.
+    /// Core's camera candidate masks ([`prism_core::camera_bounds`]) are a
+    /// frame's choice, not the scene's ([`ModuleConfig::camera_masks`]): this
+    /// keeps `self`'s.
     pub fn for_accel(self, accel: &prism_core::Accel) -> ModuleConfig {
         let mut kinds = 0u32;
         for p in accel.primitives() {
@@ -222,7 +235,7 @@ impl ShaderSource {
     /// The module for `config`: [`ShaderSource::assemble_with`], plus the
     /// refill kernels if asked for (wgpu 30's WGSL takes subgroup operations
     /// without an `enable` directive), then `STACK_ENTRIES`, `SCENE_KINDS`,
-    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL`, `SUN` and `CELL_GRID`
+    /// `OCTANT_COPIES`, `LIGHT_GRID`, `TWO_LEVEL`, `SUN`, `CELL_GRID` and `CAMERA_MASKS`
     /// (types.wgsl) rewritten in place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
@@ -275,6 +288,11 @@ impl ShaderSource {
                 "CELL_GRID",
                 general.cell_grid as u32,
                 config.cell_grid as u32,
+            ),
+            (
+                "CAMERA_MASKS",
+                general.camera_masks as u32,
+                config.camera_masks as u32,
             ),
         ] {
             text = text.replace(

@@ -392,6 +392,12 @@ impl WgpuBackend {
                     binding: 6,
                     resource: buffers.levels.as_entire_binding(),
                 },
+                // Read only by modules with CAMERA_MASKS, whose frames write
+                // it first (render.rs); recorded frames run without.
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: self.frame_cones.as_entire_binding(),
+                },
             ],
         })
     }

@@ -72,6 +72,17 @@ fn wgsl_struct_layouts_match_core() {
         members,
         hit.map(|(n, o)| (n.to_string(), o as u32)).to_vec()
     );
+    // The frame's cones (camera_masks.wgsl), a uniform: the layout of the
+    // host's FrameCones (backend-wgpu/src/camera_masks.rs asserts the same
+    // numbers of its repr(C) struct).
+    let (size, members) = wgsl_struct(&module, &layouter, "FrameCones");
+    assert_eq!(size, 2080);
+    assert_eq!(
+        members,
+        [("info", 0), ("angle", 16), ("cones", 32), ("balls", 1056)]
+            .map(|(n, o)| (n.to_string(), o))
+            .to_vec()
+    );
     let (size, members) = wgsl_struct(&module, &layouter, "Ray");
     assert_eq!(size as usize, size_of::<prism_core::Ray>());
     let ray = [
@@ -150,7 +161,7 @@ fn constant(module: &Module, name: &str) -> f64 {
 
 #[test]
 fn wgsl_constants_match_core() {
-    use prism_core::{gpu, integrator, intersect};
+    use prism_core::{camera_bounds, gpu, integrator, intersect};
     let (_, module) = module();
     let exact = [
         ("TRAVERSAL_STACK_SIZE", gpu::TRAVERSAL_STACK_SIZE as f64),
@@ -195,6 +206,23 @@ fn wgsl_constants_match_core() {
         (
             "COSINE_HEMISPHERE_MIN_LEN2",
             prism_core::sampling::COSINE_HEMISPHERE_MIN_LEN2 as f64,
+        ),
+        (
+            "CAMERA_BOUNDS_MAX_PRIMS",
+            camera_bounds::CAMERA_BOUNDS_MAX_PRIMS as f64,
+        ),
+        ("CAMERA_MASK_TILE", camera_bounds::CAMERA_MASK_TILE as f64),
+        (
+            "REFLECTION_BOUNDS_MARGIN",
+            camera_bounds::REFLECTION_BOUNDS_MARGIN as f32 as f64,
+        ),
+        (
+            "REFLECTION_MAX_ANGLE",
+            camera_bounds::REFLECTION_MAX_ANGLE as f32 as f64,
+        ),
+        (
+            "SHADOW_MAX_CANDIDATES",
+            camera_bounds::SHADOW_MAX_CANDIDATES as f64,
         ),
         ("TAU", core::f32::consts::TAU as f64),
         ("PI", core::f32::consts::PI as f64),
@@ -305,6 +333,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
         two_level: false,
         sun: false,
         cell_grid: true,
+        camera_masks: true,
     };
     let source = ShaderSource::assemble_for(None, &config);
     assert!(source.text.contains("const STACK_ENTRIES: u32 = 8u;"));
@@ -314,6 +343,7 @@ fn wgsl_module_with_refill_and_specialisation_validates() {
     assert!(source.text.contains("const TWO_LEVEL: u32 = 0u;"));
     assert!(source.text.contains("const SUN: u32 = 0u;"));
     assert!(source.text.contains("const CELL_GRID: u32 = 1u;"));
+    assert!(source.text.contains("const CAMERA_MASKS: u32 = 1u;"));
     validate_with_refill(&source);
     // A two-level scene's module: the longest stack, the two-level walks.
     let two_level = prism_wgpu::ModuleConfig {

@@ -1,7 +1,7 @@
 //! Which primitives a tile of a pinhole camera's rays can meet: a cone from
 //! the eye around each primitive, so that the camera rays of a tile of pixels
 //! test only the primitives whose cones come near the tile's direction instead
-//! of walking the tree (the CUDA kernels find a mask per tile of
+//! of walking the tree (the CUDA and WGSL kernels find a mask per tile of
 //! [`CAMERA_MASK_TILE`] pixels once a frame).
 //!
 //! Every camera ray of a pinhole camera starts at the eye, so the rays of a
