@@ -279,17 +279,32 @@ fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
     let rays: Vec<Ray> = all.iter().step_by(4).copied().collect();
     let mut hits = vec![Hit::MISS; rays.len()];
     gpu.intersect(&rays, &mut hits).expect("intersect");
-    let differ = hits
-        .iter()
-        .zip(&rays)
-        .filter(|(g, r)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(&accel.intersect(r)))
-        .count();
+    let differing: Vec<usize> = (0..rays.len())
+        .filter(|&i| bytemuck::bytes_of(&hits[i]) != bytemuck::bytes_of(&accel.intersect(&rays[i])))
+        .collect();
+    let differ = differing.len();
     eprintln!(
         "bunny.diffuse, {} rays on the device-built tree (build {:.3} ms, {:?}): {differ} differ from core's",
         rays.len(),
         stats.build.as_secs_f64() * 1e3,
         stats.timing
     );
+    for &i in differing.iter().take(4) {
+        eprintln!("  ray {i}: device {:?}, core {:?}", hits[i], accel.intersect(&rays[i]));
+    }
+    if differ > 0 {
+        // The same rays on the host's SAH tree, on the same adapter.
+        let mut sah = scene.clone();
+        sah.build_quality = BuildQuality::Sah;
+        gpu.set_scene(&sah).expect("set_scene");
+        let host = Accel::build(&sah).expect("core's Accel");
+        let mut sah_hits = vec![Hit::MISS; rays.len()];
+        gpu.intersect(&rays, &mut sah_hits).expect("intersect");
+        let sah_differ = (0..rays.len())
+            .filter(|&i| bytemuck::bytes_of(&sah_hits[i]) != bytemuck::bytes_of(&host.intersect(&rays[i])))
+            .count();
+        eprintln!("  the same rays on the SAH tree: {sah_differ} differ from core's");
+    }
     assert_eq!(differ, 0, "hits differ from core's on the fast tree");
     assert!(hits.iter().any(|h| h.prim != Hit::MISS.prim), "no ray hit");
 }
