@@ -290,7 +290,11 @@ fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
         stats.timing
     );
     for &i in differing.iter().take(4) {
-        eprintln!("  ray {i}: device {:?}, core {:?}", hits[i], accel.intersect(&rays[i]));
+        eprintln!(
+            "  ray {i}: device {:?}, core {:?}",
+            hits[i],
+            accel.intersect(&rays[i])
+        );
     }
     if differ > 0 {
         // The same rays on the host's SAH tree, on the same adapter.
@@ -301,7 +305,9 @@ fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
         let mut sah_hits = vec![Hit::MISS; rays.len()];
         gpu.intersect(&rays, &mut sah_hits).expect("intersect");
         let sah_differ = (0..rays.len())
-            .filter(|&i| bytemuck::bytes_of(&sah_hits[i]) != bytemuck::bytes_of(&host.intersect(&rays[i])))
+            .filter(|&i| {
+                bytemuck::bytes_of(&sah_hits[i]) != bytemuck::bytes_of(&host.intersect(&rays[i]))
+            })
             .count();
         eprintln!("  the same rays on the SAH tree: {sah_differ} differ from core's");
     }
