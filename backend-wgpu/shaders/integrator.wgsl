@@ -291,8 +291,18 @@ fn trace_whitted(first_ray: Ray) -> Traced {
     return Traced(color, rays);
 }
 
+// AO rays of pixel (x, y): ao_samples, plus one where the pixel's R2 lattice
+// value (prism_core::integrator::AO_EXTRA_PATTERN) is below the
+// fractional-count threshold params.ao_extra (0: never).
+// mirrors prism_core::integrator::ao_rays_at
+fn ao_rays_at(x: u32, y: u32) -> u32 {
+    let pattern = x * 0xC13FA9A9u + y * 0x91E10DA5u;
+    return params.ao_samples + select(0u, 1u, pattern < params.ao_extra);
+}
+
+// `samples`: the pixel's own AO ray count (ao_rays_at).
 // mirrors prism_core::integrator::trace_ao
-fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
+fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32) -> Traced {
     let hit = render_closest_hit(ray);
     if !hit_is_hit(hit) {
         return Traced(sky_color(ray.dir), 1u);
@@ -302,14 +312,14 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     let m = surf.material;
     let spawn = spawn_tmin(surf.p, ray.origin);
     var open = 0u;
-    for (var i = 0u; i < params.ao_samples; i++) {
+    for (var i = 0u; i < samples; i++) {
         let u1 = pcg_next_f32(rng);
         let u2 = pcg_next_f32(rng);
         let d = cosine_hemisphere(n, u1, u2);
         let tmin = spawn + surface_margin(surf.size, dot(d, n));
         open += select(1u, 0u, accel_occluded(ray_segment(surf.p, d, tmin, params.ao_distance)));
     }
-    var rays = 1u + params.ao_samples;
+    var rays = 1u + samples;
     var keep = 1.0;
     if params.ao_shadows != 0u {
         let to_light = params.light_position.xyz - surf.p;
@@ -320,7 +330,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>) -> Traced {
         keep = select(1.0, SHADOW_KEEP, blocked);
         rays += 1u;
     }
-    let ao = f32(open) / f32(params.ao_samples);
+    let ao = f32(open) / f32(samples);
     return Traced(m.albedo_fuzz.xyz * (ao * keep) + m.emission_ior.xyz, rays);
 }
 
@@ -351,7 +361,7 @@ fn render_pixel(x: u32, y: u32) -> Traced {
                 r = trace_whitted(ray);
             }
             case 2u: {
-                r = trace_ao(ray, &rng);
+                r = trace_ao(ray, &rng, ao_rays_at(x, y));
             }
             default: {
                 r = trace_path(ray, &rng);
