@@ -146,7 +146,7 @@ fn unreachable_budget_is_reported() {
     let tuned = rows(&out.join("frames.csv"), 32);
     assert!(tuned.iter().all(|r| &r[10] == "1"
         && &r[6] == "1"
-        && &r[7].parse::<f64>().unwrap() == &0.0
+        && r[7].parse::<f64>().unwrap() == 0.0
         && &r[9] == "0"));
     let _ = std::fs::remove_dir_all(&dir);
 }
