@@ -448,12 +448,13 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
     return color;
 }
 
-// AO rays of pixel (x, y): ao_samples, plus one where the pixel's R2 lattice
-// value (prism_core::integrator::AO_EXTRA_PATTERN) is below the
-// fractional-count threshold params.ao_extra (0: never).
+// AO rays of pixel (x, y): ao_samples, plus one where the R2 lattice value
+// (prism_core::integrator::AO_EXTRA_PATTERN) of the pixel's 16 x 8 block
+// (AO_EXTRA_BLOCK_SHIFT: the render tile, so a warp traces one count) is
+// below the fractional-count threshold params.ao_extra (0: never).
 // mirrors prism_core::integrator::ao_rays_at
 __device__ __forceinline__ u32 ao_rays_at(const RenderParams& params, u32 x, u32 y) {
-    const u32 pattern = x * 0xC13FA9A9u + y * 0x91E10DA5u;
+    const u32 pattern = (x >> 4) * 0xC13FA9A9u + (y >> 3) * 0x91E10DA5u;
     return params.ao_samples + (pattern < params.ao_extra ? 1u : 0u);
 }
 

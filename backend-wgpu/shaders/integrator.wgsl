@@ -291,12 +291,13 @@ fn trace_whitted(first_ray: Ray) -> Traced {
     return Traced(color, rays);
 }
 
-// AO rays of pixel (x, y): ao_samples, plus one where the pixel's R2 lattice
-// value (prism_core::integrator::AO_EXTRA_PATTERN) is below the
-// fractional-count threshold params.ao_extra (0: never).
+// AO rays of pixel (x, y): ao_samples, plus one where the R2 lattice value
+// (prism_core::integrator::AO_EXTRA_PATTERN) of the pixel's 16 x 8 block
+// (AO_EXTRA_BLOCK_SHIFT: the render tile, so a warp traces one count) is
+// below the fractional-count threshold params.ao_extra (0: never).
 // mirrors prism_core::integrator::ao_rays_at
 fn ao_rays_at(x: u32, y: u32) -> u32 {
-    let pattern = x * 0xC13FA9A9u + y * 0x91E10DA5u;
+    let pattern = (x >> 4u) * 0xC13FA9A9u + (y >> 3u) * 0x91E10DA5u;
     return params.ao_samples + select(0u, 1u, pattern < params.ao_extra);
 }
 

@@ -68,8 +68,9 @@ pub struct RenderSettings {
     pub ao_samples: u32,
     /// AO: a fractional part of the AO ray count, `[0, 1)`. This share of the
     /// pixels trace `ao_samples + 1` AO rays, the rest `ao_samples`; which
-    /// pixels is a fixed pattern of the pixel's coordinates that spreads them
-    /// evenly over the image ([`crate::integrator::ao_rays_at`]). Each pixel
+    /// pixels is a fixed pattern of 16 x 8 pixel blocks that spreads them
+    /// evenly over the image ([`crate::integrator::ao_rays_at`]; whole blocks
+    /// so that a GPU's warps each trace one count). Each pixel
     /// divides by its own count, so the image stays unbiased. It makes the AO
     /// cost continuous: a frame budget meets its target exactly instead of one
     /// whole ray a pixel below it. 0 (the default) is the plain integer count.

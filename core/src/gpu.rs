@@ -636,7 +636,7 @@ pub struct RenderParams {
     /// flag in the radiance row keeps the sun in two rows.
     pub sun_radiance: [f32; 4],
     /// The AO integrator's fractional ray count as a threshold: a pixel whose
-    /// pattern value is below it traces `ao_samples + 1` AO rays
+    /// block's pattern value is below it traces `ao_samples + 1` AO rays
     /// ([`crate::integrator::ao_rays_at`], [`crate::backend::ao_extra_threshold`]);
     /// 0: every pixel traces `ao_samples`. A `u32`, not the `f32` share, so
     /// every backend picks the same pixels by an integer compare.

@@ -366,31 +366,42 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
     (color, rays)
 }
 
-/// Pattern weights of [`ao_rays_at`]: `2^32 / p` and `2^32 / p^2`, `p` the
+/// Pattern weights of [`ao_pattern`]: `2^32 / p` and `2^32 / p^2`, `p` the
 /// plastic number (Roberts' R2 sequence). `x * a1 + y * a2` modulo 2^32 is a
-/// two-dimensional low-discrepancy lattice: the pixels below any threshold
-/// lie evenly over the image (no clumps, no rows), and any rectangle of it
-/// holds its share of them to within a few pixels.
+/// two-dimensional low-discrepancy lattice: the points below any threshold
+/// lie evenly over the plane (no clumps, no rows), and any rectangle of it
+/// holds its share of them to within a few points.
 pub const AO_EXTRA_PATTERN: (u32, u32) = (0xC13F_A9A9, 0x91E1_0DA5);
 
-/// The pattern value of pixel `(x, y)` that [`ao_rays_at`] compares with
-/// [`RenderParams::ao_extra`]: [`AO_EXTRA_PATTERN`]'s lattice, in wrapping
-/// `u32` arithmetic as on the GPUs.
+/// The fractional AO count picks whole blocks of `2^shift` pixels a side
+/// (16 x 8): the render tile of both GPU backends (a CUDA block's rows, a
+/// wgpu workgroup), so that every warp or subgroup traces one count. Picked
+/// pixel by pixel, a share of 0.1 would put an extra ray in nearly every
+/// warp of 32 (1 - 0.9^32 = 97%), which then runs its extra step with most
+/// lanes idle: the time would jump to almost a whole ray more at once. By
+/// blocks the time stays linear in the share on every backend.
+pub const AO_EXTRA_BLOCK_SHIFT: (u32, u32) = (4, 3);
+
+/// The pattern value of lattice point `(x, y)`: [`AO_EXTRA_PATTERN`]'s
+/// lattice, in wrapping `u32` arithmetic as on the GPUs. [`ao_rays_at`]
+/// takes it at a pixel's block ([`AO_EXTRA_BLOCK_SHIFT`]).
 #[inline(always)]
 pub fn ao_pattern(x: u32, y: u32) -> u32 {
     x.wrapping_mul(AO_EXTRA_PATTERN.0)
         .wrapping_add(y.wrapping_mul(AO_EXTRA_PATTERN.1))
 }
 
-/// AO rays of pixel `(x, y)`: `ao_samples`, plus one where the pixel's
-/// [`ao_pattern`] value is below the fractional-count threshold
-/// [`RenderParams::ao_extra`] (a share `ao_extra / 2^32` of the pixels, spread
-/// evenly). Threshold 0: `ao_samples` everywhere.
+/// AO rays of pixel `(x, y)`: `ao_samples`, plus one where the
+/// [`ao_pattern`] value of the pixel's 16 x 8 block ([`AO_EXTRA_BLOCK_SHIFT`])
+/// is below the fractional-count threshold [`RenderParams::ao_extra`] (a
+/// share `ao_extra / 2^32` of the blocks, spread evenly). Threshold 0:
+/// `ao_samples` everywhere.
 #[inline(always)]
 pub fn ao_rays_at(params: &RenderParams, x: u32, y: u32) -> u32 {
+    let block = ao_pattern(x >> AO_EXTRA_BLOCK_SHIFT.0, y >> AO_EXTRA_BLOCK_SHIFT.1);
     params
         .ao_samples
-        .wrapping_add((ao_pattern(x, y) < params.ao_extra) as u32)
+        .wrapping_add((block < params.ao_extra) as u32)
 }
 
 /// One ambient-occlusion sample: albedo times the unoccluded share of

@@ -3,7 +3,9 @@
 //! the ray counts stay exact and the estimate stays unbiased.
 
 use glam::Vec3;
-use prism_core::integrator::{ao_pattern, ao_rays_at, camera_sample, render_pixel, trace_ao};
+use prism_core::integrator::{
+    AO_EXTRA_BLOCK_SHIFT, ao_pattern, ao_rays_at, camera_sample, render_pixel, trace_ao,
+};
 use prism_core::{
     Accel, Camera, Error, Integrator, Material, RenderSettings, Scene, ao_extra_threshold,
 };
@@ -88,12 +90,12 @@ proptest! {
         }
     }
 
-    /// The pixels that trace one more ray are a share `f` of any image, to
-    /// within a tenth of its width plus height (a discrepancy that grows with
-    /// the sides, not the area: no clumps, no empty bands), and of any
-    /// rectangle cut from it.
+    /// The blocks that trace one more ray are a share `f` of any grid of
+    /// blocks, to within a tenth of its width plus height (a discrepancy
+    /// that grows with the sides, not the area: no clumps, no empty bands),
+    /// and of any rectangle cut from it.
     #[test]
-    fn extra_rays_spread_evenly(
+    fn extra_blocks_spread_evenly(
         w in 1u32..300, h in 1u32..300, f in 0.0f32..1.0, corner in (0u32..500, 0u32..500),
     ) {
         let threshold = ao_extra_threshold(f);
@@ -104,7 +106,24 @@ proptest! {
                 .count() as f64;
             let want = f as f64 * (w * h) as f64;
             prop_assert!((extra - want).abs() <= 0.1 * (w + h) as f64 + 2.0,
-                "{extra} extra pixels of {w}x{h} at ({x0}, {y0}), want {want:.1}");
+                "{extra} extra blocks of {w}x{h} at ({x0}, {y0}), want {want:.1}");
+        }
+    }
+
+    /// Every pixel of a 16 x 8 block (the GPUs' render tile) traces the same
+    /// count: `ao_samples`, plus one where the block's pattern value is
+    /// below the threshold.
+    #[test]
+    fn a_block_traces_one_count(
+        n in 1u32..64, f in 0.0f32..1.0, block in (0u32..500, 0u32..500), pixels in prop::collection::vec((0u32..16, 0u32..8), 8),
+    ) {
+        let (scene, cam, _) = slab(1.0);
+        let accel = Accel::build(&scene).expect("valid scene");
+        let params = ao(n, f, false, 1.0).params(&accel, &cam, 4, 4).expect("valid settings");
+        prop_assert_eq!(AO_EXTRA_BLOCK_SHIFT, (4, 3));
+        let want = n + u32::from(ao_pattern(block.0, block.1) < ao_extra_threshold(f));
+        for (dx, dy) in pixels {
+            prop_assert_eq!(ao_rays_at(&params, block.0 * 16 + dx, block.1 * 8 + dy), want);
         }
     }
 
@@ -123,7 +142,8 @@ proptest! {
         let gap = open.sqrt() * distance;
         let (scene, cam, albedo) = slab(gap);
         let accel = Accel::build(&scene).expect("valid scene");
-        let (w, h) = (96u32, 96u32);
+        // 8 x 16 blocks of 16 x 8 pixels.
+        let (w, h) = (128u32, 128u32);
         let expect = (gap / distance) as f64 * (gap / distance) as f64;
         for (share, extra_only) in [(0.0, false), (f, false), (f, true)] {
             let settings = RenderSettings { seed, ..ao(n, share, shadows, distance) };
@@ -143,6 +163,7 @@ proptest! {
                 count += 1.0;
                 var += expect * (1.0 - expect) / k as f64;
             }
+            prop_assume!(count > 0.0, "no block took the extra ray");
             let mean = sum / count;
             let sigma = var.sqrt() / count;
             prop_assert!((mean - expect).abs() <= 5.0 * sigma + 1e-4,

@@ -26,9 +26,9 @@
 //!   constants absorb.
 //! - **Knobs** ([`knobs`]): the AO ray count per camera hit, as a whole
 //!   count and a fractional share ([`crate::RenderSettings::ao_extra`]: that
-//!   share of the pixels, picked by a fixed low-discrepancy pattern of the
-//!   pixel coordinates, trace one more ray, and each pixel divides by its own
-//!   count, so the image stays unbiased), and shadows on or off. Whole
+//!   share of the pixels, in 16 x 8 blocks picked by a fixed low-discrepancy
+//!   pattern so that a GPU warp traces one count, trace one more ray, and
+//!   each pixel divides by its own count, so the image stays unbiased), and shadows on or off. Whole
 //!   counts alone are coarse exactly where budgets are tight: at 1920x1080
 //!   one AO ray a pixel is a large part of an 8 ms frame, and the nearest
 //!   whole count lands up to that far below the budget. With the share the
