@@ -66,12 +66,12 @@ echo "runs took $((SECONDS - start)) s"
 echo "==== calibrations ===="
 grep -h "^calibration" $OUT/*_ogre_8ms_r0.25_fixed.txt
 echo "==== frame budgets (frames 4..100; goals: 2%, 5%, 1%, 5%) ===="
-printf "%-6s %-10s %6s %-14s %-6s %11s %17s %12s %10s\n" backend scene budget feedback run "mean |err|" "worst @frame" "pred. err" pre-pass
+printf "%-6s %-10s %6s %-14s %-6s %11s %17s %12s %10s\n" backend scene budget "rate/clamp" run "mean |err|" "worst @frame" "pred. err" pre-pass
 for r in "${RUNS[@]}"; do
   read -r be scene budget rate clamp <<< "$r"
   f=$OUT/${be}_${scene}_${budget}ms_r${rate}_${clamp}.txt
   grep -E "^(tuned|fixed) " "$f" 2>/dev/null | while read -r run mean worst frame pred pre; do
-    printf "%-6s %-10s %4s ms %-14s %-6s %11s %10s %6s %12s %10s\n" $be $scene $budget "$rate $clamp" $run $mean $worst "$frame" $pred $pre
+    printf "%-6s %-10s %4s ms %-14s %-6s %11s %10s %6s %12s %10s\n" $be $scene $budget "r$rate/$clamp" $run $mean $worst "$frame" $pred $pre
   done
   grep -h "unreachable" "$f" 2>/dev/null | sed "s/^/  $be $scene $budget ms: /"
 done
