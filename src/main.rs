@@ -89,6 +89,11 @@ struct SceneArgs {
     /// AO rays per sample (ao integrator only; default 8).
     #[arg(long)]
     ao_samples: Option<u32>,
+    /// Fractional part of the AO ray count, in [0, 1): this share of the
+    /// pixels (in 16 x 8 blocks) traces one more AO ray (ao integrator only;
+    /// default 0).
+    #[arg(long)]
+    ao_extra: Option<f32>,
     /// AO ray length (ao integrator only; default 1, for a mesh a tenth of its
     /// bounding box's diagonal).
     #[arg(long)]
@@ -420,6 +425,7 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
     settings.max_depth = a.depth.unwrap_or(settings.max_depth);
     settings.seed = a.seed;
     settings.ao_samples = a.ao_samples.unwrap_or(settings.ao_samples);
+    settings.ao_extra = a.ao_extra.unwrap_or(settings.ao_extra);
     settings.ao_distance = a.ao_distance.unwrap_or(settings.ao_distance);
     settings.ao_shadows |= a.ao_shadows;
     let refused: &[(&str, bool)] = if settings.integrator == Integrator::Ao {
@@ -430,6 +436,7 @@ fn setup(a: &SceneArgs) -> Result<(String, Scene, Camera, RenderSettings, u32, u
     } else {
         &[
             ("--ao-samples", a.ao_samples.is_some()),
+            ("--ao-extra", a.ao_extra.is_some()),
             ("--ao-distance", a.ao_distance.is_some()),
             ("--ao-shadows", a.ao_shadows),
             (

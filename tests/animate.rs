@@ -43,7 +43,7 @@ fn animate(out: &Path, cache: &Path, frames: &str, budget: &str, more: &[&str]) 
     cmd.output().expect("running prism")
 }
 
-const COLUMNS: [&str; 9] = [
+const COLUMNS: [&str; 11] = [
     "frame",
     "target_ms",
     "model_ms",
@@ -51,6 +51,8 @@ const COLUMNS: [&str; 9] = [
     "measured_ms",
     "prepass_ms",
     "ao_rays",
+    "ao_extra",
+    "mean_ao_rays",
     "shadows",
     "unreachable",
 ];
@@ -75,7 +77,12 @@ fn rows(path: &Path, max_rays: u32) -> Vec<csv::StringRecord> {
         assert!(row[4].parse::<f64>().unwrap() > 0.0, "a measured time");
         let rays: u32 = row[6].parse().unwrap();
         assert!((1..=max_rays).contains(&rays), "ao_rays {rays}");
-        assert!(matches!(&row[7], "0" | "1"));
+        let extra: f64 = row[7].parse().unwrap();
+        assert!((0.0..1.0).contains(&extra), "ao_extra {extra}");
+        let mean: f64 = row[8].parse().unwrap();
+        assert!((mean - (rays as f64 + extra)).abs() <= 1e-4, "mean {mean}");
+        assert!(matches!(&row[9], "0" | "1"));
+        assert!(matches!(&row[10], "0" | "1"));
     }
     rows
 }
@@ -105,7 +112,7 @@ fn animate_writes_csv_and_plot_that_parse() {
     assert!(
         fixed
             .iter()
-            .all(|r| (&r[6], &r[7]) == (&fixed[0][6], &fixed[0][7]))
+            .all(|r| (&r[6], &r[7], &r[9]) == (&fixed[0][6], &fixed[0][7], &fixed[0][9]))
     );
     let svg = std::fs::read_to_string(out.join("plot.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("plot.svg is well-formed XML");
@@ -137,11 +144,54 @@ fn unreachable_budget_is_reported() {
     );
     assert!(text.contains("budget unreachable on 2 frames"), "{text}");
     let tuned = rows(&out.join("frames.csv"), 32);
+    assert!(tuned.iter().all(|r| &r[10] == "1"
+        && &r[6] == "1"
+        && r[7].parse::<f64>().unwrap() == 0.0
+        && &r[9] == "0"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The feedback options reach the tuner (echoed in the scene line), a rate
+/// outside (0, 1] is refused naming it, and `--no-baseline` writes no
+/// fixed-settings run.
+#[test]
+fn feedback_options_and_no_baseline() {
+    let dir = temp_dir("feedback");
+    let out = dir.join("out");
+    let more = [
+        "--feedback-rate",
+        "1",
+        "--feedback-clamp",
+        "adaptive",
+        "--no-baseline",
+    ];
+    let o = animate(&out, &dir.join("cache"), "5", "40", &more);
+    let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        tuned
-            .iter()
-            .all(|r| &r[8] == "1" && &r[6] == "1" && &r[7] == "0")
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
     );
+    assert!(text.contains("feedback rate 1 (adaptive clamp)"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("tuned ")), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("fixed ")), "{text}");
+    assert_eq!(rows(&out.join("frames.csv"), 32).len(), 5);
+    assert!(!out.join("fixed.csv").exists());
+    assert!(out.join("plot.svg").is_file());
+    for bad in ["0", "1.5", "NaN"] {
+        let o = animate(
+            &dir.join("bad"),
+            &dir.join("cache"),
+            "2",
+            "40",
+            &["--feedback-rate", bad],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("feedback_rate"),
+            "{bad}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

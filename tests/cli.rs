@@ -578,6 +578,10 @@ fn settings_for_another_integrator_are_refused() {
             vec!["--integrator", "ao", "--depth", "3"],
             "--depth does not apply to the ao integrator",
         ),
+        (
+            vec!["--ao-extra", "0.5"],
+            "--ao-extra does not apply to the path integrator",
+        ),
     ] {
         let mut args = vec!["--backend", "cpu"];
         args.extend(more);
@@ -602,6 +606,8 @@ fn settings_for_another_integrator_are_refused() {
             "AO",
             "--ao-samples",
             "2",
+            "--ao-extra",
+            "0.25",
             "--width",
             "8",
             "--height",
@@ -614,6 +620,17 @@ fn settings_for_another_integrator_are_refused() {
         &[],
     );
     assert!(o.status.success(), "{}", stderr(&o));
+    // A share of the AO count outside [0, 1) is refused, named.
+    for bad in ["1", "-0.5", "NaN"] {
+        let flag = format!("--ao-extra={bad}");
+        let args = ["--backend", "cpu", "--integrator", "ao", flag.as_str()];
+        let o = prism(&tiny(out, &args), &[]);
+        let err = stderr(&o);
+        assert!(
+            !o.status.success() && err.contains("ao_extra"),
+            "{bad}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -448,10 +448,21 @@ __device__ __forceinline__ V3 trace_whitted(const SceneView& s, const RenderPara
     return color;
 }
 
+// AO rays of pixel (x, y): ao_samples, plus one where the R2 lattice value
+// (prism_core::integrator::AO_EXTRA_PATTERN) of the pixel's 16 x 8 block
+// (AO_EXTRA_BLOCK_SHIFT: the render tile, so a warp traces one count) is
+// below the fractional-count threshold params.ao_extra (0: never).
+// mirrors prism_core::integrator::ao_rays_at
+__device__ __forceinline__ u32 ao_rays_at(const RenderParams& params, u32 x, u32 y) {
+    const u32 pattern = (x >> 4) * 0xC13FA9A9u + (y >> 3) * 0x91E10DA5u;
+    return params.ao_samples + (pattern < params.ao_extra ? 1u : 0u);
+}
+
+// `samples`: the pixel's own AO ray count (ao_rays_at).
 // mirrors prism_core::integrator::trace_ao
 template <int K, bool OCT, bool GRID = false>
 __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& params, Ray ray, Pcg& rng,
-                                       u32& rays, u32 tile) {
+                                       u32& rays, u32 tile, u32 samples) {
     const Hit hit = render_or_listed_hit<K, OCT, GRID>(s, ray, 0u, tile);
     if (hit.prim == PRISM_NO_PRIM) {
         rays += 1;
@@ -464,14 +475,14 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     const GpuMaterial m = hit_material<K>(s, hit);
     const float spawn = spawn_tmin(p, ray.origin);
     u32 open = 0;
-    for (u32 i = 0; i < params.ao_samples; ++i) {
+    for (u32 i = 0; i < samples; ++i) {
         const float u1 = next_f32(rng);
         const float u2 = next_f32(rng);
         const V3 d = cosine_hemisphere(n, u1, u2);
         const float tmin = spawn + surface_margin(size, dot(d, n));
         open += render_any_hit<K, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
-    u32 r = 1 + params.ao_samples;
+    u32 r = 1 + samples;
     float keep = 1.0f;
     if (params.ao_shadows != 0) {
         const V3 to_light = xyz(params.light_position) - p;
@@ -485,7 +496,7 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         r += 1;
     }
     rays += r;
-    const float ao = (float)open / (float)params.ao_samples;
+    const float ao = (float)open / (float)samples;
     return xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
 }
 
@@ -545,7 +556,7 @@ __device__ __forceinline__ V3 render_pixel(const SceneView& s, const RenderParam
         if (INTEGRATOR == 1) {
             c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, tile);
         } else if (INTEGRATOR == 2) {
-            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, tile);
+            c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, tile, ao_rays_at(params, x, y));
         } else {
             c = trace_path<K, OCT, GRID, INTEGRATOR == PRISM_INTEGRATOR_PATH_SUN>(s, params, ray, rng, rays);
         }
@@ -575,7 +586,7 @@ __device__ __forceinline__ V3 render_sample(const SceneView& s, const RenderPara
     if (INTEGRATOR == 1) {
         c = trace_whitted<K, OCT, GRID>(s, params, ray, rays, camera_mask_tile(s, x, y));
     } else if (INTEGRATOR == 2) {
-        c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, camera_mask_tile(s, x, y));
+        c = trace_ao<K, OCT, GRID>(s, params, ray, rng, rays, camera_mask_tile(s, x, y), ao_rays_at(params, x, y));
     } else {
         c = trace_path<K, OCT, GRID, INTEGRATOR == PRISM_INTEGRATOR_PATH_SUN>(s, params, ray, rng, rays);
     }

@@ -93,6 +93,10 @@ struct __align__(16) RenderParams {
     u32 opaque_zero;  // always 0 (used by the WGSL kernels; unused here)
     float4 sun_center_radius;  // w = 0: no sun
     float4 sun_radiance;       // w = 1: next-event estimation on
+    u32 ao_extra;              // fractional AO count: pixels whose pattern is below it trace one more
+    u32 pad0;                  // always 0: pad0..pad2 fill the row to 16 bytes
+    u32 pad1;
+    u32 pad2;
 };
 
 // mirrors prism_core::ray::Hit (two 16-byte rows; the traversals carry the
@@ -246,6 +250,10 @@ PRISM_CHECK_FIELD(RenderParams, prim_count);
 PRISM_CHECK_FIELD(RenderParams, opaque_zero);
 PRISM_CHECK_FIELD(RenderParams, sun_center_radius);
 PRISM_CHECK_FIELD(RenderParams, sun_radiance);
+PRISM_CHECK_FIELD(RenderParams, ao_extra);
+PRISM_CHECK_FIELD(RenderParams, pad0);
+PRISM_CHECK_FIELD(RenderParams, pad1);
+PRISM_CHECK_FIELD(RenderParams, pad2);
 
 PRISM_CHECK_SIZE(Hit);
 PRISM_CHECK_FIELD(Hit, t);

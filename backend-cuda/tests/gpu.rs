@@ -322,6 +322,20 @@ fn check_renders(gpu: &mut CudaBackend) {
         d.off_by_more_than_2 <= 0.01 && d.mean_abs < 0.01,
         "cornell_mix ao: {d:?}"
     );
+    // The fractional AO count: the same pixels (integrator.cuh ao_rays_at)
+    // trace one more ray, so image and ray count stay core's.
+    for (ao_extra, ao_shadows) in [(0.37, true), (0.9, false)] {
+        let fractional = RenderSettings {
+            ao_extra,
+            ao_shadows,
+            ..ao
+        };
+        let d = render_vs_core(gpu, &c, c.width, c.height, fractional);
+        assert!(
+            d.off_by_more_than_2 <= 0.01 && d.mean_abs < 0.01,
+            "cornell_mix ao, ao_extra {ao_extra}: {d:?}"
+        );
+    }
     let wh = RenderSettings {
         integrator: Integrator::Whitted,
         spp: 1,

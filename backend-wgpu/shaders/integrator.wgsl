@@ -307,9 +307,20 @@ fn trace_whitted(first_ray: Ray, masks: TileMasks) -> Traced {
     return Traced(color, rays);
 }
 
+// AO rays of pixel (x, y): ao_samples, plus one where the R2 lattice value
+// (prism_core::integrator::AO_EXTRA_PATTERN) of the pixel's 16 x 8 block
+// (AO_EXTRA_BLOCK_SHIFT: the render tile, so a warp traces one count) is
+// below the fractional-count threshold params.ao_extra (0: never).
+// mirrors prism_core::integrator::ao_rays_at
+fn ao_rays_at(x: u32, y: u32) -> u32 {
+    let pattern = (x >> 4u) * 0xC13FA9A9u + (y >> 3u) * 0x91E10DA5u;
+    return params.ao_samples + select(0u, 1u, pattern < params.ao_extra);
+}
+
+// `samples`: the pixel's own AO ray count (ao_rays_at).
 // mirrors prism_core::integrator::trace_ao (in a tile of `masks`:
 // camera_masks.wgsl)
-fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, masks: TileMasks) -> Traced {
+fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -> Traced {
     let hit = render_or_listed_hit(ray, 0u, masks);
     if !hit_is_hit(hit) {
         return Traced(sky_color(ray.dir), 1u);
@@ -319,14 +330,14 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, masks: TileMasks) -> Traced {
     let m = surf.material;
     let spawn = spawn_tmin(surf.p, ray.origin);
     var open = 0u;
-    for (var i = 0u; i < params.ao_samples; i++) {
+    for (var i = 0u; i < samples; i++) {
         let u1 = pcg_next_f32(rng);
         let u2 = pcg_next_f32(rng);
         let d = cosine_hemisphere(n, u1, u2);
         let tmin = spawn + surface_margin(surf.size, dot(d, n));
         open += select(1u, 0u, accel_occluded(ray_segment(surf.p, d, tmin, params.ao_distance)));
     }
-    var rays = 1u + params.ao_samples;
+    var rays = 1u + samples;
     var keep = 1.0;
     if params.ao_shadows != 0u {
         let to_light = params.light_position.xyz - surf.p;
@@ -337,7 +348,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, masks: TileMasks) -> Traced {
         keep = select(1.0, SHADOW_KEEP, blocked);
         rays += 1u;
     }
-    let ao = f32(open) / f32(params.ao_samples);
+    let ao = f32(open) / f32(samples);
     return Traced(m.albedo_fuzz.xyz * (ao * keep) + m.emission_ior.xyz, rays);
 }
 
@@ -370,7 +381,7 @@ fn render_pixel(x: u32, y: u32, masks: TileMasks) -> Traced {
                 r = trace_whitted(ray, masks);
             }
             case 2u: {
-                r = trace_ao(ray, &rng, masks);
+                r = trace_ao(ray, &rng, ao_rays_at(x, y), masks);
             }
             default: {
                 r = trace_path(ray, &rng);

@@ -136,6 +136,12 @@ struct RenderParams {
     sun_center_radius: vec4<f32>,
     // The sun's radiance xyz; w = 1: next-event estimation on.
     sun_radiance: vec4<f32>,
+    // Fractional AO count: pixels whose pattern is below it trace one more ray.
+    ao_extra: u32,
+    // Always 0: fill the row to 16 bytes (an array would need a 16-byte stride).
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 // mirrors prism_core::gpu::GpuHeightfield (read from the words of the

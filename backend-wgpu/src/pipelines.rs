@@ -305,7 +305,8 @@ pub(crate) fn exact(buffer: &wgpu::Buffer, len: usize) -> wgpu::BindingResource<
 ///   ([`prism_core::gpu::check_tree`]), and one that breaks the rule is refused;
 ///   a two-level walk enters each instance of the top tree's leaves at most
 ///   once, and inside it walks a checked tree;
-/// - the integrators' loops count to `spp`, `max_depth` and `ao_samples`;
+/// - the integrators' loops count to `spp`, `max_depth` and `ao_samples`
+///   (plus one at the pixels of the fractional AO count);
 /// - the refill kernels (refill.wgsl, [`ModuleConfig::lane_refill`]) loop
 ///   while a lane holds a ray or the chunk has rays left: a held ray ends after
 ///   finitely many traversal steps (in every pass some lane that holds one

@@ -66,6 +66,15 @@ pub struct RenderSettings {
     pub seed: u32,
     /// AO: occlusion rays per primary hit, `1..=MAX_AO_SAMPLES`.
     pub ao_samples: u32,
+    /// AO: a fractional part of the AO ray count, `[0, 1)`. This share of the
+    /// pixels trace `ao_samples + 1` AO rays, the rest `ao_samples`; which
+    /// pixels is a fixed pattern of 16 x 8 pixel blocks that spreads them
+    /// evenly over the image ([`crate::integrator::ao_rays_at`]; whole blocks
+    /// so that a GPU's warps each trace one count). Each pixel
+    /// divides by its own count, so the image stays unbiased. It makes the AO
+    /// cost continuous: a frame budget meets its target exactly instead of one
+    /// whole ray a pixel below it. 0 (the default) is the plain integer count.
+    pub ao_extra: f32,
     /// AO: length of an occlusion ray, finite and `> 0`.
     pub ao_distance: f32,
     /// AO: also trace a shadow ray to the key light.
@@ -88,6 +97,7 @@ impl Default for RenderSettings {
             max_depth: 8,
             seed: 0,
             ao_samples: 8,
+            ao_extra: 0.0,
             ao_distance: 1.0,
             ao_shadows: false,
             rr_depth: 3,
@@ -121,6 +131,9 @@ impl RenderSettings {
         }
         if !(1..=Self::MAX_AO_SAMPLES).contains(&self.ao_samples) {
             return bad("ao_samples", self.ao_samples as f64, "must be in 1..=1024");
+        }
+        if !(0.0..1.0).contains(&self.ao_extra) {
+            return bad("ao_extra", self.ao_extra as f64, "must be in [0, 1)");
         }
         if !(self.ao_distance > 0.0 && self.ao_distance.is_finite()) {
             return bad(
@@ -161,6 +174,10 @@ impl RenderSettings {
             integrator: self.integrator as u32,
             ao_samples: self.ao_samples,
             ao_shadows: self.ao_shadows as u32,
+            ao_extra: ao_extra_threshold(self.ao_extra),
+            pad0: 0,
+            pad1: 0,
+            pad2: 0,
             ao_distance: self.ao_distance,
             rr_depth: self.rr_depth,
             prim_count: accel.primitives().len() as u32,
@@ -169,6 +186,18 @@ impl RenderSettings {
             sun_radiance: sun_radiance.to_array(),
         })
     }
+}
+
+/// [`RenderSettings::ao_extra`] as the pixel pattern's threshold
+/// ([`RenderParams::ao_extra`]): `f * 2^32`, rounded down, so that a pixel
+/// whose pattern value (a `u32`) is below it traces one more AO ray. An
+/// integer compare gives every backend the same pixels; 0 gives none. A
+/// share outside `[0, 1)` (refused by [`RenderSettings::validate`]) is
+/// clamped to it.
+#[inline]
+pub fn ao_extra_threshold(share: f32) -> u32 {
+    // `as` saturates: NaN and negatives to 0, 2^32 and above to u32::MAX.
+    (share as f64 * 4_294_967_296.0) as u32
 }
 
 /// Where a backend's stage times come from.

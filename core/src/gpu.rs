@@ -635,6 +635,20 @@ pub struct RenderParams {
     /// directly (next-event estimation), 0 when only chance hits find it. A
     /// flag in the radiance row keeps the sun in two rows.
     pub sun_radiance: [f32; 4],
+    /// The AO integrator's fractional ray count as a threshold: a pixel whose
+    /// block's pattern value is below it traces `ao_samples + 1` AO rays
+    /// ([`crate::integrator::ao_rays_at`], [`crate::backend::ao_extra_threshold`]);
+    /// 0: every pixel traces `ao_samples`. A `u32`, not the `f32` share, so
+    /// every backend picks the same pixels by an integer compare.
+    pub ao_extra: u32,
+    /// Always 0: `pad0..pad2` fill the last row to 16 bytes (a uniform
+    /// buffer's struct size is a multiple of 16). Three words, not an array:
+    /// an array in a WGSL uniform would need a 16-byte stride.
+    pub pad0: u32,
+    /// Always 0 (see `pad0`).
+    pub pad1: u32,
+    /// Always 0 (see `pad0`).
+    pub pad2: u32,
 }
 
 // Compile-time layout contract: the CUDA and WGSL mirrors assume exactly these.
@@ -696,7 +710,7 @@ const _: () = {
     assert!(offset_of!(GpuCamera, u) == 64);
     assert!(offset_of!(GpuCamera, v) == 80);
 
-    assert!(size_of::<RenderParams>() == 240);
+    assert!(size_of::<RenderParams>() == 256);
     assert!(offset_of!(RenderParams, camera) == 0);
     assert!(offset_of!(RenderParams, sky_horizon) == 96);
     assert!(offset_of!(RenderParams, sky_zenith) == 112);
@@ -716,6 +730,10 @@ const _: () = {
     assert!(offset_of!(RenderParams, opaque_zero) == 204);
     assert!(offset_of!(RenderParams, sun_center_radius) == 208);
     assert!(offset_of!(RenderParams, sun_radiance) == 224);
+    assert!(offset_of!(RenderParams, ao_extra) == 240);
+    assert!(offset_of!(RenderParams, pad0) == 244);
+    assert!(offset_of!(RenderParams, pad1) == 248);
+    assert!(offset_of!(RenderParams, pad2) == 252);
 };
 
 /// `(struct name, size, [(field, offset)])` of one buffer struct.
@@ -801,6 +819,10 @@ pub fn layouts() -> [StructLayout; 8] {
                 ("opaque_zero", 204),
                 ("sun_center_radius", 208),
                 ("sun_radiance", 224),
+                ("ao_extra", 240),
+                ("pad0", 244),
+                ("pad1", 248),
+                ("pad2", 252),
             ],
         ),
     ]

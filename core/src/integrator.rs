@@ -366,14 +366,55 @@ pub fn trace_whitted<T: Tracer + ?Sized>(
     (color, rays)
 }
 
+/// Pattern weights of [`ao_pattern`]: `2^32 / p` and `2^32 / p^2`, `p` the
+/// plastic number (Roberts' R2 sequence). `x * a1 + y * a2` modulo 2^32 is a
+/// two-dimensional low-discrepancy lattice: the points below any threshold
+/// lie evenly over the plane (no clumps, no rows), and any rectangle of it
+/// holds its share of them to within a few points.
+pub const AO_EXTRA_PATTERN: (u32, u32) = (0xC13F_A9A9, 0x91E1_0DA5);
+
+/// The fractional AO count picks whole blocks of `2^shift` pixels a side
+/// (16 x 8): the render tile of both GPU backends (a CUDA block's rows, a
+/// wgpu workgroup), so that every warp or subgroup traces one count. Picked
+/// pixel by pixel, a share of 0.1 would put an extra ray in nearly every
+/// warp of 32 (1 - 0.9^32 = 97%), which then runs its extra step with most
+/// lanes idle: the time would jump to almost a whole ray more at once. By
+/// blocks the time stays linear in the share on every backend.
+pub const AO_EXTRA_BLOCK_SHIFT: (u32, u32) = (4, 3);
+
+/// The pattern value of lattice point `(x, y)`: [`AO_EXTRA_PATTERN`]'s
+/// lattice, in wrapping `u32` arithmetic as on the GPUs. [`ao_rays_at`]
+/// takes it at a pixel's block ([`AO_EXTRA_BLOCK_SHIFT`]).
+#[inline(always)]
+pub fn ao_pattern(x: u32, y: u32) -> u32 {
+    x.wrapping_mul(AO_EXTRA_PATTERN.0)
+        .wrapping_add(y.wrapping_mul(AO_EXTRA_PATTERN.1))
+}
+
+/// AO rays of pixel `(x, y)`: `ao_samples`, plus one where the
+/// [`ao_pattern`] value of the pixel's 16 x 8 block ([`AO_EXTRA_BLOCK_SHIFT`])
+/// is below the fractional-count threshold [`RenderParams::ao_extra`] (a
+/// share `ao_extra / 2^32` of the blocks, spread evenly). Threshold 0:
+/// `ao_samples` everywhere.
+#[inline(always)]
+pub fn ao_rays_at(params: &RenderParams, x: u32, y: u32) -> u32 {
+    let block = ao_pattern(x >> AO_EXTRA_BLOCK_SHIFT.0, y >> AO_EXTRA_BLOCK_SHIFT.1);
+    params
+        .ao_samples
+        .wrapping_add((block < params.ao_extra) as u32)
+}
+
 /// One ambient-occlusion sample: albedo times the unoccluded share of
-/// `ao_samples` cosine rays of length `ao_distance`, times the shadow factor
-/// when `ao_shadows` is set; returns colour and rays traced.
+/// `samples` cosine rays of length `ao_distance` (the pixel's own count,
+/// [`ao_rays_at`]), times the shadow factor when `ao_shadows` is set; returns
+/// colour and rays traced. Dividing by the pixel's own count keeps each
+/// pixel's estimate unbiased whatever the fractional count.
 pub fn trace_ao<T: Tracer + ?Sized>(
     accel: &T,
     params: &RenderParams,
     ray: Ray,
     rng: &mut Pcg,
+    samples: u32,
 ) -> (Vec3, u32) {
     let hit = accel.closest_slot(&ray);
     let Some((p, n, size, m)) = shading_point(accel, &ray, &hit) else {
@@ -382,13 +423,13 @@ pub fn trace_ao<T: Tracer + ?Sized>(
     let n = if n.dot(ray.dir) < 0.0 { n } else { -n };
     let spawn = spawn_tmin(p, ray.origin);
     let mut open = 0u32;
-    for _ in 0..params.ao_samples {
+    for _ in 0..samples {
         let (u1, u2) = (rng.next_f32(), rng.next_f32());
         let d = cosine_hemisphere(n, u1, u2);
         let tmin = spawn + surface_margin(size, d.dot(n));
         open += !accel.occluded(&Ray::segment(p, d, tmin, params.ao_distance)) as u32;
     }
-    let mut rays = params.ao_samples.wrapping_add(1);
+    let mut rays = samples.wrapping_add(1);
     let mut keep = 1.0;
     if params.ao_shadows != 0 {
         let to_light = xyz(params.light_position) - p;
@@ -399,7 +440,7 @@ pub fn trace_ao<T: Tracer + ?Sized>(
         keep = if blocked { SHADOW_KEEP } else { 1.0 };
         rays = rays.wrapping_add(1);
     }
-    let ao = open as f32 / params.ao_samples as f32;
+    let ao = open as f32 / samples as f32;
     (xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior), rays)
 }
 
@@ -442,7 +483,7 @@ pub fn render_pixel<T: Tracer + ?Sized>(
         let (ray, mut rng) = camera_sample(params, x, y, sample);
         let (c, r) = match params.integrator {
             1 => trace_whitted(accel, params, ray),
-            2 => trace_ao(accel, params, ray, &mut rng),
+            2 => trace_ao(accel, params, ray, &mut rng, ao_rays_at(params, x, y)),
             _ => trace_path(accel, params, ray, &mut rng),
         };
         sum += c;

@@ -65,7 +65,7 @@ pub mod update;
 pub use aabb::Aabb;
 pub use backend::{
     Backend, BackendInfo, Integrator, NoProgress, Progress, RenderSettings, RenderStats,
-    TimingSource, TreeBytes, UpdateStats,
+    TimingSource, TreeBytes, UpdateStats, ao_extra_threshold,
 };
 pub use camera::Camera;
 pub use error::{Error, HeightMapProblem, ResourceProblem};

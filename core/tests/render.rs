@@ -443,7 +443,7 @@ proptest! {
         let cam = Camera::look_at(origin, target, rot * Vec3::Y, 40.0);
         let params = settings.params(&rec.accel, &cam, 8, 8).expect("valid settings");
         let mut rng = Pcg { state };
-        let (color, rays) = trace_ao(&rec, &params, ray, &mut rng);
+        let (color, rays) = trace_ao(&rec, &params, ray, &mut rng, params.ao_samples);
 
         let hit = rec.accel.intersect_slot(&ray);
         prop_assert!(hit.is_hit(), "the camera ray misses the triangle");

@@ -107,6 +107,7 @@ pub fn render_settings(data: &[u8]) -> Result<(), Violation> {
         rr_depth: b.size(8),
         // Not drawn from the input, so that the corpora keep their meaning.
         sun_nee: true,
+        ao_extra: 0.0,
     };
     let camera = Camera {
         look_from: b.vec3(),

@@ -2,7 +2,8 @@
 //! chosen per frame by [`prism::tune::FrameTuner`], beside the same path with
 //! fixed knobs: those the tuned run chose at the start of the path (frame 3,
 //! once its correction settled), kept to the end. Writes `frames.csv`
-//! (tuned), `fixed.csv` (fixed) and `plot.svg`, prints the goal figures.
+//! (tuned), `fixed.csv` (fixed, unless `--no-baseline`) and `plot.svg`,
+//! prints the goal figures.
 
 use super::plot::plot;
 use crate::{CliError, save};
@@ -53,6 +54,19 @@ pub(crate) struct AnimateArgs {
     /// Most AO rays a frame may take.
     #[arg(long, default_value_t = 256)]
     max_ao_rays: u32,
+    /// Share of each frame's surprise (measured over modelled time, less the
+    /// correction) taken into the model's correction, in (0, 1]: 0.25 smooths
+    /// noise over about four frames, 1 takes the last frame's own ratio.
+    #[arg(long, default_value_t = TunerConfig::default().feedback_rate)]
+    feedback_rate: f64,
+    /// How a move of the correction is clamped after the first frames:
+    /// `fixed` (20% of it) or `adaptive` (three times the recent spread of
+    /// the surprises, at least 1%: an odd frame moves it by about the noise).
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "adaptive"])]
+    feedback_clamp: String,
+    /// Skip the fixed-settings baseline (half the time; fixed.csv is not written).
+    #[arg(long)]
+    no_baseline: bool,
     /// Shared scenes directory (ogre.obj, bunny.obj; default: $PRISM_SCENES, else
     /// shared/scenes beside the source checkout).
     #[arg(long)]
@@ -90,8 +104,20 @@ pub(crate) struct Row {
     pub measured_ms: f64,
     pub prepass_ms: f64,
     pub ao_rays: u32,
+    pub ao_extra: f32,
     pub shadows: bool,
     pub unreachable: bool,
+}
+
+impl Row {
+    /// The frame's knobs.
+    pub fn knobs(&self) -> Knobs {
+        Knobs {
+            ao_rays: self.ao_rays,
+            ao_extra: self.ao_extra,
+            shadows: self.shadows,
+        }
+    }
 }
 
 /// The goal figures over the frames after the first three.
@@ -135,6 +161,7 @@ fn row(frame: u32, plan: &FramePlan, measured_ms: f64) -> Row {
         measured_ms,
         prepass_ms: plan.prepass_ms,
         ao_rays: c.knobs.ao_rays,
+        ao_extra: c.knobs.ao_extra,
         shadows: c.knobs.shadows,
         unreachable: matches!(plan.plan, Plan::Unreachable { .. }),
     }
@@ -154,6 +181,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
         "measured_ms",
         "prepass_ms",
         "ao_rays",
+        "ao_extra",
+        "mean_ao_rays",
         "shadows",
         "unreachable",
     ])
@@ -167,6 +196,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
             format!("{:.4}", r.measured_ms),
             format!("{:.4}", r.prepass_ms),
             r.ao_rays.to_string(),
+            format!("{:.6}", r.ao_extra),
+            format!("{:.4}", r.knobs().mean_ao()),
             (r.shadows as u8).to_string(),
             (r.unreachable as u8).to_string(),
         ])
@@ -227,7 +258,8 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         c[4] * 1e6,
     );
     println!(
-        "scene {}: {} primitives, {} instances ({}), {} frames at {}x{}, budget {} ms ({} clock){}",
+        "scene {}: {} primitives, {} instances ({}), {} frames at {}x{}, budget {} ms ({} clock), \
+         feedback rate {} ({} clamp){}",
         anim.name,
         anim.scene.primitive_count()
             + anim
@@ -243,6 +275,8 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         a.height,
         a.budget_ms,
         a.clock,
+        a.feedback_rate,
+        a.feedback_clamp,
         a.turn_at
             .map_or(String::new(), |k| format!(", 180-degree turn at frame {k}")),
     );
@@ -253,8 +287,11 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     };
     let config = TunerConfig {
         max_ao_rays: a.max_ao_rays,
+        feedback_rate: a.feedback_rate,
+        adaptive_clamp: a.feedback_clamp == "adaptive",
         ..TunerConfig::default()
     };
+    config.validate()?;
     let cpu_clock = a.clock == "cpu";
     if cpu_clock && (backend.info().name != "cpu" || process_cpu_seconds().is_none()) {
         return Err(CliError::Usage(
@@ -282,10 +319,15 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     // settings tuned at the start of the path, then kept.
     let settled = SETTLING_FRAMES.min(a.frames - 1) as usize;
     let mut runs: Vec<(&str, Vec<Row>)> = Vec::new();
-    for fixed in [false, true] {
-        let kept: Option<Knobs> = runs.first().and_then(|(_, rows): &(&str, Vec<Row>)| {
-            rows.get(settled).map(|r| Knobs::new(r.ao_rays, r.shadows))
-        });
+    let kinds: &[bool] = if a.no_baseline {
+        &[false]
+    } else {
+        &[false, true]
+    };
+    for &fixed in kinds {
+        let kept: Option<Knobs> = runs
+            .first()
+            .and_then(|(_, rows): &(&str, Vec<Row>)| rows.get(settled).map(Row::knobs));
         let mut tuner = FrameTuner::new(calibration.clone(), &anim.scene, base, config)?;
         let mut rows = Vec::new();
         for f in 0..a.frames {
@@ -309,14 +351,17 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         }
         runs.push((if fixed { "fixed" } else { "tuned" }, rows));
     }
-    let (tuned, fixed) = (&runs[0].1, &runs[1].1);
+    let tuned = &runs[0].1;
+    let fixed = runs.get(1).map(|(_, rows)| rows.as_slice());
     write_csv(&a.out.join("frames.csv"), tuned)?;
-    write_csv(&a.out.join("fixed.csv"), fixed)?;
+    if let Some(fixed) = fixed {
+        write_csv(&a.out.join("fixed.csv"), fixed)?;
+    }
     let title = format!(
         "{} on {}, {}x{}, budget {} ms",
         anim.name, calibration.backend, a.width, a.height, a.budget_ms
     );
-    plot(&a.out.join("plot.svg"), &title, tuned, fixed)?;
+    plot(&a.out.join("plot.svg"), &title, tuned, fixed.unwrap_or(&[]))?;
     println!(
         "{:<6} {:>11} {:>17} {:>14} {:>14}   (frames 4..{}; goals 2%, 5%, 1%, 5%)",
         "run", "mean |err|", "worst @frame", "pred. error", "pre-pass", a.frames
@@ -338,7 +383,11 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
             "budget unreachable on {n} frames: even 1 AO ray without shadows is predicted over it"
         );
     }
-    println!("wrote {}/frames.csv, fixed.csv, plot.svg", a.out.display());
+    println!(
+        "wrote {}/frames.csv, {}plot.svg",
+        a.out.display(),
+        if fixed.is_some() { "fixed.csv, " } else { "" }
+    );
     Ok(())
 }
 

@@ -106,6 +106,7 @@ pub(crate) fn refuse_render_settings(s: &SceneArgs, mode: &'static str) -> Resul
         || s.seed != 0
         || s.integrator.is_some()
         || s.ao_samples.is_some()
+        || s.ao_extra.is_some()
         || s.ao_distance.is_some()
         || s.ao_shadows;
     if render_only {

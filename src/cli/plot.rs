@@ -1,6 +1,7 @@
 //! `prism animate`'s plot (as Ganestam and Doggett's Figures 5 and 8): frame
 //! times over the path (target, measured, corrected prediction, model alone,
-//! and the fixed-settings run) above the AO rays chosen per frame.
+//! and the fixed-settings run) above the mean AO rays chosen per frame (the
+//! whole count plus the fractional share).
 
 use super::animate::Row;
 use crate::CliError;
@@ -76,7 +77,8 @@ fn draw(
             "measured (fixed settings)",
         ),
     ];
-    for (rows, f, color, label) in lines {
+    // Without the baseline (`--no-baseline`) its line is left out.
+    for (rows, f, color, label) in lines.into_iter().filter(|l| !l.0.is_empty()) {
         chart
             .draw_series(LineSeries::new(series(rows, f), color.stroke_width(2)))?
             .label(label)
@@ -91,7 +93,8 @@ fn draw(
         .position(SeriesLabelPosition::LowerRight)
         .draw()?;
 
-    let rays_max = tuned.iter().map(|r| r.ao_rays).max().unwrap_or(1).max(1) as f64 * 1.15;
+    let mean_ao = |r: &Row| r.knobs().mean_ao();
+    let rays_max = tuned.iter().map(mean_ao).fold(1.0f64, f64::max) * 1.15;
     let mut chart = ChartBuilder::on(&bottom)
         .margin(12)
         .x_label_area_size(30)
@@ -100,22 +103,22 @@ fn draw(
     chart
         .configure_mesh()
         .x_desc("frame")
-        .y_desc("AO rays (tuned)")
+        .y_desc("mean AO rays (tuned)")
         .draw()?;
     let green = RGBColor(40, 140, 60);
     chart
         .draw_series(LineSeries::new(
-            tuned.iter().map(|r| (r.frame, r.ao_rays as f64)),
+            tuned.iter().map(|r| (r.frame, mean_ao(r))),
             green.stroke_width(2),
         ))?
-        .label("AO rays")
+        .label("mean AO rays")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], green.stroke_width(2)));
     chart
         .draw_series(
             tuned
                 .iter()
                 .filter(|r| r.shadows)
-                .map(|r| Circle::new((r.frame, r.ao_rays as f64), 3, green.filled())),
+                .map(|r| Circle::new((r.frame, mean_ao(r)), 3, green.filled())),
         )?
         .label("shadows on")
         .legend(move |(x, y)| Circle::new((x + 9, y), 3, green.filled()));

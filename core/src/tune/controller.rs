@@ -10,6 +10,22 @@ use crate::tune::workload::Workload;
 /// ratios, before the slow feedback takes over.
 pub const SETTLING_FRAMES: u32 = 3;
 
+/// The fixed clamp: after the settling frames a move of the correction is
+/// held within this share of it.
+pub const FIXED_CLAMP: f64 = 0.2;
+
+/// The adaptive clamp ([`TunerConfig::adaptive_clamp`]): a move is held
+/// within this many spreads (the smoothed relative surprise)...
+pub const ADAPTIVE_SPREADS: f64 = 3.0;
+/// ...and at least this share of the correction (noise-free frames would
+/// otherwise shrink the spread, and the clamp, toward zero).
+pub const ADAPTIVE_FLOOR: f64 = 0.01;
+/// The spread's smoothing rate, and its starting value after the settling
+/// frames (a 5% spread: a 15% move passes at once).
+pub const SPREAD_RATE: f64 = 0.25;
+/// See [`SPREAD_RATE`].
+pub const SPREAD_START: f64 = 0.05;
+
 /// How the controller trades quality for time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TunerConfig {
@@ -20,9 +36,16 @@ pub struct TunerConfig {
     /// Share of a frame's surprise (measured over modelled time, less the
     /// correction) taken into the correction, `(0, 1]`.
     pub feedback_rate: f64,
-    /// Knobs predicted within this share of the target count as on target,
-    /// `[0, 0.5]`; among those the best quality wins, and a frame may be
-    /// planned this much over the target when that is closer than under it.
+    /// Hold each move of the correction within a few times the recent
+    /// spread of the surprises ([`Controller::observe`]) instead of a fixed
+    /// 20%: one odd frame then moves it by little more than ordinary noise,
+    /// which lets a fast rate (1: the last frame's own ratio) follow a
+    /// smooth path without being thrown by outliers.
+    pub adaptive_clamp: bool,
+    /// The cheapest knobs predicted at most this share over the target
+    /// still count as fitting it, `[0, 0.5]`; beyond it the budget is
+    /// [`Plan::Unreachable`]. (Every other choice is planned on the target:
+    /// the fractional AO count makes the time continuous.)
     pub tolerance: f64,
 }
 
@@ -32,6 +55,7 @@ impl Default for TunerConfig {
             max_ao_rays: 256,
             shadow_worth: 4,
             feedback_rate: 0.25,
+            adaptive_clamp: false,
             tolerance: 0.02,
         }
     }
@@ -79,8 +103,9 @@ pub struct Choice {
 /// The controller's answer for one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Plan {
-    /// These knobs fit the budget (within [`TunerConfig::tolerance`]), or
-    /// are the best there are when even they are cheaper than the budget.
+    /// These knobs are predicted on the budget (the cheapest knobs: within
+    /// [`TunerConfig::tolerance`] over it), or are the best there are when
+    /// even they are cheaper than the budget.
     Fits(Choice),
     /// Even the cheapest knobs are predicted over the budget: render with
     /// them (`cheapest`) if a frame is needed anyway, and expect
@@ -113,6 +138,9 @@ pub struct Controller {
     config: TunerConfig,
     correction: f64,
     frames: u32,
+    /// Smoothed `|surprise| / correction` (each held within the fixed
+    /// clamp), for the adaptive clamp.
+    spread: f64,
 }
 
 impl Controller {
@@ -124,6 +152,7 @@ impl Controller {
             config,
             correction: 1.0,
             frames: 0,
+            spread: SPREAD_START,
         })
     }
 
@@ -158,11 +187,14 @@ impl Controller {
 
     /// Choose the knobs for a frame of `work` within `target_ms`.
     ///
-    /// For each shadow setting the AO ray count whose corrected time is
-    /// nearest the target is found (time grows linearly with AO rays, so by
-    /// one division), going over only by [`TunerConfig::tolerance`]; of the
-    /// two, the better quality wins if it is within the tolerance, else the
-    /// nearer. Errors: a target that is not finite and positive.
+    /// Time is linear in the mean AO ray count ([`Knobs::mean_ao`]), so for
+    /// each shadow setting the mean whose corrected time is the target is
+    /// one division, held within `1..=max_ao_rays`; its whole part and
+    /// fraction are the knobs ([`Knobs::with_mean`]). Of the two settings
+    /// the better quality wins ([`Knobs::quality`]): both are on the target
+    /// unless held at a bound. Shadows are left out when even one AO ray
+    /// with them is over the target. Errors: a target that is not finite
+    /// and positive.
     pub fn plan(&self, work: &Workload, target_ms: f64) -> Result<Plan, Error> {
         if !(target_ms.is_finite() && target_ms > 0.0) {
             return Err(Error::Setting {
@@ -178,46 +210,28 @@ impl Controller {
                 target_ms,
             });
         }
-        let over = target_ms * (1.0 + self.config.tolerance);
+        let max = self.config.max_ao_rays as f64;
         let best_for = |shadows: bool| -> Option<Choice> {
             let one = self.predict(work, Knobs::new(1, shadows));
+            if shadows && one.corrected_ms > target_ms {
+                return None;
+            }
             let two = self.predict(work, Knobs::new(2, shadows));
             let per_ray = two.corrected_ms - one.corrected_ms;
-            let max = self.config.max_ao_rays;
-            let under = if per_ray > 0.0 {
-                let n = 1.0 + libm::floor((target_ms - one.corrected_ms) / per_ray);
-                n.clamp(1.0, max as f64) as u32
+            let mean = if per_ray > 0.0 {
+                1.0 + (target_ms - one.corrected_ms) / per_ray
             } else {
                 max
             };
-            let lo = self.predict(work, Knobs::new(under, shadows));
-            let hi = self.predict(work, Knobs::new((under + 1).min(max), shadows));
-            let err = |c: &Choice| libm::fabs(c.corrected_ms - target_ms);
-            [lo, hi]
-                .into_iter()
-                .filter(|c| c.corrected_ms <= over)
-                .min_by(|a, b| err(a).total_cmp(&err(b)))
+            Some(self.predict(work, Knobs::with_mean(mean.clamp(1.0, max), shadows)))
         };
-        let tol = self.config.tolerance * target_ms;
-        let err = |c: &Choice| libm::fabs(c.corrected_ms - target_ms);
         let quality = |c: &Choice| c.knobs.quality(self.config.shadow_worth);
         let pick = match (best_for(false), best_for(true)) {
             (Some(a), Some(b)) => {
-                let on_target = [a, b].into_iter().filter(|c| err(c) <= tol);
-                match on_target.max_by_key(quality) {
-                    Some(c) => c,
-                    // Neither on target: both are the most there is (cheaper
-                    // than the budget), or a step straddles it; the nearer.
-                    None if a.corrected_ms < target_ms && b.corrected_ms < target_ms => {
-                        if quality(&b) >= quality(&a) { b } else { a }
-                    }
-                    None => {
-                        if err(&b) <= err(&a) {
-                            b
-                        } else {
-                            a
-                        }
-                    }
+                if quality(&b) >= quality(&a) {
+                    b
+                } else {
+                    a
                 }
             }
             (Some(a), None) => a,
@@ -231,10 +245,15 @@ impl Controller {
     /// the knobs it was rendered with. The correction moves toward
     /// `measured_ms / model_ms` by [`TunerConfig::feedback_rate`] (by
     /// `1 / frames` over the first [`SETTLING_FRAMES`], a plain mean, so
-    /// that a model calibrated on another scene settles at once); after those
-    /// each move is held within 20% of the correction, so that one frame
-    /// disturbed by something else (another process, a page fault) cannot
-    /// throw it. A time that is not finite and positive is ignored.
+    /// that a model calibrated on another scene settles at once). After
+    /// those each move is clamped, so that one frame disturbed by something
+    /// else (another process, a page fault) cannot throw it: within
+    /// [`FIXED_CLAMP`] of the correction, or with
+    /// [`TunerConfig::adaptive_clamp`] within [`ADAPTIVE_SPREADS`] times the
+    /// smoothed spread of recent surprises (at least [`ADAPTIVE_FLOOR`]): a
+    /// lasting change raises the spread and passes within a few frames, a
+    /// single outlier moves the correction by about the ordinary noise. A
+    /// time that is not finite and positive is ignored.
     pub fn observe(&mut self, model_ms: f64, measured_ms: f64) {
         if !(model_ms.is_finite() && model_ms > 0.0 && measured_ms.is_finite() && measured_ms > 0.0)
         {
@@ -243,11 +262,18 @@ impl Controller {
         self.frames = self.frames.saturating_add(1);
         let ratio = measured_ms / model_ms;
         let rate = self.config.feedback_rate.max(1.0 / self.frames as f64);
-        let limit = if self.frames <= SETTLING_FRAMES {
+        let settling = self.frames <= SETTLING_FRAMES;
+        let relative = libm::fabs(ratio - self.correction) / self.correction;
+        let limit = if settling {
             f64::INFINITY
+        } else if self.config.adaptive_clamp {
+            (ADAPTIVE_SPREADS * self.spread).max(ADAPTIVE_FLOOR) * self.correction
         } else {
-            0.2 * self.correction
+            FIXED_CLAMP * self.correction
         };
+        if !settling {
+            self.spread += SPREAD_RATE * (relative.min(FIXED_CLAMP) - self.spread);
+        }
         let surprise = (ratio - self.correction).clamp(-limit, limit);
         self.correction += rate * surprise;
     }

@@ -24,27 +24,48 @@
 //!   The counts are of core's binary tree; a backend walking other trees (the
 //!   CPU's 8-wide ones) does work proportional to them, which the fitted
 //!   constants absorb.
-//! - **Controller** ([`controller`]): time grows linearly with the AO ray
-//!   count, so for each shadow setting the count nearest the target is one
-//!   division; the better quality of the two wins when both are on target.
-//!   A budget below the cheapest knobs is [`Plan::Unreachable`], never a
-//!   silent miss.
+//! - **Knobs** ([`knobs`]): the AO ray count per camera hit, as a whole
+//!   count and a fractional share ([`crate::RenderSettings::ao_extra`]: that
+//!   share of the pixels, in 16 x 8 blocks picked by a fixed low-discrepancy
+//!   pattern so that a GPU warp traces one count, trace one more ray, and
+//!   each pixel divides by its own count, so the image stays unbiased), and shadows on or off. Whole
+//!   counts alone are coarse exactly where budgets are tight: at 1920x1080
+//!   one AO ray a pixel is a large part of an 8 ms frame, and the nearest
+//!   whole count lands up to that far below the budget. With the share the
+//!   AO cost is continuous from one ray up.
+//! - **Controller** ([`controller`]): time is linear in the mean AO ray
+//!   count ([`Knobs::mean_ao`]), so for each shadow setting the mean whose
+//!   corrected time is exactly the target is one division (held within
+//!   `1..=max_ao_rays`); the better quality of the two wins ([`Knobs::quality`]:
+//!   shadows are worth [`TunerConfig::shadow_worth`] AO rays). A budget below
+//!   the cheapest knobs (one AO ray, no shadows) is [`Plan::Unreachable`],
+//!   never a silent miss.
 //! - **Feedback**: the correction is a smoothed ratio of measured to
 //!   modelled time, multiplying every prediction. It corrects what the
 //!   calibration frames could not see: the scene's own memory behaviour (a
 //!   400k-triangle tree misses caches that the calibration scene's does
 //!   not), the clock and load of the device now, and the ray-count-independent
-//!   costs of this image size. It moves by [`TunerConfig::feedback_rate`] of
-//!   each frame's surprise (a quarter by default: a disturbance is halved in
-//!   under three frames, one odd frame moves it by at most 5%). Stable
-//!   because the ratio it tracks does not depend on the correction itself:
-//!   where the model is right up to a factor, every knob has the same ratio
-//!   and the update is an exponential mean converging geometrically by `1 -
-//!   rate` a frame; where it is not, the ratio is that of the knobs chosen,
-//!   which move by at most one step per change of the correction, and the
-//!   mean settles on the ratio of the knobs nearest the target. Sudden view
-//!   changes (a 180-degree turn) are met by the feed-forward part: the
-//!   pre-pass sees the new view before its frame is rendered.
+//!   costs of this image size. Over the first [`SETTLING_FRAMES`] it is the
+//!   plain mean of the ratios; then it moves by [`TunerConfig::feedback_rate`]
+//!   of each frame's surprise. A quarter (the default) halves a disturbance
+//!   in under three frames and averages frame-to-frame noise over about
+//!   four; it lags a ratio that drifts along a camera path by about three
+//!   frames' drift. Rate 1 takes the last frame's own ratio (measured over
+//!   modelled time of the knobs it ran, which the next frame's knobs are
+//!   near, their workload being the pre-pass's): no lag on a smooth path,
+//!   all of the noise. Each move is clamped so that one odd frame (another
+//!   process, a page fault) cannot throw it: to [`FIXED_CLAMP`] of the
+//!   correction, or with [`TunerConfig::adaptive_clamp`] to
+//!   [`ADAPTIVE_SPREADS`] times the recent spread of the surprises (a
+//!   lasting change widens it within a few frames). Stable because the
+//!   ratio it tracks does not depend on the correction itself: where the
+//!   model is right up to a factor, every knob has the same ratio and the
+//!   update is an exponential mean converging geometrically by `1 - rate` a
+//!   frame; where it is not, the knobs, now continuous, move the time onto
+//!   the target and the correction settles on the ratio of the knobs that
+//!   meet it. Sudden view changes (a 180-degree turn) are met by the
+//!   feed-forward part: the pre-pass sees the new view before its frame is
+//!   rendered.
 
 pub mod controller;
 pub mod counting;
@@ -55,7 +76,10 @@ pub mod workload;
 #[cfg(test)]
 mod tests;
 
-pub use controller::{Choice, Controller, Plan, SETTLING_FRAMES, TunerConfig};
+pub use controller::{
+    ADAPTIVE_FLOOR, ADAPTIVE_SPREADS, Choice, Controller, FIXED_CLAMP, Plan, SETTLING_FRAMES,
+    SPREAD_RATE, SPREAD_START, TunerConfig,
+};
 pub use counting::{CountingTracer, Counts, KindCounts, counted_closest, counted_occluded};
 pub use knobs::Knobs;
 pub use model::{Sample, TERMS, TimeModel, fit};

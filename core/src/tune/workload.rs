@@ -18,7 +18,9 @@ pub const PROBE_AO_RAYS: u32 = 2;
 /// A frame's work per ray kind, estimated for the full image: what the camera
 /// rays cost, what one AO ray per camera hit costs, and what the shadow rays
 /// cost. A frame of `n` AO rays with shadows does `primary + n * ao_per_ray +
-/// shadow`.
+/// shadow`, `n` being the mean count ([`Knobs::mean_ao`]: the fractional
+/// part's pixels are spread evenly over the image, so a share `f` of the
+/// camera hits traces one more).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Workload {
     /// Pixels of the full frame (one camera ray each).
@@ -48,7 +50,7 @@ impl Workload {
     /// The work of a frame rendered with `knobs`.
     #[inline]
     pub fn frame(&self, knobs: Knobs) -> FrameWork {
-        let mut occlusion = self.ao_per_ray.scaled(knobs.ao_rays as f64);
+        let mut occlusion = self.ao_per_ray.scaled(knobs.mean_ao());
         if knobs.shadows {
             occlusion = occlusion.plus(&self.shadow);
         }
