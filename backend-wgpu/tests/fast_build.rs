@@ -250,8 +250,12 @@ fn device_fast_build_refuses_what_it_cannot_build() {
 }
 
 /// Ogre's and bunny's trees built on the device are core's; `set_scene` of bunny asking
-/// for the fast tree traces every 4th ray of bunny.diffuse to the same hits,
-/// bit for bit, as core's walk of core's fast tree.
+/// for the fast tree traces every 4th ray of bunny.diffuse to the hits, bit for bit, that
+/// the same backend gives on the host's SAH tree (the tree decides which triangles a ray
+/// meets, the kernel each hit's bits), and to core's primitives at core's `t` up to a few
+/// ulps: NVIDIA's Vulkan compiler rounds the triangle test's last bits unlike core on
+/// some 5% of these rays (3,029 of 65,536 on an H200, bench/RESULTS.md), on either tree;
+/// lavapipe gives core's bits.
 #[test]
 fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
     let Some(dir) = scenes_or_skip() else { return };
@@ -262,6 +266,13 @@ fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
     check_mesh(&mut gpu, "bunny", &mesh.positions, &mesh.triangles);
     let (mut scene, _) =
         prism::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.5))).expect("mesh");
+    let all = prism::rays::read_rays(dir.join("bunny.diffuse.rays")).expect("rays");
+    let rays: Vec<Ray> = all.iter().step_by(4).copied().collect();
+    // The same rays on the host's SAH tree first.
+    scene.build_quality = BuildQuality::Sah;
+    gpu.set_scene(&scene).expect("set_scene");
+    let mut sah_hits = vec![Hit::MISS; rays.len()];
+    gpu.intersect(&rays, &mut sah_hits).expect("intersect");
     scene.build_quality = BuildQuality::Fast;
     let stats = gpu.set_scene(&scene).expect("set_scene");
     let accel = Accel::build(&scene).expect("core's Accel");
@@ -275,43 +286,35 @@ fn device_fast_tree_is_cores_on_ogre_and_bunny_and_traces_bunnys_hits() {
             .all(|(d, c)| node_difference(&[*d], &[*c]).is_none()),
         "set_scene's tree is not core's"
     );
-    let all = prism::rays::read_rays(dir.join("bunny.diffuse.rays")).expect("rays");
-    let rays: Vec<Ray> = all.iter().step_by(4).copied().collect();
     let mut hits = vec![Hit::MISS; rays.len()];
     gpu.intersect(&rays, &mut hits).expect("intersect");
-    let differing: Vec<usize> = (0..rays.len())
-        .filter(|&i| bytemuck::bytes_of(&hits[i]) != bytemuck::bytes_of(&accel.intersect(&rays[i])))
-        .collect();
-    let differ = differing.len();
+    let tree_differ = (0..rays.len())
+        .filter(|&i| bytemuck::bytes_of(&hits[i]) != bytemuck::bytes_of(&sah_hits[i]))
+        .count();
+    let mut core_bits = 0;
+    for (i, (h, r)) in hits.iter().zip(&rays).enumerate() {
+        let c = accel.intersect(r);
+        if bytemuck::bytes_of(h) == bytemuck::bytes_of(&c) {
+            continue;
+        }
+        core_bits += 1;
+        let ulps = (h.t.to_bits() as i64 - c.t.to_bits() as i64).abs();
+        assert!(
+            h.prim == c.prim && ulps <= 4,
+            "ray {i}: device {h:?}, core {c:?}"
+        );
+    }
     eprintln!(
-        "bunny.diffuse, {} rays on the device-built tree (build {:.3} ms, {:?}): {differ} differ from core's",
+        "bunny.diffuse, {} rays on the device-built tree (build {:.3} ms, {:?}): {tree_differ} differ \
+         from the SAH tree's on this adapter, {core_bits} from core's in their last bits",
         rays.len(),
         stats.build.as_secs_f64() * 1e3,
         stats.timing
     );
-    for &i in differing.iter().take(4) {
-        eprintln!(
-            "  ray {i}: device {:?}, core {:?}",
-            hits[i],
-            accel.intersect(&rays[i])
-        );
-    }
-    if differ > 0 {
-        // The same rays on the host's SAH tree, on the same adapter.
-        let mut sah = scene.clone();
-        sah.build_quality = BuildQuality::Sah;
-        gpu.set_scene(&sah).expect("set_scene");
-        let host = Accel::build(&sah).expect("core's Accel");
-        let mut sah_hits = vec![Hit::MISS; rays.len()];
-        gpu.intersect(&rays, &mut sah_hits).expect("intersect");
-        let sah_differ = (0..rays.len())
-            .filter(|&i| {
-                bytemuck::bytes_of(&sah_hits[i]) != bytemuck::bytes_of(&host.intersect(&rays[i]))
-            })
-            .count();
-        eprintln!("  the same rays on the SAH tree: {sah_differ} differ from core's");
-    }
-    assert_eq!(differ, 0, "hits differ from core's on the fast tree");
+    assert_eq!(
+        tree_differ, 0,
+        "the device tree's hits differ from the SAH tree's"
+    );
     assert!(hits.iter().any(|h| h.prim != Hit::MISS.prim), "no ray hit");
 }
 
