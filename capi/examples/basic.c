@@ -121,12 +121,19 @@ int main(int argc, char **argv) {
   PrismRenderSettings settings = prism_render_settings_default();
   settings.integrator = PRISM_INTEGRATOR_AO;
   settings.spp = 2;
+  settings.ao_extra = 0.5f; /* half the image traces one AO ray more */
   const uint32_t w = 64, h = 48;
   uint8_t *rgba = malloc((size_t)w * h * 4);
   if (rgba && ok(prism_render_rgba8(backend, &camera, &settings, w, h, rgba, (size_t)w * h * 4), "render")) {
     unsigned long sum = 0;
     for (size_t i = 0; i < (size_t)w * h * 4; i++) sum += rgba[i];
     check(sum > 0, "the frame is not black");
+    /* A share outside [0, 1) is refused, naming the field. */
+    settings.ao_extra = 1.5f;
+    check(prism_render_rgba8(backend, &camera, &settings, w, h, rgba, (size_t)w * h * 4) ==
+              PRISM_STATUS_INVALID_INPUT,
+          "an AO share of 1.5 is refused");
+    check(strstr(prism_last_error(), "ao_extra") != NULL, "the message names ao_extra");
   }
 
   /* A terrain: a 4 x 3 heightfield under a sun. A ray straight down onto

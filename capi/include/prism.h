@@ -147,6 +147,9 @@ typedef struct {
   uint32_t seed;
   // AO rays per sample, 1 to 1,024.
   uint32_t ao_samples;
+  // Share of the image, in [0, 1), whose pixels trace one AO ray more
+  // (a fractional AO count: `ao_samples + ao_extra` rays on average).
+  float ao_extra;
   // Length of an AO ray, finite and > 0.
   float ao_distance;
   // Non-zero: AO also traces a shadow ray to the key light.

@@ -181,6 +181,9 @@ pub struct PrismRenderSettings {
     pub seed: u32,
     /// AO rays per sample, 1 to 1,024.
     pub ao_samples: u32,
+    /// Share of the image, in [0, 1), whose pixels trace one AO ray more
+    /// (a fractional AO count: `ao_samples + ao_extra` rays on average).
+    pub ao_extra: f32,
     /// Length of an AO ray, finite and > 0.
     pub ao_distance: f32,
     /// Non-zero: AO also traces a shadow ray to the key light.
@@ -200,6 +203,7 @@ pub extern "C" fn prism_render_settings_default() -> PrismRenderSettings {
         max_depth: d.max_depth,
         seed: d.seed,
         ao_samples: d.ao_samples,
+        ao_extra: d.ao_extra,
         ao_distance: d.ao_distance,
         ao_shadows: d.ao_shadows as u32,
         sun_nee: d.sun_nee as u32,
@@ -261,6 +265,7 @@ pub unsafe extern "C" fn prism_render_rgba8(
             max_depth: s.max_depth,
             seed: s.seed,
             ao_samples: s.ao_samples,
+            ao_extra: s.ao_extra,
             ao_distance: s.ao_distance,
             ao_shadows: s.ao_shadows != 0,
             sun_nee: s.sun_nee != 0,
