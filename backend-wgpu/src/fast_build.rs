@@ -260,8 +260,12 @@ impl WgpuBackend {
         let tri_grid = self.fast_grid(n.div_ceil(FAST_THREADS))?;
         let sort_grid = self.fast_grid(sort_blocks)?;
         self.fast_pipelines()?;
-        // ok: compiled just above.
-        let p = self.fast_pipelines.as_ref().expect("fast pipelines");
+        let p = self.fast_pipelines.as_ref().ok_or_else(|| {
+            device_error(
+                "the fast build on the device",
+                "its pipelines were not made",
+            )
+        })?;
         let device = &self.device;
         let param_slot = |pass: u64| {
             wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -503,10 +507,29 @@ impl WgpuBackend {
             index,
             "the fast build on the device",
             |bytes| {
-                let (head, rest) = bytes.split_at(16);
-                let (node_part, order_part) = rest.split_at(node_bytes as usize);
-                // ok: `head` is 16 bytes.
-                let root_kept = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
+                // The root's kept count (16 bytes), the nodes, the order.
+                let (Some(&[a, b, c, d]), Some(rest)) = (bytes.get(..4), bytes.get(16..)) else {
+                    out = Err(device_error(
+                        "the fast build on the device",
+                        format!(
+                            "{} bytes read back, fewer than the header's 16",
+                            bytes.len()
+                        ),
+                    ));
+                    return;
+                };
+                let Some((node_part, order_part)) = rest.split_at_checked(node_bytes as usize)
+                else {
+                    out = Err(device_error(
+                        "the fast build on the device",
+                        format!(
+                            "{} bytes read back, fewer than the nodes' {node_bytes}",
+                            rest.len()
+                        ),
+                    ));
+                    return;
+                };
+                let root_kept = u32::from_le_bytes([a, b, c, d]);
                 // A merged root is one node (a leaf beside an absent child).
                 let count = (root_kept as usize).max(1);
                 if count as u64 > n - 1 {

@@ -196,7 +196,8 @@ fn unreachable_budget_is_a_typed_result() {
     let c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
     let w = workload(76_800.0, 0.9, 40.0, 20.0, 30.0);
     let cheapest = c.predict(&w, Knobs::CHEAPEST).corrected_ms;
-    match c.plan(&w, cheapest * 0.5).unwrap() {
+    let plan = c.plan(&w, cheapest * 0.5).unwrap(); // ok: test, valid inputs
+    match plan {
         // ok: test, valid inputs
         Plan::Unreachable {
             cheapest: choice,
