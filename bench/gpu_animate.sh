@@ -13,7 +13,9 @@
 # the four goal figures (mean |measured-target|/target, worst frame, mean
 # |corrected prediction-measured|/measured, pre-pass share of the budget;
 # frames 4..100) for the tuned run and the fixed-settings baseline. Logs, CSVs
-# and plots go to $OUT. About 4.5 minutes on an H200.
+# and plots go to $OUT. About 4.5 minutes on an H200. CLOCK=device (default
+# wall) has every run hold the frames' device time to the budget
+# (`prism animate --clock`).
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-animate-out}
 mkdir -p "$OUT"
@@ -40,7 +42,7 @@ run() {
   shift 5
   local d=$OUT/${be}_${scene}_${budget}ms_r${rate}_${clamp}
   timeout 120 $P animate --backend $be --scene $scene --width 1920 --height 1080 \
-    --frames 100 --budget-ms $budget --feedback-rate $rate --feedback-clamp $clamp \
+    --frames 100 --budget-ms $budget --feedback-rate $rate --feedback-clamp $clamp --clock ${CLOCK:-wall} \
     --out $d "$@" > $d.txt 2>&1
   echo "animate $be $scene ${budget} ms rate $rate $clamp: exit $?"
   RUNS+=("$be $scene $budget $rate $clamp")

@@ -164,6 +164,8 @@ fn feedback_options_and_no_baseline() {
         "--feedback-clamp",
         "adaptive",
         "--no-baseline",
+        "--clock",
+        "device",
     ];
     let o = animate(&out, &dir.join("cache"), "5", "40", &more);
     let text = String::from_utf8_lossy(&o.stdout);
@@ -173,6 +175,18 @@ fn feedback_options_and_no_baseline() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(text.contains("feedback rate 1 (adaptive clamp)"), "{text}");
+    assert!(text.contains("(device clock)"), "{text}");
+    // The device clock's calibration has its own cache entry.
+    let cached: Vec<String> = std::fs::read_dir(dir.join("cache"))
+        .expect("the calibration cache")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert!(cached.iter().any(|n| n.contains("-device-")), "{cached:?}");
     assert!(text.lines().any(|l| l.starts_with("tuned ")), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("fixed ")), "{text}");
     assert_eq!(rows(&out.join("frames.csv"), 32).len(), 5);

@@ -10,7 +10,8 @@ use crate::{CliError, save};
 use clap::Args;
 use prism::tune::scenes::{AnimatedScene, by_name, from_mesh, path_camera};
 use prism::tune::{
-    CalibrationOptions, FramePlan, FrameTuner, Knobs, Plan, SETTLING_FRAMES, TunerConfig, calibrate,
+    CalibrationOptions, FrameClock, FramePlan, FrameTuner, Knobs, Plan, SETTLING_FRAMES,
+    TunerConfig, calibrate,
 };
 use prism::{Backend, BackendChoice, Image, NoProgress, OpenOptions, PixelFormat, RenderSettings};
 use std::path::{Path, PathBuf};
@@ -74,12 +75,15 @@ pub(crate) struct AnimateArgs {
     /// Worker threads of the CPU backend (0 = all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// What a frame's time is: `wall` (the backend's own frame time, what an
-    /// engine sees) or `cpu` (CPU backend on Linux only: the CPU time of this
-    /// process's threads during the frame over the thread count, which other
-    /// processes on a shared machine disturb far less; for measuring the
-    /// tuner on a busy machine, not for engines).
-    #[arg(long, default_value = "wall", value_parser = ["wall", "cpu"])]
+    /// What a frame's time is: `wall` (the whole render call on the host's
+    /// clock, the image's copy back included), `device` (the frame's trace
+    /// stage as the backend times it: CUDA events, wgpu timestamp queries,
+    /// the host clock on the CPU; what a frame costs an engine that keeps
+    /// the image on the GPU) or `cpu` (CPU backend on Linux only: the CPU
+    /// time of this process's threads during the frame over the thread
+    /// count, which other processes on a shared machine disturb far less;
+    /// for measuring the tuner on a busy machine, not for engines).
+    #[arg(long, default_value = "wall", value_parser = ["wall", "device", "cpu"])]
     clock: String,
 }
 
@@ -235,6 +239,14 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     let mut backend = opened.backend;
     let mut options = CalibrationOptions::new(a.width, a.height);
     options.recalibrate = a.recalibrate;
+    // The model predicts the clock the frames are measured by (the CPU
+    // clock's frames are calibrated on the wall clock, as before).
+    let clock = if a.clock == "device" {
+        FrameClock::Device
+    } else {
+        FrameClock::Wall
+    };
+    options.clock = clock;
     let calibration = calibrate(&mut *backend, &options)?;
     let c = &calibration.model.coefficients;
     println!(
@@ -337,7 +349,7 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
                 plan = tuner.with_knobs(&plan, knobs);
             }
             let cpu_before = cpu_clock.then(process_cpu_seconds).flatten();
-            let wall = render(&mut *backend, &camera, &plan.settings, &mut image)?;
+            let wall = render(&mut *backend, &camera, &plan.settings, &mut image, clock)?;
             let measured = match (cpu_before, cpu_clock.then(process_cpu_seconds).flatten()) {
                 (Some(a), Some(b)) => (b - a) / threads as f64 * 1e3,
                 _ => wall * 1e3,
@@ -391,15 +403,14 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Render one frame; its time in seconds (the backend's `total`).
+/// Render one frame; its time in seconds by `clock`.
 fn render(
     backend: &mut dyn Backend,
     camera: &prism::Camera,
     settings: &RenderSettings,
     image: &mut Image,
+    clock: FrameClock,
 ) -> Result<f64, CliError> {
-    Ok(backend
-        .render(camera, settings, image, &NoProgress)?
-        .total
-        .as_secs_f64())
+    let stats = backend.render(camera, settings, image, &NoProgress)?;
+    Ok(clock.frame_ms(&stats) * 1e-3)
 }

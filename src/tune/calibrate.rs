@@ -13,7 +13,7 @@ use glam::{Affine3A, Vec3};
 use prism_core::tune::{Knobs, Sample, TimeModel, estimate, fit};
 use prism_core::{
     Accel, Backend, Camera, Error, Image, Material, NoProgress, PixelFormat, PointLight,
-    RenderSettings, Scene,
+    RenderSettings, RenderStats, Scene,
 };
 use std::path::{Path, PathBuf};
 
@@ -29,6 +29,33 @@ pub fn cache_dir() -> Option<PathBuf> {
     non_empty("HOME").map(|h| PathBuf::from(h).join(".cache").join("prism"))
 }
 
+/// Which time of a frame the model predicts and the tuner holds to the
+/// budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameClock {
+    /// The whole `render` call on the host's clock ([`RenderStats::total`]):
+    /// with the image's copy back to the host and the host's own jitter.
+    #[default]
+    Wall,
+    /// The frame's trace stage as the backend times it
+    /// ([`RenderStats::trace`]): CUDA events or wgpu timestamp queries on a
+    /// GPU, the host clock on the CPU. What a frame costs an engine that
+    /// keeps the image on the device; on the GPU it is free of the host's
+    /// scheduling and of the copy back, whose jitter no model predicts.
+    Device,
+}
+
+impl FrameClock {
+    /// This clock's reading of a frame, in milliseconds.
+    #[inline]
+    pub fn frame_ms(self, stats: &RenderStats) -> f64 {
+        match self {
+            FrameClock::Wall => stats.total.as_secs_f64() * 1e3,
+            FrameClock::Device => stats.trace.as_secs_f64() * 1e3,
+        }
+    }
+}
+
 /// How to calibrate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CalibrationOptions {
@@ -41,6 +68,9 @@ pub struct CalibrationOptions {
     pub recalibrate: bool,
     /// Cache directory (default [`cache_dir`]); `None` there: no cache.
     pub cache_dir: Option<PathBuf>,
+    /// The frame time to model (default [`FrameClock::Wall`]); each clock
+    /// has its own cache entry.
+    pub clock: FrameClock,
 }
 
 impl CalibrationOptions {
@@ -51,6 +81,7 @@ impl CalibrationOptions {
             height,
             recalibrate: false,
             cache_dir: cache_dir(),
+            clock: FrameClock::Wall,
         }
     }
 }
@@ -121,13 +152,24 @@ pub fn calibration_scene() -> Result<(Scene, [Camera; 3]), Error> {
 
 /// The cache file of a backend, device and size: a readable prefix and a
 /// hash of the whole key (device descriptions hold spaces and slashes).
-fn cache_file(dir: &Path, backend: &str, device: &str, (w, h): (u32, u32)) -> PathBuf {
-    let key = format!("{backend}\0{device}\0{w}x{h}");
+fn cache_file(
+    dir: &Path,
+    backend: &str,
+    device: &str,
+    (w, h): (u32, u32),
+    clock: FrameClock,
+) -> PathBuf {
+    // The wall clock's key is the one it had before there was a choice.
+    let clock = match clock {
+        FrameClock::Wall => "",
+        FrameClock::Device => "-device",
+    };
+    let key = format!("{backend}\0{device}\0{w}x{h}{clock}");
     // FNV-1a, 64 bits: enough to keep a handful of devices apart.
     let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     });
-    dir.join(format!("tune-{backend}-{w}x{h}-{hash:016x}.json"))
+    dir.join(format!("tune-{backend}-{w}x{h}{clock}-{hash:016x}.json"))
 }
 
 fn load(path: &Path, backend: &str, device: &str, size: (u32, u32)) -> Option<Calibration> {
@@ -188,7 +230,7 @@ pub fn calibrate(
     let file = options
         .cache_dir
         .as_deref()
-        .map(|d| cache_file(d, info.name, &info.device, size));
+        .map(|d| cache_file(d, info.name, &info.device, size, options.clock));
     let cached = file
         .as_deref()
         .filter(|_| !options.recalibrate)
@@ -196,7 +238,7 @@ pub fn calibrate(
     if let Some(c) = cached {
         return Ok(c);
     }
-    let c = measure(backend, size)?;
+    let c = measure(backend, size, options.clock)?;
     if let Some(f) = file {
         // A cache that cannot be written only means measuring next time.
         let _ = save(&f, &c);
@@ -205,7 +247,11 @@ pub fn calibrate(
 }
 
 /// Render the calibration frames and fit the model.
-fn measure(backend: &mut dyn Backend, (width, height): (u32, u32)) -> Result<Calibration, Error> {
+fn measure(
+    backend: &mut dyn Backend,
+    (width, height): (u32, u32),
+    clock: FrameClock,
+) -> Result<Calibration, Error> {
     let info = backend.info();
     let (scene, views) = calibration_scene()?;
     let accel = Accel::build(&scene)?;
@@ -234,7 +280,7 @@ fn measure(backend: &mut dyn Backend, (width, height): (u32, u32)) -> Result<Cal
                     for run in 0..3 {
                         let stats = backend.render(camera, &settings, &mut image, &NoProgress)?;
                         if run > 0 {
-                            best = best.min(stats.total.as_secs_f64() * 1e3);
+                            best = best.min(clock.frame_ms(&stats));
                         }
                     }
                     samples.push(Sample {

@@ -33,7 +33,9 @@
 mod calibrate;
 pub mod scenes;
 
-pub use calibrate::{Calibration, CalibrationOptions, cache_dir, calibrate, calibration_scene};
+pub use calibrate::{
+    Calibration, CalibrationOptions, FrameClock, cache_dir, calibrate, calibration_scene,
+};
 pub use prism_core::tune::{Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload};
 
 use prism_core::tune::{Controller, estimate};
@@ -73,6 +75,8 @@ pub struct FrameTuner {
     base: RenderSettings,
     /// Pre-pass cost per pixel, smoothed, in milliseconds (sizes the next).
     prepass_ms_per_pixel: Option<f64>,
+    /// The pre-pass's pixel count in use (see [`probe_pixels`]).
+    probe_pixels: Option<u32>,
 }
 
 impl FrameTuner {
@@ -92,6 +96,7 @@ impl FrameTuner {
             calibration,
             base,
             prepass_ms_per_pixel: None,
+            probe_pixels: None,
         })
     }
 
@@ -121,12 +126,14 @@ impl FrameTuner {
                 reason: "must be finite and > 0",
             });
         }
-        let pixels = match self.prepass_ms_per_pixel {
+        let wanted = match self.prepass_ms_per_pixel {
             Some(per) if per > 0.0 => (PREPASS_SHARE * target_ms / per) as u32,
             _ => 256,
         }
         .clamp(PREPASS_PIXELS.0, PREPASS_PIXELS.1)
         .min(width.saturating_mul(height).max(1));
+        let pixels = probe_pixels(self.probe_pixels, wanted);
+        self.probe_pixels = Some(pixels);
         let start = Instant::now();
         let workload = estimate(
             &self.accel,
@@ -159,6 +166,31 @@ impl FrameTuner {
     }
 }
 
+/// Most the pre-pass's size may drift from the one its cost asks for before
+/// it is sized again (a factor either way).
+pub const PROBE_RESIZE: u32 = 2;
+
+/// The pre-pass's pixel count for this frame: the one in use (`current`)
+/// while it is within [`PROBE_RESIZE`] of the one its measured cost asks for
+/// (`wanted`), else `wanted`.
+///
+/// Why keep it: the same count is the same probe grid, so from one frame to
+/// the next its sampling error moves only as the view moves, and the feedback
+/// correction (which learns measured over predicted time) cancels it. A grid
+/// sized anew every frame from a noisy cost gives every frame a fresh
+/// sampling error that no correction can follow.
+pub fn probe_pixels(current: Option<u32>, wanted: u32) -> u32 {
+    match current {
+        Some(p)
+            if p <= wanted.saturating_mul(PROBE_RESIZE)
+                && wanted <= p.saturating_mul(PROBE_RESIZE) =>
+        {
+            p
+        }
+        _ => wanted,
+    }
+}
+
 impl FrameTuner {
     /// `plan` with its knobs replaced by `knobs` (their prediction on the
     /// same workload): for a frame whose settings the caller fixes, so that
@@ -170,5 +202,49 @@ impl FrameTuner {
             plan: Plan::Fits(choice),
             ..*plan
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FrameClock, PROBE_RESIZE, probe_pixels};
+    use prism_core::RenderStats;
+    use proptest::prelude::*;
+    use std::time::Duration;
+
+    #[test]
+    fn each_clock_reads_its_own_stage() {
+        let stats = RenderStats {
+            trace: Duration::from_micros(7_250),
+            download: Duration::from_micros(500),
+            total: Duration::from_micros(8_000),
+            ..RenderStats::default()
+        };
+        assert_eq!(FrameClock::Wall.frame_ms(&stats), 8.0);
+        assert_eq!(FrameClock::Device.frame_ms(&stats), 7.25);
+    }
+
+    proptest! {
+        /// The count in use is kept exactly while the wanted one stays
+        /// within the factor, and replaced by the wanted one outside it.
+        #[test]
+        fn probe_size_is_kept_within_the_factor(current in 1u32..100_000, wanted in 1u32..100_000) {
+            let got = probe_pixels(Some(current), wanted);
+            let near = current <= wanted * PROBE_RESIZE && wanted <= current * PROBE_RESIZE;
+            prop_assert_eq!(got, if near { current } else { wanted });
+        }
+    }
+
+    #[test]
+    fn first_frame_takes_the_wanted_size() {
+        assert_eq!(probe_pixels(None, 300), 300);
+        // A jittery cost (here +-40%) keeps one size frame after frame.
+        let mut p = probe_pixels(None, 1000);
+        for wanted in [1400, 700, 1300, 650, 1100] {
+            p = probe_pixels(Some(p), wanted);
+        }
+        assert_eq!(p, 1000);
+        // A budget four times larger resizes it.
+        assert_eq!(probe_pixels(Some(p), 4000), 4000);
     }
 }
