@@ -23,13 +23,7 @@ C=.gpu/city
 S=/tmp/prism-scenes
 mkdir -p $S
 tar -C $S -xJf .gpu/cuda/scenes.tar.xz
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && export VK_DRIVER_FILES=$icd
+. bench/gpu_env.sh
 export PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $OUT/device.txt
 [ -f $C/commit ] && echo "commit $(cat $C/commit)" | tee -a $OUT/device.txt

@@ -22,13 +22,7 @@ S=/tmp/prism-scenes
 mkdir -p $S /tmp/rec
 tar -C $S -xJf .gpu/cuda/scenes.tar.xz
 tar -C /tmp/rec -xJf $C/rec.tar.xz
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && export VK_DRIVER_FILES=$icd
+. bench/gpu_env.sh
 export PRISM_SCENES=$S PRISM_CITY_MAP=$C/city512.png PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 export PRISM_REQUIRE_CUDA=1 PRISM_REQUIRE_WGPU=1 PRISM_REQUIRE_SCENES=1 PROPTEST_RNG_SEED=20261126
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $OUT/device.txt

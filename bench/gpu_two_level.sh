@@ -30,13 +30,7 @@ if has wgpu; then
   echo "wgpu check: exit $?"
 fi
 # Both backends through the facade: the CUDA libraries and the Vulkan loader.
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && export VK_DRIVER_FILES=$icd
+. bench/gpu_env.sh
 export PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 if has soak; then
   PRISM_SOAK=1 timeout ${SOAK_TIMEOUT:-300} .gpu/bin/soak --nocapture > $L/soak.txt 2>&1

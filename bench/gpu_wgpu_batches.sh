@@ -9,8 +9,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
 mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
+. bench/gpu_env.sh
 B=.gpu/bin
 mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf .gpu/scenes.tar.xz
 S=$(dirname "$(find /tmp/prism-scenes-x -name bunny.obj | head -1)")

@@ -17,10 +17,7 @@ C=.gpu/city
 S=/tmp/prism-scenes
 mkdir -p $S
 tar -C $S -xJf .gpu/cuda/scenes.tar.xz
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && export VK_DRIVER_FILES=$icd
+. bench/gpu_env.sh
 export PRISM_SCENES=$S PRISM_CACHE_DIR=/tmp/prism-kernel-cache
 export PRISM_REQUIRE_CUDA=1 PRISM_REQUIRE_SCENES=1
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $OUT/device.txt

@@ -11,10 +11,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
 mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && export VK_DRIVER_FILES=$icd
+. bench/gpu_env.sh
 G=.gpu/wgpu
 S=/tmp/prism-scenes-wgpu
 mkdir -p $S && tar -C $S -xJf $G/scenes.tar.xz
