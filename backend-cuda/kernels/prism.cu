@@ -449,7 +449,7 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
 // prism_render_path_sun{,_octants,_grid}: the path kernels with the sun's code
 //   (PRISM_INTEGRATOR_PATH_SUN), for scenes that have a sun.
 // prism_intersect, prism_occluded: the batch kernels (PRISM_TRACE_KERNELS).
-#define PRISM_KERNELS(SUFFIX, K)                                                                                   \
+#define PRISM_KERNELS(SUFFIX, K, TRACE_MIN_BLOCKS)                                                                 \
     PRISM_RENDER_KERNEL(prism_render_path##SUFFIX, 0, K, false, false)                                             \
     PRISM_RENDER_KERNEL(prism_render_whitted##SUFFIX, 1, K, false, false)                                          \
     PRISM_RENDER_KERNEL(prism_render_ao##SUFFIX, 2, K, false, false)                                               \
@@ -463,7 +463,20 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     PRISM_RENDER_KERNEL(prism_render_path_sun_octants##SUFFIX, PRISM_INTEGRATOR_PATH_SUN, K, true, false)           \
     PRISM_RENDER_KERNEL(prism_render_path_sun_grid##SUFFIX, PRISM_INTEGRATOR_PATH_SUN, K, true, true)               \
     PRISM_TRACE_KERNELS(prism_intersect##SUFFIX, prism_occluded##SUFFIX, TreeClosest<K>, TreeAny<K>,                \
-                        PRISM_TRACE_MIN_BLOCKS)
+                        TRACE_MIN_BLOCKS)
+
+// Blocks an SM the batch kernels of flat scenes holding a heightfield are
+// compiled to fit. Unbounded (PRISM_TRACE_MIN_BLOCKS, 1) the walk takes 99
+// registers, 4 blocks of 128 threads an SM (a quarter of the warps): the walk
+// is a chain of dependent steps whose lanes part ways, and with so few warps
+// a third of the issue cycles find none ready. 8 blocks (64 registers): on an
+// H200, the city's recorded rays, 4M a call, 4,253 Mrays/s primary and 3,287
+// bounce-1 against 3,507 and 2,646 unbounded (6 blocks: 4,181 and 3,133),
+// every hit the same (-DPRISM_HEIGHTFIELD_TRACE_MIN_BLOCKS=N to measure
+// another).
+#ifndef PRISM_HEIGHTFIELD_TRACE_MIN_BLOCKS
+#define PRISM_HEIGHTFIELD_TRACE_MIN_BLOCKS 8
+#endif
 
 // Blocks an SM the two-level batch kernels are compiled to fit: their walk
 // keeps more state than one tree's (the world ray beside the object ray, the
@@ -630,13 +643,13 @@ extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
     top_boxes(live, n, world, boxes, centre_bounds, scene_bounds);
 }
 
-PRISM_KERNELS(_spheres, PRISM_SPHERES)
-PRISM_KERNELS(_triangles, PRISM_TRIANGLES)
-PRISM_KERNELS(_mixed, PRISM_MIXED)
+PRISM_KERNELS(_spheres, PRISM_SPHERES, PRISM_TRACE_MIN_BLOCKS)
+PRISM_KERNELS(_triangles, PRISM_TRIANGLES, PRISM_TRACE_MIN_BLOCKS)
+PRISM_KERNELS(_mixed, PRISM_MIXED, PRISM_TRACE_MIN_BLOCKS)
 PRISM_INSTANCE_KERNELS(_spheres, PRISM_SPHERES)
 PRISM_INSTANCE_KERNELS(_triangles, PRISM_TRIANGLES)
 PRISM_INSTANCE_KERNELS(_mixed, PRISM_MIXED)
 // Scenes holding a heightfield (beside triangles and spheres, or not): the
 // only kernels that compile its walk (heightfield.cuh).
-PRISM_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS))
+PRISM_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS), PRISM_HEIGHTFIELD_TRACE_MIN_BLOCKS)
 PRISM_INSTANCE_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS))
