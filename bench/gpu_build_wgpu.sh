@@ -8,7 +8,7 @@
 # Staging, where Rust is: `cargo build --release` (default features: cuda and
 # wgpu), then `cargo test --release -p prism-rt-wgpu --test fast_build --no-run`
 # and copy the newest target/release/deps/fast_build-* to .gpu/city/wgpu_fast_build.
-# Builds nothing. Runs:
+# Builds nothing (STAGE names another staging folder than .gpu/city). Runs:
 #   1. (if staged) the wgpu device-build tests on the NVIDIA adapter: the
 #      device's tree equal to core's on random soups, edge sizes and bunny,
 #      and bunny.diffuse traced on it equal to core's hits,
@@ -22,7 +22,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
 mkdir -p "$OUT"
-C=.gpu/city
+C=${STAGE:-.gpu/city}
 S=/tmp/prism-scenes
 mkdir -p $S
 tar -C $S -xJf .gpu/cuda/scenes.tar.xz
@@ -38,7 +38,7 @@ fi
 for be in cuda wgpu; do
   for m in bunny ogre; do
     for r in primary diffuse; do
-      timeout 60 $C/prism bench --backend $be --mesh $S/$m.obj --rays $S/$m.$r.rays --hits $S/$m.$r.hits \
+      timeout 150 $C/prism bench --backend $be --mesh $S/$m.obj --rays $S/$m.$r.rays --hits $S/$m.$r.hits \
         --build fast --runs 20 > $OUT/build_${be}_${m}_$r.txt 2>&1
       echo "bench $be $m.$r: exit $?"
     done

@@ -5,16 +5,16 @@
 # process (in one process the host-side work between sets idles the GPU and its
 # clock falls; see bench/RESULTS.md): one dispatch per batch with and without
 # lane refill, and the default banded calls for the whole-call rate. Prints a
-# table last.
+# table last. BIN and SCENES_TAR name other staged binaries and scenes.
 set -uo pipefail
 OUT=${OUT:-/tmp/prism-gpu-out}
 mkdir -p "$OUT"
 . bench/gpu_env.sh
-B=.gpu/bin
-mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf .gpu/scenes.tar.xz
+B=${BIN:-.gpu/bin}
+mkdir -p /tmp/prism-scenes-x && tar -C /tmp/prism-scenes-x -xJf ${SCENES_TAR:-.gpu/scenes.tar.xz}
 S=$(dirname "$(find /tmp/prism-scenes-x -name bunny.obj | head -1)")
 export PRISM_SCENES=$S PRISM_REQUIRE_SCENES=1 PRISM_CACHE_DIR=/tmp/prism-kernel-cache
-timeout 90 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1
+timeout 240 $B/gpu_bench --scenes $S --out /tmp > "$OUT/cuda_bench.log" 2>&1
 echo "cuda bench: exit $?"
 for mesh in bunny ogre; do
   for set in diffuse primary; do
