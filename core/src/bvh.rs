@@ -761,12 +761,14 @@ impl<F: Fork> Builder<'_, F> {
         let lo = Vec3A::new(maps[0].0, maps[1].0, maps[2].0);
         let scale = Vec3A::new(maps[0].1, maps[1].1, maps[2].1);
         let prims = &self.prims[start..end];
-        // Per lane the same operations as `bin_of`, so the same bins as the
-        // partition's. An axis without extent maps everything to one bin (the
+        // Per lane the same bins as `bin_of`, so the same bins as the
+        // partition's (a NaN lane: `max` gives 0 on SSE2, a NaN elsewhere,
+        // which `as i32` turns into 0 too). An axis without extent maps everything to one bin (the
         // mapping's scale is infinite); the sweep skips it anyway.
         let bins_of = |p: &BuildPrim| {
             let f = (p.centroid() - lo) * scale;
-            [f.x, f.y, f.z].map(|x| (x as i32).clamp(0, BINS as i32 - 1) as usize)
+            let f = f.max(Vec3A::ZERO).min(Vec3A::splat((BINS - 1) as f32));
+            [f.x, f.y, f.z].map(|x| x as i32 as usize)
         };
         if prims.len() >= CLEAR_BINS_FROM {
             bins.bounds = [[Box3A::EMPTY; BINS]; 3];
@@ -877,9 +879,10 @@ fn bin_mapping(cb: &Aabb, axis: usize) -> (f32, f32) {
 
 #[inline]
 fn bin_of(c: f32, lo: f32, scale: f32) -> usize {
-    // `as i32` saturates (NaN to 0), as `as usize` would, and converts in fewer
-    // instructions: the clamp gives the same bin for every input.
-    (((c - lo) * scale) as i32).clamp(0, BINS as i32 - 1) as usize
+    // Clamped to [0, BINS - 1] as a float (NaN to 0), then truncated: the
+    // bin of `(x as i32).clamp(0, BINS - 1)` for every x, in fewer
+    // instructions than clamping after the saturating conversion.
+    (((c - lo) * scale).max(0.0).min((BINS - 1) as f32)) as i32 as usize
 }
 
 /// The bounds of a sphere, rounded outwards: `center +- radius` rounded to
