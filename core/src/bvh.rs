@@ -765,11 +765,7 @@ impl<F: Fork> Builder<'_, F> {
         // partition's (a NaN lane: `max` gives 0 on SSE2, a NaN elsewhere,
         // which `as i32` turns into 0 too). An axis without extent maps everything to one bin (the
         // mapping's scale is infinite); the sweep skips it anyway.
-        let bins_of = |p: &BuildPrim| {
-            let f = (p.centroid() - lo) * scale;
-            let f = f.max(Vec3A::ZERO).min(Vec3A::splat((BINS - 1) as f32));
-            [f.x, f.y, f.z].map(|x| x as i32 as usize)
-        };
+        let bins_of = |p: &BuildPrim| bins_of_scaled((p.centroid() - lo) * scale);
         if prims.len() >= CLEAR_BINS_FROM {
             bins.bounds = [[Box3A::EMPTY; BINS]; 3];
             bins.count = [[0; BINS]; 3];
@@ -885,6 +881,14 @@ fn bin_of(c: f32, lo: f32, scale: f32) -> usize {
     (((c - lo) * scale).max(0.0).min((BINS - 1) as f32)) as i32 as usize
 }
 
+/// The bins of three scaled centroid coordinates at once: per lane
+/// [`bin_of`]'s bin.
+#[inline]
+fn bins_of_scaled(f: Vec3A) -> [usize; 3] {
+    let f = f.max(Vec3A::ZERO).min(Vec3A::splat((BINS - 1) as f32));
+    [f.x, f.y, f.z].map(|x| x as i32 as usize)
+}
+
 /// The bounds of a sphere, rounded outwards: `center +- radius` rounded to
 /// nearest can fall half an ulp inside the sphere, and a ray through that sliver
 /// (or tangent to the sphere in the box's face plane) would hit the sphere but
@@ -903,5 +907,56 @@ pub fn triangle_bounds(v0: Vec3, v1: Vec3, v2: Vec3) -> Aabb {
     Aabb {
         min: v0.min(v1).min(v2),
         max: v0.max(v1).max(v2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BINS, bin_of, bins_of_scaled};
+    use glam::Vec3A;
+    use proptest::prelude::*;
+
+    /// The bin the clamp after a saturating conversion gives.
+    fn reference(x: f32) -> usize {
+        (x as i32).clamp(0, BINS as i32 - 1) as usize
+    }
+
+    proptest! {
+        /// Clamping as a float first gives that bin for every float (NaN,
+        /// infinities and values past i32 included), in both forms, so the
+        /// binning and the partition agree.
+        #[test]
+        fn bins_are_the_saturating_clamp(bits in any::<[u32; 3]>(), small in -40.0f32..40.0) {
+            let [x, y, z] = bits.map(f32::from_bits);
+            for v in [x, y, z, small] {
+                prop_assert_eq!(bin_of(v, 0.0, 1.0), reference(v), "{}", v);
+            }
+            prop_assert_eq!(bins_of_scaled(Vec3A::new(x, y, small)), [reference(x), reference(y), reference(small)]);
+        }
+    }
+
+    #[test]
+    fn edges_and_specials_bin_as_the_saturating_clamp() {
+        let specials = [
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+            -0.5,
+            -1.0,
+            14.999999,
+            15.0,
+            15.5,
+            16.0,
+            3.0e9,
+            -3.0e9,
+            f32::MIN_POSITIVE,
+        ];
+        for v in specials {
+            assert_eq!(bin_of(v, 0.0, 1.0), reference(v), "{v}");
+            assert_eq!(bins_of_scaled(Vec3A::splat(v))[1], reference(v), "{v}");
+        }
     }
 }
