@@ -23,28 +23,9 @@ use prism_wgpu::{WgpuBackend, WgpuOptions};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// Open a backend (software adapters allowed), or explain why not.
+/// Open a backend (see [`common::open_backend`]).
 fn open(options: WgpuOptions) -> Option<WgpuBackend> {
-    match WgpuBackend::new(WgpuOptions {
-        allow_software: true,
-        ..options
-    }) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-            if required || !matches!(e, Error::BackendUnavailable { .. }) {
-                panic!(
-                    "no usable wgpu adapter (PRISM_REQUIRE_WGPU=1 or not an availability problem): {e}"
-                );
-            }
-            eprintln!(
-                "SKIPPED: no wgpu adapter: {e}. Install Mesa's lavapipe \
-                 (apt-get install -y mesa-vulkan-drivers libvulkan1) to run this test; \
-                 set PRISM_REQUIRE_WGPU=1 to make a missing adapter fail."
-            );
-            None
-        }
-    }
+    common::open_backend(options)
 }
 
 /// Run `f` with the shared backend; returns without calling it when there is no adapter.

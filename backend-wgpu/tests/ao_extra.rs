@@ -11,30 +11,15 @@ mod common;
 use common::render_scene;
 use prism_core::glam::Vec3;
 use prism_core::integrator::render_pixel;
-use prism_core::{
-    Accel, Backend, Error, Image, Integrator, NoProgress, PixelFormat, RenderSettings,
-};
+use prism_core::{Accel, Backend, Image, Integrator, NoProgress, PixelFormat, RenderSettings};
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 
 const W: u32 = 64;
 const H: u32 = 48;
 
-/// Open a backend (software adapters allowed), or explain why not.
+/// Open a backend (see [`common::open_backend`]).
 fn open() -> Option<WgpuBackend> {
-    match WgpuBackend::new(WgpuOptions {
-        allow_software: true,
-        ..Default::default()
-    }) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-            if required || !matches!(e, Error::BackendUnavailable { .. }) {
-                panic!("no usable wgpu adapter: {e}");
-            }
-            eprintln!("SKIPPED: no wgpu adapter: {e}");
-            None
-        }
-    }
+    common::open_backend(WgpuOptions::default())
 }
 
 /// For shares 0, 0.37 and 0.9, one and two samples, with and without

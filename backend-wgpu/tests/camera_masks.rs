@@ -7,10 +7,11 @@
 //! `PRISM_REQUIRE_WGPU=1` (CI sets it): then they fail. Images are small:
 //! lavapipe compiles each render pipeline in seconds.
 
+mod common;
+
 use prism_core::glam::Vec3;
 use prism_core::{
-    Backend, Camera, Error, Image, Integrator, Material, NoProgress, PixelFormat, RenderSettings,
-    Scene,
+    Backend, Camera, Image, Integrator, Material, NoProgress, PixelFormat, RenderSettings, Scene,
 };
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 use proptest::prelude::*;
@@ -20,22 +21,9 @@ use std::cell::RefCell;
 const W: u32 = 64;
 const H: u32 = 48;
 
-/// Open a backend with `options` (software adapters allowed), or explain why not.
+/// Open a backend with `options` (see [`common::open_backend`]).
 fn open_with(options: WgpuOptions) -> Option<WgpuBackend> {
-    match WgpuBackend::new(WgpuOptions {
-        allow_software: true,
-        ..options
-    }) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-            if required || !matches!(e, Error::BackendUnavailable { .. }) {
-                panic!("no usable wgpu adapter: {e}");
-            }
-            eprintln!("SKIPPED: no wgpu adapter: {e}");
-            None
-        }
-    }
+    common::open_backend(options)
 }
 
 /// A backend whose `file` is rewritten by replacing `from` with `to` (the

@@ -5,12 +5,14 @@
 //! `PRISM_REQUIRE_WGPU=1` (CI sets it): then they fail. Images are small:
 //! lavapipe compiles each render pipeline in seconds.
 
+mod common;
+
 use prism_core::glam::Vec3;
 use prism_core::integrator::render_pixel;
 use prism_core::rng::Pcg;
 use prism_core::{
-    Accel, Backend, Camera, Error, Image, Integrator, Material, NoProgress, PixelFormat,
-    RenderSettings, Scene,
+    Accel, Backend, Camera, Image, Integrator, Material, NoProgress, PixelFormat, RenderSettings,
+    Scene,
 };
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 
@@ -26,22 +28,9 @@ fn open(patch: Option<prism_wgpu::shaders::SourcePatch>) -> Option<WgpuBackend> 
     })
 }
 
-/// Open a backend with `options` (software adapters allowed), or explain why not.
+/// Open a backend with `options` (see [`common::open_backend`]).
 fn open_with(options: WgpuOptions) -> Option<WgpuBackend> {
-    match WgpuBackend::new(WgpuOptions {
-        allow_software: true,
-        ..options
-    }) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-            if required || !matches!(e, Error::BackendUnavailable { .. }) {
-                panic!("no usable wgpu adapter: {e}");
-            }
-            eprintln!("SKIPPED: no wgpu adapter: {e}");
-            None
-        }
-    }
+    common::open_backend(options)
 }
 
 /// Short renders of each integrator.

@@ -8,6 +8,8 @@
 //! `PRISM_REQUIRE_WGPU=1` (CI sets it). All tests share one backend, so each
 //! pipeline is compiled once per run (seconds each on lavapipe).
 
+mod common;
+
 use prism_core::glam::{Affine3A, Quat, Vec3};
 use prism_core::instance::MAX_TRANSFORM_CONDITION;
 use prism_core::intersect::RayPre;
@@ -27,23 +29,7 @@ use std::sync::{Mutex, OnceLock};
 /// without calling it when there is no adapter.
 fn with_backend(f: impl FnOnce(&mut WgpuBackend)) {
     static SHARED: OnceLock<Mutex<Option<WgpuBackend>>> = OnceLock::new();
-    let shared = SHARED.get_or_init(|| {
-        let options = WgpuOptions {
-            allow_software: true,
-            ..Default::default()
-        };
-        Mutex::new(match WgpuBackend::new(options) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-                if required || !matches!(e, Error::BackendUnavailable { .. }) {
-                    panic!("no usable wgpu adapter: {e}");
-                }
-                eprintln!("SKIPPED: no wgpu adapter: {e}");
-                None
-            }
-        })
-    });
+    let shared = SHARED.get_or_init(|| Mutex::new(common::open_backend(WgpuOptions::default())));
     // A failed test poisons the mutex; the backend itself stays usable.
     let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(b) = guard.as_mut() {

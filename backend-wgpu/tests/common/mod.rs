@@ -1,8 +1,39 @@
 //! Shared by the adapter tests and the benchmark example.
 
 use prism_core::glam::Vec3;
-use prism_core::{Camera, Material, Scene};
+use prism_core::{Camera, Error, Material, Scene};
+use prism_wgpu::{WgpuBackend, WgpuOptions};
 
+/// Open a backend with `options`, software adapters allowed, or say why not:
+/// `None` (the test passes after saying so) when no adapter is there, unless
+/// `PRISM_REQUIRE_WGPU=1`; any other error fails the test.
+// Not every file that includes this module opens a backend through it.
+#[allow(dead_code)]
+pub fn open_backend(options: WgpuOptions) -> Option<WgpuBackend> {
+    match WgpuBackend::new(WgpuOptions {
+        allow_software: true,
+        ..options
+    }) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
+            if required || !matches!(e, Error::BackendUnavailable { .. }) {
+                panic!(
+                    "no usable wgpu adapter (PRISM_REQUIRE_WGPU=1 or not an availability problem): {e}"
+                );
+            }
+            eprintln!(
+                "SKIPPED: no wgpu adapter: {e}. Install Mesa's lavapipe \
+                 (apt-get install -y mesa-vulkan-drivers libvulkan1) to run this test; \
+                 set PRISM_REQUIRE_WGPU=1 to make a missing adapter fail."
+            );
+            None
+        }
+    }
+}
+
+// Not every file that includes this module renders it.
+#[allow(dead_code)]
 /// A small scene with every material kind, triangles and spheres, lit by the
 /// sky, an emissive sphere and the key light.
 pub fn render_scene() -> (Scene, Camera) {
