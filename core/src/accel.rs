@@ -392,6 +392,7 @@ impl Accel {
         };
         for b in &mut blas {
             b.built_cost = crate::two_level::sah_cost(&accel.nodes, b.root(), b.bounds);
+            b.outline = crate::outline::Outline::of_tree(&accel.nodes, b.root(), b.bounds);
         }
         let levels = TwoLevel::build(blas, &scene.instances, scene.top_level_build)?;
         accel.bounds = levels.world_bounds();

@@ -48,6 +48,7 @@ pub mod integrator;
 pub mod intersect;
 pub mod lbvh;
 pub mod material;
+pub mod outline;
 pub mod placement;
 pub mod point_grid;
 pub mod ray;

@@ -187,7 +187,7 @@ impl Accel {
         let mut touched = (u32::MAX, 0u32);
         for &(i, transform) in &update.transforms {
             if let Some(h) = levels.instances.get_mut(i as usize) {
-                h.set_transform(&transform);
+                h.set_device_transform(&transform);
                 touched = (touched.0.min(i), touched.1.max(i + 1));
             }
         }

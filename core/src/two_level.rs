@@ -24,8 +24,9 @@ use crate::instance::{
     Instance, VACANT, from_rows, gpu_instance, rows, world_bounds, world_to_object,
 };
 use crate::intersect::{RayPre, ray_aabb_rows};
+use crate::outline::Outline;
 use crate::ray::{Hit, Ray};
-use crate::top_level::{TopLevelBuild, TopScratch, build_top};
+use crate::top_level::{SAH_MAX_INSTANCES, TopLevelBuild, TopScratch, build_top};
 use crate::traverse::{any_hit_at, closest_hit_at};
 use crate::update::UpdateScratch;
 use alloc::vec::Vec;
@@ -50,6 +51,9 @@ pub(crate) struct Blas {
     pub(crate) topology: Option<MeshTopology>,
     /// The slots and nodes lag the mesh's vertices (a device refit them).
     pub(crate) stale: bool,
+    /// The boxes its instances' world boxes are made from (set where the
+    /// world boxes are worked out afresh: at build and after new vertices).
+    pub(crate) outline: Outline,
 }
 
 impl Blas {
@@ -72,6 +76,7 @@ impl Blas {
             built_cost: 0.0,
             topology,
             stale: false,
+            outline: Outline::whole(bounds),
         }
     }
 
@@ -107,6 +112,9 @@ pub(crate) struct HostInstance {
     pub(crate) mask: u8,
     /// False for a removed instance.
     pub(crate) live: bool,
+    /// False while a device placed the instance's latest move and the host's
+    /// record and world box lag it ([`TwoLevel::replace_all`]).
+    pub(crate) placed: bool,
 }
 
 impl HostInstance {
@@ -118,6 +126,7 @@ impl HostInstance {
         material: u32::MAX,
         mask: 0,
         live: false,
+        placed: true,
     };
 
     /// The instance, if live.
@@ -144,6 +153,14 @@ impl HostInstance {
         self.rows = rows(transform);
     }
 
+    /// Move the instance to `transform` as a device placed it: its record
+    /// and world box on the host lag until [`TwoLevel::replace_all`].
+    #[inline]
+    pub(crate) fn set_device_transform(&mut self, transform: &glam::Affine3A) {
+        self.rows = rows(transform);
+        self.placed = false;
+    }
+
     /// The material override, or [`GpuInstance::NO_MATERIAL`].
     #[inline]
     pub(crate) fn material(&self) -> u32 {
@@ -161,6 +178,7 @@ impl From<&Instance> for HostInstance {
             material: inst.material.unwrap_or(u32::MAX),
             mask: inst.mask,
             live: true,
+            placed: true,
         }
     }
 }
@@ -191,6 +209,23 @@ pub(crate) struct TwoLevel {
     pub(crate) placement_stale: bool,
 }
 
+/// Whether a scene of `slots` instance indices built as `build` boxes its
+/// instances by their geometries' outlines ([`Outline::world_box`]): where
+/// its top tree is a SAH tree, built for the fastest walks, and a placement
+/// may cost a few more box transforms. A Morton top tree (built for frames
+/// that move thousands of instances, and the only kind a device places,
+/// [`crate::placement`]) boxes each by its geometry's bounds alone, one
+/// transform a placement. Counted in slots, live or not, which never shrink,
+/// so that a scene switches at most once, from outlines to bounds.
+#[inline]
+pub(crate) fn outlined(build: TopLevelBuild, slots: usize) -> bool {
+    match build {
+        TopLevelBuild::Auto => slots <= SAH_MAX_INSTANCES,
+        TopLevelBuild::Sah => true,
+        TopLevelBuild::Morton => false,
+    }
+}
+
 impl TwoLevel {
     /// The top level over `instances` (validated by the scene) of the trees
     /// `blas`.
@@ -212,8 +247,9 @@ impl TwoLevel {
             top_scratch: TopScratch::default(),
             placement_stale: false,
         };
+        let outlined = outlined(build, n);
         for (i, inst) in instances.iter().enumerate() {
-            let (record, world) = levels.place(i, inst)?;
+            let (record, world) = levels.place(i, inst, outlined)?;
             levels.instances.push(HostInstance::from(inst));
             levels.records.push(record);
             levels.world.push(world);
@@ -222,14 +258,29 @@ impl TwoLevel {
         Ok(levels)
     }
 
-    /// The device record and world box of `inst` as instance `index`.
+    /// The device record and world box of `inst` as instance `index`, boxed
+    /// by its geometry's outline when `outlined` (see [`outlined`]).
     pub(crate) fn place(
         &self,
         index: usize,
         inst: &Instance,
+        outlined: bool,
     ) -> Result<(GpuInstance, Aabb), Error> {
         let material = inst.material.unwrap_or(GpuInstance::NO_MATERIAL);
-        self.place_parts(index, &inst.transform, inst.geometry, inst.mask, material)
+        self.place_parts(
+            index,
+            &inst.transform,
+            inst.geometry,
+            inst.mask,
+            material,
+            outlined,
+        )
+    }
+
+    /// Whether placements now box instances by their outlines ([`outlined`]).
+    #[inline]
+    pub(crate) fn outlined_now(&self) -> bool {
+        outlined(self.build, self.instances.len())
     }
 
     /// [`TwoLevel::place`] from the instance's parts (`material`:
@@ -242,6 +293,7 @@ impl TwoLevel {
         geometry: u32,
         mask: u8,
         material: u32,
+        outlined: bool,
     ) -> Result<(GpuInstance, Aabb), Error> {
         let blas = self
             .blas
@@ -254,26 +306,34 @@ impl TwoLevel {
         let inv = world_to_object(index, transform)?;
         Ok((
             gpu_instance(transform, mask, material, &inv, blas.root()),
-            world_bounds(transform, &blas.bounds),
+            if outlined {
+                blas.outline.world_box(transform, &blas.bounds)
+            } else {
+                world_bounds(transform, &blas.bounds)
+            },
         ))
     }
 
-    /// Work out every live instance's record and world box from its
-    /// transform again, and the top tree, after moves a device placed (the
-    /// same arithmetic, so the same bits as the device's).
+    /// Work out the record and world box of every instance a device moved
+    /// from its transform again, and the top tree, after moves a device
+    /// placed (the same arithmetic, so the same bits as the device's: a
+    /// device places only under a Morton top tree, which boxes an instance
+    /// by its geometry's bounds, see [`outlined`]). The other instances keep
+    /// theirs, as the device does.
     pub(crate) fn replace_all<F: crate::bvh::Fork>(
         &mut self,
         fork: Option<&F>,
     ) -> Result<(), Error> {
         for i in 0..self.instances.len() {
             let h = self.instances[i];
-            if !h.live {
+            if !h.live || h.placed {
                 continue;
             }
             let (record, world) =
-                self.place_parts(i, &h.transform(), h.geometry, h.mask, h.material())?;
+                self.place_parts(i, &h.transform(), h.geometry, h.mask, h.material(), false)?;
             self.records[i] = record;
             self.world[i] = world;
+            self.instances[i].placed = true;
         }
         self.rebuild_top_with(fork)?;
         self.placement_stale = false;

@@ -25,8 +25,9 @@ use crate::bvh::{Bvh, Fork, Sequential};
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
 use crate::instance::{Instance, MAX_INSTANCES, VACANT, world_bounds};
+use crate::outline::Outline;
 use crate::two_level::{
-    Blas, HostInstance, MeshSlots, TwoLevel, primitive_bounds, refit, sah_cost,
+    Blas, HostInstance, MeshSlots, TwoLevel, outlined, primitive_bounds, refit, sah_cost,
 };
 use alloc::vec::Vec;
 use glam::{Affine3A, Vec3};
@@ -493,7 +494,7 @@ fn apply<F: Fork>(
             next - 1
         };
         inst.validate(index as usize, levels.blas.len(), material_count)?;
-        let (record, world) = levels.place(index as usize, inst)?;
+        let (record, world) = levels.place(index as usize, inst, levels.outlined_now())?;
         scratch.placed.push(Placed {
             index,
             source: source as u32,
@@ -544,8 +545,14 @@ fn apply<F: Fork>(
                 (p.geometry, p.mask, p.material)
             }
         };
-        let (record, world) =
-            levels.place_parts(i as usize, &transform, geometry, mask, material)?;
+        let (record, world) = levels.place_parts(
+            i as usize,
+            &transform,
+            geometry,
+            mask,
+            material,
+            levels.outlined_now(),
+        )?;
         scratch.placed.push(Placed {
             index: i,
             source: (update.add.len() + k) as u32,
@@ -684,15 +691,27 @@ fn finish(
         }
         blas.stale = true;
         blas.bounds = positions_bounds(positions);
-        if refit == RefitOn::Host {
+        // The outline follows the refit tree; a tree a device refits lags
+        // its vertices on the host, so its instances are boxed by the
+        // vertices' bounds alone.
+        blas.outline = if refit == RefitOn::Host {
             refresh_geometry(nodes, prims, blas);
-        }
+            Outline::of_tree(nodes, blas.root(), blas.bounds)
+        } else {
+            Outline::whole(blas.bounds)
+        };
         changes.refit.push(g);
         // Every instance of the geometry has a new world box.
-        let bounds = levels.blas[g as usize].bounds;
+        let blas = &levels.blas[g as usize];
+        let outlined = outlined(levels.build, levels.instances.len());
         for (world, inst) in levels.world.iter_mut().zip(&levels.instances) {
             if inst.live && inst.geometry == g {
-                *world = world_bounds(&inst.transform(), &bounds);
+                let transform = inst.transform();
+                *world = if outlined {
+                    blas.outline.world_box(&transform, &blas.bounds)
+                } else {
+                    world_bounds(&transform, &blas.bounds)
+                };
             }
         }
         top_dirty = true;
@@ -733,7 +752,14 @@ fn place_moves<F: Fork>(
     if moves.len() < 2 * FORK_MOVES_PIECE {
         for (&(i, transform), slot) in moves.iter().zip(out.iter_mut()) {
             let h = &levels.instances[i as usize];
-            *slot = levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material())?;
+            *slot = levels.place_parts(
+                i as usize,
+                &transform,
+                h.geometry,
+                h.mask,
+                h.material(),
+                levels.outlined_now(),
+            )?;
         }
         return Ok(());
     }
@@ -775,7 +801,14 @@ fn move_in_place(
         // instance a move (a frame may move every instance).
         let placed = live_instance(levels, i).and_then(|()| {
             let h = &levels.instances[i as usize];
-            levels.place_parts(i as usize, &transform, h.geometry, h.mask, h.material())
+            levels.place_parts(
+                i as usize,
+                &transform,
+                h.geometry,
+                h.mask,
+                h.material(),
+                levels.outlined_now(),
+            )
         });
         match placed {
             Ok((record, world)) => {
@@ -794,6 +827,7 @@ fn move_in_place(
                         h.geometry,
                         h.mask,
                         h.material(),
+                        levels.outlined_now(),
                     ) {
                         levels.records[j as usize] = record;
                         levels.world[j as usize] = world;

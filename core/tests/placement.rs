@@ -159,3 +159,75 @@ fn updates_the_device_does_not_place_are_told_apart() {
     }
     assert!(!accel.placement_stale());
 }
+
+/// A scene built small (its instances boxed by their outlines) and grown past
+/// the SAH builder's count: a device's moves, refreshed, give the host's
+/// update bit for bit, the instances it did not move keeping their outlined
+/// boxes.
+#[test]
+fn moves_after_a_scene_outgrew_its_outlines_refresh_to_the_updates_state() {
+    use prism_core::top_level::SAH_MAX_INSTANCES;
+    let first: Vec<Affine3A> = (0..12)
+        .map(|i| {
+            Affine3A::from_rotation_y(i as f32 * 0.4)
+                * Affine3A::from_translation(Vec3::new(i as f32, 0.0, 0.0))
+        })
+        .collect();
+    let mut host = Accel::build(&ring_scene(&first)).expect("scene"); // ok
+    let mut grow = SceneUpdate::new();
+    for i in 0..SAH_MAX_INSTANCES {
+        let t = Affine3A::from_rotation_x(i as f32 * 0.01)
+            * Affine3A::from_translation(Vec3::new(0.0, (i % 64) as f32, (i / 64) as f32));
+        grow.add_instance(Instance::new((i % 2) as u32, t));
+    }
+    host.update(&grow).expect("grow"); // ok: valid instances
+    let mut device = host.clone();
+    let mut moves = SceneUpdate::new();
+    for i in [0u32, 3, 7, 100, 4000] {
+        moves.set_transform(i, Affine3A::from_rotation_z(0.3 + i as f32));
+    }
+    host.update(&moves).expect("moves"); // ok: valid moves
+    let mut out = Vec::new();
+    assert!(device.device_moves(&moves, &mut out).expect("moves")); // ok: valid moves
+    device.commit_device_moves(&moves, host.bounds());
+    device.try_refresh().expect("refresh"); // ok: fits in memory
+    assert_eq!(bits(device.instances()), bits(host.instances()));
+    assert_eq!(device.instance_bounds(), host.instance_bounds());
+    assert_eq!(bits(device.top_nodes()), bits(host.top_nodes()));
+    // Instance 1 was never moved: its outlined box is the build's.
+    let built = Accel::build(&ring_scene(&first)).expect("scene"); // ok
+    assert_eq!(device.instance_bounds()[1], built.instance_bounds()[1]);
+    let mut whole = Accel::build(&ring_scene(&first)).expect("scene"); // ok
+    whole.update(&grow).expect("grow"); // ok: valid instances
+    let mut again = SceneUpdate::new();
+    again.set_transform(1, first[1]);
+    whole.update(&again).expect("move"); // ok: a live instance
+    assert_ne!(
+        device.instance_bounds()[1],
+        whole.instance_bounds()[1],
+        "an outline is tighter"
+    );
+}
+
+/// `scene` with ring meshes (a tree several levels deep, whose outline is
+/// tighter than its bounds) under the default top builder.
+fn ring_scene(transforms: &[Affine3A]) -> Scene {
+    let mut s = Scene::new();
+    let m = s.add_material(Material::lambertian(Vec3::ONE));
+    for radius in [3.0f32, 5.0] {
+        let positions: Vec<Vec3> = (0..96)
+            .flat_map(|k| {
+                let a = k as f32 / 96.0 * std::f32::consts::TAU;
+                let p = Vec3::new(a.cos(), 0.0, a.sin()) * radius;
+                [p, p + Vec3::Y * 0.2, p + Vec3::new(0.1, 0.0, 0.1)]
+            })
+            .collect();
+        let triangles: Vec<[u32; 3]> = (0..96u32).map(|k| [3 * k, 3 * k + 1, 3 * k + 2]).collect();
+        let g = Geometry::mesh(&positions, &triangles, m).expect("a valid mesh"); // ok: test mesh
+        s.add_geometry(g);
+    }
+    for (i, t) in transforms.iter().enumerate() {
+        s.add_instance(Instance::new((i % 2) as u32, *t));
+    }
+    s
+}
