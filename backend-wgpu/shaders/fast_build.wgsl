@@ -6,10 +6,15 @@
 //
 // Dispatches (src/fast_build.rs), all in one compute pass of one submission:
 //   fast_boxes      an invocation a triangle: its box; the centres' bounds
-//   fast_codes      an invocation a triangle: its Morton code, its index
-//   4 x (fast_histogram, fast_scan, fast_scatter)
+//   fast_codes      an invocation a triangle: its Morton code, its index,
+//                   and its count in the first sort pass's histograms
+//   4 x (fast_scan, fast_scatter)
 //                   an 8-bit LSD radix sort of the 30-bit codes (stable:
-//                   equal codes keep index order, core's tie rule)
+//                   equal codes keep index order, core's tie rule); each
+//                   scatter also counts the keys it places into the next
+//                   pass's histograms (hist_next), so no pass reads its keys
+//                   twice; up to 64 tiles the scatter scans the histograms
+//                   itself and fast_scan is left out (params.scan_in_scatter)
 //   fast_tree       an invocation a slot (its box) and an inner node (its
 //                   children, range and their parents)
 //   fast_bottom_up  an invocation a slot, walking up; the second to reach a
@@ -63,7 +68,9 @@ struct FastParams {
     opaque_zero: u32,
     // The bits of core's f32 `1024 * (1 - 1e-6)` (morton_scale's numerator).
     morton_numerator: u32,
-    pad: u32,
+    // 1: each fast_scatter workgroup works out its digits' offsets from the
+    // unscanned histograms (few tiles, src/fast_build.rs); 0: fast_scan ran.
+    scan_in_scatter: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: FastParams;
@@ -81,6 +88,9 @@ struct FastParams {
 @group(0) @binding(8) var<storage, read_write> values_out: array<u32>;
 // hist[digit * sort_blocks + block]
 @group(0) @binding(9) var<storage, read_write> hist: array<u32>;
+// The next sort pass's histograms (hist's layout), counted as keys are placed
+// (cleared before the build).
+@group(0) @binding(16) var<storage, read_write> hist_next: array<atomic<u32>>;
 // Slot s's box: [2s] min, [2s + 1] max.
 @group(0) @binding(10) var<storage, read_write> slot_boxes: array<vec4<f32>>;
 // Inner node i: (left child, right child, first slot, last slot); children
@@ -308,36 +318,19 @@ fn fast_codes(
     let qx = morton_cell(c.x, lo.x, morton_scale(lo.x, hi.x));
     let qy = morton_cell(c.y, lo.y, morton_scale(lo.y, hi.y));
     let qz = morton_cell(c.z, lo.z, morton_scale(lo.z, hi.z));
-    keys_in[i] = (spread_bits(qx) << 2u) | (spread_bits(qy) << 1u) | spread_bits(qz);
+    let code = (spread_bits(qx) << 2u) | (spread_bits(qy) << 1u) | spread_bits(qz);
+    keys_in[i] = code;
     values_in[i] = i;
+    count_key(code, 0u, i);
+}
+
+// Count key `key` at position `at` into hist_next for the sort pass whose
+// digit starts at bit `shift`: hist_next[digit * sort_blocks + tile].
+fn count_key(key: u32, shift: u32, at: u32) {
+    atomicAdd(&hist_next[((key >> shift) & 0xFFu) * params.sort_blocks + at / SORT_TILE], 1u);
 }
 
 // ---- the radix sort: 8 bits a pass ----
-
-var<workgroup> digit_counts: array<atomic<u32>, 256>;
-
-// Each tile's count of each digit: hist[digit * sort_blocks + block].
-@compute @workgroup_size(256)
-fn fast_histogram(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let block = wg.y * groups.x + wg.x;
-    atomicStore(&digit_counts[lid], 0u);
-    workgroupBarrier();
-    let base = block * SORT_TILE;
-    for (var k = 0u; k < SORT_ITEMS; k++) {
-        let i = base + k * FAST_THREADS + lid;
-        if i < params.n {
-            atomicAdd(&digit_counts[(keys_in[i] >> params.shift) & 0xFFu], 1u);
-        }
-    }
-    workgroupBarrier();
-    if block < params.sort_blocks {
-        hist[lid * params.sort_blocks + block] = atomicLoad(&digit_counts[lid]);
-    }
-}
 
 var<workgroup> run_sums: array<u32, 256>;
 
@@ -390,7 +383,32 @@ fn fast_scatter(
 ) {
     let block = wg.y * groups.x + wg.x;
     let in_range = block < params.sort_blocks;
-    if in_range {
+    if params.scan_in_scatter == 1u {
+        // fast_scan's exclusive prefix of the digit-major histograms, for
+        // this tile alone: the counts of every lower digit (a scan of the
+        // digits' totals) and of this digit in the tiles before this one.
+        var total = 0u;
+        var before = 0u;
+        for (var t = 0u; t < params.sort_blocks; t++) {
+            let c = hist[lid * params.sort_blocks + t];
+            total += c;
+            before += select(0u, c, t < block);
+        }
+        digit_base[lid] = total;
+        workgroupBarrier();
+        for (var d = 1u; d < RADIX; d = d << 1u) {
+            var add = 0u;
+            if lid >= d {
+                add = digit_base[lid - d];
+            }
+            workgroupBarrier();
+            digit_base[lid] += add;
+            workgroupBarrier();
+        }
+        let base = digit_base[lid] - total + before;
+        workgroupBarrier();
+        digit_base[lid] = base;
+    } else if in_range {
         digit_base[lid] = hist[lid * params.sort_blocks + block];
     }
     let tile = block * SORT_TILE;
@@ -419,6 +437,9 @@ fn fast_scatter(
             let at = digit_base[digit] + rank;
             keys_out[at] = key;
             values_out[at] = values_in[i];
+            if params.shift < 24u {
+                count_key(key, params.shift + 8u, at);
+            }
         }
         // Invocation d: digit d's count in this chunk.
         var count = 0u;

@@ -3,8 +3,12 @@
 //! for pass (as the CUDA backend's `fast_build.cuh` does), so that the device
 //! builds core's tree: the same slots and nodes.
 //!
-//! Seventeen dispatches in one compute pass of one submission, after one clear
-//! of the centres' bounds (24 bytes). Timed by GPU timestamps at the pass's
+//! Nine dispatches in one compute pass of one submission (thirteen above
+//! 64 sort tiles, where each sort pass scans its histograms apart), after the
+//! clears of the centres' bounds (24 bytes) and the sort's histograms (each
+//! counted by the dispatch before its pass, so no pass reads its keys twice).
+//! Seventeen dispatches took 0.29 ms for bunny on an H200; see
+//! bench/RESULTS.md for these. Timed by GPU timestamps at the pass's
 //! start and end where the adapter has them, else by the host clock around
 //! the submission and its wait.
 //!
@@ -62,7 +66,6 @@ pub struct DeviceTree {
 pub(crate) struct FastPipelines {
     boxes: wgpu::ComputePipeline,
     codes: wgpu::ComputePipeline,
-    histogram: wgpu::ComputePipeline,
     scan: wgpu::ComputePipeline,
     scatter: wgpu::ComputePipeline,
     tree: wgpu::ComputePipeline,
@@ -78,7 +81,7 @@ struct Dispatch {
 }
 
 /// The device arrays of a build over a mesh of one size, with the bind
-/// groups of its seventeen dispatches (kept for the next build of a mesh of
+/// groups of its dispatches (kept for the next build of a mesh of
 /// the same size).
 pub(crate) struct FastScratch {
     n: u32,
@@ -87,6 +90,9 @@ pub(crate) struct FastScratch {
     positions: wgpu::Buffer,
     triangles: wgpu::Buffer,
     centre_bounds: wgpu::Buffer,
+    /// Each sort pass's histograms, counted by the dispatch before it
+    /// (cleared before the build).
+    hists: [wgpu::Buffer; 4],
     values: [wgpu::Buffer; 2],
     node_data: wgpu::Buffer,
     nodes: wgpu::Buffer,
@@ -126,6 +132,19 @@ fn device_count(count: usize) -> Result<u32, Error> {
     Ok(count as u32)
 }
 
+/// Most sort tiles (of [`SORT_TILE`] keys) whose histograms each scatter
+/// workgroup scans for itself (`fast_scatter`'s `scan_in_scatter`) instead of
+/// a scan dispatch of its own before it: reading `RADIX * tiles` counts a
+/// workgroup costs less than a dispatch and its barrier up to some 64 tiles
+/// (262,144 triangles, the size of the meshes rebuilt every frame), and
+/// grows with the square of the tiles beyond.
+const SCAN_IN_SCATTER_MAX_TILES: u32 = 64;
+
+/// Whether a sort of `n` keys scans its histograms in the scatter.
+fn scan_in_scatter(n: u32) -> bool {
+    n.div_ceil(SORT_TILE) <= SCAN_IN_SCATTER_MAX_TILES
+}
+
 /// The `FastParams` block of one sort pass (`shift` = 8 * pass).
 fn params_words(n: u32, vertex_count: u32, indexed: bool, shift: u32) -> [u32; 8] {
     // mirrors prism_core::lbvh::morton_scale's numerator, rounded as f32.
@@ -138,7 +157,7 @@ fn params_words(n: u32, vertex_count: u32, indexed: bool, shift: u32) -> [u32; 8
         n.div_ceil(SORT_TILE),
         0, // opaque_zero
         numerator.to_bits(),
-        0,
+        scan_in_scatter(n) as u32,
     ]
 }
 
@@ -165,7 +184,6 @@ impl WgpuBackend {
                 Ok(FastPipelines {
                     boxes: pipeline("fast_boxes"),
                     codes: pipeline("fast_codes"),
-                    histogram: pipeline("fast_histogram"),
                     scan: pipeline("fast_scan"),
                     scatter: pipeline("fast_scatter"),
                     tree: pipeline("fast_tree"),
@@ -250,7 +268,15 @@ impl WgpuBackend {
             buffer(self, "fast build: values", nn * 4)?,
             buffer(self, "fast build: values", nn * 4)?,
         ];
-        let hist = buffer(self, "fast build: histograms", 256 * sort_blocks as u64 * 4)?;
+        let hist_bytes = 256 * sort_blocks as u64 * 4;
+        let hists = [
+            buffer(self, "fast build: histograms", hist_bytes)?,
+            buffer(self, "fast build: histograms", hist_bytes)?,
+            buffer(self, "fast build: histograms", hist_bytes)?,
+            buffer(self, "fast build: histograms", hist_bytes)?,
+        ];
+        // The last pass counts nothing: hist_next is bound but not written.
+        let no_hist = buffer(self, "fast build: no histograms", 16)?;
         let slot_boxes = buffer(self, "fast build: slot boxes", nn * 32)?;
         let inner_nodes = buffer(self, "fast build: radix tree", inner * 16)?;
         let links = buffer(self, "fast build: parent links", (inner + nn) * 4)?;
@@ -323,18 +349,20 @@ impl WgpuBackend {
                         (4, &centre_bounds),
                         (5, &keys[0]),
                         (6, &values[0]),
+                        (16, &hists[0]),
                     ],
                 ),
             ];
             for pass in 0..4u64 {
                 let (from, to) = ((pass % 2) as usize, ((pass + 1) % 2) as usize);
-                d.push(dispatch(
-                    &p.histogram,
-                    sort_grid,
-                    pass,
-                    &[(5, &keys[from]), (9, &hist)],
-                ));
-                d.push(dispatch(&p.scan, (1, 1), pass, &[(9, &hist)]));
+                if !scan_in_scatter(n) {
+                    d.push(dispatch(
+                        &p.scan,
+                        (1, 1),
+                        pass,
+                        &[(9, &hists[pass as usize])],
+                    ));
+                }
                 d.push(dispatch(
                     &p.scatter,
                     sort_grid,
@@ -344,7 +372,8 @@ impl WgpuBackend {
                         (6, &values[from]),
                         (7, &keys[to]),
                         (8, &values[to]),
-                        (9, &hist),
+                        (9, &hists[pass as usize]),
+                        (16, hists.get(pass as usize + 1).unwrap_or(&no_hist)),
                     ],
                 ));
             }
@@ -395,6 +424,7 @@ impl WgpuBackend {
             positions: b_positions,
             triangles: b_triangles,
             centre_bounds,
+            hists,
             values,
             node_data,
             nodes,
@@ -402,11 +432,14 @@ impl WgpuBackend {
         })
     }
 
-    /// Record the build into `encoder`: the clear of the centres' bounds,
-    /// then the seventeen dispatches in one compute pass (timestamped at its
+    /// Record the build into `encoder`: the clears of the centres' bounds
+    /// and the histograms, then the dispatches in one compute pass (timestamped at its
     /// start and end when `timed` and the adapter has timestamps).
     fn fast_record(&self, encoder: &mut wgpu::CommandEncoder, s: &FastScratch, timed: bool) {
         encoder.clear_buffer(&s.centre_bounds, 0, None);
+        for h in &s.hists {
+            encoder.clear_buffer(h, 0, None);
+        }
         let ts = self.timestamps.as_ref().filter(|_| timed);
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {

@@ -190,7 +190,9 @@ proptest! {
 }
 
 /// Sizes at the edges: 2 and 3 triangles, one past a workgroup (257), one
-/// past a sort tile (4097), and an indexed mesh of 2 x 40 x 37 triangles;
+/// past a sort tile (4097), 64 tiles (the most whose scatter scans the
+/// histograms itself) and one past them (a scan dispatch of its own), and
+/// an indexed mesh of 2 x 40 x 37 triangles;
 /// every triangle on one point (all codes equal), and a flat soup on a plane.
 #[test]
 fn device_fast_tree_is_cores_at_edge_sizes() {
@@ -198,7 +200,7 @@ fn device_fast_tree_is_cores_at_edge_sizes() {
     let coords: Vec<f32> = (0..997)
         .map(|i| ((i * 7919) % 1009) as f32 / 1009.0)
         .collect();
-    for n in [2usize, 3, 255, 256, 257, 4097] {
+    for n in [2usize, 3, 255, 256, 257, 4097, 64 * 4096, 64 * 4096 + 1] {
         let (p, t) = soup(&coords, n);
         check_mesh(&mut gpu, &format!("soup of {n}"), &p, &t);
     }
