@@ -8,9 +8,8 @@
 //! clears of the centres' bounds (24 bytes) and the sort's histograms (each
 //! counted by the dispatch before its pass, so no pass reads its keys twice;
 //! bunny's build went from 0.29 to 0.25 ms on an H200 with these). Timed by
-//! GPU timestamps at the pass's
-//! start and end where the adapter has them, else by the host clock around
-//! the submission and its wait.
+//! GPU timestamps at the pass's start and end where the adapter has them,
+//! else by the host clock around the submission and its wait.
 //!
 //! `set_scene` builds a flat scene of triangles alone on the device when the
 //! scene asks for the fast tree; the host then takes the nodes and the slot
