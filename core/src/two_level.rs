@@ -80,6 +80,17 @@ impl Blas {
         }
     }
 
+    /// The world box of an instance of this geometry placed by `transform`:
+    /// by the outline when `outlined` ([`outlined`]), else by the bounds.
+    #[inline]
+    pub(crate) fn world_box(&self, transform: &glam::Affine3A, outlined: bool) -> Aabb {
+        if outlined {
+            self.outline.world_box(transform, &self.bounds)
+        } else {
+            world_bounds(transform, &self.bounds)
+        }
+    }
+
     /// Root node of the tree.
     #[inline]
     pub(crate) fn root(&self) -> u32 {
@@ -306,12 +317,21 @@ impl TwoLevel {
         let inv = world_to_object(index, transform)?;
         Ok((
             gpu_instance(transform, mask, material, &inv, blas.root()),
-            if outlined {
-                blas.outline.world_box(transform, &blas.bounds)
-            } else {
-                world_bounds(transform, &blas.bounds)
-            },
+            blas.world_box(transform, outlined),
         ))
+    }
+
+    /// [`TwoLevel::place_parts`] for live instance `index` moved to
+    /// `transform`, with its own parts, boxed by the rule of the scene now.
+    #[inline]
+    pub(crate) fn place_moved(
+        &self,
+        index: usize,
+        transform: &glam::Affine3A,
+    ) -> Result<(GpuInstance, Aabb), Error> {
+        let h = &self.instances[index];
+        let outlined = self.outlined_now();
+        self.place_parts(index, transform, h.geometry, h.mask, h.material(), outlined)
     }
 
     /// Work out the record and world box of every instance a device moved

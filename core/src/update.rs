@@ -24,7 +24,7 @@ use crate::accel::{Accel, offset_nodes};
 use crate::bvh::{Bvh, Fork, Sequential};
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD, GpuInstance, Primitive};
-use crate::instance::{Instance, MAX_INSTANCES, VACANT, world_bounds};
+use crate::instance::{Instance, MAX_INSTANCES, VACANT};
 use crate::outline::Outline;
 use crate::two_level::{
     Blas, HostInstance, MeshSlots, TwoLevel, outlined, primitive_bounds, refit, sah_cost,
@@ -706,12 +706,7 @@ fn finish(
         let outlined = outlined(levels.build, levels.instances.len());
         for (world, inst) in levels.world.iter_mut().zip(&levels.instances) {
             if inst.live && inst.geometry == g {
-                let transform = inst.transform();
-                *world = if outlined {
-                    blas.outline.world_box(&transform, &blas.bounds)
-                } else {
-                    world_bounds(&transform, &blas.bounds)
-                };
+                *world = blas.world_box(&inst.transform(), outlined);
             }
         }
         top_dirty = true;
@@ -751,15 +746,7 @@ fn place_moves<F: Fork>(
 ) -> Result<(), Error> {
     if moves.len() < 2 * FORK_MOVES_PIECE {
         for (&(i, transform), slot) in moves.iter().zip(out.iter_mut()) {
-            let h = &levels.instances[i as usize];
-            *slot = levels.place_parts(
-                i as usize,
-                &transform,
-                h.geometry,
-                h.mask,
-                h.material(),
-                levels.outlined_now(),
-            )?;
+            *slot = levels.place_moved(i as usize, &transform)?;
         }
         return Ok(());
     }
@@ -799,17 +786,8 @@ fn move_in_place(
     for (k, &(i, transform)) in update.transforms.iter().enumerate() {
         // Checked here rather than in a pass of its own: one read of the
         // instance a move (a frame may move every instance).
-        let placed = live_instance(levels, i).and_then(|()| {
-            let h = &levels.instances[i as usize];
-            levels.place_parts(
-                i as usize,
-                &transform,
-                h.geometry,
-                h.mask,
-                h.material(),
-                levels.outlined_now(),
-            )
-        });
+        let placed =
+            live_instance(levels, i).and_then(|()| levels.place_moved(i as usize, &transform));
         match placed {
             Ok((record, world)) => {
                 levels.records[i as usize] = record;
@@ -819,16 +797,9 @@ fn move_in_place(
             Err(e) => {
                 // Put back every record written so far, from the old transforms.
                 for &(j, _) in &update.transforms[..k] {
-                    let h = levels.instances[j as usize];
+                    let old = levels.instances[j as usize].transform();
                     // ok (never fails): the old transform was accepted before.
-                    if let Ok((record, world)) = levels.place_parts(
-                        j as usize,
-                        &h.transform(),
-                        h.geometry,
-                        h.mask,
-                        h.material(),
-                        levels.outlined_now(),
-                    ) {
+                    if let Ok((record, world)) = levels.place_moved(j as usize, &old) {
                         levels.records[j as usize] = record;
                         levels.world[j as usize] = world;
                     }
