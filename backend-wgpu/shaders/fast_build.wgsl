@@ -334,6 +334,23 @@ fn count_key(key: u32, shift: u32, at: u32) {
 
 var<workgroup> run_sums: array<u32, 256>;
 
+// The sum of `value` over the workgroup's invocations below `lid` (a
+// Hillis-Steele scan in run_sums). With the whole workgroup.
+fn workgroup_exclusive_scan(lid: u32, value: u32) -> u32 {
+    run_sums[lid] = value;
+    workgroupBarrier();
+    for (var d = 1u; d < FAST_THREADS; d = d << 1u) {
+        var add = 0u;
+        if lid >= d {
+            add = run_sums[lid - d];
+        }
+        workgroupBarrier();
+        run_sums[lid] += add;
+        workgroupBarrier();
+    }
+    return run_sums[lid] - value;
+}
+
 // The exclusive prefix sum of hist's 256 * sort_blocks words in place, by
 // one workgroup: each invocation sums a run of the words, the workgroup scans
 // the sums, each writes its run.
@@ -347,19 +364,7 @@ fn fast_scan(@builtin(local_invocation_index) lid: u32) {
     for (var i = begin; i < end; i++) {
         total += hist[i];
     }
-    run_sums[lid] = total;
-    workgroupBarrier();
-    // Hillis-Steele inclusive scan of the sums.
-    for (var d = 1u; d < FAST_THREADS; d = d << 1u) {
-        var add = 0u;
-        if lid >= d {
-            add = run_sums[lid - d];
-        }
-        workgroupBarrier();
-        run_sums[lid] += add;
-        workgroupBarrier();
-    }
-    var acc = run_sums[lid] - total;
+    var acc = workgroup_exclusive_scan(lid, total);
     for (var i = begin; i < end; i++) {
         let w = hist[i];
         hist[i] = acc;
@@ -394,20 +399,7 @@ fn fast_scatter(
             total += c;
             before += select(0u, c, t < block);
         }
-        digit_base[lid] = total;
-        workgroupBarrier();
-        for (var d = 1u; d < RADIX; d = d << 1u) {
-            var add = 0u;
-            if lid >= d {
-                add = digit_base[lid - d];
-            }
-            workgroupBarrier();
-            digit_base[lid] += add;
-            workgroupBarrier();
-        }
-        let base = digit_base[lid] - total + before;
-        workgroupBarrier();
-        digit_base[lid] = base;
+        digit_base[lid] = workgroup_exclusive_scan(lid, total) + before;
     } else if in_range {
         digit_base[lid] = hist[lid * params.sort_blocks + block];
     }
