@@ -7,47 +7,25 @@
 //! Without an adapter these tests print why and pass, unless
 //! `PRISM_REQUIRE_WGPU=1` (CI sets it): then they fail.
 
+mod common;
+
 use prism_core::glam::{Affine3A, Quat, Vec3};
 use prism_core::heightfield::{Heightfield, ray_heightfield};
 use prism_core::integrator::render_pixel;
 use prism_core::intersect::RayPre;
 use prism_core::rng::Pcg;
 use prism_core::{
-    Accel, Backend, Camera, Error, Geometry, Hit, Image, Instance, Integrator, Material,
-    NoProgress, PixelFormat, Ray, RenderSettings, Scene,
+    Accel, Backend, Camera, Geometry, Hit, Image, Instance, Integrator, Material, NoProgress,
+    PixelFormat, Ray, RenderSettings, Scene,
 };
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 use std::sync::{Mutex, OnceLock};
-
-/// Open a backend (software adapters allowed), or explain why not.
-fn open() -> Option<WgpuBackend> {
-    match WgpuBackend::new(WgpuOptions {
-        allow_software: true,
-        ..WgpuOptions::default()
-    }) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let required = std::env::var("PRISM_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-            if required || !matches!(e, Error::BackendUnavailable { .. }) {
-                panic!(
-                    "no usable wgpu adapter (PRISM_REQUIRE_WGPU=1 or not an availability problem): {e}"
-                );
-            }
-            eprintln!(
-                "SKIPPED: no wgpu adapter: {e}. Install Mesa's lavapipe \
-                 (apt-get install -y mesa-vulkan-drivers libvulkan1) to run this test; \
-                 set PRISM_REQUIRE_WGPU=1 to make a missing adapter fail."
-            );
-            None
-        }
-    }
-}
 
 /// Run `f` with the shared backend (each pipeline compiled once a run);
 /// returns without calling it when there is no adapter.
 fn with_backend(f: impl FnOnce(&mut WgpuBackend)) {
     static SHARED: OnceLock<Mutex<Option<WgpuBackend>>> = OnceLock::new();
-    let shared = SHARED.get_or_init(|| Mutex::new(open()));
+    let shared = SHARED.get_or_init(|| Mutex::new(common::open_backend(WgpuOptions::default())));
     let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(b) = guard.as_mut() {
         f(b);
