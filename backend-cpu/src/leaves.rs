@@ -493,7 +493,7 @@ pub(crate) fn leaf_closest_axes(
 
 /// The watertight test's axes `(kx, ky)` for each [`RayPre::perm`] code
 /// (`2 * kz + swapped`).
-const PERM_AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
+pub(crate) const PERM_AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
 
 /// [`RayPre::inv_dir`] of `ray`: `1 / dir`, with components clamped away from
 /// zero as core clamps them (the first half of [`ray_pre_with`]).

@@ -107,6 +107,10 @@ pub struct CpuBackend {
     /// the wide traversals (core's walk at the tree's leaf, one ray at a
     /// time), for comparison: the answers are the same.
     heightfield_lanes: bool,
+    /// Whether `intersect` and `occluded` walk eight coherent rays in a row
+    /// together through the 8-wide BVH (`true`, the default; see
+    /// [`bvh8`]'s packets) or every ray alone. The answers are the same.
+    ray_packets: bool,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -145,6 +149,7 @@ impl CpuBackend {
             cell_grid: None,
             lone_heightfield: None,
             heightfield_lanes: true,
+            ray_packets: true,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -196,6 +201,17 @@ impl CpuBackend {
             .as_ref()
             .and_then(LoneHeightfield::of)
             .filter(|_| on);
+    }
+
+    /// Whether `intersect` and `occluded` walk coherent rays eight at a time
+    /// (`true`, the default: camera rays and shadow rays toward one light,
+    /// eight in a row whose directions lie within a few degrees of each
+    /// other, on a flat scene through the 8-wide BVH) or every ray alone
+    /// (`false`). The answers are the same: each ray's closest hit is the
+    /// one its own walk finds, with core's `t`, `u` and `v` (bench/RESULTS.md
+    /// gives the speed of both). For comparisons and benchmarks.
+    pub fn set_ray_packets(&mut self, on: bool) {
+        self.ray_packets = on;
     }
 
     /// The traversal the calls walk: the one chosen, or core's binary trees
@@ -389,14 +405,21 @@ impl Backend for CpuBackend {
             );
         }
         let (wide, prims, hf) = (&self.wide, accel.primitives(), accel.heightfield_set());
+        let packets = self.ray_packets;
         Ok(trace_batch(
             &self.pool,
             start,
             rays,
             hits,
-            |ray, scratch| match traversal {
-                Traversal::Wide | Traversal::Wide4 => wide.intersect(prims, hf, ray, scratch),
-                Traversal::Binary => accel.intersect(ray),
+            |rays, hits, scratch| match traversal {
+                Traversal::Wide | Traversal::Wide4 => {
+                    wide.intersect_many(prims, hf, rays, hits, packets, scratch)
+                }
+                Traversal::Binary => {
+                    for (hit, ray) in hits.iter_mut().zip(rays) {
+                        *hit = accel.intersect(ray);
+                    }
+                }
             },
         ))
     }
@@ -413,14 +436,21 @@ impl Backend for CpuBackend {
             return Ok(lone.trace(accel, &self.pool, start, rays, occluded, |h| h.is_some()));
         }
         let (wide, prims, hf) = (&self.wide, accel.primitives(), accel.heightfield_set());
+        let packets = self.ray_packets;
         Ok(trace_batch(
             &self.pool,
             start,
             rays,
             occluded,
-            |ray, scratch| match traversal {
-                Traversal::Wide | Traversal::Wide4 => wide.occluded(prims, hf, ray, scratch),
-                Traversal::Binary => accel.occluded(ray),
+            |rays, occluded, scratch| match traversal {
+                Traversal::Wide | Traversal::Wide4 => {
+                    wide.occluded_many(prims, hf, rays, occluded, packets, scratch)
+                }
+                Traversal::Binary => {
+                    for (o, ray) in occluded.iter_mut().zip(rays) {
+                        *o = accel.occluded(ray);
+                    }
+                }
             },
         ))
     }
@@ -502,26 +532,21 @@ fn current(accel: &mut Option<Accel>, traversal: Traversal) -> Result<&Accel, Er
     Ok(accel)
 }
 
-/// `out[i] = trace(rays[i])` for every ray, in chunks of [`RAY_CHUNK`] across
-/// `pool` (one traversal stack a chunk), and the stats of the call begun at
-/// `start`: the one loop of `intersect` and `occluded`, which differ only in
-/// what a ray gives.
+/// `trace(rays, out)` over chunks of [`RAY_CHUNK`] rays across `pool` (one
+/// traversal stack a chunk), and the stats of the call begun at `start`: the
+/// one loop of `intersect` and `occluded`, which differ only in what a ray
+/// gives.
 fn trace_batch<T: Send>(
     pool: &rayon::ThreadPool,
     start: Instant,
     rays: &[Ray],
     out: &mut [T],
-    trace: impl Fn(&Ray, &mut Scratch) -> T + Sync,
+    trace: impl Fn(&[Ray], &mut [T], &mut Scratch) + Sync,
 ) -> RenderStats {
     pool.install(|| {
         out.par_chunks_mut(RAY_CHUNK)
             .zip(rays.par_chunks(RAY_CHUNK))
-            .for_each(|(o, r)| {
-                let mut scratch = Scratch::new();
-                for (slot, ray) in o.iter_mut().zip(r) {
-                    *slot = trace(ray, &mut scratch);
-                }
-            })
+            .for_each(|(o, r)| trace(r, o, &mut Scratch::new()))
     });
     let trace = start.elapsed();
     RenderStats {

@@ -140,6 +140,48 @@ impl Wide {
         }
     }
 
+    /// `out[i]` = [`Wide::intersect`] of `rays[i]`, coherent rays eight at a
+    /// time through the 8-wide BVH where `packets` allows it.
+    pub(crate) fn intersect_many(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        rays: &[Ray],
+        out: &mut [Hit],
+        packets: bool,
+        scratch: &mut Scratch,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if let (Wide::Eight(b), true) = (self, packets) {
+            return b.intersect_many(prims, hf, rays, out, &mut scratch.stack8);
+        }
+        let _ = packets;
+        for (hit, ray) in out.iter_mut().zip(rays) {
+            *hit = self.intersect(prims, hf, ray, scratch);
+        }
+    }
+
+    /// `out[i]` = [`Wide::occluded`] of `rays[i]`, coherent rays eight at a
+    /// time through the 8-wide BVH where `packets` allows it.
+    pub(crate) fn occluded_many(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        rays: &[Ray],
+        out: &mut [bool],
+        packets: bool,
+        scratch: &mut Scratch,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if let (Wide::Eight(b), true) = (self, packets) {
+            return b.occluded_many(prims, hf, rays, out, &mut scratch.stack8);
+        }
+        let _ = packets;
+        for (o, ray) in out.iter_mut().zip(rays) {
+            *o = self.occluded(prims, hf, ray, scratch);
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn intersect_slot(
         &self,

@@ -26,6 +26,56 @@
 //! tree with the closest hit so far as its `tmax`, as core's walk does (see
 //! `walk`).
 
+/// Core's watertight triangle test ([`prism_core::intersect::ray_triangle_axes`])
+/// over eight lanes, from the vertices less the ray's origin on the test's axes
+/// (`$a`, `$b`, `$c`: `[kx, ky, kz]` rows), the shear `[sx, sy, sz]` and the
+/// interval `($tmin, $tmax)`, all `__m256`: per lane core's operations in
+/// core's order, so `t`, `u` and `v` are core's bit for bit. Gives the lanes
+/// hit (all bits set) and each lane's `t`, `u` and `v`. One body for the
+/// single-ray walk (eight triangles, one ray) and the packets (one triangle,
+/// eight rays); a macro, so that it is inlined into both AVX2 walks.
+macro_rules! watertight8 {
+    ($a:expr, $b:expr, $c:expr, $shear:expr, $tmin:expr, $tmax:expr) => {{
+        let (a, b, c): ([__m256; 3], [__m256; 3], [__m256; 3]) = ($a, $b, $c);
+        let [sx, sy, sz]: [__m256; 3] = $shear;
+        let (mul, sub, add) = (_mm256_mul_ps, _mm256_sub_ps, _mm256_add_ps);
+        let ax = sub(a[0], mul(sx, a[2]));
+        let ay = sub(a[1], mul(sy, a[2]));
+        let bx = sub(b[0], mul(sx, b[2]));
+        let by = sub(b[1], mul(sy, b[2]));
+        let cx = sub(c[0], mul(sx, c[2]));
+        let cy = sub(c[1], mul(sy, c[2]));
+        let u = sub(mul(cx, by), mul(cy, bx));
+        let v = sub(mul(ax, cy), mul(ay, cx));
+        let w = sub(mul(bx, ay), mul(by, ax));
+        let zero = _mm256_setzero_ps();
+        let lt = |x| _mm256_cmp_ps::<_CMP_LT_OQ>(x, zero);
+        let gt = |x| _mm256_cmp_ps::<_CMP_GT_OQ>(x, zero);
+        let negative = _mm256_or_ps(_mm256_or_ps(lt(u), lt(v)), lt(w));
+        let positive = _mm256_or_ps(_mm256_or_ps(gt(u), gt(v)), gt(w));
+        let outside = _mm256_and_ps(negative, positive);
+        let det = add(add(u, v), w);
+        let az = mul(sz, a[2]);
+        let bz = mul(sz, b[2]);
+        let cz = mul(sz, c[2]);
+        let t_scaled = add(add(mul(u, az), mul(v, bz)), mul(w, cz));
+        let rcp = _mm256_div_ps(_mm256_set1_ps(1.0), det);
+        let t = mul(t_scaled, rcp);
+        // glam's `cmpne` is unordered (true for NaN), as here.
+        let ok = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_NEQ_UQ>(det, zero),
+            _mm256_and_ps(
+                _mm256_cmp_ps::<_CMP_GT_OQ>(t, $tmin),
+                _mm256_cmp_ps::<_CMP_LT_OQ>(t, $tmax),
+            ),
+        );
+        (_mm256_andnot_ps(outside, ok), t, mul(v, rcp), mul(w, rcp))
+    }};
+}
+
+mod packet;
+#[cfg(test)]
+mod packet_tests;
 mod walk;
 
 use crate::collapse::{Child, children, gather, reserve};
@@ -33,6 +83,7 @@ use crate::instances::{Columns, Outline, Span, write_columns};
 use crate::leaves::{Bounds, NOT_IN_PACKET, Packets, all_triangles, leaf};
 use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
+use packet::{any_many, closest_many};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::heightfield::Heightfields;
 use prism_core::{Accel, Error, Hit, Ray, TreeBytes};
@@ -422,6 +473,68 @@ impl Bvh8 {
         };
         // SAFETY: as above, a `Bvh8` implies AVX2, BMI1 and POPCNT.
         unsafe { closest(self, prims, hf, ray, root, &mut stack.e) }
+    }
+
+    /// A flat scene's root and the largest side of its root box, the scale
+    /// a [`Packet`]'s origins are measured against; `None` for a two-level
+    /// scene or an empty tree (no packets).
+    fn packet_root(&self) -> Option<(u32, f32)> {
+        if self.two_level {
+            return None;
+        }
+        let span = self.spans.first()?;
+        let root = self.nodes.get(span.root as usize)?;
+        let mut all = Bounds::EMPTY;
+        for k in (0..8).filter(|&k| root.child[k] != EMPTY_CHILD || root.meta[k] != 0) {
+            all = all.union(root.slot_box(k));
+        }
+        let side = all.hi - all.lo;
+        let side = side.x.max(side.y).max(side.z);
+        (side.is_finite() && side > 0.0).then_some((span.root, side))
+    }
+
+    /// Closest hits of `rays` into `out` (as many), each as [`Bvh8::intersect`]
+    /// gives it: eight rays in a row that are coherent are walked together
+    /// (flat scenes), the others one at a time.
+    pub fn intersect_many(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        rays: &[Ray],
+        out: &mut [Hit],
+        stack: &mut Stack,
+    ) {
+        match self.packet_root() {
+            // SAFETY: a `Bvh8` implies AVX2, BMI1 and POPCNT (see `closest_at`).
+            Some(root) => unsafe { closest_many(self, prims, hf, root, rays, out, stack) },
+            None => {
+                for (ray, hit) in rays.iter().zip(out.iter_mut()) {
+                    *hit = self.intersect(prims, hf, ray, stack);
+                }
+            }
+        }
+    }
+
+    /// Whether each of `rays` meets anything within its interval, into `out`
+    /// (as many), as [`Bvh8::occluded`] gives it: coherent rays eight at a
+    /// time, as in [`Bvh8::intersect_many`].
+    pub fn occluded_many(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        rays: &[Ray],
+        out: &mut [bool],
+        stack: &mut Stack,
+    ) {
+        match self.packet_root() {
+            // SAFETY: as in `intersect_many`.
+            Some(root) => unsafe { any_many(self, prims, hf, root, rays, out, stack) },
+            None => {
+                for (ray, o) in rays.iter().zip(out.iter_mut()) {
+                    *o = self.occluded(prims, hf, ray, stack);
+                }
+            }
+        }
     }
 
     /// Whether anything the ray sees lies on it within `(tmin, tmax)`.

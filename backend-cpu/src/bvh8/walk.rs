@@ -15,7 +15,7 @@ use prism_core::{Hit, Ray};
 
 /// The ray's slab-test constants in 256-bit registers, and which row of a node
 /// holds each axis's near and far plane.
-struct Ray8 {
+pub(super) struct Ray8 {
     o: [__m256; 3],
     inv: [__m256; 3],
     tmin: __m256,
@@ -27,7 +27,7 @@ impl Ray8 {
     /// The constants of a ray from `origin` with inverse direction `inv_dir`
     /// ([`RayPre::inv_dir`]) over `(tmin, ..)`.
     #[target_feature(enable = "avx2")]
-    fn new(origin: Vec3, inv_dir: Vec3A, tmin: f32) -> Self {
+    pub(super) fn new(origin: Vec3, inv_dir: Vec3A, tmin: f32) -> Self {
         let near = |inv: f32| usize::from(inv < 0.0);
         Ray8 {
             o: [
@@ -48,7 +48,7 @@ impl Ray8 {
     /// Core's slab test ([`prism_core::intersect::ray_aabb`]) on a node's eight
     /// boxes: entry distances, and the mask of boxes entered within `(tmin, tmax)`.
     #[target_feature(enable = "avx2")]
-    fn boxes(&self, n: &Node8, tmax: f32) -> ([f32; 8], u32) {
+    pub(super) fn boxes(&self, n: &Node8, tmax: f32) -> ([f32; 8], u32) {
         let slab = |axis: usize, row: usize| -> __m256 {
             // ok: `row` is `near[axis]` or its pair, both below 6.
             let bound: __m256 = bytemuck::cast(n.rows[row]);
@@ -79,7 +79,7 @@ impl Ray8 {
 /// Start fetching a child that waits on the stack: its node or its first packet.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
+pub(super) fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
     let p: *const i8 = if meta == 0 {
         bvh.nodes.as_ptr().wrapping_add(child as usize).cast()
     } else if meta & PACKET_LEAF != 0 {
@@ -241,7 +241,7 @@ pub(super) fn any(
 /// pushed in slot order, each handed to `pushed` (to prefetch it). `None` when none was entered or the
 /// stack has not the room. Inlined as [`descend`] is.
 #[inline(always)]
-fn nearest_first(
+pub(super) fn nearest_first(
     n: &Node8,
     t: &[f32; 8],
     mask: u32,
@@ -409,7 +409,7 @@ pub(super) fn any_two_level(
 /// not the room. Inlined into the walks, whose target features it then has
 /// (it takes none of its own, so that it can be inlined always).
 #[inline(always)]
-fn descend(
+pub(super) fn descend(
     n: &Node8,
     t: &[f32; 8],
     mask: u32,
@@ -551,39 +551,15 @@ macro_rules! pair_test {
             [rel(1, kx), rel(1, ky), rel(1, kz)],
             [rel(2, kx), rel(2, ky), rel(2, kz)],
         );
-        let (mul, sub, add) = (_mm256_mul_ps, _mm256_sub_ps, _mm256_add_ps);
-        let ax = sub(a[0], mul(l.sx, a[2]));
-        let ay = sub(a[1], mul(l.sy, a[2]));
-        let bx = sub(b[0], mul(l.sx, b[2]));
-        let by = sub(b[1], mul(l.sy, b[2]));
-        let cx = sub(c[0], mul(l.sx, c[2]));
-        let cy = sub(c[1], mul(l.sy, c[2]));
-        let u = sub(mul(cx, by), mul(cy, bx));
-        let v = sub(mul(ax, cy), mul(ay, cx));
-        let w = sub(mul(bx, ay), mul(by, ax));
-        let zero = _mm256_setzero_ps();
-        let lt = |x| _mm256_cmp_ps::<_CMP_LT_OQ>(x, zero);
-        let gt = |x| _mm256_cmp_ps::<_CMP_GT_OQ>(x, zero);
-        let negative = _mm256_or_ps(_mm256_or_ps(lt(u), lt(v)), lt(w));
-        let positive = _mm256_or_ps(_mm256_or_ps(gt(u), gt(v)), gt(w));
-        let outside = _mm256_and_ps(negative, positive);
-        let det = add(add(u, v), w);
-        let az = mul(l.sz, a[2]);
-        let bz = mul(l.sz, b[2]);
-        let cz = mul(l.sz, c[2]);
-        let t_scaled = add(add(mul(u, az), mul(v, bz)), mul(w, cz));
-        let rcp = _mm256_div_ps(_mm256_set1_ps(1.0), det);
-        let t = mul(t_scaled, rcp);
-        // glam's `cmpne` is unordered (true for NaN), as here.
-        let ok = _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_NEQ_UQ>(det, zero),
-            _mm256_and_ps(
-                _mm256_cmp_ps::<_CMP_GT_OQ>(t, _mm256_set1_ps($tmin)),
-                _mm256_cmp_ps::<_CMP_LT_OQ>(t, _mm256_set1_ps($tmax)),
-            ),
+        let (hit, t, u, v) = watertight8!(
+            a,
+            b,
+            c,
+            [l.sx, l.sy, l.sz],
+            _mm256_set1_ps($tmin),
+            _mm256_set1_ps($tmax)
         );
-        let hit = _mm256_andnot_ps(outside, ok);
-        (_mm256_movemask_ps(hit) as u32, t, mul(v, rcp), mul(w, rcp))
+        (_mm256_movemask_ps(hit) as u32, t, u, v)
     }};
 }
 
