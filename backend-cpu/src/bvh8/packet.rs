@@ -281,7 +281,8 @@ impl<'a> Packet<'a> {
     }
 
     /// Triangle `j` of packet `tp` against the eight rays within each one's
-    /// `(tmin, tmax)`: the lanes hit and their `t`, `u`, `v` (core's).
+    /// `(tmin, tmax)`: the lanes hit and their `t`, `u`, `v` (core's), `None`
+    /// where no ray passes inside the triangle.
     #[inline]
     #[target_feature(enable = "avx2")]
     fn triangle(
@@ -289,7 +290,7 @@ impl<'a> Packet<'a> {
         tp: &crate::leaves::TriPacket,
         j: usize,
         tmax: __m256,
-    ) -> (__m256, __m256, __m256, __m256) {
+    ) -> Option<(__m256, __m256, __m256, __m256)> {
         let rows = tp.rows();
         let [kx, ky, kz] = self.axes;
         // Vertex `v`'s coordinate on the test's axis `k` less each ray's
@@ -298,7 +299,15 @@ impl<'a> Packet<'a> {
             _mm256_sub_ps(_mm256_set1_ps(rows[v][axis][j]), self.origin[k])
         };
         let vertex = |v: usize| [rel(v, 0, kx), rel(v, 1, ky), rel(v, 2, kz)];
-        watertight8!(vertex(0), vertex(1), vertex(2), self.shear, self.tmin, tmax)
+        watertight8!(
+            true,
+            vertex(0),
+            vertex(1),
+            vertex(2),
+            self.shear,
+            self.tmin,
+            tmax
+        )
     }
 }
 
@@ -359,7 +368,9 @@ pub(super) fn closest_packet(
                     if tp.slot[j] == u32::MAX {
                         break;
                     }
-                    let (hit, t, u, v) = p.triangle(tp, j, best_t);
+                    let Some((hit, t, u, v)) = p.triangle(tp, j, best_t) else {
+                        continue;
+                    };
                     let mut m = _mm256_movemask_ps(hit) as u32;
                     if m == 0 {
                         continue;
@@ -463,8 +474,9 @@ pub(super) fn any_packet(
                     if tp.slot[j] == u32::MAX {
                         break;
                     }
-                    let (hit, ..) = p.triangle(tp, j, p.tmax);
-                    open &= !(_mm256_movemask_ps(hit) as u32);
+                    if let Some((hit, ..)) = p.triangle(tp, j, p.tmax) {
+                        open &= !(_mm256_movemask_ps(hit) as u32);
+                    }
                 }
                 if open == 0 {
                     return done(0);

@@ -552,13 +552,22 @@ macro_rules! pair_test {
             [rel(2, kx), rel(2, ky), rel(2, kz)],
         );
         let (hit, t, u, v) = watertight8!(
+            false,
             a,
             b,
             c,
             [l.sx, l.sy, l.sz],
             _mm256_set1_ps($tmin),
             _mm256_set1_ps($tmax)
-        );
+        )
+        .unwrap_or_else(|| {
+            (
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+            )
+        });
         (_mm256_movemask_ps(hit) as u32, t, u, v)
     }};
 }
