@@ -767,13 +767,36 @@ impl<F: Fork> Builder<'_, F> {
         // mapping's scale is infinite); the sweep skips it anyway.
         let bins_of = |p: &BuildPrim| bins_of_scaled((p.centroid() - lo) * scale);
         if prims.len() >= CLEAR_BINS_FROM {
+            // Two sets of bins, for the even and the odd primitives, merged
+            // at the end: neighbouring primitives mostly share a bin, and
+            // with one set each one's union waited on the previous one's
+            // store (1.2x the binning's time). Unions of finite boxes and
+            // sums of counts do not depend on their order: the same bins.
+            let mut odd = ([[Box3A::EMPTY; BINS]; 3], [[0u32; BINS]; 3]);
             bins.bounds = [[Box3A::EMPTY; BINS]; 3];
             bins.count = [[0; BINS]; 3];
-            for p in prims {
+            let mut pairs = prims.chunks_exact(2);
+            for pair in &mut pairs {
+                let (p, q) = (&pair[0], &pair[1]);
+                let (pb, qb) = (p.bounds(), q.bounds());
+                for (axis, (b, c)) in bins_of(p).into_iter().zip(bins_of(q)).enumerate() {
+                    bins.bounds[axis][b] = bins.bounds[axis][b].union(pb);
+                    bins.count[axis][b] += 1;
+                    odd.0[axis][c] = odd.0[axis][c].union(qb);
+                    odd.1[axis][c] += 1;
+                }
+            }
+            for p in pairs.remainder() {
                 let bounds = p.bounds();
                 for (axis, b) in bins_of(p).into_iter().enumerate() {
                     bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
                     bins.count[axis][b] += 1;
+                }
+            }
+            for axis in 0..3 {
+                for b in 0..BINS {
+                    bins.bounds[axis][b] = bins.bounds[axis][b].union(odd.0[axis][b]);
+                    bins.count[axis][b] += odd.1[axis][b];
                 }
             }
             bins.occupied = bins.count.map(|counts| {
