@@ -1,12 +1,13 @@
 //! The CPU backend's traversals on the same rays, in the same process: core's
 //! binary BVH, the 4-wide BVH (`Traversal::Wide4`, 128-bit SIMD) and
 //! `Traversal::Wide` (the 8-wide AVX2 BVH on x86-64 CPUs with AVX2, else the
-//! 4-wide one), the last with every ray alone and with coherent rays eight at
-//! a time (`CpuBackend::set_ray_packets`, the default). Mrays/s for closest
-//! hit and occlusion, median of 5, each traversal twice.
+//! 4-wide one), the last with every ray alone, with coherent rays eight at a
+//! time wherever they are coherent, and where samples say packets pay
+//! (`RayPackets`: `Never`, `Always`, `Auto`, the default). Mrays/s for
+//! closest hit and occlusion, median of 5, each traversal twice.
 //! Usage: cpu_traversal MESH RAYS [THREADS]   (THREADS: 0 or absent = all cores)
 use prism::{Backend, Hit, Material};
-use prism_cpu::{CpuBackend, Traversal};
+use prism_cpu::{CpuBackend, RayPackets, Traversal};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cpu_traversal MESH RAYS [THREADS]";
@@ -44,18 +45,18 @@ fn run(mesh: &str, rays: &str, threads: usize) -> Result<(), prism::Error> {
     let mut occ = vec![false; rays.len()];
     let mut first: Option<(Vec<Hit>, Vec<bool>)> = None;
     let walks = [
-        (Traversal::Binary, false),
-        (Traversal::Wide4, false),
-        (Traversal::Wide, false),
-        (Traversal::Wide, true),
+        (Traversal::Binary, RayPackets::Never),
+        (Traversal::Wide4, RayPackets::Never),
+        (Traversal::Wide, RayPackets::Never),
+        (Traversal::Wide, RayPackets::Always),
+        (Traversal::Wide, RayPackets::Auto),
     ];
     for (t, packets) in walks.into_iter().chain(walks) {
         cpu.set_traversal(t)?;
         cpu.set_ray_packets(packets);
-        let name = if packets {
-            format!("{t:?}, packets")
-        } else {
-            format!("{t:?}")
+        let name = match packets {
+            RayPackets::Never => format!("{t:?}"),
+            p => format!("{t:?}, packets {p:?}"),
         };
         let (mut c, mut o) = (Vec::new(), Vec::new());
         for _ in 0..5 {

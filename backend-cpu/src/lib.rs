@@ -87,6 +87,28 @@ pub enum Traversal {
     Binary,
 }
 
+/// Whether `intersect` and `occluded` walk coherent rays eight at a time: eight
+/// rays in a row of a batch on a flat scene whose directions lie within a few
+/// degrees of each other and whose origins lie close together (camera rays of
+/// neighbouring pixels, shadow rays from neighbouring points toward one
+/// light), walked together through the 8-wide BVH (x86-64 with AVX2). The
+/// answers are the same as every ray's alone: its closest hit, with core's
+/// `t`, `u` and `v` (bench/RESULTS.md gives the speed of each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RayPackets {
+    /// Packets where a few of a batch's packets, walked both ways first,
+    /// cost less than their rays alone: camera rays over surfaces a few
+    /// pixels or more across (1.3-1.6x as many rays a second on the shared
+    /// meshes), not over triangles far smaller than a pixel (where every
+    /// ray of a packet meets its own leaves).
+    #[default]
+    Auto,
+    /// Packets wherever eight rays in a row are coherent.
+    Always,
+    /// Every ray alone.
+    Never,
+}
+
 /// The CPU backend.
 pub struct CpuBackend {
     accel: Option<Accel>,
@@ -108,9 +130,8 @@ pub struct CpuBackend {
     /// time), for comparison: the answers are the same.
     heightfield_lanes: bool,
     /// Whether `intersect` and `occluded` walk eight coherent rays in a row
-    /// together through the 8-wide BVH (`true`, the default; see
-    /// [`bvh8`]'s packets) or every ray alone. The answers are the same.
-    ray_packets: bool,
+    /// together through the 8-wide BVH (see [`RayPackets`]).
+    ray_packets: RayPackets,
     traversal: Traversal,
     pool: rayon::ThreadPool,
     threads: usize,
@@ -149,7 +170,7 @@ impl CpuBackend {
             cell_grid: None,
             lone_heightfield: None,
             heightfield_lanes: true,
-            ray_packets: true,
+            ray_packets: RayPackets::Auto,
             traversal: Traversal::Wide,
             pool,
             threads,
@@ -204,14 +225,10 @@ impl CpuBackend {
     }
 
     /// Whether `intersect` and `occluded` walk coherent rays eight at a time
-    /// (`true`, the default: camera rays and shadow rays toward one light,
-    /// eight in a row whose directions lie within a few degrees of each
-    /// other, on a flat scene through the 8-wide BVH) or every ray alone
-    /// (`false`). The answers are the same: each ray's closest hit is the
-    /// one its own walk finds, with core's `t`, `u` and `v` (bench/RESULTS.md
-    /// gives the speed of both). For comparisons and benchmarks.
-    pub fn set_ray_packets(&mut self, on: bool) {
-        self.ray_packets = on;
+    /// through the 8-wide BVH ([`RayPackets`]; [`RayPackets::Auto`] by
+    /// default). The answers are the same either way.
+    pub fn set_ray_packets(&mut self, packets: RayPackets) {
+        self.ray_packets = packets;
     }
 
     /// The traversal the calls walk: the one chosen, or core's binary trees
@@ -405,7 +422,12 @@ impl Backend for CpuBackend {
             );
         }
         let (wide, prims, hf) = (&self.wide, accel.primitives(), accel.heightfield_set());
-        let packets = self.ray_packets;
+        let packets = traversal == Traversal::Wide
+            && match self.ray_packets {
+                RayPackets::Auto => wide.packets_pay(prims, hf, rays, true),
+                RayPackets::Always => true,
+                RayPackets::Never => false,
+            };
         Ok(trace_batch(
             &self.pool,
             start,
@@ -436,7 +458,12 @@ impl Backend for CpuBackend {
             return Ok(lone.trace(accel, &self.pool, start, rays, occluded, |h| h.is_some()));
         }
         let (wide, prims, hf) = (&self.wide, accel.primitives(), accel.heightfield_set());
-        let packets = self.ray_packets;
+        let packets = traversal == Traversal::Wide
+            && match self.ray_packets {
+                RayPackets::Auto => wide.packets_pay(prims, hf, rays, false),
+                RayPackets::Always => true,
+                RayPackets::Never => false,
+            };
         Ok(trace_batch(
             &self.pool,
             start,

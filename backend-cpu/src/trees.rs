@@ -140,6 +140,29 @@ impl Wide {
         }
     }
 
+    /// Whether [`Wide::intersect_many`] (`closest_hits`) or
+    /// [`Wide::occluded_many`] is to walk `rays`' coherent rays eight at a
+    /// time: where the 8-wide BVH's samples of them say packets pay.
+    pub(crate) fn packets_pay(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        rays: &[Ray],
+        closest_hits: bool,
+    ) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Wide::Eight(b) => {
+                let mut stack = bvh8::Stack::new();
+                b.packets_pay(prims, hf, rays, closest_hits, &mut stack)
+            }
+            _ => {
+                let _ = (prims, hf, rays, closest_hits);
+                false
+            }
+        }
+    }
+
     /// `out[i]` = [`Wide::intersect`] of `rays[i]`, coherent rays eight at a
     /// time through the 8-wide BVH where `packets` allows it.
     pub(crate) fn intersect_many(

@@ -1,4 +1,4 @@
-//! Coherent rays walked eight at a time (`CpuBackend::set_ray_packets`) give
+//! Coherent rays walked eight at a time (`RayPackets::Always`) give
 //! every ray the answer it gets alone, and core's binary-BVH answer, bit for
 //! bit: camera rays, shadow rays from many origins toward one light, rays of
 //! their own intervals, rays hidden by their mask among coherent ones.
@@ -6,7 +6,7 @@
 use glam::Vec3;
 use prism_core::rng::Pcg;
 use prism_core::{Backend, Hit, Material, Ray, Scene};
-use prism_cpu::{CpuBackend, Traversal};
+use prism_cpu::{CpuBackend, RayPackets, Traversal};
 
 /// 800 random triangles (with spheres where asked) in a 20-unit cube.
 fn scene(seed: u32, spheres: bool) -> Scene {
@@ -51,7 +51,7 @@ fn camera_rays(seed: u32, width: usize, height: usize) -> Vec<Ray> {
 
 /// Each traversal's closest hits and occlusion answers for `rays`.
 fn answers(cpu: &mut CpuBackend, rays: &[Ray]) -> [(Vec<Hit>, Vec<bool>); 3] {
-    let mut run = |traversal: Traversal, packets: bool| {
+    let mut run = |traversal: Traversal, packets: RayPackets| {
         cpu.set_traversal(traversal).expect("traversal");
         cpu.set_ray_packets(packets);
         let mut hits = vec![Hit::MISS; rays.len()];
@@ -61,9 +61,9 @@ fn answers(cpu: &mut CpuBackend, rays: &[Ray]) -> [(Vec<Hit>, Vec<bool>); 3] {
         (hits, occluded)
     };
     [
-        run(Traversal::Wide, true),
-        run(Traversal::Wide, false),
-        run(Traversal::Binary, false),
+        run(Traversal::Wide, RayPackets::Always),
+        run(Traversal::Wide, RayPackets::Never),
+        run(Traversal::Binary, RayPackets::Never),
     ]
 }
 

@@ -83,13 +83,14 @@ mod packet;
 #[cfg(test)]
 mod packet_tests;
 mod walk;
+mod work;
 
 use crate::collapse::{Child, children, gather, reserve};
 use crate::instances::{Columns, Outline, Span, write_columns};
 use crate::leaves::{Bounds, NOT_IN_PACKET, Packets, all_triangles, leaf};
 use crate::refit::{RefitNode, refit_tree};
 use glam::{Vec3, Vec4};
-use packet::{any_many, closest_many};
+use packet::{any_many, closest_many, packets_pay};
 use prism_core::gpu::{BvhNode, EMPTY_CHILD, Primitive};
 use prism_core::heightfield::Heightfields;
 use prism_core::{Accel, Error, Hit, Ray, TreeBytes};
@@ -478,7 +479,7 @@ impl Bvh8 {
             return (Hit::MISS, NOT_IN_PACKET);
         };
         // SAFETY: as above, a `Bvh8` implies AVX2, BMI1 and POPCNT.
-        unsafe { closest(self, prims, hf, ray, root, &mut stack.e) }
+        unsafe { closest(self, prims, hf, ray, root, &mut stack.e, &mut ()) }
     }
 
     /// A flat scene's root and the largest side of its root box, the scale
@@ -501,7 +502,8 @@ impl Bvh8 {
 
     /// Closest hits of `rays` into `out` (as many), each as [`Bvh8::intersect`]
     /// gives it: eight rays in a row that are coherent are walked together
-    /// (flat scenes), the others one at a time.
+    /// (flat scenes), the others one at a time. For rays on which packets
+    /// pay ([`Bvh8::packets_pay`]).
     pub fn intersect_many(
         &self,
         prims: &[Primitive],
@@ -518,6 +520,25 @@ impl Bvh8 {
                     *hit = self.intersect(prims, hf, ray, stack);
                 }
             }
+        }
+    }
+
+    /// Whether coherent rays of `rays` are to be walked eight at a time by
+    /// [`Bvh8::intersect_many`] (`closest_hits`) or [`Bvh8::occluded_many`]:
+    /// a few of their packets walked both ways say which walk costs less
+    /// (flat scenes).
+    pub fn packets_pay(
+        &self,
+        prims: &[Primitive],
+        hf: Heightfields<'_>,
+        rays: &[Ray],
+        closest_hits: bool,
+        stack: &mut Stack,
+    ) -> bool {
+        match self.packet_root() {
+            // SAFETY: a `Bvh8` implies AVX2, BMI1 and POPCNT (see `closest_at`).
+            Some(root) => unsafe { packets_pay(self, prims, hf, root, rays, closest_hits, stack) },
+            None => false,
         }
     }
 
@@ -559,7 +580,7 @@ impl Bvh8 {
             return false;
         };
         // SAFETY: as in `closest_at`: a `Bvh8` implies AVX2, BMI1 and POPCNT.
-        unsafe { any(self, prims, hf, ray, root, &mut stack.e) }
+        unsafe { any(self, prims, hf, ray, root, &mut stack.e, &mut ()) }
     }
 }
 

@@ -26,7 +26,8 @@
 //! cone and whose origins lie close together, and the walk's own test of
 //! each ray stays the rule for the rest.
 
-use super::walk::{descend, nearest_first, prefetch};
+use super::walk::{any, closest, descend, nearest_first, prefetch};
+use super::work::{Choice, SAMPLES, Tally, Work};
 use super::{Bvh8, Entry, Node8, STACK, Stack};
 use crate::leaves::{
     NOT_IN_PACKET, PACKET_LEAF, PERM_AXES, inv_dir, leaf_closest_axes, packet_lane, ray_pre_with,
@@ -385,14 +386,15 @@ fn min_lane(x: __m256) -> __m256 {
 /// its leaf slot) and where it came from (see [`NOT_IN_PACKET`]), as
 /// [`super::walk::closest`] gives for that ray alone.
 #[target_feature(enable = "avx2,bmi1,popcnt")]
-pub(super) fn closest_packet(
+pub(super) fn closest_packet<T: Tally>(
     bvh: &Bvh8,
     prims: &[Primitive],
     hf: Heightfields<'_>,
     p: &Packet,
     root: u32,
     st: &mut [Entry; STACK],
-) -> [(Hit, usize); PACKET] {
+    tally: &mut T,
+) -> Option<[(Hit, usize); PACKET]> {
     let tmax: [f32; PACKET] = bytemuck::cast(p.tmax);
     let mut best: [Hit; PACKET] =
         core::array::from_fn(|i| Hit::new(tmax[i], 0.0, 0.0, Hit::NO_PRIM, Hit::NO_INSTANCE));
@@ -405,6 +407,10 @@ pub(super) fn closest_packet(
     loop {
         if meta == 0 {
             if let Some(n) = bvh.nodes.get(child as usize) {
+                tally.node();
+                if tally.over() {
+                    return None;
+                }
                 let (t, mask) = p.boxes(n, tmax_hi);
                 if let Some(next) = descend(n, &t, mask, st, &mut sp, far) {
                     (child, meta) = next;
@@ -420,6 +426,7 @@ pub(super) fn closest_packet(
                     if tp.slot[j] == u32::MAX {
                         break;
                     }
+                    tally.tests(1);
                     let Some((hit, t, u, v)) = p.triangle(tp, j, best_t) else {
                         continue;
                     };
@@ -444,6 +451,7 @@ pub(super) fn closest_packet(
             }
         } else {
             // Spheres and heightfields: core's tests, one ray at a time.
+            tally.tests(meta * PACKET as u32);
             let tmin: [f32; PACKET] = bytemuck::cast(p.tmin);
             let mut changed = false;
             for lane in 0..PACKET {
@@ -475,13 +483,13 @@ pub(super) fn closest_packet(
         let hi: f32 = _mm256_cvtss_f32(tmax_hi);
         loop {
             if sp == 0 {
-                return core::array::from_fn(|i| {
+                return Some(core::array::from_fn(|i| {
                     if best[i].is_hit() {
                         (best[i], best_at[i])
                     } else {
                         (Hit::MISS, NOT_IN_PACKET)
                     }
-                });
+                }));
             }
             sp -= 1;
             let e = st[sp];
@@ -496,24 +504,29 @@ pub(super) fn closest_packet(
 /// Whether each ray of packet `p` meets anything in the tree at `root`
 /// within its interval, as [`super::walk::any`] gives for it alone.
 #[target_feature(enable = "avx2,bmi1")]
-pub(super) fn any_packet(
+pub(super) fn any_packet<T: Tally>(
     bvh: &Bvh8,
     prims: &[Primitive],
     hf: Heightfields<'_>,
     p: &Packet,
     root: u32,
     st: &mut [Entry; STACK],
-) -> [bool; PACKET] {
+    tally: &mut T,
+) -> Option<[bool; PACKET]> {
     // Lanes not yet known to be occluded.
     let mut open = (1u32 << PACKET) - 1;
     let tmax_hi = max_lane(p.tmax);
     let mut sp = 0usize;
     let far = |e: &Entry| prefetch(bvh, e.child, e.meta);
     let (mut child, mut meta) = (root, 0u32);
-    let done = |open: u32| core::array::from_fn(|i| open & (1 << i) == 0);
+    let done = |open: u32| Some(core::array::from_fn(|i| open & (1 << i) == 0));
     loop {
         if meta == 0 {
             if let Some(n) = bvh.nodes.get(child as usize) {
+                tally.node();
+                if tally.over() {
+                    return None;
+                }
                 let (t, mask) = p.boxes(n, tmax_hi);
                 if let Some(next) = nearest_first(n, &t, mask, st, &mut sp, far) {
                     (child, meta) = next;
@@ -526,6 +539,7 @@ pub(super) fn any_packet(
                     if tp.slot[j] == u32::MAX {
                         break;
                     }
+                    tally.tests(1);
                     if let Some((hit, ..)) = p.triangle(tp, j, p.tmax) {
                         open &= !(_mm256_movemask_ps(hit) as u32);
                     }
@@ -535,6 +549,7 @@ pub(super) fn any_packet(
                 }
             }
         } else if let Some(leaf) = prims.get(child as usize..child as usize + meta as usize) {
+            tally.tests(meta * PACKET as u32);
             let (tmin, tmax): ([f32; PACKET], [f32; PACKET]) =
                 (bytemuck::cast(p.tmin), bytemuck::cast(p.tmax));
             let mut m = open;
@@ -585,8 +600,8 @@ pub(super) fn closest_many(
             }
             continue;
         };
-        let hits = closest_packet(bvh, prims, hf, &packet, root, &mut stack.e);
-        for ((mut hit, at), slot) in hits.into_iter().zip(out.iter_mut()) {
+        let hits = closest_packet(bvh, prims, hf, &packet, root, &mut stack.e, &mut ());
+        for ((mut hit, at), slot) in hits.into_iter().flatten().zip(out.iter_mut()) {
             if hit.is_hit() {
                 hit.prim = bvh.packets.id_of(&hit, at, prims);
             }
@@ -614,9 +629,56 @@ pub(super) fn any_many(
             }
             continue;
         };
-        let answers = any_packet(bvh, prims, hf, &packet, root, &mut stack.e);
-        for (a, o) in answers.into_iter().zip(out.iter_mut()) {
+        let answers = any_packet(bvh, prims, hf, &packet, root, &mut stack.e, &mut ());
+        for (a, o) in answers.into_iter().flatten().zip(out.iter_mut()) {
             *o = a;
         }
     }
+}
+
+/// Whether packets pay on `rays` (see [`Choice`]): [`SAMPLES`] of its
+/// coherent packets, spread over it, walked both ways for closest hits
+/// (`closest_hits`) or any hit.
+#[target_feature(enable = "avx2,bmi1,popcnt")]
+pub(super) fn packets_pay(
+    bvh: &Bvh8,
+    prims: &[Primitive],
+    hf: Heightfields<'_>,
+    (root, extent): (u32, f32),
+    rays: &[Ray],
+    closest_hits: bool,
+    stack: &mut Stack,
+) -> bool {
+    let groups = rays.len() / PACKET;
+    let mut choice = Choice::default();
+    // The golden-ratio sequence over the groups: spread evenly, and at no
+    // fixed stride (an image's rows put every sample of a stride that
+    // divides them in one column, at the image's edge where rays meet
+    // nothing).
+    let place =
+        |k: usize| ((((k as u64 * 0x9E37_79B9) & 0xFFFF_FFFF) * groups as u64) >> 32) as usize;
+    for g in (0..SAMPLES.min(groups)).map(place) {
+        let Some(rays) = rays.get(g * PACKET..(g + 1) * PACKET) else {
+            break;
+        };
+        let Some(packet) = Packet::new(rays, extent) else {
+            continue;
+        };
+        let mut by_ray = Work::single();
+        for ray in rays {
+            if closest_hits {
+                closest(bvh, prims, hf, ray, root, &mut stack.e, &mut by_ray);
+            } else {
+                any(bvh, prims, hf, ray, root, &mut stack.e, &mut by_ray);
+            }
+        }
+        let mut by_packet = Work::packet(Choice::limit(&by_ray));
+        if closest_hits {
+            let _ = closest_packet(bvh, prims, hf, &packet, root, &mut stack.e, &mut by_packet);
+        } else {
+            let _ = any_packet(bvh, prims, hf, &packet, root, &mut stack.e, &mut by_packet);
+        }
+        choice.weigh(by_packet, by_ray);
+    }
+    choice.packets()
 }

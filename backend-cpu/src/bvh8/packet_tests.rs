@@ -127,3 +127,86 @@ fn camera_rays_make_a_packet_and_scattered_rays_do_not() {
     flipped[1].dir.x = -0.0001;
     assert!(!packet(&flipped), "directions of both signs on an axis");
 }
+
+/// A camera's rays, row-major, `size` x `size`, from `eye` toward the origin
+/// over a field of view of `fov` radians.
+fn camera(eye: Vec3, fov: f32, size: usize) -> Vec<Ray> {
+    let forward = (-eye).normalize();
+    let right = forward.cross(Vec3::Y).normalize();
+    let up = right.cross(forward);
+    let half = (fov / 2.0).tan();
+    (0..size * size)
+        .map(|i| {
+            let (x, y) = ((i % size) as f32, (i / size) as f32);
+            let sx = ((x + 0.5) / size as f32 * 2.0 - 1.0) * half;
+            let sy = (1.0 - (y + 0.5) / size as f32 * 2.0) * half;
+            Ray::new(eye, forward + sx * right + sy * up)
+        })
+        .collect()
+}
+
+/// The choice of [`super::Bvh8::packets_pay`] for `scene` seen by `rays`,
+/// for closest hits and for any hit.
+fn choice(scene: &prism_core::Scene, rays: &[Ray]) -> (bool, bool) {
+    let accel = prism_core::Accel::build(scene).expect("accel");
+    let bvh = super::Bvh8::build(&accel).expect("8-wide").expect("AVX2");
+    let (prims, hf) = (accel.primitives(), accel.heightfield_set());
+    let mut stack = super::Stack::new();
+    (
+        bvh.packets_pay(prims, hf, rays, true, &mut stack),
+        bvh.packets_pay(prims, hf, rays, false, &mut stack),
+    )
+}
+
+#[test]
+fn packets_are_taken_over_large_triangles_and_not_over_tiny_ones() {
+    // One ground seen by a 128x128 camera, as a few hundred triangles each
+    // many pixels across (packets cost about half the single walks) and as
+    // triangles smaller than a pixel.
+    if !super::available() {
+        return;
+    }
+    use prism_core::{Material, Scene};
+    let mut rng = prism_core::rng::Pcg { state: 7 };
+    let mut r = move || rng.next_f32() * 2.0 - 1.0;
+    // A terrain of a few hundred triangles, each many pixels across.
+    let mut coarse = Scene::new();
+    let m = coarse.add_material(Material::lambertian(Vec3::splat(0.5)));
+    let n = 12;
+    let at = |i: usize, j: usize, h: f32| Vec3::new(i as f32 - 6.0, h, j as f32 - 6.0);
+    for i in 0..n {
+        for j in 0..n {
+            let h = 0.3 * r();
+            coarse.add_triangle(at(i, j, h), at(i + 1, j, h), at(i, j + 1, h), m);
+            coarse.add_triangle(at(i + 1, j, h), at(i + 1, j + 1, h), at(i, j + 1, h), m);
+        }
+    }
+    // The same ground as 180,000 triangles, each a fifth of a pixel across:
+    // eight neighbouring rays end in eight leaves, all of which a packet
+    // tests for all eight (there packets took 1.3x the single walks' time
+    // for any hit, 1.05x for closest hits).
+    let mut fine = Scene::new();
+    let m = fine.add_material(Material::lambertian(Vec3::splat(0.5)));
+    let n = 300;
+    let at = |i: usize, j: usize| {
+        let cell = 12.0 / n as f32;
+        Vec3::new(i as f32 * cell - 6.0, 0.0, j as f32 * cell - 6.0)
+    };
+    for i in 0..n {
+        for j in 0..n {
+            fine.add_triangle(at(i, j), at(i + 1, j), at(i, j + 1), m);
+            fine.add_triangle(at(i + 1, j), at(i + 1, j + 1), at(i, j + 1), m);
+        }
+    }
+    let rays = camera(Vec3::new(0.0, 8.0, 12.0), 0.8, 128);
+    assert_eq!(
+        choice(&coarse, &rays),
+        (true, true),
+        "camera rays over large triangles"
+    );
+    assert_eq!(
+        choice(&fine, &rays),
+        (false, false),
+        "camera rays over tiny triangles"
+    );
+}

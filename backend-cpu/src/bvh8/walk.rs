@@ -1,6 +1,7 @@
 //! The 8-wide walks (AVX2): closest hit and any hit over one geometry's tree,
 //! and over both levels of a two-level scene.
 
+use super::work::Tally;
 use super::{Bvh8, Entry, Node8, STACK, Stack};
 use crate::leaves::{
     NOT_IN_PACKET, PACKET_LEAF, TriPacket, inv_dir, leaf_closest_axes, packet_lane, ray_pre_with,
@@ -102,13 +103,14 @@ pub(super) fn prefetch(bvh: &Bvh8, child: u32, meta: u32) {
 /// children (one in two on bunny-x1000, boxed by outlines), and those need
 /// nothing more of the ray (its axis order and shear, its packet constants).
 #[target_feature(enable = "avx2,bmi1,popcnt")]
-pub(super) fn closest(
+pub(super) fn closest<T: Tally>(
     bvh: &Bvh8,
     prims: &[Primitive],
     hf: Heightfields<'_>,
     ray: &Ray,
     root: u32,
     st: &mut [Entry; STACK],
+    tally: &mut T,
 ) -> (Hit, usize) {
     const MISS: (Hit, usize) = (Hit::MISS, NOT_IN_PACKET);
     let inv = inv_dir(ray);
@@ -116,6 +118,7 @@ pub(super) fn closest(
     let Some(n) = bvh.nodes.get(root as usize) else {
         return MISS;
     };
+    tally.node();
     let (t, mask) = r.boxes(n, ray.tmax);
     let mut sp = 0usize;
     let far = |e: &Entry| prefetch(bvh, e.child, e.meta);
@@ -130,6 +133,7 @@ pub(super) fn closest(
     loop {
         if meta == 0 {
             if let Some(n) = bvh.nodes.get(child as usize) {
+                tally.node();
                 let (t, mask) = r.boxes(n, best.t);
                 if let Some(next) = descend(n, &t, mask, st, &mut sp, far) {
                     (child, meta) = next;
@@ -139,6 +143,7 @@ pub(super) fn closest(
         } else if meta & PACKET_LEAF != 0 {
             let leaf = bvh.packets.leaf(child, meta & !PACKET_LEAF);
             // Two packets a test (the last one twice for an odd count).
+            tally.tests(leaf.len().div_ceil(2) as u32);
             for (i, pair) in leaf.chunks(2).enumerate() {
                 let (p, q) = (&pair[0], pair.last().unwrap_or(&pair[0]));
                 if let Some((lane, t, u, v)) = pair_hit(&lanes, p, q, tmin, best.t) {
@@ -151,6 +156,7 @@ pub(super) fn closest(
             }
         } else {
             let before = best.prim;
+            tally.tests(meta);
             leaf_closest_axes(&pre, prims, hf, child, meta, tmin, &mut best);
             if best.prim != before {
                 best_at = NOT_IN_PACKET;
@@ -174,13 +180,14 @@ pub(super) fn closest(
 /// Any hit in the geometry tree at `root` (axis order read at run time, and
 /// the root tested first, as in [`closest`]).
 #[target_feature(enable = "avx2,bmi1")]
-pub(super) fn any(
+pub(super) fn any<T: Tally>(
     bvh: &Bvh8,
     prims: &[Primitive],
     hf: Heightfields<'_>,
     ray: &Ray,
     root: u32,
     st: &mut [Entry; STACK],
+    tally: &mut T,
 ) -> bool {
     let inv = inv_dir(ray);
     let r = Ray8::new(ray.origin, inv, ray.tmin);
@@ -188,6 +195,7 @@ pub(super) fn any(
     let Some(n) = bvh.nodes.get(root as usize) else {
         return false;
     };
+    tally.node();
     let (t, mask) = r.boxes(n, tmax);
     let mut sp = 0usize;
     let far = |e: &Entry| prefetch(bvh, e.child, e.meta);
@@ -199,6 +207,7 @@ pub(super) fn any(
     loop {
         if meta == 0 {
             if let Some(n) = bvh.nodes.get(child as usize) {
+                tally.node();
                 let (t, mask) = r.boxes(n, tmax);
                 if let Some(next) = nearest_first(n, &t, mask, st, &mut sp, far) {
                     (child, meta) = next;
@@ -211,6 +220,7 @@ pub(super) fn any(
                 .leaf(child, meta & !PACKET_LEAF)
                 .chunks(2)
                 .any(|pair| {
+                    tally.tests(1);
                     let (p, q) = (&pair[0], pair.last().unwrap_or(&pair[0]));
                     pair_any(&lanes, p, q, tmin, tmax)
                 })
@@ -315,7 +325,7 @@ pub(super) fn closest_two_level(
             && let Some(rec) = bvh.records.get(child as usize)
         {
             let object = rec.object_ray(ray, best.t);
-            let (hit, at) = closest(bvh, prims, hf, &object, root, inner);
+            let (hit, at) = closest(bvh, prims, hf, &object, root, inner, &mut ());
             if hit.is_hit() {
                 best = hit.with_instance(child);
                 best_at = at;
@@ -389,7 +399,7 @@ pub(super) fn any_two_level(
             && let Some(rec) = bvh.records.get(child as usize)
         {
             let object = rec.object_ray(ray, ray.tmax);
-            if any(bvh, prims, hf, &object, root, inner) {
+            if any(bvh, prims, hf, &object, root, inner, &mut ()) {
                 return true;
             }
         }
