@@ -23,8 +23,10 @@
 //! triangles against one), plus the leaves one ray of the packet enters and
 //! another does not. So a packet pays only where its rays go the same way:
 //! [`Packet::new`] takes eight rays whose directions lie within a narrow
-//! cone and whose origins lie close together, and the walk's own test of
-//! each ray stays the rule for the rest.
+//! cone and whose origins lie close together, and a batch takes packets only
+//! where a sample of them, walked both ways, cost no more than their rays
+//! alone ([`packets_pay`]; rays over triangles far smaller than a pixel end
+//! in a leaf each, and a packet walks all eight leaves for all eight rays).
 
 use super::walk::{any, closest, descend, nearest_first, prefetch};
 use super::work::{Choice, SAMPLES, Tally, Work};
