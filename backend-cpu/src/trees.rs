@@ -152,10 +152,7 @@ impl Wide {
     ) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Wide::Eight(b) => {
-                let mut stack = bvh8::Stack::new();
-                b.packets_pay(prims, hf, rays, closest_hits, &mut stack)
-            }
+            Wide::Eight(b) => b.packets_pay(prims, hf, rays, closest_hits),
             _ => {
                 let _ = (prims, hf, rays, closest_hits);
                 false

@@ -526,19 +526,21 @@ impl Bvh8 {
     /// Whether coherent rays of `rays` are to be walked eight at a time by
     /// [`Bvh8::intersect_many`] (`closest_hits`) or [`Bvh8::occluded_many`]:
     /// a few of their packets walked both ways say which walk costs less
-    /// (flat scenes).
+    /// (flat scenes; a batch of fewer than 512 rays is walked ray by ray).
     pub fn packets_pay(
         &self,
         prims: &[Primitive],
         hf: Heightfields<'_>,
         rays: &[Ray],
         closest_hits: bool,
-        stack: &mut Stack,
     ) -> bool {
         match self.packet_root() {
-            // SAFETY: a `Bvh8` implies AVX2, BMI1 and POPCNT (see `closest_at`).
-            Some(root) => unsafe { packets_pay(self, prims, hf, root, rays, closest_hits, stack) },
-            None => false,
+            Some(root) if rays.len() >= 512 => {
+                let mut stack = Stack::new();
+                // SAFETY: a `Bvh8` implies AVX2, BMI1 and POPCNT (see `closest_at`).
+                unsafe { packets_pay(self, prims, hf, root, rays, closest_hits, &mut stack) }
+            }
+            _ => false,
         }
     }
 

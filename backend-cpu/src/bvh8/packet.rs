@@ -29,7 +29,7 @@
 //! in a leaf each, and a packet walks all eight leaves for all eight rays).
 
 use super::walk::{any, closest, descend, nearest_first, prefetch};
-use super::work::{Choice, SAMPLES, Tally, Work};
+use super::work::{Choice, SAMPLE_SHARE, SAMPLES, Tally, Work};
 use super::{Bvh8, Entry, Node8, STACK, Stack};
 use crate::leaves::{
     NOT_IN_PACKET, PACKET_LEAF, PERM_AXES, inv_dir, leaf_closest_axes, packet_lane, ray_pre_with,
@@ -638,9 +638,10 @@ pub(super) fn any_many(
     }
 }
 
-/// Whether packets pay on `rays` (see [`Choice`]): [`SAMPLES`] of its
-/// coherent packets, spread over it, walked both ways for closest hits
-/// (`closest_hits`) or any hit.
+/// Whether packets pay on `rays` (see [`Choice`]): some of its coherent
+/// packets (one group in [`SAMPLE_SHARE`], at most [`SAMPLES`]), spread over
+/// it, walked both ways for closest hits (`closest_hits`) or any hit. A
+/// batch too small to sample walks its rays alone.
 #[target_feature(enable = "avx2,bmi1,popcnt")]
 pub(super) fn packets_pay(
     bvh: &Bvh8,
@@ -652,6 +653,10 @@ pub(super) fn packets_pay(
     stack: &mut Stack,
 ) -> bool {
     let groups = rays.len() / PACKET;
+    let samples = (groups / SAMPLE_SHARE).min(SAMPLES);
+    if samples == 0 {
+        return false;
+    }
     let mut choice = Choice::default();
     // The golden-ratio sequence over the groups: spread evenly, and at no
     // fixed stride (an image's rows put every sample of a stride that
@@ -659,7 +664,7 @@ pub(super) fn packets_pay(
     // nothing).
     let place =
         |k: usize| ((((k as u64 * 0x9E37_79B9) & 0xFFFF_FFFF) * groups as u64) >> 32) as usize;
-    for g in (0..SAMPLES.min(groups)).map(place) {
+    for g in (0..samples).map(place) {
         let Some(rays) = rays.get(g * PACKET..(g + 1) * PACKET) else {
             break;
         };
