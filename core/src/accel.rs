@@ -110,19 +110,25 @@ pub(crate) fn build_tree<F: Fork>(
     let mut bounds = try_vec(n, "primitive bounds")?;
     bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
     let bvh = build_bvh(&bounds, fork, quality)?;
+    // In input order, one pass over a contiguous array: the same box as the
+    // union in slot order, without a primitive's box computed again.
+    let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, &b| a.union(b));
     drop(bounds);
-    tree_of(g, bvh, heightfield_base)
+    tree_of(g, bvh, heightfield_base, tree_bounds)
 }
 
 /// The primitive records and materials of geometry `g` in the slot order of
-/// `bvh` (a permutation of its primitives), and its bounds.
-pub(crate) fn tree_of(g: &Geometry, bvh: Bvh, heightfield_base: u32) -> Result<BuiltTree, Error> {
+/// `bvh` (a permutation of its primitives), with its bounds `tree_bounds`.
+pub(crate) fn tree_of(
+    g: &Geometry,
+    bvh: Bvh,
+    heightfield_base: u32,
+    tree_bounds: Aabb,
+) -> Result<BuiltTree, Error> {
     let n = g.primitive_count();
-    let mut tree_bounds = Aabb::EMPTY;
     let mut prims = try_vec(n, "primitives")?;
     let mut slot_material = try_vec(n, "primitive materials")?;
     for &id in &bvh.order {
-        tree_bounds = tree_bounds.union(primitive_box(g, id));
         prims.push(match g.prim_ref[id as usize] {
             PrimRef::Triangle(t) => {
                 let t = t as usize;
@@ -297,7 +303,9 @@ impl Accel {
         let depth = crate::lbvh::leaf_depth(&bvh.nodes, n).map_err(|m| bad(m.into()))?;
         let bvh = Bvh { depth, ..bvh };
         let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
-        let tree = tree_of(&scene.own, bvh, 0)?;
+        let tree_bounds =
+            (0..n as u32).fold(Aabb::EMPTY, |a, id| a.union(primitive_box(&scene.own, id)));
+        let tree = tree_of(&scene.own, bvh, 0, tree_bounds)?;
         let mut materials = try_vec(scene.materials.len(), "materials")?;
         materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
         Ok(Accel {
