@@ -134,6 +134,7 @@ impl WideBvh {
             ..WideBvh::default()
         };
         reserve(&mut out.nodes, bin.len() / 2 + 1, "4-wide BVH nodes")?;
+        out.packets.reserve_for(bin)?;
         reserve(
             &mut out.spans,
             accel.geometry_count(),

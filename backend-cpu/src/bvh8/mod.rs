@@ -237,6 +237,7 @@ impl Bvh8 {
             roots: Vec::new(),
         };
         reserve(&mut out.nodes, bin.len() / 4 + 1, "8-wide BVH nodes")?;
+        out.packets.reserve_for(bin)?;
         reserve(
             &mut out.spans,
             accel.geometry_count(),
