@@ -126,10 +126,22 @@ pub(crate) fn tree_of(
     tree_bounds: Aabb,
 ) -> Result<BuiltTree, Error> {
     let n = g.primitive_count();
+    // Written in input order, each record to its slot: the geometry's arrays
+    // are read front to back, and the random accesses are stores, which do
+    // not stall the loop as the loads of a gather in slot order did.
+    // ok (indexing): `bvh.order` is a permutation of `0..n` (built so, or
+    // checked by `Accel::build_with_tree`), so ids and slots are below `n`.
+    let mut slot_of = try_vec(n, "primitive slots")?;
+    slot_of.resize(n, 0u32);
+    for (slot, &id) in (0u32..).zip(&bvh.order) {
+        slot_of[id as usize] = slot;
+    }
     let mut prims = try_vec(n, "primitives")?;
+    prims.resize(n, Primitive::default());
     let mut slot_material = try_vec(n, "primitive materials")?;
-    for &id in &bvh.order {
-        prims.push(match g.prim_ref[id as usize] {
+    slot_material.resize(n, 0);
+    for (id, &slot) in (0u32..).zip(&slot_of) {
+        prims[slot as usize] = match g.prim_ref[id as usize] {
             PrimRef::Triangle(t) => {
                 let t = t as usize;
                 triangle_record(id, g.tri_v0[t], g.tri_v1[t], g.tri_v2[t])
@@ -149,8 +161,8 @@ pub(crate) fn tree_of(
                     hf.size(),
                 )
             }
-        });
-        slot_material.push(g.prim_material[id as usize]);
+        };
+        slot_material[slot as usize] = g.prim_material[id as usize];
     }
     Ok(BuiltTree {
         bvh,
