@@ -58,7 +58,8 @@ struct BuildPrim {
     /// `x, y, z`: the box's lower corner; `w`: the input index with
     /// [`INDEX_TAG`] set, as bits.
     lo: Vec4,
-    /// `x, y, z`: the box's upper corner; `w`: 0.
+    /// `x, y, z`: the box's upper corner; `w`: 0, or the bins of the range
+    /// binned last, a byte an axis with [`BINS_TAG`] set, as bits.
     hi: Vec4,
 }
 
@@ -68,6 +69,11 @@ struct BuildPrim {
 /// CPUs add slowly when a centroid is computed from all four lanes.
 const INDEX_TAG: u32 = 1 << 30;
 const _: () = assert!(crate::scene::MAX_PRIMITIVES <= INDEX_TAG as usize);
+
+/// Set in the bits of [`BuildPrim::hi`]'s `w` lane beside the kept bins (24
+/// bits), for the same reason as [`INDEX_TAG`].
+const BINS_TAG: u32 = 1 << 30;
+const _: () = assert!(BINS <= 256, "a bin index fits a byte");
 
 impl BuildPrim {
     #[inline]
@@ -91,6 +97,21 @@ impl BuildPrim {
     #[inline(always)]
     fn centroid(&self) -> Vec3A {
         0.5 * (Vec3A::from_vec4(self.lo) + Vec3A::from_vec4(self.hi))
+    }
+
+    /// Keep the primitive's bin on each axis, as the range's binning found
+    /// them, for the partition that follows: it then compares a byte
+    /// instead of mapping the centroid again (the same bins).
+    #[inline(always)]
+    fn keep_bins(&mut self, bins: [usize; 3]) {
+        let [x, y, z] = bins.map(|b| b as u32);
+        self.hi.w = f32::from_bits(BINS_TAG | x | (y << 8) | (z << 16));
+    }
+
+    /// The bin on `axis` that [`BuildPrim::keep_bins`] kept.
+    #[inline(always)]
+    fn kept_bin(&self, axis: usize) -> usize {
+        ((self.hi.w.to_bits() >> (8 * axis)) & 0xff) as usize
     }
 
     /// The input index.
@@ -300,7 +321,7 @@ pub(super) fn build<F: Fork>(
 
 // ok (indexing in the builder): every range `[start, end)` lies in
 // `[0, prims.len())` (the builder's whole run, then halves split at a point
-// strictly inside); axes come from `0..3` or `max_position`; `bin_of` clamps bins to
+// strictly inside); axes come from `0..3` or `max_position`; `bins_of_scaled` clamps bins to
 // `BINS - 1`; nodes are pushed before they are filled.
 impl<F: Fork> Builder<'_, F> {
     /// The box and the centroids' box of `[start, end)`, in one pass (the
@@ -508,7 +529,7 @@ impl<F: Fork> Builder<'_, F> {
                 return Plan::Leaf;
             }
         }
-        let (left, left_centroids, right_centroids) = self.partition(start, end, &cb, &best);
+        let (left, left_centroids, right_centroids) = self.partition(start, end, &best);
         if left == 0 || left == count {
             // Rounding put everything on one side; fall back to the median.
             let mid = self.median_split(start, end, &cb);
@@ -547,8 +568,9 @@ impl<F: Fork> Builder<'_, F> {
         !split_may_pay
     }
 
-    /// Partition `[start, end)` in place: the
-    /// primitives whose bin on `split.axis` lies left of `split.bin` first.
+    /// Partition `[start, end)` in place: the primitives whose kept bin
+    /// (the range was just binned) on `split.axis` lies left of `split.bin`
+    /// first.
     /// Returns how many that is, and the centroid boxes of both sides.
     ///
     /// Two cursors move towards each other and swap only primitives on the
@@ -559,13 +581,12 @@ impl<F: Fork> Builder<'_, F> {
         &mut self,
         start: usize,
         end: usize,
-        cb: &Aabb,
         split: &BinnedSplit,
     ) -> (usize, Box3A, Box3A) {
-        let (lo, scale) = bin_mapping(cb, split.axis);
         let (axis, bin) = (split.axis, split.bin);
         let prims = &mut self.prims[start..end];
-        let goes_left = |p: &BuildPrim| bin_of(p.centroid()[axis], lo, scale) < bin;
+        // The bins `bin` kept: the range was binned just before.
+        let goes_left = |p: &BuildPrim| p.kept_bin(axis) < bin;
         let (mut left_cb, mut right_cb) = (Box3A::EMPTY, Box3A::EMPTY);
         let (mut i, mut j) = (0, prims.len());
         loop {
@@ -609,11 +630,12 @@ impl<F: Fork> Builder<'_, F> {
         let maps = [0, 1, 2].map(|axis| bin_mapping(cb, axis));
         let lo = Vec3A::new(maps[0].0, maps[1].0, maps[2].0);
         let scale = Vec3A::new(maps[0].1, maps[1].1, maps[2].1);
-        let prims = &self.prims[start..end];
-        // Per lane the same bins as `bin_of`, so the same bins as the
-        // partition's (a NaN lane: `max` gives 0 on SSE2, a NaN elsewhere,
-        // which `as i32` turns into 0 too). An axis without extent maps everything to one bin (the
-        // mapping's scale is infinite); the sweep skips it anyway.
+        let prims = &mut self.prims[start..end];
+        // A NaN lane's bin is 0 (`max` gives 0 on SSE2, a NaN elsewhere,
+        // which `as i32` turns into 0 too). An axis
+        // without extent maps everything to one bin (the mapping's scale is
+        // infinite); the sweep skips it anyway. Each primitive keeps its bins
+        // for the partition (`BuildPrim::keep_bins`).
         let bins_of = |p: &BuildPrim| bins_of_scaled((p.centroid() - lo) * scale);
         if prims.len() >= TWO_BIN_SETS_FROM {
             // Two sets of bins, for the even and the odd primitives, merged
@@ -622,20 +644,24 @@ impl<F: Fork> Builder<'_, F> {
             // store (1.2x the binning's time). Unions of finite boxes and
             // sums of counts do not depend on their order: the same bins.
             let mut odd = ([[Box3A::EMPTY; BINS]; 3], [[0u32; BINS]; 3]);
-            let mut pairs = prims.chunks_exact(2);
+            let mut pairs = prims.chunks_exact_mut(2);
             for pair in &mut pairs {
-                let (p, q) = (&pair[0], &pair[1]);
-                let (pb, qb) = (p.bounds(), q.bounds());
-                for (axis, (b, c)) in bins_of(p).into_iter().zip(bins_of(q)).enumerate() {
+                let (pb, qb) = (pair[0].bounds(), pair[1].bounds());
+                let (p_bins, q_bins) = (bins_of(&pair[0]), bins_of(&pair[1]));
+                pair[0].keep_bins(p_bins);
+                pair[1].keep_bins(q_bins);
+                for (axis, (b, c)) in p_bins.into_iter().zip(q_bins).enumerate() {
                     bins.bounds[axis][b] = bins.bounds[axis][b].union(pb);
                     bins.count[axis][b] += 1;
                     odd.0[axis][c] = odd.0[axis][c].union(qb);
                     odd.1[axis][c] += 1;
                 }
             }
-            for p in pairs.remainder() {
+            for p in pairs.into_remainder() {
                 let bounds = p.bounds();
-                for (axis, b) in bins_of(p).into_iter().enumerate() {
+                let p_bins = bins_of(p);
+                p.keep_bins(p_bins);
+                for (axis, b) in p_bins.into_iter().enumerate() {
                     bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
                     bins.count[axis][b] += 1;
                 }
@@ -659,7 +685,9 @@ impl<F: Fork> Builder<'_, F> {
         let mut occupied = [0u32; 3];
         for p in prims {
             let bounds = p.bounds();
-            for (axis, b) in bins_of(p).into_iter().enumerate() {
+            let p_bins = bins_of(p);
+            p.keep_bins(p_bins);
+            for (axis, b) in p_bins.into_iter().enumerate() {
                 occupied[axis] |= 1 << b;
                 bins.bounds[axis][b] = bins.bounds[axis][b].union(bounds);
                 bins.count[axis][b] += 1;
@@ -770,16 +798,10 @@ fn bin_mapping(cb: &Aabb, axis: usize) -> (f32, f32) {
     (cb.min[axis], BINS as f32 * (1.0 - 1e-6) / extent)
 }
 
-#[inline]
-fn bin_of(c: f32, lo: f32, scale: f32) -> usize {
-    // Clamped to [0, BINS - 1] as a float (NaN to 0), then truncated: the
-    // bin of `(x as i32).clamp(0, BINS - 1)` for every x, in fewer
-    // instructions than clamping after the saturating conversion.
-    (((c - lo) * scale).max(0.0).min((BINS - 1) as f32)) as i32 as usize
-}
-
-/// The bins of three scaled centroid coordinates at once: per lane
-/// [`bin_of`]'s bin.
+/// The bins of three scaled centroid coordinates at once. Clamped to
+/// `[0, BINS - 1]` as floats (NaN to 0), then truncated: per lane the bin of
+/// `(x as i32).clamp(0, BINS - 1)` for every `x`, in fewer instructions than
+/// clamping after the saturating conversion.
 #[inline]
 fn bins_of_scaled(f: Vec3A) -> [usize; 3] {
     let f = f.max(Vec3A::ZERO).min(Vec3A::splat((BINS - 1) as f32));
@@ -788,7 +810,7 @@ fn bins_of_scaled(f: Vec3A) -> [usize; 3] {
 
 #[cfg(test)]
 mod tests {
-    use super::{BINS, Bins, BuildPrim, Builder, Plan, bin_of, bins_of_scaled};
+    use super::{BINS, Bins, BuildPrim, Builder, Plan, bins_of_scaled};
     use crate::aabb::Aabb;
     use crate::bvh::{MAX_LEAF_SIZE, Sequential};
     use alloc::vec::Vec;
@@ -848,10 +870,19 @@ mod tests {
         #[test]
         fn bins_are_the_saturating_clamp(bits in any::<[u32; 3]>(), small in -40.0f32..40.0) {
             let [x, y, z] = bits.map(f32::from_bits);
-            for v in [x, y, z, small] {
-                prop_assert_eq!(bin_of(v, 0.0, 1.0), reference(v), "{}", v);
-            }
-            prop_assert_eq!(bins_of_scaled(Vec3A::new(x, y, small)), [reference(x), reference(y), reference(small)]);
+            prop_assert_eq!(bins_of_scaled(Vec3A::new(x, y, z)), [reference(x), reference(y), reference(z)]);
+            prop_assert_eq!(bins_of_scaled(Vec3A::new(small, x, y)), [reference(small), reference(x), reference(y)]);
+        }
+
+        /// A primitive gives back the bins it kept, on every axis, and the lane
+        /// that keeps them is a normal float (see `BINS_TAG`).
+        #[test]
+        fn kept_bins_come_back(bins in prop::array::uniform3(0..BINS)) {
+            let mut p = BuildPrim::new(Aabb::from_point(Vec3::ONE), 7);
+            p.keep_bins(bins);
+            prop_assert_eq!([0, 1, 2].map(|axis| p.kept_bin(axis)), bins);
+            prop_assert!(p.hi.w.is_normal());
+            prop_assert_eq!(p.index(), 7);
         }
     }
 
@@ -875,8 +906,7 @@ mod tests {
             f32::MIN_POSITIVE,
         ];
         for v in specials {
-            assert_eq!(bin_of(v, 0.0, 1.0), reference(v), "{v}");
-            assert_eq!(bins_of_scaled(Vec3A::splat(v))[1], reference(v), "{v}");
+            assert_eq!(bins_of_scaled(Vec3A::splat(v)), [reference(v); 3], "{v}");
         }
     }
 }
