@@ -107,13 +107,20 @@ pub(crate) fn build_tree<F: Fork>(
     let n = g.primitive_count();
     // Every per-primitive array is reserved fallibly: a scene the host has
     // not the memory to build is Error::HostOutOfMemory, not an abort.
-    let mut bounds = try_vec(n, "primitive bounds")?;
-    bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
-    let bvh = build_bvh(&bounds, fork, quality)?;
-    // In input order, one pass over a contiguous array: the same box as the
-    // union in slot order, without a primitive's box computed again.
-    let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, &b| a.union(b));
-    drop(bounds);
+    let (bvh, tree_bounds) = match quality {
+        // The SAH builder reads each box once, into its own array: no array
+        // of boxes (24 bytes a primitive of memory to fault in).
+        BuildQuality::Sah => Bvh::try_build_boxes_of(n, |id| primitive_box(g, id), fork)?,
+        BuildQuality::Fast => {
+            let mut bounds = try_vec(n, "primitive bounds")?;
+            bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
+            let bvh = crate::lbvh::build(&bounds)?;
+            // The same box as the union in slot order (up to the sign of a
+            // zero bound), without a primitive's box computed again.
+            let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, &b| a.union(b));
+            (bvh, tree_bounds)
+        }
+    };
     tree_of(g, bvh, heightfield_base, tree_bounds)
 }
 

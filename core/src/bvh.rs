@@ -195,7 +195,20 @@ impl Bvh {
     }
 
     fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>, max_leaf: usize) -> Result<Bvh, Error> {
-        binned::build(bounds, fork, max_leaf)
+        // ok (indexing): the builder asks for the boxes of `0..bounds.len()`.
+        binned::build(bounds.len(), |i| bounds[i as usize], fork, max_leaf).map(|(bvh, _)| bvh)
+    }
+
+    /// [`Bvh::try_build_with`] (or [`Bvh::try_build`] without a fork) over `n`
+    /// primitives whose boxes `box_of` gives, without an array of them, and
+    /// the union of the boxes (the same box as [`Aabb::union`] over them in
+    /// order).
+    pub(crate) fn try_build_boxes_of<F: Fork>(
+        n: usize,
+        box_of: impl Fn(u32) -> Aabb,
+        fork: Option<&F>,
+    ) -> Result<(Bvh, Aabb), Error> {
+        binned::build(n, box_of, fork, MAX_LEAF_SIZE)
     }
 }
 

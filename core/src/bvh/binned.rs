@@ -252,14 +252,15 @@ struct Builder<'a, F> {
     max_leaf: usize,
 }
 
-/// The binned SAH tree over `bounds` (see [`Bvh::try_build`]), leaves of at
-/// most `max_leaf` primitives, the large subtrees through `fork` where given.
+/// The binned SAH tree over `n` primitives whose boxes are `box_of(0..n)`
+/// (see [`Bvh::try_build`]), leaves of at most `max_leaf` primitives, the
+/// large subtrees through `fork` where given; and the union of the boxes.
 pub(super) fn build<F: Fork>(
-    bounds: &[Aabb],
+    n: usize,
+    box_of: impl Fn(u32) -> Aabb,
     fork: Option<&F>,
     max_leaf: usize,
-) -> Result<Bvh, Error> {
-    let n = bounds.len();
+) -> Result<(Bvh, Aabb), Error> {
     if n > crate::scene::MAX_PRIMITIVES {
         return Err(Error::TooManyPrimitives {
             count: n,
@@ -273,12 +274,7 @@ pub(super) fn build<F: Fork>(
     // Forked halves grow their own lists, fallibly (`reserve_nodes`).
     let mut nodes = try_vec(n.max(1), "BVH nodes")?;
     let mut prims = try_vec(n, "BVH build: primitive boxes")?;
-    prims.extend(
-        bounds
-            .iter()
-            .zip(0..n as u32)
-            .map(|(&bounds, index)| BuildPrim::new(bounds, index)),
-    );
+    prims.extend((0..n as u32).map(|index| BuildPrim::new(box_of(index), index)));
     let mut order = try_vec(n, "BVH primitive order")?;
     nodes.push(BvhNode::default());
     let mut b = Builder {
@@ -312,11 +308,12 @@ pub(super) fn build<F: Fork>(
     }
     let (nodes, depth) = (b.nodes, b.depth);
     order.extend(prims.iter().map(BuildPrim::index));
-    Ok(Bvh {
+    let bvh = Bvh {
         nodes,
         order,
         depth,
-    })
+    };
+    Ok((bvh, root.bounds.to_aabb()))
 }
 
 // ok (indexing in the builder): every range `[start, end)` lies in
