@@ -132,6 +132,29 @@ fn animate_writes_csv_and_plot_that_parse() {
 }
 
 #[test]
+fn a_still_path_repeats_one_view() {
+    let dir = temp_dir("still");
+    let out = dir.join("out");
+    let o = animate(
+        &out,
+        &dir.join("cache"),
+        "3",
+        "40",
+        &["--still", "--save-frames"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("one view repeated"));
+    // The fixed run's settings are the same on every frame, so with the
+    // camera kept so are its images.
+    let frame = |k: usize| {
+        let path = out.join("frames").join(format!("fixed_{k:04}.png"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    assert!(frame(0) == frame(2), "the view moved");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn unreachable_budget_is_reported() {
     let dir = temp_dir("unreachable");
     let out = dir.join("out");

@@ -49,6 +49,10 @@ pub(crate) struct AnimateArgs {
     /// Turn the camera 180 degrees (to look away from the centre) from this frame on.
     #[arg(long)]
     turn_at: Option<u32>,
+    /// Keep the path's first camera on every frame: one view repeated, which
+    /// shows how much a frame's time varies on its own, apart from the view.
+    #[arg(long)]
+    still: bool,
     /// Measure the backend's time model again instead of reading its cache.
     #[arg(long)]
     recalibrate: bool,
@@ -289,8 +293,12 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         a.clock,
         a.feedback_rate,
         a.feedback_clamp,
-        a.turn_at
-            .map_or(String::new(), |k| format!(", 180-degree turn at frame {k}")),
+        if a.still {
+            ", one view repeated".to_string()
+        } else {
+            a.turn_at
+                .map_or(String::new(), |k| format!(", 180-degree turn at frame {k}"))
+        },
     );
     backend.set_scene(&anim.scene)?;
     let base = RenderSettings {
@@ -343,7 +351,7 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         let mut tuner = FrameTuner::new(calibration.clone(), &anim.scene, base, config)?;
         let mut rows = Vec::new();
         for f in 0..a.frames {
-            let camera = path_camera(&anim, f, a.frames, a.turn_at);
+            let camera = path_camera(&anim, if a.still { 0 } else { f }, a.frames, a.turn_at);
             let mut plan = tuner.plan(&camera, a.width, a.height, a.budget_ms)?;
             if let (true, Some(knobs)) = (fixed, kept) {
                 plan = tuner.with_knobs(&plan, knobs);
