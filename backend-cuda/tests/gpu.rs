@@ -856,10 +856,12 @@ fn several_tiles_a_block_and_overlapped_bands_render_the_same_pixels() {
         return;
     }
     // The persistent path kernels ignore render_tiles_per_block; with them
-    // off, the path kernels take it too. Small frames take as many tiles as
-    // asked (render_min_waves 0).
+    // off, the path kernels take it too (and the AO kernels take
+    // ao_tiles_per_block). Small frames take as many tiles as asked
+    // (render_min_waves 0).
     let config = |tiles| KernelConfig {
         render_tiles_per_block: tiles,
+        ao_tiles_per_block: tiles,
         render_min_waves: 0,
         persistent_path: false,
         ..Default::default()

@@ -369,8 +369,13 @@ impl CudaBackend {
             let (y0, y1) = band_rows(b);
             let on_band_stream = overlap && b % 2 == 1;
             let [tw, th] = config.render_tile;
+            let most_tiles = if settings.integrator == Integrator::Ao {
+                config.ao_tiles_per_block
+            } else {
+                config.render_tiles_per_block
+            };
             let tiles = tiles_per_block(
-                config.render_tiles_per_block,
+                most_tiles,
                 width.div_ceil(tw) as u64 * (y1 - y0).div_ceil(th) as u64,
                 resident,
                 config.render_min_waves,
