@@ -6,14 +6,13 @@
 //!
 //! Usage: build_bench MESH.obj [BUILDS] [THREADS] (BUILDS: 12, THREADS: 1)
 
-use glam::Vec3;
-use prism_core::{Backend, Material, Scene};
+use prism_core::Backend;
 use prism_cpu::CpuBackend;
 use std::process::ExitCode;
 use std::time::Instant;
 
 mod common;
-use common::load_obj;
+use common::{flat_mesh_scene, load_obj};
 
 const USAGE: &str = "usage: build_bench MESH.obj [BUILDS] [THREADS]";
 
@@ -37,11 +36,7 @@ fn run() -> Result<(), String> {
     };
     let (builds, threads) = (number(1, 12)?.max(1), number(2, 1)?);
     let (positions, triangles) = load_obj(mesh)?;
-    let mut scene = Scene::new();
-    let m = scene.add_material(Material::lambertian(Vec3::ONE));
-    scene
-        .add_mesh(&positions, &triangles, m)
-        .map_err(|e| e.to_string())?;
+    let scene = flat_mesh_scene(&positions, &triangles)?;
     let mut cpu = CpuBackend::with_threads(threads).map_err(|e| e.to_string())?;
     let mut times = Vec::with_capacity(builds);
     let mut first_faults = None;

@@ -8,14 +8,13 @@
 //! Usage: mesh_bench MESH.obj RAYS HITS [RUNS] [THREADS] [wide|wide4|binary]
 //! (RUNS: 7; THREADS: 1, 0 = every core; every traversal when none is named)
 
-use glam::Vec3;
 use prism_core::reference::{t_close, t_floor};
-use prism_core::{Backend, Hit, Material, Ray, Scene};
+use prism_core::{Backend, Hit, Ray};
 use prism_cpu::{CpuBackend, Traversal};
 use std::process::ExitCode;
 
 mod common;
-use common::{cpu_seconds, load_obj, words};
+use common::{cpu_seconds, flat_mesh_scene, load_obj, words};
 
 const USAGE: &str = "usage: mesh_bench MESH.obj RAYS HITS [RUNS] [THREADS] [wide|wide4|binary]";
 
@@ -64,11 +63,7 @@ fn bench(
     traversals: &[Traversal],
 ) -> Result<(), String> {
     let (positions, triangles) = load_obj(mesh)?;
-    let mut scene = Scene::new();
-    let m = scene.add_material(Material::lambertian(Vec3::ONE));
-    scene
-        .add_mesh(&positions, &triangles, m)
-        .map_err(|e| e.to_string())?;
+    let scene = flat_mesh_scene(&positions, &triangles)?;
     let rays: Vec<Ray> = words(rays)?
         .chunks_exact(8)
         .map(|r| Ray::from_record(std::array::from_fn(|k| f32::from_bits(r[k]))))

@@ -1,5 +1,6 @@
 //! What the CPU backend's benchmark examples share: the shared scenes' OBJ
-//! rule, their binary files' words, and the process's CPU time. Each
+//! rule, a mesh as a flat scene, their binary files' words, and the
+//! process's CPU time. Each
 //! example uses a part of it.
 #![allow(dead_code)]
 
@@ -30,6 +31,19 @@ pub fn load_obj(path: &str) -> Result<(Vec<Vec3>, Vec<[u32; 3]>), String> {
         );
     }
     Ok((positions, triangles))
+}
+
+/// A flat scene of one mesh (`positions`, `triangles`) in one grey material.
+pub fn flat_mesh_scene(
+    positions: &[Vec3],
+    triangles: &[[u32; 3]],
+) -> Result<prism_core::Scene, String> {
+    let mut scene = prism_core::Scene::new();
+    let m = scene.add_material(prism_core::Material::lambertian(Vec3::ONE));
+    scene
+        .add_mesh(positions, triangles, m)
+        .map_err(|e| e.to_string())?;
+    Ok(scene)
 }
 
 /// The little-endian `u32`/`f32` words of a file.
