@@ -528,7 +528,9 @@ impl<F: Fork> Builder<'_, F> {
         }
         let (left, left_centroids, right_centroids) = self.partition(start, end, &best);
         if left == 0 || left == count {
-            // Rounding put everything on one side; fall back to the median.
+            // A guard: the partition reads the bins the sweep split between
+            // two occupied bins, so neither side is empty; were one, the
+            // median split still makes progress.
             let mid = self.median_split(start, end, &cb);
             return self.split_without_bins(start, mid, end);
         }
@@ -549,7 +551,7 @@ impl<F: Fork> Builder<'_, F> {
     /// a leaf whatever its bins: a side's box holds each of its primitives'
     /// boxes, so every split costs at least the sum of the primitives' areas,
     /// and where that bound (less a margin for the rounding of the sums)
-    /// already costs more than the leaf, no bins are needed. Most small
+    /// already costs more than the leaf, no bins are needed. Many small
     /// ranges of a mesh are such, and leave `plan` here: the same tree.
     fn leaf_for_sure(&self, start: usize, end: usize, boxes: &RangeBoxes) -> bool {
         let count = end - start;
