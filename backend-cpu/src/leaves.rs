@@ -63,15 +63,22 @@ pub(crate) struct Packets {
     /// Scene primitive id of each lane, one entry per packet.
     ids: Vec<[u32; 4]>,
     /// The vertex indices of each lane's triangle in its geometry's mesh
-    /// ([`NO_TRIANGLE`] for an empty lane, or a geometry that is no indexed
-    /// mesh), one entry per packet: a copy of the mesh's triangles in packet
-    /// order, from which a refit writes the packets straight from the new
-    /// vertices ([`Packets::refit_mesh`]).
+    /// ([`NO_TRIANGLE`] for an empty lane), one entry per packet: a copy of
+    /// the mesh's triangles in packet order, from which a refit writes the
+    /// packets straight from the new vertices ([`Packets::refit_mesh`]).
+    /// Made by a geometry's first refit (entries of [`NOT_COPIED`] until
+    /// then; empty while nothing was refit): most scenes never move a
+    /// vertex, and the copy is a fifth of the leaves' memory.
     tris: Vec<[[u32; 3]; 4]>,
 }
 
 /// [`Packets`]' vertex indices of a lane without a mesh triangle.
 pub(crate) const NO_TRIANGLE: [u32; 3] = [u32::MAX; 3];
+
+/// [`Packets`]' vertex indices of a packet whose geometry was never refit.
+/// Its first lane always holds a triangle, so a copied packet's never reads
+/// this.
+const NOT_COPIED: [[u32; 3]; 4] = [[u32::MAX - 1; 3]; 4];
 
 /// A box grown from points and other boxes: its lower and upper rows (`x`,
 /// `y`, `z`; the `w` lanes unused).
@@ -117,8 +124,7 @@ impl Packets {
             .map(|(_, count)| count.div_ceil(4) as usize)
             .sum();
         reserve(&mut self.tri, bound, "wide BVH triangle packets")?;
-        reserve(&mut self.ids, bound, "wide BVH triangle packets")?;
-        reserve(&mut self.tris, bound, "wide BVH triangle packets")
+        reserve(&mut self.ids, bound, "wide BVH triangle packets")
     }
 
     /// The packets of the leaf whose first packet is `first` and which holds
@@ -159,12 +165,14 @@ impl Packets {
     pub(crate) fn refit_mesh(
         &mut self,
         range: core::ops::Range<usize>,
+        triangles: &[[u32; 3]],
         positions: &[Vec3],
         boxes: &mut [Bounds],
-    ) {
+    ) -> Result<(), Error> {
+        self.copy_triangles(range.clone(), triangles)?;
         let (Some(tri), Some(tris)) = (self.tri.get_mut(range.clone()), self.tris.get(range))
         else {
-            return;
+            return Ok(());
         };
         let vertex = |i: u32| {
             positions
@@ -212,6 +220,33 @@ impl Packets {
                 hi: hi.x_axis.max(hi.y_axis).max(hi.z_axis.max(hi.w_axis)),
             };
         }
+        Ok(())
+    }
+
+    /// Copy the vertex indices of packets `range` (one geometry's) from its
+    /// mesh `triangles`, by each lane's id, unless an earlier refit did: a
+    /// lane whose id is past `triangles` (or empty) gets [`NO_TRIANGLE`].
+    fn copy_triangles(
+        &mut self,
+        range: core::ops::Range<usize>,
+        triangles: &[[u32; 3]],
+    ) -> Result<(), Error> {
+        if self.tris.len() < self.tri.len() {
+            let more = self.tri.len() - self.tris.len();
+            reserve(&mut self.tris, more, "wide BVH refit: packets' triangles")?;
+            self.tris.resize(self.tri.len(), NOT_COPIED);
+        }
+        let (Some(tris), Some(ids)) = (self.tris.get_mut(range.clone()), self.ids.get(range))
+        else {
+            return Ok(());
+        };
+        if tris.first().is_none_or(|t| *t != NOT_COPIED) {
+            return Ok(());
+        }
+        for (lanes, ids) in tris.iter_mut().zip(ids) {
+            *lanes = ids.map(|id| triangles.get(id as usize).copied().unwrap_or(NO_TRIANGLE));
+        }
+        Ok(())
     }
 
     /// The scene id of closest hit `hit` (prim = its leaf slot): from packet lane
@@ -251,15 +286,12 @@ pub(crate) fn all_triangles(prims: &[Primitive], first: u32, count: u32) -> bool
 }
 
 /// A leaf's `(child, count)`: packets when every primitive is a triangle, else
-/// the primitive range itself (spheres and heightfields are tested one by one). `mesh`: the
-/// triangles of the geometry's indexed mesh, by primitive id, where it is one
-/// (their vertex indices are kept with the packets, for refits).
+/// the primitive range itself (spheres and heightfields are tested one by one).
 pub(crate) fn leaf(
     prims: &[Primitive],
     first: u32,
     count: u32,
     packets: &mut Packets,
-    mesh: Option<&[[u32; 3]]>,
 ) -> Result<(u32, u32), Error> {
     let range = first as usize..first as usize + count as usize;
     let Some(tris) = prims.get(range.clone()) else {
@@ -272,7 +304,6 @@ pub(crate) fn leaf(
     let more = tris.len().div_ceil(4);
     reserve(&mut packets.tri, more, "wide BVH triangle packets")?;
     reserve(&mut packets.ids, more, "wide BVH triangle packets")?;
-    reserve(&mut packets.tris, more, "wide BVH triangle packets")?;
     for (chunk, chunk_first) in tris.chunks(4).zip(range.step_by(4)) {
         let mut p = TriPacket {
             v0: [Vec4::NAN; 3],
@@ -281,7 +312,6 @@ pub(crate) fn leaf(
             slot: [u32::MAX; 4],
         };
         let mut id = [u32::MAX; 4];
-        let mut tris = [NO_TRIANGLE; 4];
         for (lane, t) in chunk.iter().enumerate() {
             for axis in 0..3 {
                 p.v0[axis][lane] = t.a[axis];
@@ -290,13 +320,9 @@ pub(crate) fn leaf(
             }
             p.slot[lane] = (chunk_first + lane) as u32;
             id[lane] = t.id();
-            if let Some(&tri) = mesh.and_then(|m| m.get(t.id() as usize)) {
-                tris[lane] = tri;
-            }
         }
         packets.tri.push(p);
         packets.ids.push(id);
-        packets.tris.push(tris);
     }
     Ok((start, count | PACKET_LEAF))
 }

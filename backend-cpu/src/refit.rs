@@ -34,7 +34,8 @@ pub(crate) trait RefitNode {
 
 /// Refit the wide tree whose nodes are `nodes` (the tree's range of its
 /// BVH's array, which starts at index `base`) and whose packets are
-/// `packets` `range`, from the mesh's vertices `positions`: the packets first,
+/// `packets` `range`, from the mesh's vertices `positions` (its triangles
+/// `triangles`, copied into the packets' lanes by the first refit): the packets first,
 /// in one pass in their order, then the boxes bottom-up. Children are taken
 /// as the collapse made them: an inner child's node after its parent, a
 /// packet leaf's packets in `range`. A leaf of the primitive array (never in
@@ -44,6 +45,7 @@ pub(crate) fn refit_tree<N: RefitNode>(
     base: usize,
     packets: &mut Packets,
     range: Range<usize>,
+    triangles: &[[u32; 3]],
     positions: &[Vec3],
 ) -> Result<(), Error> {
     // Each packet's box, then each node's, for its parent (a node's
@@ -51,7 +53,7 @@ pub(crate) fn refit_tree<N: RefitNode>(
     let mut leaves: Vec<Bounds> = Vec::new();
     reserve(&mut leaves, range.len(), "wide BVH refit boxes")?;
     leaves.resize(range.len(), Bounds::EMPTY);
-    packets.refit_mesh(range.clone(), positions, &mut leaves);
+    packets.refit_mesh(range.clone(), triangles, positions, &mut leaves)?;
     let mut boxes: Vec<Bounds> = Vec::new();
     reserve(&mut boxes, nodes.len(), "wide BVH refit boxes")?;
     boxes.resize(nodes.len(), Bounds::EMPTY);
@@ -259,16 +261,16 @@ mod tests {
             u.set_vertices(0, &v);
             device.update_with(&u, RefitOn::Device)?;
             host.update(&u)?;
-            let Some((_, positions)) = device.geometry_mesh(0) else {
+            let Some((triangles, positions)) = device.geometry_mesh(0) else {
                 panic!("geometry 0 is an indexed mesh");
             };
             let what = format!("step {step}");
             #[cfg(target_arch = "x86_64")]
             if let Some(b) = eight.as_mut() {
-                b.refit(0, positions)?;
+                b.refit(0, triangles, positions)?;
                 assert_refit(b.parts(), &host, &format!("8-wide {what}"));
             }
-            four.refit(0, positions)?;
+            four.refit(0, triangles, positions)?;
             assert_refit(four.parts(), &host, &format!("4-wide {what}"));
         }
         assert_eq!(device.geometry_sah(0), None, "core's tree was left behind");

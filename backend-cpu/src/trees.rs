@@ -103,10 +103,10 @@ impl Wide {
             ($b:expr) => {{
                 for &g in &changes.refit {
                     // Only a mesh's vertices move.
-                    let (_, positions) = accel
+                    let (triangles, positions) = accel
                         .geometry_mesh(g)
                         .ok_or(Error::NotAMesh { geometry: g })?;
-                    $b.refit(g, positions)?;
+                    $b.refit(g, triangles, positions)?;
                 }
                 if let Some(range) = records {
                     $b.update_records(accel, range)?;

@@ -142,10 +142,9 @@ impl WideBvh {
         )?;
         for g in 0..accel.geometry_count() as u32 {
             let (nodes, packets) = (out.nodes.len(), out.packets.len());
-            let mesh = accel.geometry_mesh(g).map(|(triangles, _)| triangles);
             let root = match accel.geometry_root(g) {
                 Some(r) if (r as usize) < bin.len() => {
-                    collapse(bin, accel.primitives(), mesh, r, &mut out)?
+                    collapse(bin, accel.primitives(), r, &mut out)?
                 }
                 _ => EMPTY_CHILD,
             };
@@ -217,10 +216,15 @@ impl WideBvh {
         (&self.nodes, &self.packets, &self.spans)
     }
 
-    /// Refit geometry `g`'s tree (an indexed mesh's) to its vertices
-    /// `positions`: the packets written from them, the boxes bottom-up (see
+    /// Refit geometry `g`'s tree (an indexed mesh's, whose triangles are
+    /// `triangles`) to its vertices `positions`: the packets written from them, the boxes bottom-up (see
     /// [`crate::refit`]). Core's slots and binary nodes are not read.
-    pub(crate) fn refit(&mut self, g: u32, positions: &[Vec3]) -> Result<(), Error> {
+    pub(crate) fn refit(
+        &mut self,
+        g: u32,
+        triangles: &[[u32; 3]],
+        positions: &[Vec3],
+    ) -> Result<(), Error> {
         let Some(span) = self.spans.get(g as usize) else {
             return Ok(());
         };
@@ -231,6 +235,7 @@ impl WideBvh {
             span.nodes.start,
             &mut self.packets,
             packets,
+            triangles,
             positions,
         )
     }
@@ -240,7 +245,6 @@ impl WideBvh {
 fn collapse(
     bin: &[BvhNode],
     prims: &[Primitive],
-    mesh: Option<&[[u32; 3]]>,
     node: u32,
     out: &mut WideBvh,
 ) -> Result<u32, Error> {
@@ -256,10 +260,10 @@ fn collapse(
     {
         w.set_box(k, &c.lo, &c.hi);
         if c.is_inner() {
-            w.child[k] = collapse(bin, prims, mesh, c.index(), out)?;
+            w.child[k] = collapse(bin, prims, c.index(), out)?;
             w.count[k] = 0;
         } else {
-            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets, mesh)?;
+            (w.child[k], w.count[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
         }
     }
     out.nodes[me] = w;

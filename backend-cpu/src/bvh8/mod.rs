@@ -246,10 +246,9 @@ impl Bvh8 {
         let small = small_subtrees(bin)?;
         for g in 0..accel.geometry_count() as u32 {
             let (nodes, packets) = (out.nodes.len(), out.packets.len());
-            let mesh = accel.geometry_mesh(g).map(|(triangles, _)| triangles);
             let root = match accel.geometry_root(g) {
                 Some(r) if (r as usize) < bin.len() => {
-                    collapse(bin, &small, accel.primitives(), mesh, r, &mut out)?
+                    collapse(bin, &small, accel.primitives(), r, &mut out)?
                 }
                 _ => EMPTY_CHILD,
             };
@@ -397,10 +396,15 @@ impl Bvh8 {
         (&self.nodes, &self.packets, &self.spans)
     }
 
-    /// Refit geometry `g`'s tree (an indexed mesh's) to its vertices
-    /// `positions`: the packets written from them, the boxes bottom-up (see
+    /// Refit geometry `g`'s tree (an indexed mesh's, whose triangles are
+    /// `triangles`) to its vertices `positions`: the packets written from them, the boxes bottom-up (see
     /// [`crate::refit`]). Core's slots and binary nodes are not read.
-    pub(crate) fn refit(&mut self, g: u32, positions: &[Vec3]) -> Result<(), Error> {
+    pub(crate) fn refit(
+        &mut self,
+        g: u32,
+        triangles: &[[u32; 3]],
+        positions: &[Vec3],
+    ) -> Result<(), Error> {
         let Some(span) = self.spans.get(g as usize) else {
             return Ok(());
         };
@@ -411,6 +415,7 @@ impl Bvh8 {
             span.nodes.start,
             &mut self.packets,
             packets,
+            triangles,
             positions,
         )?;
         // The instances' boxes follow the outline when the instances' tree
@@ -660,7 +665,6 @@ fn collapse(
     bin: &[BvhNode],
     small_table: &[(u32, u32)],
     prims: &[Primitive],
-    mesh: Option<&[[u32; 3]]>,
     node: u32,
     out: &mut Bvh8,
 ) -> Result<u32, Error> {
@@ -681,12 +685,12 @@ fn collapse(
     {
         w.set_box(k, &c.lo, &c.hi);
         if let Some((first, count)) = merged {
-            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets, mesh)?;
+            (w.child[k], w.meta[k]) = leaf(prims, first, count, &mut out.packets)?;
         } else if c.is_inner() {
-            w.child[k] = collapse(bin, small_table, prims, mesh, c.index(), out)?;
+            w.child[k] = collapse(bin, small_table, prims, c.index(), out)?;
             w.meta[k] = 0;
         } else {
-            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets, mesh)?;
+            (w.child[k], w.meta[k]) = leaf(prims, c.index(), c.count(), &mut out.packets)?;
         }
     }
     if let Some(n) = out.nodes.get_mut(me) {
