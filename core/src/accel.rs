@@ -107,10 +107,16 @@ pub(crate) fn build_tree<F: Fork>(
     let n = g.primitive_count();
     // Every per-primitive array is reserved fallibly: a scene the host has
     // not the memory to build is Error::HostOutOfMemory, not an abort.
+    // The records' array, which the SAH build also works in before they are
+    // written (see `Bvh::try_build_boxes_of`).
+    let mut prims = try_vec(n, "primitives")?;
+    prims.resize(n, Primitive::default());
     let (bvh, tree_bounds) = match quality {
         // The SAH builder reads each box once, into its own array: no array
         // of boxes (24 bytes a primitive of memory to fault in).
-        BuildQuality::Sah => Bvh::try_build_boxes_of(n, |id| primitive_box(g, id), fork)?,
+        BuildQuality::Sah => {
+            Bvh::try_build_boxes_of(n, |id| primitive_box(g, id), fork, &mut prims)?
+        }
         BuildQuality::Fast => {
             let mut bounds = try_vec(n, "primitive bounds")?;
             bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
@@ -121,16 +127,18 @@ pub(crate) fn build_tree<F: Fork>(
             (bvh, tree_bounds)
         }
     };
-    tree_of(g, bvh, heightfield_base, tree_bounds)
+    tree_of(g, bvh, heightfield_base, tree_bounds, prims)
 }
 
 /// The primitive records and materials of geometry `g` in the slot order of
-/// `bvh` (a permutation of its primitives), with its bounds `tree_bounds`.
+/// `bvh` (a permutation of its primitives), with its bounds `tree_bounds`;
+/// the records are written into `prims` (any `n` records, or empty).
 pub(crate) fn tree_of(
     g: &Geometry,
     bvh: Bvh,
     heightfield_base: u32,
     tree_bounds: Aabb,
+    mut prims: Vec<Primitive>,
 ) -> Result<BuiltTree, Error> {
     let n = g.primitive_count();
     // Written in input order, each record to its slot: the geometry's arrays
@@ -143,8 +151,10 @@ pub(crate) fn tree_of(
     for (slot, &id) in (0u32..).zip(&bvh.order) {
         slot_of[id as usize] = slot;
     }
-    let mut prims = try_vec(n, "primitives")?;
-    prims.resize(n, Primitive::default());
+    if prims.len() != n {
+        prims = try_vec(n, "primitives")?;
+        prims.resize(n, Primitive::default());
+    }
     let mut slot_material = try_vec(n, "primitive materials")?;
     slot_material.resize(n, 0);
     for (id, &slot) in (0u32..).zip(&slot_of) {
@@ -324,7 +334,7 @@ impl Accel {
         let (heightfields, heights) = heightfield_arrays(core::iter::once(&scene.own))?;
         let tree_bounds =
             (0..n as u32).fold(Aabb::EMPTY, |a, id| a.union(primitive_box(&scene.own, id)));
-        let tree = tree_of(&scene.own, bvh, 0, tree_bounds)?;
+        let tree = tree_of(&scene.own, bvh, 0, tree_bounds, Vec::new())?;
         let mut materials = try_vec(scene.materials.len(), "materials")?;
         materials.extend(scene.materials.iter().map(|m| m.to_gpu()));
         Ok(Accel {

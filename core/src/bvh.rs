@@ -196,19 +196,23 @@ impl Bvh {
 
     fn build_in<F: Fork>(bounds: &[Aabb], fork: Option<&F>, max_leaf: usize) -> Result<Bvh, Error> {
         // ok (indexing): the builder asks for the boxes of `0..bounds.len()`.
-        binned::build(bounds.len(), |i| bounds[i as usize], fork, max_leaf).map(|(bvh, _)| bvh)
+        binned::build(bounds.len(), |i| bounds[i as usize], fork, max_leaf, None)
+            .map(|(bvh, _)| bvh)
     }
 
     /// [`Bvh::try_build_with`] (or [`Bvh::try_build`] without a fork) over `n`
     /// primitives whose boxes `box_of` gives, without an array of them, and
     /// the union of the boxes (the same box as [`Aabb::union`] over them in
-    /// order).
+    /// order). The build works in the memory of `records` (the array the
+    /// leaves' primitive records go to next, at least `n` long; its contents
+    /// afterwards are unspecified) where it can.
     pub(crate) fn try_build_boxes_of<F: Fork>(
         n: usize,
         box_of: impl Fn(u32) -> Aabb,
         fork: Option<&F>,
+        records: &mut [crate::gpu::Primitive],
     ) -> Result<(Bvh, Aabb), Error> {
-        binned::build(n, box_of, fork, MAX_LEAF_SIZE)
+        binned::build(n, box_of, fork, MAX_LEAF_SIZE, Some(records))
     }
 }
 

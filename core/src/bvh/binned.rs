@@ -9,6 +9,7 @@ use crate::aabb::Aabb;
 use crate::error::{Error, try_vec};
 use crate::gpu::{BvhNode, EMPTY_CHILD};
 use alloc::vec::Vec;
+use bytemuck::Zeroable;
 use glam::{Vec3A, Vec4};
 
 /// One child as the builder hands it to its parent.
@@ -53,7 +54,8 @@ impl ChildRef {
 /// gathering through an index array (a 70k-triangle mesh's boxes do not fit in
 /// L2), and a partition moves one array, not two; [`Bvh::order`] is read off
 /// them at the end.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 struct BuildPrim {
     /// `x, y, z`: the box's lower corner; `w`: the input index with
     /// [`INDEX_TAG`] set, as bits.
@@ -255,11 +257,19 @@ struct Builder<'a, F> {
 /// The binned SAH tree over `n` primitives whose boxes are `box_of(0..n)`
 /// (see [`Bvh::try_build`]), leaves of at most `max_leaf` primitives, the
 /// large subtrees through `fork` where given; and the union of the boxes.
+///
+/// `scratch`, where given, lends its memory for the builder's working
+/// boxes (32 bytes a primitive): the primitive records the tree's leaves
+/// will hold (48 bytes each) are written after the build, so the same
+/// memory serves both and the build touches (and faults in) a third less.
+/// Without it, or where it is too short or not 16-byte aligned, the builder
+/// allocates its own. Its contents afterwards are unspecified.
 pub(super) fn build<F: Fork>(
     n: usize,
     box_of: impl Fn(u32) -> Aabb,
     fork: Option<&F>,
     max_leaf: usize,
+    scratch: Option<&mut [crate::gpu::Primitive]>,
 ) -> Result<(Bvh, Aabb), Error> {
     if n > crate::scene::MAX_PRIMITIVES {
         return Err(Error::TooManyPrimitives {
@@ -273,12 +283,27 @@ pub(super) fn build<F: Fork>(
     // root alone for n <= 1), so the top builder's pushes never allocate.
     // Forked halves grow their own lists, fallibly (`reserve_nodes`).
     let mut nodes = try_vec(n.max(1), "BVH nodes")?;
-    let mut prims = try_vec(n, "BVH build: primitive boxes")?;
-    prims.extend((0..n as u32).map(|index| BuildPrim::new(box_of(index), index)));
+    let lent = scratch.and_then(|records| {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(records);
+        let bytes = bytes.get_mut(..n * size_of::<BuildPrim>())?;
+        bytemuck::try_cast_slice_mut::<u8, BuildPrim>(bytes).ok()
+    });
+    let mut own: Vec<BuildPrim>;
+    let prims: &mut [BuildPrim] = match lent {
+        Some(prims) => prims,
+        None => {
+            own = try_vec(n, "BVH build: primitive boxes")?;
+            own.resize(n, BuildPrim::zeroed());
+            &mut own
+        }
+    };
+    for (p, index) in prims.iter_mut().zip(0..n as u32) {
+        *p = BuildPrim::new(box_of(index), index);
+    }
     let mut order = try_vec(n, "BVH primitive order")?;
     nodes.push(BvhNode::default());
     let mut b = Builder {
-        prims: &mut prims,
+        prims,
         first_slot: 0,
         nodes,
         depth: 0,
@@ -306,8 +331,8 @@ pub(super) fn build<F: Fork>(
             Plan::Split(mid, left, right) => b.build_inner(0, 0, mid, n, 0, left, right)?,
         }
     }
+    order.extend(b.prims.iter().map(BuildPrim::index));
     let (nodes, depth) = (b.nodes, b.depth);
-    order.extend(prims.iter().map(BuildPrim::index));
     let bvh = Bvh {
         nodes,
         order,
@@ -809,9 +834,10 @@ fn bins_of_scaled(f: Vec3A) -> [usize; 3] {
 
 #[cfg(test)]
 mod tests {
-    use super::{BINS, Bins, BuildPrim, Builder, Plan, bins_of_scaled};
+    use super::{BINS, Bins, BuildPrim, Builder, Plan, bins_of_scaled, build};
     use crate::aabb::Aabb;
-    use crate::bvh::{MAX_LEAF_SIZE, Sequential};
+    use crate::bvh::{Bvh, MAX_LEAF_SIZE, Sequential};
+    use alloc::vec;
     use alloc::vec::Vec;
     use glam::{Vec3, Vec3A};
     use proptest::prelude::*;
@@ -860,6 +886,34 @@ mod tests {
             let range = builder.range_boxes(0, n);
             if builder.leaf_for_sure(0, n, &range) {
                 prop_assert!(matches!(builder.plan_binned(0, n, &range), Plan::Leaf));
+            }
+        }
+
+        /// A build in lent memory (the records' array, long enough or not)
+        /// is the build in the builder's own: the same tree and box.
+        #[test]
+        fn a_build_in_lent_memory_is_the_same_build(boxes in prop::collection::vec(
+            (prop::array::uniform3(-50.0f32..50.0), prop::array::uniform3(0.0f32..4.0)), 0..300)) {
+            let boxes: Vec<Aabb> = boxes
+                .into_iter()
+                .map(|(c, e)| Aabb { min: Vec3::from(c), max: Vec3::from(c) + Vec3::from(e) })
+                .collect();
+            let n = boxes.len();
+            let box_of = |i: u32| boxes[i as usize];
+            let own = build(n, box_of, None::<&Sequential>, MAX_LEAF_SIZE, None);
+            let mut records = vec![crate::gpu::Primitive::default(); n];
+            let lent = build(n, box_of, None::<&Sequential>, MAX_LEAF_SIZE, Some(&mut records));
+            let mut short = vec![crate::gpu::Primitive::default(); n / 2];
+            let short = build(n, box_of, None::<&Sequential>, MAX_LEAF_SIZE, Some(&mut short));
+            let (Ok((own, own_box)), Ok((lent, lent_box)), Ok((short, short_box))) = (own, lent, short) else {
+                return Err(TestCaseError::fail("a build failed"));
+            };
+            // Bits: an absent child's rows hold NaNs.
+            let bits = |bvh: &Bvh| bytemuck::cast_slice::<_, u32>(&bvh.nodes).to_vec();
+            for (other, other_box) in [(lent, lent_box), (short, short_box)] {
+                prop_assert_eq!(bits(&other), bits(&own));
+                prop_assert_eq!(&other.order, &own.order);
+                prop_assert_eq!(other_box, own_box);
             }
         }
 
