@@ -14,8 +14,8 @@
 //! tree collapsed from core's refit trees.
 
 use crate::collapse::reserve;
+use crate::instances::Span;
 use crate::leaves::{Bounds, PACKET_LEAF, Packets};
-use core::ops::Range;
 use glam::Vec3;
 use prism_core::Error;
 use prism_core::gpu::EMPTY_CHILD;
@@ -32,22 +32,23 @@ pub(crate) trait RefitNode {
     fn set_slot_box(&mut self, k: usize, b: &Bounds);
 }
 
-/// Refit the wide tree whose nodes are `nodes` (the tree's range of its
-/// BVH's array, which starts at index `base`) and whose packets are
-/// `packets` `range`, from the mesh's vertices `positions` (its triangles
-/// `triangles`, copied into the packets' lanes by the first refit): the packets first,
-/// in one pass in their order, then the boxes bottom-up. Children are taken
-/// as the collapse made them: an inner child's node after its parent, a
-/// packet leaf's packets in `range`. A leaf of the primitive array (never in
-/// a mesh, which has no spheres) and an empty slot keep their boxes.
+/// Refit the wide tree of one geometry, whose nodes and packets are `span`'s
+/// ranges of the BVH's `all_nodes` and `packets`, from the mesh's vertices
+/// `positions` (its triangles `triangles`, copied into the packets' lanes by
+/// the first refit): the packets first, in one pass in their order, then the
+/// boxes bottom-up. Children are taken as the collapse made them: an inner
+/// child's node after its parent, a packet leaf's packets in the span's
+/// range. A leaf of the primitive array (never in a mesh, which has no
+/// spheres) and an empty slot keep their boxes.
 pub(crate) fn refit_tree<N: RefitNode>(
-    nodes: &mut [N],
-    base: usize,
+    all_nodes: &mut [N],
+    span: &Span,
     packets: &mut Packets,
-    range: Range<usize>,
     triangles: &[[u32; 3]],
     positions: &[Vec3],
 ) -> Result<(), Error> {
+    let (base, range) = (span.nodes.start, span.packets.clone());
+    let nodes = all_nodes.get_mut(span.nodes.clone()).unwrap_or_default();
     // Each packet's box, then each node's, for its parent (a node's
     // children come after it).
     let mut leaves: Vec<Bounds> = Vec::new();

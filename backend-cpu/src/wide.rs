@@ -217,8 +217,9 @@ impl WideBvh {
     }
 
     /// Refit geometry `g`'s tree (an indexed mesh's, whose triangles are
-    /// `triangles`) to its vertices `positions`: the packets written from them, the boxes bottom-up (see
-    /// [`crate::refit`]). Core's slots and binary nodes are not read.
+    /// `triangles`) to its vertices `positions`: the packets written from
+    /// them, the boxes bottom-up (see [`crate::refit`]). Core's slots and
+    /// binary nodes are not read.
     pub(crate) fn refit(
         &mut self,
         g: u32,
@@ -228,13 +229,10 @@ impl WideBvh {
         let Some(span) = self.spans.get(g as usize) else {
             return Ok(());
         };
-        let nodes = self.nodes.get_mut(span.nodes.clone()).unwrap_or_default();
-        let packets = span.packets.clone();
         refit_tree(
-            nodes,
-            span.nodes.start,
+            &mut self.nodes,
+            span,
             &mut self.packets,
-            packets,
             triangles,
             positions,
         )
