@@ -19,6 +19,8 @@ struct Queue<'a> {
     rays: &'a [Ray],
     /// The next ray of the batch to start.
     next: usize,
+    /// Rays before this one have been prefetched (see [`Queue::prefetch_next`]).
+    prefetched: usize,
     /// `f[k][head..tail]`: value `k` ([`at`]) of each waiting walk (16 more
     /// entries than the room: sixteen are read or written at once).
     f: [[f32; QUEUE + 16]; 13],
@@ -62,6 +64,27 @@ impl Queue<'_> {
         while self.len() < QUEUE_FILL && self.next < self.rays.len() {
             self.start16(put);
         }
+        self.prefetch_next();
+    }
+
+    /// Start fetching the rays the next top-up starts (at most
+    /// [`QUEUE_FILL`] + 16 from the next), which the walks run meanwhile
+    /// hide: a start's gathers of each ray's words otherwise wait on memory
+    /// for the batch's lines (a fifth of the walk's time on a camera's rays).
+    #[target_feature(enable = "avx512f,avx2")]
+    fn prefetch_next(&mut self) {
+        let end = (self.next + QUEUE_FILL + 16).min(self.rays.len());
+        let from = self.prefetched.max(self.next);
+        if from >= end {
+            return;
+        }
+        self.prefetched = end;
+        let bytes = self.rays[from..end].as_ptr_range();
+        let (first, last) = (bytes.start as usize & !63, bytes.end as usize);
+        for line in (first..last).step_by(64) {
+            // A hint only: prefetching any address is sound.
+            _mm_prefetch::<_MM_HINT_T0>(line as *const i8);
+        }
     }
 
     /// `Starter::start8` on the next sixteen rays (fewer at the batch's end),
@@ -86,8 +109,21 @@ impl Queue<'_> {
             let idx = _mm512_add_epi32(stride, _mm512_set1_epi32(k));
             _mm512_mask_i32gather_ps::<4>(_mm512_set1_ps(absent), present, idx, base)
         };
-        let (ox, oy, oz, vtmin) = (word(0, 0.0), word(1, 0.0), word(2, 0.0), word(3, 0.0));
-        let (dx, dy, dz, vtmax) = (word(4, 1.0), word(5, 1.0), word(6, 1.0), word(7, 0.0));
+        let [ox, oy, oz, vtmin, dx, dy, dz, vtmax] = if n == 16 {
+            // SAFETY: the sixteen rays `first..first + 16` lie in `rays`.
+            unsafe { words16(base) }
+        } else {
+            [
+                word(0, 0.0),
+                word(1, 0.0),
+                word(2, 0.0),
+                word(3, 0.0),
+                word(4, 1.0),
+                word(5, 1.0),
+                word(6, 1.0),
+                word(7, 0.0),
+            ]
+        };
         let masks = _mm512_castps_si512(word(8, 0.0));
         let seen = u32::from(_mm512_test_epi32_mask(masks, _mm512_set1_epi32(0xFF)));
         let hf = self.hf;
@@ -249,6 +285,58 @@ impl Queue<'_> {
     }
 }
 
+/// The first eight words of sixteen rays from `base` (`ox oy oz tmin dx dy
+/// dz tmax`), one register a word, lane `k` ray `k`: eight loads of two rays
+/// and an 8x8 transpose in each half. Cheaper than a gather a word (sixteen
+/// loads each, and the first waits on all twelve lines of the rays).
+///
+/// # Safety
+/// `base` points at sixteen consecutive [`Ray`]s.
+#[target_feature(enable = "avx512f,avx2")]
+unsafe fn words16(base: *const f32) -> [__m512; 8] {
+    // Register k: ray k's words in its low half, ray k + 8's in its high.
+    // SAFETY: ray k and ray k + 8 are among the sixteen (the caller's).
+    let row = |k: usize| unsafe {
+        let lo = _mm256_loadu_ps(base.add(12 * k));
+        let hi = _mm256_loadu_ps(base.add(12 * (k + 8)));
+        _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi)
+    };
+    let a: [__m512; 8] = core::array::from_fn(row);
+    // Within each 128-bit lane: pairs, then quads of rays (the 4x4 step).
+    let t0 = _mm512_unpacklo_ps(a[0], a[1]);
+    let t1 = _mm512_unpackhi_ps(a[0], a[1]);
+    let t2 = _mm512_unpacklo_ps(a[2], a[3]);
+    let t3 = _mm512_unpackhi_ps(a[2], a[3]);
+    let t4 = _mm512_unpacklo_ps(a[4], a[5]);
+    let t5 = _mm512_unpackhi_ps(a[4], a[5]);
+    let t6 = _mm512_unpacklo_ps(a[6], a[7]);
+    let t7 = _mm512_unpackhi_ps(a[6], a[7]);
+    let u0 = _mm512_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm512_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm512_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm512_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm512_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm512_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm512_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm512_shuffle_ps::<0xEE>(t5, t7);
+    // `u0` holds word 0 of rays 0-3 (lane 0), word 4 of them (lane 1), and
+    // the same of rays 8-11 (lanes 2, 3); `u4` those of rays 4-7 and 12-15.
+    // Words 0-3 take the low lane of each half, words 4-7 the high one.
+    let low = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+    let high = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    let join = |a, b, idx| _mm512_permutex2var_ps(a, idx, b);
+    [
+        join(u0, u4, low),
+        join(u1, u5, low),
+        join(u2, u6, low),
+        join(u3, u7, low),
+        join(u0, u4, high),
+        join(u1, u5, high),
+        join(u2, u6, high),
+        join(u3, u7, high),
+    ]
+}
+
 /// [`walk8`] with AVX-512: two groups of sixteen walks, each lane core's
 /// walk as in `walk8` (the same operations in the same order; what `walk8`
 /// does with blend masks, masks of bits here). A lane whose walk ended
@@ -256,11 +344,11 @@ impl Queue<'_> {
 /// expanding stores and loads, every value at once, without leaving the
 /// registers.
 #[target_feature(enable = "avx512f,avx2,bmi2")]
-pub(crate) fn walk16(
+pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
     hf: &GpuHeightfield,
     heights: &[f32],
     rays: &[Ray],
-    put: &mut dyn FnMut(usize, Option<HeightfieldHit>),
+    put: &mut F,
 ) {
     let (w, d, levels) = (hf.dims[0] as i32, hf.dims[1] as i32, hf.dims[2] as i32);
     let cs = hf.scale[0];
@@ -273,6 +361,7 @@ pub(crate) fn walk16(
         heights,
         rays,
         next: 0,
+        prefetched: 0,
         f: [[0.0; QUEUE + 16]; 13],
         i: [[0; QUEUE + 16]; 7],
         ray: [0; QUEUE + 16],
@@ -385,19 +474,27 @@ pub(crate) fn walk16(
                 }
                 for k in 0..done.count_ones() as usize {
                     let i = index[k] as usize;
-                    let answer = match kind[k] {
-                        ENDED_HIT => Some(HeightfieldHit {
-                            t: t[k],
-                            cell: cell[k] as u32,
-                            face: face[k] as u32,
-                        }),
+                    // One call a kind, so that a hit reaches `put` in
+                    // registers (an answer made in memory by the arms
+                    // together was read back wider than it was written).
+                    match kind[k] {
+                        ENDED_HIT => put(
+                            i,
+                            Some(HeightfieldHit {
+                                t: t[k],
+                                cell: cell[k] as u32,
+                                face: face[k] as u32,
+                            }),
+                        ),
                         // Through a cell's corner: core walks the ray whole.
-                        ENDED_CORNER => rays.get(i).and_then(|ray| {
-                            ray_heightfield(&RayPre::new(ray), hf, heights, ray.tmin, ray.tmax)
-                        }),
-                        _ => None,
-                    };
-                    put(i, answer);
+                        ENDED_CORNER => put(
+                            i,
+                            rays.get(i).and_then(|ray| {
+                                ray_heightfield(&RayPre::new(ray), hf, heights, ray.tmin, ray.tmax)
+                            }),
+                        ),
+                        _ => put(i, None),
+                    }
                 }
                 ended_all[g] = 0;
             }
@@ -405,7 +502,7 @@ pub(crate) fn walk16(
             if idle == 0 {
                 continue;
             }
-            queue.top_up(put);
+            queue.top_up(&mut |i, h| put(i, h));
             let avail = queue.len().min(idle.count_ones() as usize);
             if avail == 0 {
                 continue;
