@@ -160,7 +160,7 @@ const ENDED_HIT: i32 = 1;
 const ENDED_CORNER: i32 = 2;
 
 /// [`REFILL_AT`] for the 32 lanes of [`walk16`].
-const REFILL_AT_16: u32 = 8;
+const REFILL_AT_16: u32 = 12;
 
 /// Lanes (of the sixteen) whose walks have ended before the lanes are
 /// refilled: refilling stops the lanes for the answers, the next rays' start

@@ -24,11 +24,17 @@ struct Queue<'a> {
     /// `f[k][head..tail]`: value `k` ([`at`]) of each waiting walk (16 more
     /// entries than the room: sixteen are read or written at once).
     f: [[f32; QUEUE + 16]; 13],
-    i: [[i32; QUEUE + 16]; 7],
+    /// `at::CX`, `at::CZ`, `at::LEVEL` and [`FLAGS`].
+    i: [[i32; QUEUE + 16]; 4],
     ray: [i32; QUEUE + 16],
     head: usize,
     tail: usize,
 }
+
+/// The row of a [`Queue`]'s integers holding a walk's four flags as bits:
+/// `at::POS_X` (bit 0), `at::POS_Y` (1), `at::POS_Z` (2), `at::UP` (3), so
+/// that a refill loads them at once.
+const FLAGS: usize = 3;
 
 /// Room of a [`Queue`]: whenever fewer than sixteen walks wait (a group's
 /// refill may take sixteen), it is topped up to at least [`QUEUE_FILL`]
@@ -214,8 +220,7 @@ impl Queue<'_> {
         let cx = cell_of(_mm512_add_ps(ox, _mm512_mul_ps(t0, dx)), w);
         let cz = cell_of(_mm512_add_ps(oz, _mm512_mul_ps(t0, dz)), dd);
         let walking = (seen & u32::from(hit_root) & !u32::from(parallel) & lanes_mask) as K;
-        let minus = _mm512_set1_epi32(-1);
-        let flag = |m: K| _mm512_maskz_mov_epi32(m, minus);
+        let flag = |m: K, bit: i32| _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(bit));
         let index = _mm512_add_epi32(
             _mm512_set1_epi32(first as i32),
             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -239,10 +244,10 @@ impl Queue<'_> {
             cx,
             cz,
             _mm512_set1_epi32(top.saturating_sub(1) as i32),
-            flag(pos_x),
-            flag(pos_y),
-            flag(pos_z),
-            flag(gt(dy, zero)),
+            _mm512_or_si512(
+                _mm512_or_si512(flag(pos_x, 1), flag(pos_y, 2)),
+                _mm512_or_si512(flag(pos_z, 4), flag(gt(dy, zero), 8)),
+            ),
         ];
         let tail = self.tail;
         // SAFETY (the stores): sixteen values from the tail, which stays
@@ -337,12 +342,117 @@ unsafe fn words16(base: *const f32) -> [__m512; 8] {
     ]
 }
 
+/// A step's slab values of a group's lanes (see `slabs!` in [`walk16`]).
+struct Slabs {
+    nx: __m512i,
+    nz: __m512i,
+    x0: __m512i,
+    z0: __m512i,
+    x1: __m512i,
+    z1: __m512i,
+    txn: __m512,
+    txf: __m512,
+    tzf: __m512,
+    tyn: __m512,
+    tyf: __m512,
+    near: __m512,
+    far: __m512,
+    farw: __m512,
+    level0: __mmask16,
+    filled: __mmask16,
+    hit_entry: __mmask16,
+    hit_exit: __mmask16,
+}
+
+/// One group of sixteen walks: each lane's ray values and walk state (as
+/// `walk8`'s lanes hold them), how its walk ended, and the height of the
+/// node its next step tests, gathered at the end of the step before.
+#[derive(Clone, Copy)]
+struct Group {
+    ox: __m512,
+    oy: __m512,
+    oz: __m512,
+    ix: __m512,
+    iy: __m512,
+    iz: __m512,
+    ocx: __m512,
+    ocz: __m512,
+    dcx: __m512,
+    dcz: __m512,
+    ty0: __m512,
+    tmin: __m512,
+    tmax: __m512,
+    t_lo: __m512,
+    cx: __m512i,
+    cz: __m512i,
+    level: __m512i,
+    pos_x: __mmask16,
+    pos_y: __mmask16,
+    pos_z: __mmask16,
+    up_always: __mmask16,
+    ray_of: __m512i,
+    /// Lanes walking a ray.
+    live: __mmask16,
+    /// Lanes whose walk ended with an answer not yet handed out; of them,
+    /// those that ended at a crossing, and those that reached a corner. An
+    /// ended lane's state is left as its last step found it, so that the
+    /// hand-out works its crossing out again (the same operations on the
+    /// same values) instead of every step latching each lane's answer.
+    ended: __mmask16,
+    hit: __mmask16,
+    corner: __mmask16,
+    /// The height of each walking (or ended) lane's node.
+    m: __m512,
+}
+
+impl Group {
+    /// Sixteen idle lanes.
+    #[target_feature(enable = "avx512f")]
+    fn idle() -> Self {
+        let (f, i) = (_mm512_setzero_ps(), _mm512_setzero_si512());
+        Group {
+            ox: f,
+            oy: f,
+            oz: f,
+            ix: f,
+            iy: f,
+            iz: f,
+            ocx: f,
+            ocz: f,
+            dcx: f,
+            dcz: f,
+            ty0: f,
+            tmin: f,
+            tmax: f,
+            t_lo: f,
+            cx: i,
+            cz: i,
+            level: i,
+            pos_x: 0,
+            pos_y: 0,
+            pos_z: 0,
+            up_always: 0,
+            ray_of: i,
+            live: 0,
+            ended: 0,
+            hit: 0,
+            corner: 0,
+            m: f,
+        }
+    }
+}
+
 /// [`walk8`] with AVX-512: two groups of sixteen walks, each lane core's
 /// walk as in `walk8` (the same operations in the same order; what `walk8`
 /// does with blend masks, masks of bits here). A lane whose walk ended
 /// hands its answer out and takes the next started walk by compressing and
 /// expanding stores and loads, every value at once, without leaving the
 /// registers.
+///
+/// The groups step one after the other, each ending its step with the
+/// gather of the heights its next step tests: that gather's wait is spent
+/// on the other group's step (stepped side by side, both groups waited on
+/// their gathers at once, a fifth of the walk's time).
 #[target_feature(enable = "avx512f,avx2,bmi2")]
 pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
     hf: &GpuHeightfield,
@@ -363,7 +473,7 @@ pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
         next: 0,
         prefetched: 0,
         f: [[0.0; QUEUE + 16]; 13],
-        i: [[0; QUEUE + 16]; 7],
+        i: [[0; QUEUE + 16]; 4],
         ray: [0; QUEUE + 16],
         head: 0,
         tail: 0,
@@ -390,33 +500,23 @@ pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
     // `a` where `m` is clear, `b` where it is set.
     let pick = |a, b, m: K| _mm512_mask_blend_ps(m, a, b);
     let pick_i = |a, b, m: K| _mm512_mask_blend_epi32(m, a, b);
-    let and = |a: K, b: K| a & b;
-    // `!a & b`.
-    let andnot = |a: K, b: K| !a & b;
-    let or = |a: K, b: K| a | b;
 
-    let splat = |x: __m512| [x, x];
-    let splat_i = |x: __m512i| [x, x];
-    let (zero, one) = (
-        splat_i(_mm512_setzero_si512()),
-        splat_i(_mm512_set1_epi32(1)),
-    );
-    let fzero = splat(_mm512_setzero_ps());
-    let vw = splat_i(_mm512_set1_epi32(w));
-    let vd = splat_i(_mm512_set1_epi32(d));
-    let vw1 = splat_i(_mm512_set1_epi32(w - 1));
-    let vd1 = splat_i(_mm512_set1_epi32(d - 1));
-    let vwf = splat(_mm512_set1_ps(w as f32));
-    let vdf = splat(_mm512_set1_ps(d as f32));
-    let vtop = splat_i(_mm512_set1_epi32(levels - 1));
-    let vcs = splat(_mm512_set1_ps(cs));
-    let widen_pos = splat(_mm512_set1_ps(SLAB_EXIT_SCALE));
-    let widen_neg = splat(_mm512_set1_ps(SLAB_EXIT_SCALE_NEGATIVE));
-    let face_v = |v: u32| splat_i(_mm512_set1_epi32(v as i32));
+    let (zero, one) = (_mm512_setzero_si512(), _mm512_set1_epi32(1));
+    let fzero = _mm512_setzero_ps();
+    let vw = _mm512_set1_epi32(w);
+    let vd = _mm512_set1_epi32(d);
+    let vw1 = _mm512_set1_epi32(w - 1);
+    let vd1 = _mm512_set1_epi32(d - 1);
+    let vwf = _mm512_set1_ps(w as f32);
+    let vdf = _mm512_set1_ps(d as f32);
+    let vtop = _mm512_set1_epi32(levels - 1);
+    let vcs = _mm512_set1_ps(cs);
+    let widen_pos = _mm512_set1_ps(SLAB_EXIT_SCALE);
+    let widen_neg = _mm512_set1_ps(SLAB_EXIT_SCALE_NEGATIVE);
+    let face_v = |v: u32| _mm512_set1_epi32(v as i32);
     let (f_top, f_bottom) = (face_v(FACE_TOP), face_v(FACE_BOTTOM));
     let (f_neg_x, f_pos_x) = (face_v(FACE_NEG_X), face_v(FACE_POS_X));
     let (f_neg_z, f_pos_z) = (face_v(FACE_NEG_Z), face_v(FACE_POS_Z));
-    let ones = _mm512_set1_epi32(1);
     // The first entry of each level: up to 16 levels by one permute, more
     // by a gather.
     // SAFETY: `offsets` holds 32 values, 16 read.
@@ -431,33 +531,213 @@ pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
     };
     // SAFETY (the closure's gather): only walking lanes read, whose index
     // lies in `heights` (see where it is called).
-    let entry = |idx: __m512i, ok: K| unsafe {
-        _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), ok, idx, heights.as_ptr())
+    let entry = |kept: __m512, idx: __m512i, ok: K| unsafe {
+        _mm512_mask_i32gather_ps::<4>(kept, ok, idx, heights.as_ptr())
     };
     // Core's plane: `i as f32 * cell size`.
-    let plane = |k: Two<__m512i>| two!(mul, two!(|x| _mm512_cvtepi32_ps(x), k), vcs);
-    let mask_of = |x: __m512i| _mm512_test_epi32_mask(x, x);
+    let plane = |k: __m512i| mul(_mm512_cvtepi32_ps(k), vcs);
+    // Off the grid: at or past the side as an unsigned number (-1, before
+    // the first cell, is past every side).
+    let past_side = |c, n| _mm512_cmpge_epu32_mask(c, n);
+    // Core's `(c >> (level + 1)) != (n >> 1)`: the node is its parent's
+    // last child along the way, odd going up, even down.
+    let last = |n, pos: K| _mm512_test_epi32_mask(n, one) ^ !pos;
+    // Core's `follow`: the other axis's cell at the exit `t`, clamped into
+    // the node `lo..hi`, never behind the lane's `cur`.
+    let follow = |oc, dc, t, n1, nf, lo, hi, cur, pos: K| {
+        let x = add(oc, mul(t, dc));
+        // `as u32` of core: NaN and negatives to 0 (`max_ps` gives its
+        // second operand for a NaN), at most `n` before truncating.
+        let x = min(max(x, fzero), nf);
+        let k = mini(_mm512_cvttps_epi32(x), n1);
+        let c = maxi(mini(k, subi(hi, one)), lo);
+        pick_i(mini(c, cur), maxi(c, cur), pos)
+    };
 
-    // Every lane's values and state, in registers; lanes start idle.
-    let (mut ox, mut oy, mut oz) = (fzero, fzero, fzero);
-    let (mut ix, mut iy, mut iz) = (fzero, fzero, fzero);
-    let (mut ocx, mut ocz, mut dcx, mut dcz) = (fzero, fzero, fzero, fzero);
-    let (mut ty0, mut tmin, mut tmax, mut t_lo) = (fzero, fzero, fzero, fzero);
-    let (mut cx, mut cz, mut level) = (zero, zero, zero);
-    let (mut pos_x, mut pos_y, mut pos_z, mut up_always): (Two<K>, Two<K>, Two<K>, Two<K>) =
-        ([0; 2], [0; 2], [0; 2], [0; 2]);
-    let mut ray_of = zero;
-    let (mut ans_kind, mut ans_t, mut ans_cell, mut ans_face) = (zero, fzero, zero, zero);
-    // Lanes walking a ray, and lanes whose walk ended with an answer not
-    // yet handed out.
-    let mut live: Two<K> = [0; 2];
-    let mut ended_all: Two<K> = [0; 2];
+    // The heights of the nodes holding each walking lane's cell (a column
+    // at level 0): a walking lane's cell lies in the grid and its level in
+    // the pyramid, which `walkable` found inside `heights`.
+    macro_rules! gather_heights {
+        ($s:expr) => {{
+            let s: &mut Group = $s;
+            let nx = srlv(s.cx, s.level);
+            let nz = srlv(s.cz, s.level);
+            let lw = addi(srlv(vw1, s.level), one);
+            let idx = addi(addi(level_offset(s.level), _mm512_mullo_epi32(nz, lw)), nx);
+            s.m = entry(s.m, idx, s.live);
+        }};
+    }
+
+    // Core's `slabs` of each lane's node, and which lanes cross their
+    // column at level 0 (by its entry or its exit): the step's tests, and
+    // the hand-out's, which works out an ended lane's crossing again.
+    macro_rules! slabs {
+        ($s:expr) => {{
+            let s: &Group = $s;
+            let (cx, cz, level) = (s.cx, s.cz, s.level);
+            let nx = srlv(cx, level);
+            let nz = srlv(cz, level);
+            let x0 = sllv(nx, level);
+            let z0 = sllv(nz, level);
+            let x1 = mini(sllv(addi(nx, one), level), vw);
+            let z1 = mini(sllv(addi(nz, one), level), vd);
+            let m = s.m;
+            let ta = mul(sub(plane(x0), s.ox), s.ix);
+            let tb = mul(sub(plane(x1), s.ox), s.ix);
+            let (txn, txf) = (pick(tb, ta, s.pos_x), pick(ta, tb, s.pos_x));
+            let ta = mul(sub(plane(z0), s.oz), s.iz);
+            let tb = mul(sub(plane(z1), s.oz), s.iz);
+            let (tzn, tzf) = (pick(tb, ta, s.pos_z), pick(ta, tb, s.pos_z));
+            let th = mul(sub(m, s.oy), s.iy);
+            let (tyn, tyf) = (pick(th, s.ty0, s.pos_y), pick(s.ty0, th, s.pos_y));
+            let near = max(max(txn, tzn), tyn);
+            let far = min(min(txf, tzf), tyf);
+            let farw = mul(far, pick(widen_pos, widen_neg, lt(far, fzero)));
+            let level0 = _mm512_cmpeq_epi32_mask(level, zero);
+            let filled = gt(m, fzero);
+            // Level 0: core's `crossing` of the column.
+            let touched = level0 & filled & le(near, farw);
+            let entered = gt(near, s.tmin);
+            let hit_entry = touched & entered & lt(near, s.tmax);
+            let hit_exit = !entered & touched & gt(far, s.tmin) & lt(far, s.tmax);
+            Slabs {
+                nx,
+                nz,
+                x0,
+                z0,
+                x1,
+                z1,
+                txn,
+                txf,
+                tzf,
+                tyn,
+                tyf,
+                near,
+                far,
+                farw,
+                level0,
+                filled,
+                hit_entry,
+                hit_exit,
+            }
+        }};
+    }
+
+    // One step of a group's walks with the heights gathered for it, then
+    // the gather for the next.
+    macro_rules! step {
+        ($s:expr) => {{
+            let s: &mut Group = $s;
+            let (cx, cz, level, live) = (s.cx, s.cz, s.level, s.live);
+            let Slabs {
+                nx,
+                nz,
+                x0,
+                z0,
+                x1,
+                z1,
+                txf,
+                tzf,
+                tyn,
+                farw,
+                level0,
+                filled,
+                hit_entry,
+                hit_exit,
+                ..
+            } = slabs!(&*s);
+            let hit = live & (hit_entry | hit_exit);
+            // Above: the node test, down a level where the node may hold a
+            // crossing (its entry distance: the y slab's, as core's).
+            let down = !level0 & live & filled & le(tyn, farw) & lt(tyn, s.tmax) & ge(farw, s.t_lo);
+            // Across: leave the node by its nearer exit.
+            let across = !(hit | down) & live;
+            let t_exit = min(txf, tzf);
+            let past = across & nlt(t_exit, s.tmax);
+            let going = !past & across;
+            let corner = going & eq(txf, tzf);
+            let corner_down = !level0 & corner;
+            let corner_cell = level0 & corner;
+            let x_first = lt(txf, tzf);
+            let step_x = !corner & going & x_first;
+            let step_z = !corner & !x_first & going;
+            let cx_step = pick_i(subi(x0, one), x1, s.pos_x);
+            let cz_step = pick_i(subi(z0, one), z1, s.pos_z);
+            let off_x = step_x & past_side(cx_step, vw);
+            let off_z = step_z & past_side(cz_step, vd);
+            let new_x = last(nx, s.pos_x);
+            let new_z = last(nz, s.pos_z);
+            let fz = follow(s.ocz, s.dcz, t_exit, vd1, vdf, z0, z1, cz, s.pos_z);
+            let fx = follow(s.ocx, s.dcx, t_exit, vw1, vwf, x0, x1, cx, s.pos_x);
+            let moved = (!off_x & step_x) | (!off_z & step_z);
+            let new_parent = (step_x & new_x) | (!step_x & new_z);
+            let below_top = _mm512_cmpgt_epi32_mask(vtop, level);
+            let up = moved & below_top & (s.up_always | new_parent);
+            let ended = hit | corner_cell | past | off_x | off_z;
+            // The state after the step (a lane that ended keeps its own:
+            // no step moves it).
+            s.cx = pick_i(pick_i(cx, fx, step_z), cx_step, step_x);
+            s.cz = pick_i(pick_i(cz, fz, step_x), cz_step, step_z);
+            s.t_lo = pick(s.t_lo, t_exit, moved);
+            let level_up = _mm512_mask_add_epi32(level, up, level, one);
+            s.level = _mm512_mask_sub_epi32(level_up, down | corner_down, level_up, one);
+            s.live = !ended & live;
+            s.ended |= ended;
+            s.hit |= hit;
+            s.corner |= corner_cell;
+            gather_heights!(s);
+        }};
+    }
+
+    // Lanes start idle.
+    let mut grp = [Group::idle(), Group::idle()];
     loop {
         // Hand out the ended lanes' answers, and fill every idle lane from
         // the queue (topped up first).
-        for g in 0..2 {
-            let done = ended_all[g];
+        for s in &mut grp {
+            let done = s.ended;
             if done != 0 {
+                // The crossing of each lane that ended at one: a hit's `t`,
+                // its cell (`z * width + x`, of the cell tested) and its
+                // face (core's `crossing`: the y face, else the x face,
+                // else the z face, of the slab value that made the entry or
+                // exit distance).
+                let Slabs {
+                    nx,
+                    nz,
+                    txn,
+                    txf,
+                    tyn,
+                    tyf,
+                    near,
+                    far,
+                    hit_entry,
+                    ..
+                } = slabs!(&*s);
+                let t_hit = pick(far, near, hit_entry);
+                let cells = addi(_mm512_mullo_epi32(nz, vw), nx);
+                let (e_y, e_x, e_z) = (
+                    pick_i(f_top, f_bottom, s.pos_y),
+                    pick_i(f_pos_x, f_neg_x, s.pos_x),
+                    pick_i(f_pos_z, f_neg_z, s.pos_z),
+                );
+                let entry_face = pick_i(pick_i(e_z, e_x, eq(txn, near)), e_y, eq(tyn, near));
+                let (x_y, x_x, x_z) = (
+                    pick_i(f_bottom, f_top, s.pos_y),
+                    pick_i(f_neg_x, f_pos_x, s.pos_x),
+                    pick_i(f_neg_z, f_pos_z, s.pos_z),
+                );
+                let exit_face = pick_i(pick_i(x_z, x_x, eq(txf, far)), x_y, eq(tyf, far));
+                let faces = pick_i(exit_face, entry_face, hit_entry);
+                let kinds = pick_i(
+                    pick_i(
+                        _mm512_set1_epi32(ENDED_MISS),
+                        _mm512_set1_epi32(ENDED_HIT),
+                        s.hit,
+                    ),
+                    _mm512_set1_epi32(ENDED_CORNER),
+                    s.corner,
+                );
                 let mut t = [0.0f32; 16];
                 let mut cell = [0i32; 16];
                 let mut face = [0i32; 16];
@@ -466,11 +746,11 @@ pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
                 // SAFETY: arrays of 16 take 16 values.
                 unsafe {
                     let packed = |v| _mm512_maskz_compress_epi32(done, v);
-                    _mm512_storeu_ps(t.as_mut_ptr(), _mm512_maskz_compress_ps(done, ans_t[g]));
-                    _mm512_storeu_si512(cell.as_mut_ptr().cast(), packed(ans_cell[g]));
-                    _mm512_storeu_si512(face.as_mut_ptr().cast(), packed(ans_face[g]));
-                    _mm512_storeu_si512(kind.as_mut_ptr().cast(), packed(ans_kind[g]));
-                    _mm512_storeu_si512(index.as_mut_ptr().cast(), packed(ray_of[g]));
+                    _mm512_storeu_ps(t.as_mut_ptr(), _mm512_maskz_compress_ps(done, t_hit));
+                    _mm512_storeu_si512(cell.as_mut_ptr().cast(), packed(cells));
+                    _mm512_storeu_si512(face.as_mut_ptr().cast(), packed(faces));
+                    _mm512_storeu_si512(kind.as_mut_ptr().cast(), packed(kinds));
+                    _mm512_storeu_si512(index.as_mut_ptr().cast(), packed(s.ray_of));
                 }
                 for k in 0..done.count_ones() as usize {
                     let i = index[k] as usize;
@@ -496,9 +776,9 @@ pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
                         _ => put(i, None),
                     }
                 }
-                ended_all[g] = 0;
+                (s.ended, s.hit, s.corner) = (0, 0, 0);
             }
-            let idle = !live[g];
+            let idle = !s.live;
             if idle == 0 {
                 continue;
             }
@@ -522,216 +802,50 @@ pub(crate) fn walk16<F: FnMut(usize, Option<HeightfieldHit>) + ?Sized>(
                     let x = _mm512_loadu_si512(queue.i[k][h..].as_ptr().cast());
                     _mm512_mask_expand_epi32(v, fill, x)
                 };
-                ox[g] = lf(ox[g], at::OX);
-                oy[g] = lf(oy[g], at::OY);
-                oz[g] = lf(oz[g], at::OZ);
-                ix[g] = lf(ix[g], at::IX);
-                iy[g] = lf(iy[g], at::IY);
-                iz[g] = lf(iz[g], at::IZ);
-                ocx[g] = lf(ocx[g], at::OCX);
-                ocz[g] = lf(ocz[g], at::OCZ);
-                dcx[g] = lf(dcx[g], at::DCX);
-                dcz[g] = lf(dcz[g], at::DCZ);
-                ty0[g] = lf(ty0[g], at::TY0);
-                tmin[g] = lf(tmin[g], at::TMIN);
-                tmax[g] = lf(tmax[g], at::TMAX);
-                t_lo[g] = lf(t_lo[g], at::TMIN);
-                cx[g] = li(cx[g], at::CX);
-                cz[g] = li(cz[g], at::CZ);
-                level[g] = li(level[g], at::LEVEL);
-                let flags = |v: &mut K, k: usize| {
-                    let x = li(_mm512_setzero_si512(), k);
-                    *v = (*v & !fill) | (mask_of(x) & fill);
+                s.ox = lf(s.ox, at::OX);
+                s.oy = lf(s.oy, at::OY);
+                s.oz = lf(s.oz, at::OZ);
+                s.ix = lf(s.ix, at::IX);
+                s.iy = lf(s.iy, at::IY);
+                s.iz = lf(s.iz, at::IZ);
+                s.ocx = lf(s.ocx, at::OCX);
+                s.ocz = lf(s.ocz, at::OCZ);
+                s.dcx = lf(s.dcx, at::DCX);
+                s.dcz = lf(s.dcz, at::DCZ);
+                s.ty0 = lf(s.ty0, at::TY0);
+                s.tmin = lf(s.tmin, at::TMIN);
+                s.tmax = lf(s.tmax, at::TMAX);
+                s.t_lo = _mm512_mask_mov_ps(s.t_lo, fill, s.tmin);
+                s.cx = li(s.cx, at::CX);
+                s.cz = li(s.cz, at::CZ);
+                s.level = li(s.level, at::LEVEL);
+                let bits = li(_mm512_setzero_si512(), FLAGS);
+                let flag = |v: &mut K, bit: i32| {
+                    let set = _mm512_test_epi32_mask(bits, _mm512_set1_epi32(bit));
+                    *v = (*v & !fill) | (set & fill);
                 };
-                flags(&mut pos_x[g], at::POS_X);
-                flags(&mut pos_y[g], at::POS_Y);
-                flags(&mut pos_z[g], at::POS_Z);
-                flags(&mut up_always[g], at::UP);
+                flag(&mut s.pos_x, 1);
+                flag(&mut s.pos_y, 2);
+                flag(&mut s.pos_z, 4);
+                flag(&mut s.up_always, 8);
                 let rays_in = _mm512_loadu_si512(queue.ray[h..].as_ptr().cast());
-                ray_of[g] = _mm512_mask_expand_epi32(ray_of[g], fill, rays_in);
-                ans_kind[g] =
-                    _mm512_mask_mov_epi32(ans_kind[g], fill, _mm512_set1_epi32(ENDED_MISS));
+                s.ray_of = _mm512_mask_expand_epi32(s.ray_of, fill, rays_in);
             }
             queue.head += avail;
-            live[g] |= fill;
+            s.live |= fill;
+            gather_heights!(s);
         }
-        if live == [0, 0] {
+        if grp[0].live == 0 && grp[1].live == 0 {
             return;
         }
         // Step until enough lanes have ended to refill.
-        let idle = (!live[0]).count_ones() + (!live[1]).count_ones();
+        let idle = (!grp[0].live).count_ones() + (!grp[1].live).count_ones();
         loop {
-            // The node (a column at level 0) holding each lane's cell.
-            let nx = two!(srlv, cx, level);
-            let nz = two!(srlv, cz, level);
-            let x0 = two!(sllv, nx, level);
-            let z0 = two!(sllv, nz, level);
-            let x1 = two!(mini, two!(sllv, two!(addi, nx, one), level), vw);
-            let z1 = two!(mini, two!(sllv, two!(addi, nz, one), level), vd);
-            let lw = two!(addi, two!(srlv, vw1, level), one);
-            let off = two!(level_offset, level);
-            let idx = two!(
-                addi,
-                two!(addi, off, two!(|a, b| _mm512_mullo_epi32(a, b), nz, lw)),
-                nx
-            );
-            // A walking lane's cell lies in the grid and its level in the
-            // pyramid, which `walkable` found inside `heights`.
-            let m = two!(entry, idx, live);
-
-            // Core's `slabs`.
-            let ta = two!(mul, two!(sub, plane(x0), ox), ix);
-            let tb = two!(mul, two!(sub, plane(x1), ox), ix);
-            let (txn, txf) = (two!(pick, tb, ta, pos_x), two!(pick, ta, tb, pos_x));
-            let ta = two!(mul, two!(sub, plane(z0), oz), iz);
-            let tb = two!(mul, two!(sub, plane(z1), oz), iz);
-            let (tzn, tzf) = (two!(pick, tb, ta, pos_z), two!(pick, ta, tb, pos_z));
-            let th = two!(mul, two!(sub, m, oy), iy);
-            let (tyn, tyf) = (two!(pick, th, ty0, pos_y), two!(pick, ty0, th, pos_y));
-            let near = two!(max, two!(max, txn, tzn), tyn);
-            let far = two!(min, two!(min, txf, tzf), tyf);
-            let farw = two!(
-                mul,
-                far,
-                two!(pick, widen_pos, widen_neg, two!(lt, far, fzero))
-            );
-            let level0 = two!(|a, b| _mm512_cmpeq_epi32_mask(a, b), level, zero);
-            let filled = two!(gt, m, fzero);
-
-            // Level 0: core's `crossing` of the column.
-            let touched = two!(and, level0, two!(and, filled, two!(le, near, farw)));
-            let entered = two!(gt, near, tmin);
-            let hit_entry = two!(and, touched, two!(and, entered, two!(lt, near, tmax)));
-            let hit_exit = two!(
-                and,
-                two!(andnot, entered, touched),
-                two!(and, two!(gt, far, tmin), two!(lt, far, tmax))
-            );
-            let hit = two!(and, live, two!(or, hit_entry, hit_exit));
-            // Above: the node test, down a level where the node may hold a
-            // crossing (its entry distance: the y slab's, as core's).
-            let down = two!(
-                and,
-                two!(andnot, level0, live),
-                two!(
-                    and,
-                    two!(and, filled, two!(le, tyn, farw)),
-                    two!(and, two!(lt, tyn, tmax), two!(ge, farw, t_lo))
-                )
-            );
-            // Across: leave the node by its nearer exit.
-            let across = two!(andnot, two!(or, hit, down), live);
-            let t_exit = two!(min, txf, tzf);
-            let past = two!(and, across, two!(nlt, t_exit, tmax));
-            let going = two!(andnot, past, across);
-            let corner = two!(and, going, two!(eq, txf, tzf));
-            let corner_down = two!(andnot, level0, corner);
-            let corner_cell = two!(and, level0, corner);
-            let x_first = two!(lt, txf, tzf);
-            let step_x = two!(andnot, corner, two!(and, going, x_first));
-            let step_z = two!(andnot, corner, two!(andnot, x_first, going));
-            let cx_step = two!(pick_i, two!(subi, x0, one), x1, pos_x);
-            let cz_step = two!(pick_i, two!(subi, z0, one), z1, pos_z);
-            // Off the grid: at or past the side as an unsigned number (-1,
-            // before the first cell, is past every side).
-            let past_side = |c, n| _mm512_cmpge_epu32_mask(c, n);
-            let off_x = two!(and, step_x, two!(past_side, cx_step, vw));
-            let off_z = two!(and, step_z, two!(past_side, cz_step, vd));
-            // Core's `(c >> (level + 1)) != (n >> 1)`: the node is its
-            // parent's last child along the way, odd going up, even down.
-            let last = |n, pos: K| _mm512_test_epi32_mask(n, ones) ^ !pos;
-            let new_x = two!(last, nx, pos_x);
-            let new_z = two!(last, nz, pos_z);
-            // Core's `follow`: the other axis's cell at the exit, clamped
-            // into the node, never behind the lane's.
-            let follow = |oc: Two<__m512>,
-                          dc: Two<__m512>,
-                          (n1, nf): (Two<__m512i>, Two<__m512>),
-                          lo: Two<__m512i>,
-                          hi: Two<__m512i>,
-                          cur: Two<__m512i>,
-                          pos: Two<K>| {
-                let x = two!(add, oc, two!(mul, t_exit, dc));
-                // `as u32` of core: NaN and negatives to 0 (`max_ps` gives its
-                // second operand for a NaN), at most `n` before truncating.
-                let x = two!(min, two!(max, x, fzero), nf);
-                let k = two!(mini, two!(|x| _mm512_cvttps_epi32(x), x), n1);
-                let c = two!(maxi, two!(mini, k, two!(subi, hi, one)), lo);
-                two!(pick_i, two!(mini, c, cur), two!(maxi, c, cur), pos)
-            };
-            let fz = follow(ocz, dcz, (vd1, vdf), z0, z1, cz, pos_z);
-            let fx = follow(ocx, dcx, (vw1, vwf), x0, x1, cx, pos_x);
-            let moved = two!(or, two!(andnot, off_x, step_x), two!(andnot, off_z, step_z));
-            let new_parent = two!(|z: K, x: K, s: K| (s & x) | (!s & z), new_z, new_x, step_x);
-            let below_top = two!(|a, b| _mm512_cmpgt_epi32_mask(a, b), vtop, level);
-            let up = two!(
-                and,
-                two!(and, moved, below_top),
-                two!(or, up_always, new_parent)
-            );
-            let ended = two!(
-                or,
-                two!(or, hit, corner_cell),
-                two!(or, past, two!(or, off_x, off_z))
-            );
-            // The state after the step.
-            cx = two!(pick_i, two!(pick_i, cx, fx, step_z), cx_step, step_x);
-            cz = two!(pick_i, two!(pick_i, cz, fz, step_x), cz_step, step_z);
-            t_lo = two!(pick, t_lo, t_exit, moved);
-            let level_up = two!(|l, u: K| _mm512_mask_add_epi32(l, u, l, ones), level, up);
-            level = two!(
-                |l, dn: K| _mm512_mask_sub_epi32(l, dn, l, ones),
-                level_up,
-                two!(or, down, corner_down)
-            );
-            // Latch the answers of the lanes that ended: a hit's `t`, its
-            // cell (`z * width + x`, of the cell tested) and its face (core's
-            // `crossing`: the y face, else the x face, else the z face, of
-            // the slab value that made the entry or exit distance).
-            let t_hit = two!(pick, far, near, hit_entry);
-            let cells = two!(addi, two!(|a, b| _mm512_mullo_epi32(a, b), nz, vw), nx);
-            let (e_y, e_x, e_z) = (
-                two!(pick_i, f_top, f_bottom, pos_y),
-                two!(pick_i, f_pos_x, f_neg_x, pos_x),
-                two!(pick_i, f_pos_z, f_neg_z, pos_z),
-            );
-            let entry_face = two!(
-                pick_i,
-                two!(pick_i, e_z, e_x, two!(eq, txn, near)),
-                e_y,
-                two!(eq, tyn, near)
-            );
-            let (x_y, x_x, x_z) = (
-                two!(pick_i, f_bottom, f_top, pos_y),
-                two!(pick_i, f_neg_x, f_pos_x, pos_x),
-                two!(pick_i, f_neg_z, f_pos_z, pos_z),
-            );
-            let exit_face = two!(
-                pick_i,
-                two!(pick_i, x_z, x_x, two!(eq, txf, far)),
-                x_y,
-                two!(eq, tyf, far)
-            );
-            let kind_hit = splat_i(_mm512_set1_epi32(ENDED_HIT));
-            let kind_corner = splat_i(_mm512_set1_epi32(ENDED_CORNER));
-            ans_t = two!(pick, ans_t, t_hit, hit);
-            ans_cell = two!(pick_i, ans_cell, cells, hit);
-            ans_face = two!(
-                pick_i,
-                ans_face,
-                two!(pick_i, exit_face, entry_face, hit_entry),
-                hit
-            );
-            ans_kind = two!(
-                pick_i,
-                two!(pick_i, ans_kind, kind_hit, hit),
-                kind_corner,
-                corner_cell
-            );
-            live = two!(andnot, ended, live);
-            ended_all = two!(or, ended_all, ended);
-            let dead = (!live[0]).count_ones() + (!live[1]).count_ones();
-            if dead >= idle + REFILL_AT_16 || live == [0, 0] {
+            let [g0, g1] = &mut grp;
+            step!(g0);
+            step!(g1);
+            let dead = (!grp[0].live).count_ones() + (!grp[1].live).count_ones();
+            if dead >= idle + REFILL_AT_16 || (grp[0].live == 0 && grp[1].live == 0) {
                 break;
             }
         }
