@@ -32,7 +32,7 @@ use prism_core::Ray;
 use prism_core::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS};
 use prism_core::heightfield::{
     FACE_BOTTOM, FACE_NEG_X, FACE_NEG_Z, FACE_POS_X, FACE_POS_Z, FACE_TOP, HeightfieldHit,
-    ray_heightfield,
+    ray_heightfield, start_level_of_run,
 };
 use prism_core::intersect::{MIN_DIR_COMPONENT, RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 
@@ -398,6 +398,19 @@ impl Starter<'_> {
         let cz = cell_of(_mm256_add_ps(oz, _mm256_mul_ps(t0, dz)), dd);
         let lanes = |x: __m256| -> [f32; 8] { bytemuck::cast(x) };
         let lanes_i = |x: __m256i| -> [i32; 8] { bytemuck::cast(x) };
+        // Core's `Walk::start_level`, lane by lane.
+        let below_root = top.saturating_sub(1);
+        let t0s = lanes(t0);
+        let start_levels: [i32; 8] = core::array::from_fn(|k| {
+            let (oy, [dx, dy, dz]) = (o[1][k], [d[0][k], d[1][k], d[2][k]]);
+            let level = if dy < 0.0 {
+                let h0 = oy + t0s[k] * dy;
+                start_level_of_run(h0 * dx.abs().max(dz.abs()), -dy * cs, below_root)
+            } else {
+                below_root
+            };
+            level as i32
+        });
         let values = [
             o[0],
             o[1],
@@ -416,7 +429,7 @@ impl Starter<'_> {
         let ints = [
             lanes_i(cx),
             lanes_i(cz),
-            [top.saturating_sub(1) as i32; 8],
+            start_levels,
             lanes_i(i(pos_x)),
             lanes_i(i(pos_y)),
             lanes_i(i(pos_z)),

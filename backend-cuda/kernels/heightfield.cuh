@@ -364,6 +364,31 @@ __device__ __forceinline__ HfHit hf_run_parallel(const HfWalk& w, float tmin, fl
     return best;
 }
 
+// mirrors prism_core::heightfield::start_level_of_run: floor(log2(a / b)) - 1
+// from the bits of a and b, no division (every backend finds the same level)
+__device__ __forceinline__ u32 hf_start_level_of_run(float a, float b, u32 below_root) {
+    if (isnan(a) || a < 1.17549435e-38f) {
+        return 0u;
+    }
+    if (isnan(b) || b < 1.17549435e-38f || isinf(a)) {
+        return below_root;
+    }
+    const u32 ab = __float_as_uint(a), bb = __float_as_uint(b);
+    const int log2 = int(ab >> 23) - int(bb >> 23) - ((ab & 0x7FFFFFu) < (bb & 0x7FFFFFu) ? 1 : 0);
+    return u32(min(max(log2 - 1, 0), int(below_root)));
+}
+
+// mirrors prism_core::heightfield::Walk::start_level
+__device__ __forceinline__ u32 hf_start_level(const HfWalk& w, float t0) {
+    const u32 below_root = w.top > 0u ? w.top - 1u : 0u;
+    if (w.d.y < 0.0f) {
+        const float h0 = __fadd_rn(w.o.y, __fmul_rn(t0, w.d.y));
+        const float across = fmaxf(fabsf(w.d.x), fabsf(w.d.z));
+        return hf_start_level_of_run(__fmul_rn(h0, across), __fmul_rn(-w.d.y, w.cs), below_root);
+    }
+    return below_root;
+}
+
 // mirrors prism_core::heightfield::Walk::start and Walk::run
 __device__ __forceinline__ HfHit hf_run(const HfWalk& w, float tmin, float tmax) {
     const u32 wd = w.width, dp = w.depth;
@@ -384,7 +409,7 @@ __device__ __forceinline__ HfHit hf_run(const HfWalk& w, float tmin, float tmax)
     const float t0 = fmaxf(near, tmin);
     const u32 x = hf_cell_of(w, w.o.x + __fmul_rn(t0, w.d.x), wd);
     const u32 z = hf_cell_of(w, w.o.z + __fmul_rn(t0, w.d.z), dp);
-    return hf_walk_from(w, x, z, w.top > 0u ? w.top - 1u : 0u, tmin, tmax);
+    return hf_walk_from(w, x, z, hf_start_level(w, t0), tmin, tmax);
 }
 
 // mirrors prism_core::heightfield::Heightfields::hit (and ray_heightfield):

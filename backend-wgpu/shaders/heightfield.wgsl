@@ -362,6 +362,36 @@ fn walk_run_parallel(w: Walk, tmin: f32, tmax: f32) -> HeightfieldHit {
     return best;
 }
 
+// mirrors prism_core::heightfield::start_level_of_run: floor(log2(a / b)) - 1
+// from the bits of a and b, no division (every backend finds the same level)
+fn walk_start_level_of_run(a: f32, b: f32, below_root: u32) -> u32 {
+    let ab = bitcast<u32>(a);
+    let bb = bitcast<u32>(b);
+    // Read as bits (a shader compiler may take NaN and infinity away from
+    // float comparisons): a positive normal number is at least 0x00800000
+    // and below 0x7F800000.
+    if ab < 0x00800000u || ab > 0x7F800000u {
+        return 0u;
+    }
+    if bb < 0x00800000u || bb > 0x7F800000u || ab == 0x7F800000u {
+        return below_root;
+    }
+    let smaller = select(0, 1, (ab & 0x7FFFFFu) < (bb & 0x7FFFFFu));
+    let log2 = i32(ab >> 23u) - i32(bb >> 23u) - smaller;
+    return u32(clamp(log2 - 1, 0, i32(below_root)));
+}
+
+// mirrors prism_core::heightfield::Walk::start_level
+fn walk_start_level(w: Walk, t0: f32) -> u32 {
+    let below_root = select(0u, w.top - 1u, w.top > 0u);
+    if w.d.y < 0.0 {
+        let h0 = w.o.y + mul_rn(t0, w.d.y);
+        let across = max(abs(w.d.x), abs(w.d.z));
+        return walk_start_level_of_run(mul_rn(h0, across), mul_rn(-w.d.y, w.cs), below_root);
+    }
+    return below_root;
+}
+
 // mirrors prism_core::heightfield::Walk::run (with Walk::start)
 fn walk_run(w: Walk, tmin: f32, tmax: f32) -> HeightfieldHit {
     let wd = w.width;
@@ -384,7 +414,7 @@ fn walk_run(w: Walk, tmin: f32, tmax: f32) -> HeightfieldHit {
     let t0 = max(near, tmin);
     let x = walk_cell_of(w, w.o.x + mul_rn(t0, w.d.x), wd);
     let z = walk_cell_of(w, w.o.z + mul_rn(t0, w.d.z), dp);
-    return walk_walk(w, x, z, select(0u, w.top - 1u, w.top > 0u), tmin, tmax);
+    return walk_walk(w, x, z, walk_start_level(w, t0), tmin, tmax);
 }
 
 // mirrors prism_core::heightfield::ray_heightfield (with Heightfields::hit

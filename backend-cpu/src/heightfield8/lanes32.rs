@@ -219,6 +219,39 @@ impl Queue<'_> {
         };
         let cx = cell_of(_mm512_add_ps(ox, _mm512_mul_ps(t0, dx)), w);
         let cz = cell_of(_mm512_add_ps(oz, _mm512_mul_ps(t0, dz)), dd);
+        // Core's `Walk::start_level`: a descending ray starts where its run
+        // to the ground says (`start_level_of_run`, bit for bit: the
+        // exponents' difference of the two products), others below the root.
+        let below_root = top.saturating_sub(1) as i32;
+        let start_level = {
+            let h0 = _mm512_add_ps(oy, _mm512_mul_ps(t0, dy));
+            let across = _mm512_max_ps(_mm512_abs_ps(dx), _mm512_abs_ps(dz));
+            let a = _mm512_mul_ps(h0, across);
+            let b = _mm512_mul_ps(_mm512_sub_ps(zero, dy), _mm512_set1_ps(cs));
+            let (ab, bb) = (_mm512_castps_si512(a), _mm512_castps_si512(b));
+            let significand = _mm512_set1_epi32(0x7F_FFFF);
+            let smaller = _mm512_cmplt_epu32_mask(
+                _mm512_and_si512(ab, significand),
+                _mm512_and_si512(bb, significand),
+            );
+            let log2 = _mm512_sub_epi32(_mm512_srli_epi32::<23>(ab), _mm512_srli_epi32::<23>(bb));
+            let log2 = _mm512_mask_sub_epi32(log2, smaller, log2, _mm512_set1_epi32(1));
+            let level = _mm512_min_epi32(
+                _mm512_max_epi32(
+                    _mm512_sub_epi32(log2, _mm512_set1_epi32(1)),
+                    _mm512_setzero_si512(),
+                ),
+                _mm512_set1_epi32(below_root),
+            );
+            // `a` NaN, below the least normal (negatives too): 0; `b` below
+            // it or `a` infinite: below the root.
+            let normal = _mm512_set1_ps(f32::MIN_POSITIVE);
+            let a_normal = ge(a, normal);
+            let level = _mm512_maskz_mov_epi32(a_normal, level);
+            let top_start = a_normal & (!ge(b, normal) | eq(a, _mm512_set1_ps(f32::INFINITY)));
+            let level = _mm512_mask_mov_epi32(level, top_start, _mm512_set1_epi32(below_root));
+            _mm512_mask_blend_epi32(lt(dy, zero), _mm512_set1_epi32(below_root), level)
+        };
         let walking = (seen & u32::from(hit_root) & !u32::from(parallel) & lanes_mask) as K;
         let flag = |m: K, bit: i32| _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(bit));
         let index = _mm512_add_epi32(
@@ -243,7 +276,7 @@ impl Queue<'_> {
         let ints = [
             cx,
             cz,
-            _mm512_set1_epi32(top.saturating_sub(1) as i32),
+            start_level,
             _mm512_or_si512(
                 _mm512_or_si512(flag(pos_x, 1), flag(pos_y, 2)),
                 _mm512_or_si512(flag(pos_z, 4), flag(gt(dy, zero), 8)),

@@ -144,3 +144,83 @@ fn faces_make_closed_boxes_and_visible_ones_skip_buried_sides() {
         assert_eq!(n, face_normal(f.face), "{f:?}");
     }
 }
+
+/// `start_level_of_run` is `floor(log2(a / b)) - 1` within
+/// `0..=below_root`, for the exact quotient (no division's rounding).
+#[test]
+fn the_start_level_is_one_below_the_runs_power_of_two() {
+    for (a, b, level) in [
+        (f32::NAN, 1.0, 0),
+        (-8.0, 1.0, 0),
+        (0.0, 1.0, 0),
+        (1.0e-40, 1.0e-41, 0),
+        (3.99, 1.0, 0),
+        (4.0, 1.0, 1),
+        (7.99, 1.0, 1),
+        (8.0, 1.0, 2),
+        (72.0, 1.0, 5),
+        (125.0, 1.73, 5),
+        (6.0, 1.5, 1),
+        (5.999_999_5, 1.5, 0),
+        (1.0e9, 1.0, 8),
+        (f32::INFINITY, 1.0, 8),
+        (1.0, 0.0, 8),
+        (1.0, 1.0e-40, 8),
+    ] {
+        assert_eq!(start_level_of_run(a, b, 8), level, "{a} / {b}");
+    }
+    assert_eq!(start_level_of_run(72.0, 1.0, 0), 0);
+    // Against the quotient in f64 (exact enough away from powers of two).
+    let mut rng = crate::rng::Pcg { state: 9 };
+    for _ in 0..10_000 {
+        let a = 2.0f32.powf(rng.next_f32() * 40.0 - 20.0);
+        let b = 2.0f32.powf(rng.next_f32() * 40.0 - 20.0);
+        let q = (f64::from(a) / f64::from(b)).log2().floor() as i32 - 1;
+        assert_eq!(
+            start_level_of_run(a, b, 30),
+            q.clamp(0, 30) as u32,
+            "{a} / {b}"
+        );
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// The first crossing's distance does not depend on the level the walk
+    /// starts at: from every level below the root, the walk finds a crossing
+    /// where `ray_heightfield` does, at the same `t` (the face named may
+    /// differ on a tie, another face at that `t`).
+    #[test]
+    fn every_start_level_gives_the_same_crossing(
+        w in 1u32..40,
+        d in 1u32..40,
+        seed in 0u32..u32::MAX,
+        o in proptest::array::uniform3(-0.3f32..1.3),
+        target in proptest::array::uniform3(0.0f32..1.0),
+        steep in proptest::bool::ANY,
+    ) {
+        let mut rng = crate::rng::Pcg { state: seed };
+        let heights: Vec<f32> = (0..w * d)
+            .map(|_| if rng.next_f32() < 0.3 { 0.0 } else { (rng.next_f32() * 12.0).floor() * 0.5 })
+            .collect();
+        let hf = Heightfield::new(w, d, 0.5, &heights).unwrap(); // ok: finite heights >= 0
+        let ext = hf.bounds().max.max(Vec3::splat(0.5));
+        let origin = Vec3::from(o) * ext * Vec3::new(1.0, if steep { 6.0 } else { 1.0 }, 1.0);
+        let ray = Ray::new(origin, Vec3::from(target) * ext - origin);
+        let desc = hf.descriptor(0);
+        let pre = RayPre::new(&ray);
+        let expected = ray_heightfield(&pre, &desc, hf.pyramid(), ray.tmin, ray.tmax);
+        let walk = Walk::new(&pre, &desc, hf.pyramid()).unwrap(); // ok: a valid record
+        if let WalkStart::Cell { x, z, .. } = walk.start(ray.tmin, ray.tmax) {
+            for level in 0..walk.top.max(1) {
+                proptest::prop_assert_eq!(
+                    walk.walk(x, z, level, ray.tmin, ray.tmax).map(|h| h.t),
+                    expected.map(|h| h.t),
+                    "from level {}",
+                    level
+                );
+            }
+        }
+    }
+}
