@@ -14,6 +14,80 @@ use prism_core::intersect::{RayPre, SLAB_EXIT_SCALE, SLAB_EXIT_SCALE_NEGATIVE};
 use prism_core::traverse::ray_primitive;
 use prism_core::{Hit, Ray};
 
+/// The watertight test of packets `p` (lanes 0-3) and `q` (lanes 4-7) with
+/// the ray's axes read at run time (`l`, a [`Lanes8`]): per lane the
+/// operations of the 4-wide `crate::leaves::packet_hit` (and so of core's
+/// `ray_triangle_axes`), in the same order, so `t`, `u` and `v` are core's
+/// bit for bit. Gives the mask of the lanes hit in `(tmin, tmax)` and each
+/// lane's `t`, `u` and `v`. A macro, so that it is always inlined into the
+/// AVX2 walks (a function with a target feature of its own is inlined only
+/// as the compiler sees fit, and it did not: the call cost the walk more
+/// than the pairing saved).
+macro_rules! pair_test {
+    ($l:expr, $p:expr, $q:expr, $tmin:expr, $tmax:expr) => {{
+        let l: &Lanes8 = $l;
+        let (p, q): (&TriPacket, &TriPacket) = ($p, $q);
+        let [kx, ky, kz] = l.axes;
+        let (pr, qr) = (p.rows(), q.rows());
+        // Vertex `j`'s coordinate on axis `k` over the eight lanes, less the
+        // origin's. ok: `Lanes8::new` keeps every axis below 3.
+        let rel = |j: usize, k: usize| {
+            let v = _mm256_set_m128(__m128::from(qr[j][k]), __m128::from(pr[j][k]));
+            _mm256_sub_ps(v, l.o[k])
+        };
+        let (a, b, c) = (
+            [rel(0, kx), rel(0, ky), rel(0, kz)],
+            [rel(1, kx), rel(1, ky), rel(1, kz)],
+            [rel(2, kx), rel(2, ky), rel(2, kz)],
+        );
+        let (hit, t, u, v) = watertight8!(
+            false,
+            a,
+            b,
+            c,
+            [l.sx, l.sy, l.sz],
+            _mm256_set1_ps($tmin),
+            _mm256_set1_ps($tmax)
+        )
+        .unwrap_or_else(|| {
+            (
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+            )
+        });
+        (_mm256_movemask_ps(hit) as u32, t, u, v)
+    }};
+}
+
+/// `pair_test!`'s nearest hit in `(tmin, tmax)`: `Option<(lane, t, u, v)>`,
+/// the lowest lane on equal `t` (lanes 0-3 are `p`'s: the order in which
+/// testing `p` and then `q` one lane at a time keeps its best). A macro, as
+/// `pair_test!` is: as a function the compiler kept it out of line, and the
+/// call reloaded the ray's eight-lane constants each time.
+macro_rules! pair_hit {
+    ($l:expr, $p:expr, $q:expr, $tmin:expr, $tmax:expr) => {{
+        let (mask, t, u, v) = pair_test!($l, $p, $q, $tmin, $tmax);
+        if mask == 0 {
+            None
+        } else {
+            let ts: [f32; 8] = bytemuck::cast(t);
+            let mut best = mask.trailing_zeros() as usize & 7;
+            let mut m = mask & (mask - 1);
+            while m != 0 {
+                let lane = m.trailing_zeros() as usize & 7;
+                m &= m - 1;
+                if ts[lane] < ts[best] {
+                    best = lane;
+                }
+            }
+            let (us, vs): ([f32; 8], [f32; 8]) = (bytemuck::cast(u), bytemuck::cast(v));
+            Some((best, ts[best], us[best], vs[best]))
+        }
+    }};
+}
+
 /// The ray's slab-test constants in 256-bit registers, and which row of a node
 /// holds each axis's near and far plane.
 pub(super) struct Ray8 {
@@ -146,7 +220,7 @@ pub(super) fn closest<T: Tally>(
             tally.tests(leaf.len().div_ceil(2) as u32);
             for (i, pair) in leaf.chunks(2).enumerate() {
                 let (p, q) = (&pair[0], pair.last().unwrap_or(&pair[0]));
-                if let Some((lane, t, u, v)) = pair_hit(&lanes, p, q, tmin, best.t) {
+                if let Some((lane, t, u, v)) = pair_hit!(&lanes, p, q, tmin, best.t) {
                     // (A lone packet's copy never wins: it ties its first lanes.)
                     let second = lane >= 4 && pair.len() == 2;
                     let (packet, lane) = if second { (q, lane - 4) } else { (p, lane & 3) };
@@ -222,7 +296,8 @@ pub(super) fn any<T: Tally>(
                 .any(|pair| {
                     tally.tests(1);
                     let (p, q) = (&pair[0], pair.last().unwrap_or(&pair[0]));
-                    pair_any(&lanes, p, q, tmin, tmax)
+                    // `pair_test!` inline (see `pair_hit!`).
+                    pair_test!(&lanes, p, q, tmin, tmax).0 != 0
                 })
             {
                 return true;
@@ -533,88 +608,4 @@ impl Lanes8 {
             axes: [pre.kx.min(2), pre.ky.min(2), pre.kz.min(2)],
         }
     }
-}
-
-/// The watertight test of packets `p` (lanes 0-3) and `q` (lanes 4-7) with
-/// the ray's axes read at run time (`l`, a [`Lanes8`]): per lane the
-/// operations of the 4-wide `crate::leaves::packet_hit` (and so of core's
-/// `ray_triangle_axes`), in the same order, so `t`, `u` and `v` are core's
-/// bit for bit. Gives the mask of the lanes hit in `(tmin, tmax)` and each
-/// lane's `t`, `u` and `v`. A macro, so that it is always inlined into the
-/// AVX2 walks (a function with a target feature of its own is inlined only
-/// as the compiler sees fit, and it did not: the call cost the walk more
-/// than the pairing saved).
-macro_rules! pair_test {
-    ($l:expr, $p:expr, $q:expr, $tmin:expr, $tmax:expr) => {{
-        let l: &Lanes8 = $l;
-        let (p, q): (&TriPacket, &TriPacket) = ($p, $q);
-        let [kx, ky, kz] = l.axes;
-        let (pr, qr) = (p.rows(), q.rows());
-        // Vertex `j`'s coordinate on axis `k` over the eight lanes, less the
-        // origin's. ok: `Lanes8::new` keeps every axis below 3.
-        let rel = |j: usize, k: usize| {
-            let v = _mm256_set_m128(__m128::from(qr[j][k]), __m128::from(pr[j][k]));
-            _mm256_sub_ps(v, l.o[k])
-        };
-        let (a, b, c) = (
-            [rel(0, kx), rel(0, ky), rel(0, kz)],
-            [rel(1, kx), rel(1, ky), rel(1, kz)],
-            [rel(2, kx), rel(2, ky), rel(2, kz)],
-        );
-        let (hit, t, u, v) = watertight8!(
-            false,
-            a,
-            b,
-            c,
-            [l.sx, l.sy, l.sz],
-            _mm256_set1_ps($tmin),
-            _mm256_set1_ps($tmax)
-        )
-        .unwrap_or_else(|| {
-            (
-                _mm256_setzero_ps(),
-                _mm256_setzero_ps(),
-                _mm256_setzero_ps(),
-                _mm256_setzero_ps(),
-            )
-        });
-        (_mm256_movemask_ps(hit) as u32, t, u, v)
-    }};
-}
-
-/// `pair_test!`'s nearest hit in `(tmin, tmax)`: `(lane, t, u, v)`, the
-/// lowest lane on equal `t` (lanes 0-3 are `p`'s: the order in which testing
-/// `p` and then `q` one lane at a time keeps its best).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn pair_hit(
-    l: &Lanes8,
-    p: &TriPacket,
-    q: &TriPacket,
-    tmin: f32,
-    tmax: f32,
-) -> Option<(usize, f32, f32, f32)> {
-    let (mask, t, u, v) = pair_test!(l, p, q, tmin, tmax);
-    if mask == 0 {
-        return None;
-    }
-    let ts: [f32; 8] = bytemuck::cast(t);
-    let mut best = mask.trailing_zeros() as usize & 7;
-    let mut m = mask & (mask - 1);
-    while m != 0 {
-        let lane = m.trailing_zeros() as usize & 7;
-        m &= m - 1;
-        if ts[lane] < ts[best] {
-            best = lane;
-        }
-    }
-    let (us, vs): ([f32; 8], [f32; 8]) = (bytemuck::cast(u), bytemuck::cast(v));
-    Some((best, ts[best], us[best], vs[best]))
-}
-
-/// Whether `pair_test!` finds any hit in `(tmin, tmax)`.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn pair_any(l: &Lanes8, p: &TriPacket, q: &TriPacket, tmin: f32, tmax: f32) -> bool {
-    pair_test!(l, p, q, tmin, tmax).0 != 0
 }
