@@ -335,9 +335,11 @@ unsafe fn words16(base: *const f32) -> [__m512; 8] {
     // Register k: ray k's words in its low half, ray k + 8's in its high.
     // SAFETY: ray k and ray k + 8 are among the sixteen (the caller's).
     let row = |k: usize| unsafe {
-        let lo = _mm256_loadu_ps(base.add(12 * k));
-        let hi = _mm256_loadu_ps(base.add(12 * (k + 8)));
-        _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi)
+        let lo = _mm256_castps_pd(_mm256_loadu_ps(base.add(12 * k)));
+        let hi = _mm256_castps_pd(_mm256_loadu_ps(base.add(12 * (k + 8))));
+        // As four doubles: `_mm512_insertf32x8` needs AVX-512DQ, which this
+        // function does not take (it was called, not inlined).
+        _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castpd256_pd512(lo), hi))
     };
     let a: [__m512; 8] = core::array::from_fn(row);
     // Within each 128-bit lane: pairs, then quads of rays (the 4x4 step).
