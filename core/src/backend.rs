@@ -373,7 +373,12 @@ pub fn check_batch(what: &'static str, rays: &[Ray], outputs: usize) -> Result<(
             outputs,
         });
     }
-    if let Some(index) = rays.iter().position(|r| !r.is_valid()) {
+    // One pass without a branch a ray (`&` over every ray), the search for
+    // the first bad one only where there is one: a batch is checked before
+    // every trace, and valid batches are the rule.
+    if !rays.iter().fold(true, |ok, r| ok & r.is_valid())
+        && let Some(index) = rays.iter().position(|r| !r.is_valid())
+    {
         // ok: `index` was found by `position` over `rays`.
         let r = rays[index];
         return Err(Error::InvalidRay {
