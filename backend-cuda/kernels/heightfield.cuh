@@ -364,8 +364,9 @@ __device__ __forceinline__ HfHit hf_run_parallel(const HfWalk& w, float tmin, fl
     return best;
 }
 
-// mirrors prism_core::heightfield::start_level_of_run: floor(log2(a / b)) - 1
-// from the bits of a and b, no division (every backend finds the same level)
+// mirrors prism_core::heightfield::start_level_of_run
+// (floor(log2(a / b)) - 1 from the bits of a and b, no division: every
+// backend finds the same level)
 __device__ __forceinline__ u32 hf_start_level_of_run(float a, float b, u32 below_root) {
     if (isnan(a) || a < 1.17549435e-38f) {
         return 0u;

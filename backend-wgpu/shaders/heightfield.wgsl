@@ -362,9 +362,10 @@ fn walk_run_parallel(w: Walk, tmin: f32, tmax: f32) -> HeightfieldHit {
     return best;
 }
 
-// mirrors prism_core::heightfield::start_level_of_run: floor(log2(a / b)) - 1
-// from the bits of a and b, no division (every backend finds the same level)
-fn walk_start_level_of_run(a: f32, b: f32, below_root: u32) -> u32 {
+// mirrors prism_core::heightfield::start_level_of_run
+// (floor(log2(a / b)) - 1 from the bits of a and b, no division: every
+// backend finds the same level)
+fn start_level_of_run(a: f32, b: f32, below_root: u32) -> u32 {
     let ab = bitcast<u32>(a);
     let bb = bitcast<u32>(b);
     // Read as bits (a shader compiler may take NaN and infinity away from
@@ -387,7 +388,7 @@ fn walk_start_level(w: Walk, t0: f32) -> u32 {
     if w.d.y < 0.0 {
         let h0 = w.o.y + mul_rn(t0, w.d.y);
         let across = max(abs(w.d.x), abs(w.d.z));
-        return walk_start_level_of_run(mul_rn(h0, across), mul_rn(-w.d.y, w.cs), below_root);
+        return start_level_of_run(mul_rn(h0, across), mul_rn(-w.d.y, w.cs), below_root);
     }
     return below_root;
 }
