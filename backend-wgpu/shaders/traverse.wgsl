@@ -54,11 +54,14 @@ fn ray_primitive(pre: RayPre, p: Primitive, tmin: f32, tmax: f32) -> PrimHit {
     return ray_triangle(pre, p.a.xyz, p.b.xyz, p.c.xyz, tmin, tmax);
 }
 
-// Whether prims[first .. first + count] lies inside the buffer (core: `prims.get(range)`).
-fn leaf_in_range(first: u32, count: u32) -> bool {
-    let len = arrayLength(&prims);
-    return first <= len && count <= len - first;
-}
+// Core checks each leaf against the primitives (`prims.get(range)`) and each
+// node against the tree (`nodes.get(node)`) as it walks; these walks do not.
+// Every tree is checked on the host before upload (prism_core::gpu::check_tree:
+// a root, every leaf inside the primitives, every inner child a node after its
+// parent), so those checks would always pass, and they cost 4% of a batch on
+// an H200; the CUDA kernels leave them out too (PRISM_TREE_CHECKS). A walk
+// ends at EMPTY_CHILD, where a hidden ray starts (refill.wgsl), and buffer
+// bounds checks stay on.
 
 // The leaf tests of a closest-hit step (prism_core::traverse::leaf_closest on
 // a node's two leaves): the primitives `leaves.y` from slot `leaves.x`, then
@@ -109,7 +112,7 @@ fn closest_hit_begin(ray: Ray) -> ClosestHit {
 // folded in, both leaves through one loop so the primitive test is compiled
 // once); false when the loop is over.
 fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
-    if (*c).node >= arrayLength(&nodes) {
+    if (*c).node == EMPTY_CHILD {
         return false;
     }
     let pre = (*c).pre;
@@ -139,7 +142,7 @@ fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
         var b_first = 0u;
         var b_count = 0u;
         if near_count > 0u {
-            if t_near < (*c).best.t && leaf_in_range(near_index, near_count) {
+            if t_near < (*c).best.t {
                 a_first = near_index;
                 a_count = near_count;
             }
@@ -148,10 +151,8 @@ fn closest_hit_step(c: ptr<function, ClosestHit>) -> bool {
         // The far leaf's box is compared with the best hit after the near leaf.
         let t_far_leaf = t_far;
         if far_count > 0u {
-            if leaf_in_range(far_index, far_count) {
-                b_first = far_index;
-                b_count = far_count;
-            }
+            b_first = far_index;
+            b_count = far_count;
             t_far = f32_infinity();
         }
         (*c).best = leaves_closest(pre, vec4<u32>(a_first, a_count, b_first, b_count), t_far_leaf, tmin, 0u, (*c).best);
@@ -243,7 +244,7 @@ fn any_hit_begin(ray: Ray) -> AnyHit {
 // One iteration of prism_core::traverse::any_hit's loop (with leaf_any folded
 // in): STEP_HIT or STEP_MISS when any_hit would return, else STEP_MORE.
 fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
-    if (*a).node >= arrayLength(&nodes) {
+    if (*a).node == EMPTY_CHILD {
         return STEP_MISS;
     }
     let pre = (*a).pre;
@@ -264,17 +265,13 @@ fn any_hit_step(a: ptr<function, AnyHit>) -> u32 {
     var b_first = 0u;
     var b_count = 0u;
     if go_left && l_count > 0u {
-        if leaf_in_range(l_index, l_count) {
-            a_first = l_index;
-            a_count = l_count;
-        }
+        a_first = l_index;
+        a_count = l_count;
         go_left = false;
     }
     if go_right && r_count > 0u {
-        if leaf_in_range(r_index, r_count) {
-            b_first = r_index;
-            b_count = r_count;
-        }
+        b_first = r_index;
+        b_count = r_count;
         go_right = false;
     }
     if leaves_any(pre, vec4<u32>(a_first, a_count, b_first, b_count), tmin, tmax) {

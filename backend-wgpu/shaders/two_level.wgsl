@@ -236,7 +236,7 @@ fn two_level_closest_step(w: ptr<function, TwoLevelWalk>) -> bool {
             // than the best hit.
             var leaves = vec4<u32>(0u);
             if near_count > 0u {
-                if t_near < (*w).best.t && leaf_in_range(near, near_count) {
+                if t_near < (*w).best.t {
                     leaves.x = near;
                     leaves.y = near_count;
                 }
@@ -244,10 +244,8 @@ fn two_level_closest_step(w: ptr<function, TwoLevelWalk>) -> bool {
             }
             let t_far_leaf = t_far;
             if far_count > 0u {
-                if leaf_in_range(far, far_count) {
-                    leaves.z = far;
-                    leaves.w = far_count;
-                }
+                leaves.z = far;
+                leaves.w = far_count;
                 t_far = f32_infinity();
             }
             if leaves.y != 0u || leaves.w != 0u {
@@ -319,17 +317,13 @@ fn two_level_any_step(w: ptr<function, TwoLevelWalk>) -> u32 {
             // Primitives: left leaf first, then right; the first hit ends the walk.
             var leaves = vec4<u32>(0u);
             if go_left && l_count > 0u {
-                if leaf_in_range(l_index, l_count) {
-                    leaves.x = l_index;
-                    leaves.y = l_count;
-                }
+                leaves.x = l_index;
+                leaves.y = l_count;
                 go_left = false;
             }
             if go_right && r_count > 0u {
-                if leaf_in_range(r_index, r_count) {
-                    leaves.z = r_index;
-                    leaves.w = r_count;
-                }
+                leaves.z = r_index;
+                leaves.w = r_count;
                 go_right = false;
             }
             if leaves.y != 0u || leaves.w != 0u {
