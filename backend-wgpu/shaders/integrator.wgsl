@@ -352,6 +352,37 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
     return Traced(m.albedo_fuzz.xyz * (ao * keep) + m.emission_ior.xyz, rays);
 }
 
+// Sample `sample_index` of pixel (x, y): the body of render_pixel's loop,
+// which the persistent path kernels (path_pieces.wgsl) also run for the
+// samples of a pixel that its lanes share.
+fn render_sample(x: u32, y: u32, sample_index: u32, masks: TileMasks) -> Traced {
+    let pixel = y * params.width + x;
+    let jitter = params.spp > 1u;
+    var rng = pcg_for_path(pixel, sample_index, params.seed);
+    let jx0 = pcg_next_f32(&rng);
+    let jy0 = pcg_next_f32(&rng);
+    let l1 = pcg_next_f32(&rng);
+    let l2 = pcg_next_f32(&rng);
+    let jx = select(0.5, jx0, jitter);
+    let jy = select(0.5, jy0, jitter);
+    let s = (f32(x) + jx) / f32(params.width);
+    let t = 1.0 - (f32(y) + jy) / f32(params.height);
+    let ray = camera_ray(params.camera, s, t, l1, l2);
+    var r: Traced;
+    switch INTEGRATOR {
+        case 1u: {
+            r = trace_whitted(ray, masks);
+        }
+        case 2u: {
+            r = trace_ao(ray, &rng, ao_rays_at(x, y), masks);
+        }
+        default: {
+            r = trace_path(ray, &rng);
+        }
+    }
+    return r;
+}
+
 // mirrors prism_core::integrator::render_pixel
 //
 // Core matches on `params.integrator`; here the same value arrives as the
@@ -360,33 +391,10 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
 // the pixel's tile, which the Whitted and AO integrators read
 // (camera_masks.wgsl).
 fn render_pixel(x: u32, y: u32, masks: TileMasks) -> Traced {
-    let pixel = y * params.width + x;
     var sum = vec3<f32>(0.0);
     var rays = 0u;
-    let jitter = params.spp > 1u;
     for (var sample_index = 0u; sample_index < params.spp; sample_index++) {
-        var rng = pcg_for_path(pixel, sample_index, params.seed);
-        let jx0 = pcg_next_f32(&rng);
-        let jy0 = pcg_next_f32(&rng);
-        let l1 = pcg_next_f32(&rng);
-        let l2 = pcg_next_f32(&rng);
-        let jx = select(0.5, jx0, jitter);
-        let jy = select(0.5, jy0, jitter);
-        let s = (f32(x) + jx) / f32(params.width);
-        let t = 1.0 - (f32(y) + jy) / f32(params.height);
-        let ray = camera_ray(params.camera, s, t, l1, l2);
-        var r: Traced;
-        switch INTEGRATOR {
-            case 1u: {
-                r = trace_whitted(ray, masks);
-            }
-            case 2u: {
-                r = trace_ao(ray, &rng, ao_rays_at(x, y), masks);
-            }
-            default: {
-                r = trace_path(ray, &rng);
-            }
-        }
+        let r = render_sample(x, y, sample_index, masks);
         sum += r.color;
         rays += r.rays;
     }

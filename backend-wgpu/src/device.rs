@@ -13,8 +13,8 @@ use crate::errors::scoped;
 use crate::pipelines::compile_module;
 use crate::submit::Timestamps;
 use crate::{
-    BACKEND_NAME, CHUNK_UNIFORM_BYTES, ModuleConfig, RAY_BYTES, RAY_TALLY_BYTES, ShaderSource,
-    WgpuBackend, WgpuOptions,
+    BACKEND_NAME, CHUNK_UNIFORM_BYTES, ModuleConfig, RAY_BYTES, RAY_COUNT_BYTES, RAY_TALLY_BYTES,
+    ShaderSource, WgpuBackend, WgpuOptions,
 };
 use prism_core::Error;
 use prism_core::gpu::RenderParams;
@@ -212,6 +212,12 @@ impl WgpuBackend {
             lane_refill,
         } = wanted;
         let Handlers { lost, uncaptured } = handlers;
+        // The pieces of path_pieces.wgsl: a subgroup of `size` lanes holds
+        // `size / lanes` pixels of a 128-pixel tile.
+        let persistent_path = options.persistent_path
+            && lane_refill
+            && info.subgroup_max_size <= 128
+            && info.subgroup_min_size >= 2;
         let limits = device.limits();
         let binding_limit = limits
             .max_storage_buffer_binding_size
@@ -345,7 +351,7 @@ impl WgpuBackend {
         )?;
         let ray_count = small(
             "ray tally",
-            RAY_TALLY_BYTES,
+            RAY_COUNT_BYTES,
             wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
@@ -440,6 +446,7 @@ impl WgpuBackend {
             overlap_transfers: options.overlap_transfers,
             cell_grid: options.cell_grid,
             camera_masks: options.camera_masks,
+            persistent_path,
             frame_cones,
             f64_division,
             lost,

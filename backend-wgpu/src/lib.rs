@@ -184,6 +184,9 @@ const RAY_TALLY_SLOTS: u64 = 256;
 const _: () = assert!(RAY_TALLY_SLOTS.is_power_of_two());
 /// Bytes of the ray tally: a 64-bit count a slot, as two `u32` words.
 const RAY_TALLY_BYTES: u64 = RAY_TALLY_SLOTS * 8;
+/// Bytes of the buffer that holds the ray tally and, in the word after it, the
+/// persistent path kernels' piece counter (path_pieces.wgsl).
+const RAY_COUNT_BYTES: u64 = RAY_TALLY_BYTES + 16;
 
 /// How to choose and drive the adapter.
 pub struct WgpuOptions {
@@ -249,6 +252,13 @@ pub struct WgpuOptions {
     /// either way (but where two primitives tie at exactly the same
     /// distance); `false` is there to measure the masks. Default `true`.
     pub camera_masks: bool,
+    /// Where lane refill runs (the adapter has subgroups of at most 128
+    /// lanes), render the path integrator by persistent subgroups that take
+    /// pieces of the frame from a counter, two lanes sharing a pixel's
+    /// samples (shaders/path_pieces.wgsl), as the CUDA backend's path
+    /// kernels do; [`WgpuBackend::persistent_path`] says whether it does.
+    /// Same pixels either way; `false` is there to measure it. Default `true`.
+    pub persistent_path: bool,
 }
 
 impl Default for WgpuOptions {
@@ -267,6 +277,7 @@ impl Default for WgpuOptions {
             overlap_transfers: true,
             cell_grid: true,
             camera_masks: true,
+            persistent_path: true,
         }
     }
 }
@@ -287,6 +298,7 @@ impl std::fmt::Debug for WgpuOptions {
             .field("overlap_transfers", &self.overlap_transfers)
             .field("cell_grid", &self.cell_grid)
             .field("camera_masks", &self.camera_masks)
+            .field("persistent_path", &self.persistent_path)
             .finish()
     }
 }
@@ -340,6 +352,8 @@ pub struct WgpuBackend {
     render_tile: (u32, u32),
     batch_workgroup: u32,
     overlap_transfers: bool,
+    /// [`WgpuOptions::persistent_path`], where the module has subgroups.
+    persistent_path: bool,
     /// [`WgpuOptions::cell_grid`].
     cell_grid: bool,
     /// [`WgpuOptions::camera_masks`].
@@ -407,6 +421,17 @@ impl WgpuBackend {
     /// refill is used only where `batch_workgroup` is a multiple of it.
     pub fn subgroup_max_size(&self) -> u32 {
         self.info.subgroup_max_size
+    }
+
+    /// Whether path frames are rendered by persistent subgroups (see
+    /// [`WgpuOptions::persistent_path`]).
+    pub fn persistent_path(&self) -> bool {
+        self.persistent_path
+    }
+
+    /// Whether a frame of `integrator` runs the persistent path kernels.
+    pub(crate) fn path_pieces(&self, integrator: u32) -> bool {
+        self.persistent_path && integrator == prism_core::Integrator::Path as u32
     }
 
     /// Where stage times come from on this adapter.

@@ -27,6 +27,9 @@ pub(crate) enum Kernel {
     /// A frame's tile candidate masks (shaders/camera_masks.wgsl), before
     /// its render kernels.
     CameraMasks,
+    /// The path integrator by persistent subgroups (shaders/path_pieces.wgsl);
+    /// whether the output is sRGB 8-bit.
+    RenderPathPieces(bool),
 }
 
 impl Kernel {
@@ -39,6 +42,8 @@ impl Kernel {
             Kernel::IntersectRefill => "intersect_refill",
             Kernel::OccludedRefill => "occluded_refill",
             Kernel::CameraMasks => "camera_masks_main",
+            Kernel::RenderPathPieces(false) => "render_path_pieces_linear",
+            Kernel::RenderPathPieces(true) => "render_path_pieces_srgb8",
         }
     }
 }
@@ -69,13 +74,17 @@ impl WgpuBackend {
     /// or on a primitive (within the scene's bounds, with 1% to spare for
     /// points rounded off their surfaces). `camera_masks`: the module with
     /// [`ModuleConfig::camera_masks`], for a frame whose cones the caller
-    /// wrote, and the pipeline of its masks pass too.
+    /// wrote, and the pipeline of its masks pass too. `pieces`: the path
+    /// integrator's persistent kernel (shaders/path_pieces.wgsl, for a caller
+    /// that clears its piece counter before each dispatch; see
+    /// [`WgpuBackend::path_pieces`]).
     pub(crate) fn render_pipeline(
         &mut self,
         integrator: u32,
         srgb8: bool,
         params: &prism_core::gpu::RenderParams,
         camera_masks: bool,
+        pieces: bool,
     ) -> Result<(wgpu::ComputePipeline, Option<wgpu::ComputePipeline>), Error> {
         let mut config = self.module_config();
         config.camera_masks = camera_masks;
@@ -95,10 +104,12 @@ impl WgpuBackend {
         } else {
             None
         };
-        Ok((
-            self.pipeline_for(Kernel::Render(integrator, srgb8), config)?,
-            masks,
-        ))
+        let kernel = if pieces {
+            Kernel::RenderPathPieces(srgb8)
+        } else {
+            Kernel::Render(integrator, srgb8)
+        };
+        Ok((self.pipeline_for(kernel, config)?, masks))
     }
 
     /// The pipeline of `kernel` in the module for `config`, compiled on first use.

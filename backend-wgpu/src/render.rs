@@ -119,11 +119,13 @@ impl WgpuBackend {
         } else {
             None
         };
+        let pieces = self.path_pieces(settings.integrator as u32);
         let (pipeline, masks_pipeline) = self.render_pipeline(
             settings.integrator as u32,
             format == PixelFormat::Srgba8,
             &params,
             cones.is_some(),
+            pieces,
         )?;
         let out = Self::ensure(
             &self.device,
@@ -192,11 +194,12 @@ impl WgpuBackend {
                             label: Some("prism render"),
                         });
                 encoder.clear_buffer(&self.ray_count, 0, None);
-                let render = (
-                    &pipeline,
-                    &work_group,
-                    (groups_x as u32, rows.div_ceil(tile_y)),
-                );
+                let groups = if pieces {
+                    (path_groups(rows, width), 1)
+                } else {
+                    (groups_x as u32, rows.div_ceil(tile_y))
+                };
+                let render = (&pipeline, &work_group, groups);
                 match &masks {
                     // The first band: the masks first, in its timed pass.
                     Some((find_pipeline, find_group, _)) if band == 0 => self.record_dispatches(
@@ -283,4 +286,21 @@ impl WgpuBackend {
         stats.total = start.elapsed();
         Ok(stats)
     }
+}
+
+/// Invocations a workgroup of the persistent path kernels holds (mirrors
+/// `PATH_THREADS` of shaders/path_pieces.wgsl).
+const PATH_THREADS: u64 = 256;
+/// Workgroups a persistent path dispatch launches at most: 2^20 invocations,
+/// more than any GPU keeps resident (an H100 holds 270,336), so no
+/// multiprocessor idles; its subgroups take the band's pieces until none is
+/// left.
+const PATH_MAX_GROUPS: u64 = (1 << 20) / PATH_THREADS;
+
+/// Workgroups of the persistent path dispatch for a band of `rows` rows of
+/// `width` pixels: two lanes a pixel, at most [`PATH_MAX_GROUPS`].
+fn path_groups(rows: u32, width: u32) -> u32 {
+    (2 * rows as u64 * width as u64)
+        .div_ceil(PATH_THREADS)
+        .clamp(1, PATH_MAX_GROUPS) as u32
 }

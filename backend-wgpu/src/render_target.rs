@@ -157,7 +157,9 @@ impl WgpuBackend {
             .min(rows_by_work)
             .min(height as u64) as u32;
         let pipeline = self
-            .render_pipeline(settings.integrator as u32, srgb8, &params, false)?
+            // The tile kernels: recorded chunks share one ray tally buffer,
+            // which the persistent kernel's counter would need cleared between.
+            .render_pipeline(settings.integrator as u32, srgb8, &params, false, false)?
             .0;
         let store = self.store_pipeline(format_name)?;
         let out = Self::ensure(

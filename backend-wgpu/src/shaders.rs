@@ -53,6 +53,13 @@ pub const DIVISION_F64: &str = include_str!("../shaders/division_f64.wgsl");
 /// subgroup operations (see [`ModuleConfig::lane_refill`]).
 pub const REFILL: (&str, &str) = ("refill.wgsl", include_str!("../shaders/refill.wgsl"));
 
+/// The persistent path render kernels, appended with [`REFILL`] (they use its
+/// subgroup helpers and the same `SUBGROUP` feature).
+pub const PATH_PIECES: (&str, &str) = (
+    "path_pieces.wgsl",
+    include_str!("../shaders/path_pieces.wgsl"),
+);
+
 /// Largest traversal stack a module is compiled with: a two-level walk keeps
 /// one stack for both trees, each less than
 /// [`prism_core::gpu::TRAVERSAL_STACK_SIZE`] deep.
@@ -68,7 +75,8 @@ pub const MAX_STACK_ENTRIES: u32 = 2 * prism_core::gpu::TRAVERSAL_STACK_SIZE as 
 pub struct ModuleConfig {
     /// `division_f64.wgsl` instead of `division.wgsl` (needs `SHADER_F64`).
     pub f64_division: bool,
-    /// Append [`REFILL`], whose subgroup operations need `SUBGROUP`.
+    /// Append [`REFILL`] and [`PATH_PIECES`], whose subgroup operations need
+    /// `SUBGROUP`.
     pub lane_refill: bool,
     /// `STACK_ENTRIES`: the traversal stack's length; at least the scene's BVH
     /// depth ([`prism_core::Accel::depth`]; two levels: plus the top tree's,
@@ -239,10 +247,14 @@ impl ShaderSource {
     /// (types.wgsl) rewritten in place (line numbers do not move).
     pub fn assemble_for(patch: Option<&SourcePatch>, config: &ModuleConfig) -> ShaderSource {
         let mut text = String::new();
-        let mut files = Vec::with_capacity(SHADER_FILES.len() + 1);
+        let mut files = Vec::with_capacity(SHADER_FILES.len() + 2);
         let mut line = 1u32;
-        let refill = config.lane_refill.then_some(REFILL);
-        for (name, original) in SHADER_FILES.into_iter().chain(refill) {
+        let subgroups = config
+            .lane_refill
+            .then_some([REFILL, PATH_PIECES])
+            .into_iter()
+            .flatten();
+        for (name, original) in SHADER_FILES.into_iter().chain(subgroups) {
             let original = if config.f64_division && name == "division.wgsl" {
                 DIVISION_F64
             } else {
