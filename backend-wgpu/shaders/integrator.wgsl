@@ -182,12 +182,13 @@ fn sun_bsdf_weight(diffuse: bool, lambert: f32, cos_d: f32, one_minus_cos: f32) 
 // (rtiow); no candidate masks (the CUDA path kernels read none either: a
 // path's later bounces dominate). cornell (36 triangles) takes the tree on
 // both backends: its grid's expected cost, 44.8, is above the tree's, 42.2
-// (CellGrid::worthwhile). What CUDA adds there is how its path kernels are
-// scheduled, not a core accelerator: persistent warps that take pieces of
-// the frame from a counter, two lanes sharing a pixel's samples, and a tail
-// of smaller pieces (backend-cuda KernelConfig::persistent_path, path_lanes,
-// path_tail_64ths); the WGSL path kernel runs one pixel an invocation over
-// the frame's tiles and has no such scheduling yet.
+// (CellGrid::worthwhile). Both backends also schedule their path kernels the
+// same way, which is not a core accelerator: persistent warps (subgroups)
+// that take pieces of the frame from a counter, two lanes sharing a pixel's
+// samples, and a tail of smaller pieces (path_pieces.wgsl; backend-cuda
+// KernelConfig::persistent_path, path_lanes, path_tail_64ths), where the
+// adapter has subgroups; elsewhere one pixel an invocation over the frame's
+// tiles (render_linear, render_srgb8).
 // mirrors prism_core::integrator::trace_path
 fn trace_path(first_ray: Ray, rng: ptr<function, Pcg>) -> Traced {
     var ray = first_ray;
