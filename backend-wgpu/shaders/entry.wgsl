@@ -81,6 +81,12 @@ override INTEGRATOR: u32 = 0u;
 // Render workgroup: TILE_X x TILE_Y pixels (WgpuOptions::render_tile).
 override TILE_X: u32 = 8u;
 override TILE_Y: u32 = 8u;
+// Tiles a render workgroup renders, one below the other, a pixel of each in
+// turn on every invocation: an invocation's fixed costs (its indices, the
+// ray tally's barrier and atomics) are shared by that many pixels, and a
+// frame has that many times fewer workgroups. The host picks it per frame
+// (pipelines.rs, render_tiles; the CUDA backend's render_tiles_per_block).
+override TILES_PER_GROUP: u32 = 1u;
 // Batch workgroup: BATCH_SIZE rays (WgpuOptions::batch_workgroup).
 override BATCH_SIZE: u32 = 64u;
 // Slots of the ray tally, a power of two (lib.rs, RAY_TALLY_SLOTS).
@@ -155,36 +161,50 @@ fn camera_masks_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     out_quads[2u * i + 1u] = vec4<u32>(m.shadow, 0u, 0u);
 }
 
-// One pixel per invocation; writes linear RGBA f32 (alpha 1).
+// A pixel of each of TILES_PER_GROUP tiles per invocation; writes linear RGBA
+// f32 (alpha 1).
 @compute @workgroup_size(TILE_X, TILE_Y)
 fn render_linear(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_id) local_id: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     var rays = 0u;
-    if gid.x < params.width && gid.y < chunk.count {
-        let r = render_pixel(gid.x, chunk.first + gid.y, pixel_tile_masks(gid.x, chunk.first + gid.y));
-        out_quads[gid.y * params.width + gid.x] = bitcast<vec4<u32>>(vec4<f32>(r.color, 1.0));
-        rays = r.rays;
+    for (var i = 0u; i < TILES_PER_GROUP; i++) {
+        // The pixel's row in the chunk: tile i of the workgroup's.
+        let row = (group.y * TILES_PER_GROUP + i) * TILE_Y + local_id.y;
+        if gid.x < params.width && row < chunk.count {
+            let y = chunk.first + row;
+            let r = render_pixel(gid.x, y, pixel_tile_masks(gid.x, y));
+            out_quads[row * params.width + gid.x] = bitcast<vec4<u32>>(vec4<f32>(r.color, 1.0));
+            rays += r.rays;
+        }
     }
     count_rays(rays, lid, group, groups);
 }
 
-// One pixel per invocation; writes sRGB 8-bit RGBA packed in a u32.
+// A pixel of each of TILES_PER_GROUP tiles per invocation; writes sRGB 8-bit
+// RGBA packed in a u32.
 @compute @workgroup_size(TILE_X, TILE_Y)
 fn render_srgb8(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_id) local_id: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     var rays = 0u;
-    if gid.x < params.width && gid.y < chunk.count {
-        let r = render_pixel(gid.x, chunk.first + gid.y, pixel_tile_masks(gid.x, chunk.first + gid.y));
-        out_words[gid.y * params.width + gid.x] = encode_srgba8(r.color);
-        rays = r.rays;
+    for (var i = 0u; i < TILES_PER_GROUP; i++) {
+        // The pixel's row in the chunk: tile i of the workgroup's.
+        let row = (group.y * TILES_PER_GROUP + i) * TILE_Y + local_id.y;
+        if gid.x < params.width && row < chunk.count {
+            let y = chunk.first + row;
+            let r = render_pixel(gid.x, y, pixel_tile_masks(gid.x, y));
+            out_words[row * params.width + gid.x] = encode_srgba8(r.color);
+            rays += r.rays;
+        }
     }
     count_rays(rays, lid, group, groups);
 }

@@ -16,8 +16,9 @@ use wgpu::util::DeviceExt;
 /// the two batch kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kernel {
-    /// Integrator as `u32`, and whether the output is sRGB 8-bit.
-    Render(u32, bool),
+    /// Integrator as `u32`, whether the output is sRGB 8-bit, and the tiles
+    /// a workgroup renders (`TILES_PER_GROUP`, entry.wgsl).
+    Render(u32, bool, u32),
     Intersect,
     Occluded,
     /// `intersect` with lane refill (shaders/refill.wgsl).
@@ -35,8 +36,8 @@ pub(crate) enum Kernel {
 impl Kernel {
     pub(crate) fn entry_point(self) -> &'static str {
         match self {
-            Kernel::Render(_, false) => "render_linear",
-            Kernel::Render(_, true) => "render_srgb8",
+            Kernel::Render(_, false, _) => "render_linear",
+            Kernel::Render(_, true, _) => "render_srgb8",
             Kernel::Intersect => "intersect_main",
             Kernel::Occluded => "occluded_main",
             Kernel::IntersectRefill => "intersect_refill",
@@ -77,7 +78,8 @@ impl WgpuBackend {
     /// wrote, and the pipeline of its masks pass too. `pieces`: the path
     /// integrator's persistent kernel (shaders/path_pieces.wgsl, for a caller
     /// that clears its piece counter before each dispatch; see
-    /// [`WgpuBackend::path_pieces`]).
+    /// [`WgpuBackend::path_pieces`]); else the tile kernel whose workgroups
+    /// render `tiles` tiles each ([`render_tiles`]).
     pub(crate) fn render_pipeline(
         &mut self,
         integrator: u32,
@@ -85,6 +87,7 @@ impl WgpuBackend {
         params: &prism_core::gpu::RenderParams,
         camera_masks: bool,
         pieces: bool,
+        tiles: u32,
     ) -> Result<(wgpu::ComputePipeline, Option<wgpu::ComputePipeline>), Error> {
         let mut config = self.module_config();
         config.camera_masks = camera_masks;
@@ -107,7 +110,7 @@ impl WgpuBackend {
         let kernel = if pieces {
             Kernel::RenderPathPieces(srgb8)
         } else {
-            Kernel::Render(integrator, srgb8)
+            Kernel::Render(integrator, srgb8, tiles)
         };
         Ok((self.pipeline_for(kernel, config)?, masks))
     }
@@ -122,9 +125,9 @@ impl WgpuBackend {
             return Ok(p.clone());
         }
         let module = self.module(config)?;
-        let integrator = match kernel {
-            Kernel::Render(i, _) => i,
-            _ => 0,
+        let (integrator, tiles) = match kernel {
+            Kernel::Render(i, _, tiles) => (i, tiles),
+            _ => (0, 1),
         };
         let constants = [
             ("INTEGRATOR", integrator as f64),
@@ -132,6 +135,7 @@ impl WgpuBackend {
             ("TILE_Y", self.render_tile.1 as f64),
             ("BATCH_SIZE", self.batch_workgroup as f64),
             ("RAY_TALLY_SLOTS", RAY_TALLY_SLOTS as f64),
+            ("TILES_PER_GROUP", tiles as f64),
         ];
         let entry = kernel.entry_point();
         let device = &self.device;
@@ -292,6 +296,32 @@ impl WgpuBackend {
             .write_buffer(&self.chunk, 0, bytemuck::cast_slice(&[first, count, 0, 0]));
     }
 }
+/// Workgroups a dispatch of one-tile render workgroups must fill this many
+/// times over before its workgroups take several tiles ([`render_tiles`]).
+const RENDER_MIN_WAVES: u64 = 8;
+/// Render workgroups taken as a GPU's resident count for [`render_tiles`]:
+/// wgpu does not say how many a device holds; an H100 holds about 1,000 of
+/// 128 invocations (132 multiprocessors, 7 or 8 each), smaller GPUs fewer, so
+/// that a frame they would fill keeps one tile a workgroup here at worst.
+const RENDER_RESIDENT_GUESS: u64 = 1024;
+/// The most tiles a render workgroup takes.
+const RENDER_MAX_TILES: u64 = 8;
+
+/// Tiles of the render tile a workgroup of a frame's tile kernel renders, one
+/// below the other (`TILES_PER_GROUP`, entry.wgsl), for a dispatch of
+/// `one_tile_groups` workgroups of one tile: up to 8 for Whitted and path
+/// frames, as many as leave the dispatch filling the GPU
+/// [`RENDER_MIN_WAVES`] times; one for AO, whose pixels cost what the
+/// geometry under them asks, so that blocks of several tiles would leave a
+/// frame's last heavy ones running alone (the CUDA backend's
+/// `render_tiles_per_block` and `ao_tiles_per_block`).
+pub(crate) fn render_tiles(integrator: u32, one_tile_groups: u64) -> u32 {
+    if integrator == prism_core::Integrator::Ao as u32 {
+        return 1;
+    }
+    (one_tile_groups / (RENDER_RESIDENT_GUESS * RENDER_MIN_WAVES)).clamp(1, RENDER_MAX_TILES) as u32
+}
+
 /// A binding of all of `buffer`.
 pub(crate) fn whole(buffer: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
     wgpu::BindingResource::Buffer(buffer.as_entire_buffer_binding())
@@ -383,5 +413,21 @@ pub(crate) fn compile_module(
                 log,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_tiles;
+
+    #[test]
+    fn large_frames_take_several_tiles_a_workgroup_and_ao_frames_one() {
+        // rtiow 1280 x 720: 7,200 one-tile workgroups of 16 x 8, too few.
+        assert_eq!(render_tiles(0, 7_200), 1);
+        // A whitted19 band (8192 x 1024): 65,536, eight tiles.
+        assert_eq!(render_tiles(1, 65_536), 8);
+        assert_eq!(render_tiles(1, 1 << 30), 8);
+        assert_eq!(render_tiles(1, 2 * 8192), 2);
+        assert_eq!(render_tiles(2, 65_536), 1);
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::buffers::map_and_read;
 use crate::camera_masks::{MASK_TILE_BYTES, frame_cones, mask_tiles};
+use crate::pipelines::render_tiles;
 use crate::submit::{PIPELINE_BAND_BYTES, PIPELINE_BANDS, SLOTS};
 use crate::{BACKEND_NAME, RAY_TALLY_BYTES, WgpuBackend};
 use prism_core::gpu::ray_tally_sum;
@@ -120,12 +121,17 @@ impl WgpuBackend {
             None
         };
         let pieces = self.path_pieces(settings.integrator as u32);
+        let tiles = render_tiles(
+            settings.integrator as u32,
+            groups_x * chunk_rows.div_ceil(tile_y) as u64,
+        );
         let (pipeline, masks_pipeline) = self.render_pipeline(
             settings.integrator as u32,
             format == PixelFormat::Srgba8,
             &params,
             cones.is_some(),
             pieces,
+            tiles,
         )?;
         let out = Self::ensure(
             &self.device,
@@ -197,7 +203,7 @@ impl WgpuBackend {
                 let groups = if pieces {
                     (path_groups(rows, width), 1)
                 } else {
-                    (groups_x as u32, rows.div_ceil(tile_y))
+                    (groups_x as u32, rows.div_ceil(tile_y * tiles))
                 };
                 let render = (&pipeline, &work_group, groups);
                 match &masks {

@@ -159,7 +159,7 @@ impl WgpuBackend {
         let pipeline = self
             // The tile kernels: recorded chunks share one ray tally buffer,
             // which the persistent kernel's counter would need cleared between.
-            .render_pipeline(settings.integrator as u32, srgb8, &params, false, false)?
+            .render_pipeline(settings.integrator as u32, srgb8, &params, false, false, 1)?
             .0;
         let store = self.store_pipeline(format_name)?;
         let out = Self::ensure(
