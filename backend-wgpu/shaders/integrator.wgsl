@@ -357,6 +357,14 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
 // which the persistent path kernels (path_pieces.wgsl) also run for the
 // samples of a pixel that its lanes share.
 fn render_sample(x: u32, y: u32, sample_index: u32, masks: TileMasks) -> Traced {
+    if INTEGRATOR == 1u && params.spp <= 1u && params.camera.origin_lens.w == 0.0 {
+        // The ray below without its random numbers: one sample takes the
+        // pixel's centre, a pinhole reads no lens sample, and trace_whitted
+        // draws none (the CUDA backend's camera_numbers_unused).
+        let s = (f32(x) + 0.5) / f32(params.width);
+        let t = 1.0 - (f32(y) + 0.5) / f32(params.height);
+        return trace_whitted(camera_ray(params.camera, s, t, 0.0, 0.0), masks);
+    }
     let pixel = y * params.width + x;
     let jitter = params.spp > 1u;
     var rng = pcg_for_path(pixel, sample_index, params.seed);
