@@ -31,6 +31,14 @@ PRISM_FULL_RAYS=1 PRISM_REQUIRE_LANE_REFILL=1 timeout 120 $B/wgpu_adapter_tests 
 grep -E "test result" "$OUT/wgpu_tests.log" | tee -a "$OUT/summary.txt"
 PRISM_FULL_RAYS=1 PRISM_REQUIRE_LANE_REFILL=1 timeout 120 $B/wgpu_instances_tests --nocapture > "$OUT/wgpu_instances_tests.log" 2>&1; echo "wgpu two-level tests: exit $?" | tee -a "$OUT/summary.txt"
 grep -E "test result" "$OUT/wgpu_instances_tests.log" | tee -a "$OUT/summary.txt"
+# The persistent path kernels against the tile kernels, workgroups of several
+# tiles, and an engine's device with subgroups (frames it records take the
+# persistent kernels).
+for t in persistent_path render_tiles resident; do
+  PRISM_REQUIRE_LANE_REFILL=1 PRISM_ENGINE_SUBGROUPS=1 timeout 120 $B/wgpu_${t}_tests > "$OUT/wgpu_$t.log" 2>&1
+  echo "wgpu $t tests: exit $?" | tee -a "$OUT/summary.txt"
+  grep -E "test result" "$OUT/wgpu_$t.log" | tee -a "$OUT/summary.txt"
+done
 
 timeout 170 $B/prism conformance --out /tmp/conformance --backends cpu,cuda,wgpu --scenes $S > "$OUT/conformance.log" 2>&1
 echo "conformance (cpu, cuda, wgpu): exit $?" | tee -a "$OUT/summary.txt"

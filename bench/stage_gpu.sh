@@ -21,9 +21,13 @@ cargo test --release -q --test gpu_out_of_memory --test conformance --no-run 2>/
 cp "$(newest gpu_out_of_memory)" $G/bin/gpu_out_of_memory
 cp "$(newest conformance)" $G/bin/conformance_tests
 # The wgpu backend's tests, on the GPU's own adapter (lane refill runs there only).
-cargo test --release -q -p prism-rt-wgpu --test adapter --test instances --no-run 2>/dev/null
+cargo test --release -q -p prism-rt-wgpu --test adapter --test instances --test persistent_path \
+  --test render_tiles --test resident --no-run 2>/dev/null
 cp "$(newest adapter)" $G/bin/wgpu_adapter_tests
 cp "$(newest instances)" $G/bin/wgpu_instances_tests
+cp "$(newest persistent_path)" $G/bin/wgpu_persistent_path_tests
+cp "$(newest render_tiles)" $G/bin/wgpu_render_tiles_tests
+cp "$(newest resident)" $G/bin/wgpu_resident_tests
 strip --strip-debug $G/bin/*
 # The meshes, ray sets and reference hits, and the instanced sets (instances/);
 # an archive staged without the instanced sets is made again.

@@ -19,9 +19,9 @@
 // samples need (at most a subgroup), so the launch's last pieces are short.
 //
 // The counter is the word after the ray tally's slots (entry.wgsl), cleared
-// with the tally before each band. The loop's exit is subgroup-uniform (the
-// piece comes from a broadcast), so every subgroup operation runs with the
-// whole subgroup.
+// with the tally before each band (and before each chunk a caller records).
+// The loop's exit is subgroup-uniform (the piece comes from a broadcast), so
+// every subgroup operation runs with the whole subgroup.
 
 // Workgroup of the persistent path kernels: a multiple of every subgroup size
 // they run with (at most 128, see WgpuBackend::path_pieces).

@@ -305,7 +305,7 @@ const PATH_MAX_GROUPS: u64 = (1 << 20) / PATH_THREADS;
 
 /// Workgroups of the persistent path dispatch for a band of `rows` rows of
 /// `width` pixels: two lanes a pixel, at most [`PATH_MAX_GROUPS`].
-fn path_groups(rows: u32, width: u32) -> u32 {
+pub(crate) fn path_groups(rows: u32, width: u32) -> u32 {
     (2 * rows as u64 * width as u64)
         .div_ceil(PATH_THREADS)
         .clamp(1, PATH_MAX_GROUPS) as u32

@@ -4,6 +4,8 @@
 //! pass that stores the chunk's pixels from Prism's own buffer into the
 //! caller's storage texture. Nothing is submitted, waited for or read back.
 
+use crate::pipelines::render_tiles;
+use crate::render::path_groups;
 use crate::{BACKEND_NAME, CHUNK_UNIFORM_BYTES, WgpuBackend};
 use prism_core::{Camera, Error, RenderSettings, ResourceProblem};
 use std::num::NonZeroU64;
@@ -156,10 +158,14 @@ impl WgpuBackend {
             .min(max_groups * tile_y.min(STORE_TILE) as u64)
             .min(rows_by_work)
             .min(height as u64) as u32;
+        // The persistent path kernel where the host's frames take it (its
+        // piece counter is cleared before each chunk's dispatch, below), else
+        // the tile kernel with as many tiles a workgroup as a host frame's.
+        let integrator = settings.integrator as u32;
+        let pieces = self.path_pieces(integrator);
+        let tiles = render_tiles(integrator, groups_x * chunk_rows.div_ceil(tile_y) as u64);
         let pipeline = self
-            // The tile kernels: recorded chunks share one ray tally buffer,
-            // which the persistent kernel's counter would need cleared between.
-            .render_pipeline(settings.integrator as u32, srgb8, &params, false, false, 1)?
+            .render_pipeline(integrator, srgb8, &params, false, pieces, tiles)?
             .0;
         let store = self.store_pipeline(format_name)?;
         let out = Self::ensure(
@@ -197,14 +203,13 @@ impl WgpuBackend {
                     size: NonZeroU64::new(bytes.next_multiple_of(16)),
                 },
             );
-            self.record_dispatch(
-                encoder,
-                &pipeline,
-                &scene_group,
-                &work,
-                (groups_x as u32, rows.div_ceil(tile_y)),
-                None,
-            );
+            let groups = if pieces {
+                encoder.clear_buffer(&self.ray_count, 0, None);
+                (path_groups(rows, width), 1)
+            } else {
+                (groups_x as u32, rows.div_ceil(tile_y * tiles))
+            };
+            self.record_dispatch(encoder, &pipeline, &scene_group, &work, groups, None);
             let store_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("prism store"),
                 layout: &store.layout,

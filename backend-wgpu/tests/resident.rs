@@ -37,9 +37,18 @@ fn open_device(
         eprintln!("SKIPPED: no wgpu adapter");
         return None;
     };
+    // An engine that turned subgroups on where the adapter has them (Prism
+    // then records its lane-refill and persistent path kernels): with
+    // PRISM_ENGINE_SUBGROUPS=1 (the GPU runs), else a device of no features.
+    let subgroups = std::env::var("PRISM_ENGINE_SUBGROUPS").is_ok_and(|v| v == "1");
     let desc = wgpu::DeviceDescriptor {
         label: Some("engine"),
         required_limits: limits(&adapter),
+        required_features: if subgroups {
+            adapter.features() & wgpu::Features::SUBGROUP
+        } else {
+            wgpu::Features::empty()
+        },
         ..Default::default()
     };
     Some(pollster::block_on(adapter.request_device(&desc)).expect("request_device"))
@@ -584,6 +593,11 @@ fn recorded_frames_equal_render_in_the_callers_texture() {
         };
         let mut chunked =
             WgpuBackend::from_device(e.device.clone(), e.queue.clone(), small).expect("backend");
+        eprintln!(
+            "persistent path kernels: {} (lane refill {})",
+            chunked.persistent_path(),
+            chunked.lane_refill()
+        );
         e.prism.set_scene(&scene).expect("scene");
         chunked.set_scene(&scene).expect("scene");
         for (format, pixels, bytes_per_pixel) in [
