@@ -168,7 +168,9 @@ fn render_path_pieces_linear(
     count_rays(rays, local, group, groups);
 }
 
-// The same, sRGB 8-bit RGBA packed in a u32 (render_srgb8's pixels).
+// The same, sRGB 8-bit RGBA packed in a u32 (render_srgb8's pixels). The loop
+// is written out in both: an entry point may see the output binding through
+// one view only (entry.wgsl), so the store cannot move into a shared function.
 @compute @workgroup_size(PATH_THREADS)
 fn render_path_pieces_srgb8(
     @builtin(subgroup_invocation_id) lane: u32,
