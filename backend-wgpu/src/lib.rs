@@ -18,7 +18,10 @@
 //! - `render` runs one fused kernel per pixel, specialised per integrator, and
 //!   writes the image's own [`prism_core::PixelFormat`] on the device (sRGB
 //!   8-bit pixels through core's `Srgb8Table`, uploaded once and looked up in
-//!   the shader).
+//!   the shader). Workgroups of large frames take several tiles; on hardware
+//!   adapters with subgroups, path frames run on persistent subgroups whose
+//!   lanes share a pixel's samples ([`WgpuOptions::persistent_path`]), with the
+//!   same pixels.
 //! - `intersect` / `occluded` trace ray batches; on hardware adapters with
 //!   subgroup operations, with lane refill ([`WgpuOptions::lane_refill`]).
 //!   Ray masks apply (a flat scene is one instance of mask `0xFF`).
