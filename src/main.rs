@@ -175,9 +175,10 @@ struct BenchArgs {
     #[arg(long, default_value_t = 20, requires = "moving",
           value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
-    /// With --mesh --rays: also trace the same rays on the fast tree
-    /// (`fast`: Morton codes, built on the device by the GPU backends, by
-    /// core on the host by the CPU) and report its build ms, SAH cost and
+    /// With --mesh --rays: also trace the same rays on another tree (`fast`:
+    /// Morton codes, built on the device by the GPU backends, by core on the
+    /// host by the CPU; `clustered`: the Morton order clustered pair by pair,
+    /// built on the device by CUDA) and report its build ms, SAH cost and
     /// Mrays/s beside the SAH tree's, with their ratios.
     #[arg(long, value_enum, requires = "rays", conflicts_with = "instances")]
     build: Option<TreeChoice>,
@@ -185,9 +186,21 @@ struct BenchArgs {
 
 /// The trees `prism bench --build` compares with the host's SAH tree.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-enum TreeChoice {
+pub(crate) enum TreeChoice {
     /// The fast Morton-code tree (`BuildQuality::Fast`).
     Fast,
+    /// The clustered tree (`BuildQuality::Clustered`).
+    Clustered,
+}
+
+impl TreeChoice {
+    /// The build quality this choice names.
+    pub(crate) fn quality(self) -> prism::BuildQuality {
+        match self {
+            TreeChoice::Fast => prism::BuildQuality::Fast,
+            TreeChoice::Clustered => prism::BuildQuality::Clustered,
+        }
+    }
 }
 
 /// What the command line reports: Prism's errors, and its own.

@@ -117,10 +117,10 @@ pub(crate) fn build_tree<F: Fork>(
         BuildQuality::Sah => {
             Bvh::try_build_boxes_of(n, |id| primitive_box(g, id), fork, &mut prims)?
         }
-        BuildQuality::Fast => {
+        BuildQuality::Fast | BuildQuality::Clustered => {
             let mut bounds = try_vec(n, "primitive bounds")?;
             bounds.extend((0..n as u32).map(|id| primitive_box(g, id)));
-            let bvh = crate::lbvh::build(&bounds)?;
+            let bvh = build_bvh::<Sequential>(&bounds, None, quality)?;
             // The same box as the union in slot order (up to the sign of a
             // zero bound), without a primitive's box computed again.
             let tree_bounds = bounds.iter().fold(Aabb::EMPTY, |a, &b| a.union(b));
@@ -217,6 +217,7 @@ pub(crate) fn build_bvh<F: Fork>(
 ) -> Result<Bvh, Error> {
     match (quality, fork) {
         (BuildQuality::Fast, _) => crate::lbvh::build(bounds),
+        (BuildQuality::Clustered, _) => crate::ploc::build(bounds),
         (BuildQuality::Sah, Some(fork)) => Bvh::try_build_with(bounds, fork),
         (BuildQuality::Sah, None) => Bvh::try_build(bounds),
     }
@@ -287,7 +288,7 @@ impl Accel {
     }
 
     /// [`Accel::build`] of a flat scene with a tree built elsewhere (a GPU
-    /// backend's build of the fast tree on the device, [`BuildQuality::Fast`]):
+    /// backend's build of the scene's [`BuildQuality`] on the device):
     /// the scene is validated and its primitive records laid out in the
     /// tree's slot order, as for a tree core builds. `bvh.depth` is not
     /// trusted: it is measured here.
@@ -350,7 +351,7 @@ impl Accel {
             light: scene.light,
             sun: scene.sun,
             levels: None,
-            quality: BuildQuality::Fast,
+            quality: scene.build_quality,
         })
     }
 

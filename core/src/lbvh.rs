@@ -33,13 +33,13 @@
 //! H-PLOC) gives trees closer to the SAH's but needs a loop of launches (or a
 //! persistent kernel) whose length depends on the data; the SAH leaf merge is
 //! the part of its quality gain that costs one pass. Measured against the
-//! binned SAH tree (bench/results-gpubuild.md): SAH cost 1.17x (bunny) and
+//! binned SAH tree (bench/RESULTS.md): SAH cost 1.17x (bunny) and
 //! 1.25x (ogre); closest-hit speed 0.81-0.87x on an H200 (4M-ray batches of
 //! the shared sets), 0.78-0.95x on the CPU; the device build's kernels take
 //! 0.19 ms (bunny) and 0.24 ms (ogre) there, against 18-23 ms for the SAH
-//! tree on 16 host threads. Below the 0.9x trace goal: restoring quality
-//! (PLOC-style clustering or treelet rotations over this tree) is the next
-//! step.
+//! tree on 16 host threads. The clustered tree ([`crate::ploc`],
+//! [`BuildQuality::Clustered`]) starts from the same Morton order and buys
+//! back most of the quality with a loop of passes.
 //!
 //! **Depth.** A node's children share a strictly longer key prefix than it does,
 //! and keys have at most 30 code bits plus 32 slot bits of prefix, so the tree
@@ -67,6 +67,13 @@ pub enum BuildQuality {
     /// which the GPU backends run on the device; the CPU backend builds this
     /// same tree on the host.
     Fast,
+    /// The clustered tree of [`crate::ploc`]: the Morton order's primitives
+    /// joined pair by pair with their nearest neighbours, in a loop of
+    /// parallel passes. Slower to build than [`BuildQuality::Fast`] (tens of
+    /// passes instead of a few), closer to the SAH tree's speed. The CUDA
+    /// backend builds it on the device; the others build the same tree on
+    /// the host.
+    Clustered,
 }
 
 /// Grid cells per axis of the Morton codes (10 bits an axis).
@@ -186,6 +193,31 @@ fn half_area(b: &Aabb) -> f32 {
     b.half_area()
 }
 
+/// The slots of the fast trees: `order[slot]` is the input index of the
+/// primitive at `slot`, sorted by the Morton code of its box's centre
+/// ([`morton_code`] on the grid of the centres' bounds), equal codes by input
+/// index (what a stable radix sort on a device gives); `codes[slot]` is its
+/// code. For at least one box.
+pub(crate) fn morton_order(bounds: &[Aabb]) -> Result<(Vec<u32>, Vec<u32>), Error> {
+    let n = bounds.len();
+    let centre_bounds = bounds.iter().fold(Aabb::EMPTY, |b, p| b.grow(p.center()));
+    let scale = morton_scale(&centre_bounds);
+    let mut keyed = try_vec(n, "fast BVH: Morton codes")?;
+    keyed.extend(
+        bounds
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (morton_code(b.center(), centre_bounds.min, scale), i as u32)),
+    );
+    // By code, then index.
+    keyed.sort_unstable();
+    let mut order = try_vec(n, "BVH primitive order")?;
+    order.extend(keyed.iter().map(|&(_, i)| i));
+    let mut codes = try_vec(n, "fast BVH: sorted codes")?;
+    codes.extend(keyed.iter().map(|&(c, _)| c));
+    Ok((order, codes))
+}
+
 /// Build the fast tree over primitives given by their boxes: the same
 /// [`Bvh`] layout and slot convention as [`Bvh::try_build`] (leaves of at
 /// most [`MAX_LEAF_SIZE`] primitives; `order[slot]` is the input index).
@@ -209,23 +241,8 @@ pub fn build(bounds: &[Aabb]) -> Result<Bvh, Error> {
             depth: 0,
         });
     }
-    // 1. Codes.
-    let centre_bounds = bounds.iter().fold(Aabb::EMPTY, |b, p| b.grow(p.center()));
-    let scale = morton_scale(&centre_bounds);
-    let mut keyed = try_vec(n, "fast BVH: Morton codes")?;
-    keyed.extend(
-        bounds
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (morton_code(b.center(), centre_bounds.min, scale), i as u32)),
-    );
-    // 2. Sort: by code, then index (what a stable radix sort gives).
-    keyed.sort_unstable();
-    let mut order = try_vec(n, "BVH primitive order")?;
-    order.extend(keyed.iter().map(|&(_, i)| i));
-    let mut codes = try_vec(n, "fast BVH: sorted codes")?;
-    codes.extend(keyed.iter().map(|&(c, _)| c));
-    drop(keyed);
+    // 1-2. Codes, sorted.
+    let (order, codes) = morton_order(bounds)?;
     // ok (indexing below): `order` is a permutation of `0..n`; children and
     // ranges from `radix_node` are slots below `n` or inner nodes below
     // `n - 1`.
@@ -351,7 +368,7 @@ pub fn build(bounds: &[Aabb]) -> Result<Bvh, Error> {
 
 /// One child as its parent stores it.
 #[derive(Clone, Copy)]
-enum Child {
+pub(crate) enum Child {
     /// No child: a box at +inf that no slab test enters.
     Absent,
     /// A leaf: its box, first slot and primitive count.
@@ -361,7 +378,7 @@ enum Child {
 }
 
 /// The node holding `left` and `right` in core's layout.
-fn node_of(left: Child, right: Child) -> BvhNode {
+pub(crate) fn node_of(left: Child, right: Child) -> BvhNode {
     let rows = |c: Child| -> ([f32; 4], [f32; 4]) {
         let (b, index, count) = match c {
             Child::Absent => {
@@ -492,4 +509,4 @@ pub fn sah_cost(nodes: &[BvhNode]) -> f32 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -50,6 +50,7 @@ pub mod lbvh;
 pub mod material;
 pub mod outline;
 pub mod placement;
+pub mod ploc;
 pub mod point_grid;
 pub mod ray;
 pub mod reference;

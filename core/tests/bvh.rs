@@ -808,7 +808,42 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(config(64))]
+
+    /// The clustered tree on mixed random scenes near the origin.
+    #[test]
+    fn clustered_tree_matches_brute_force(prims in mixed(200, 0.0), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Clustered)?;
+    }
+
+    /// The clustered tree far from the world origin.
+    #[test]
+    fn clustered_tree_matches_brute_force_far(prims in mixed(120, 1e4), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Clustered)?;
+    }
+
+    /// The clustered tree over duplicated primitives (distances that tie).
+    #[test]
+    fn clustered_tree_matches_brute_force_duplicates(prims in duplicated(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Clustered)?;
+    }
+
+    /// The clustered tree when every box shares one centre.
+    #[test]
+    fn clustered_tree_matches_brute_force_same_centroid(prims in same_centroid(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Clustered)?;
+    }
+}
+
+proptest! {
     #![proptest_config(config(24))]
+
+    /// The clustered tree over deep chains (nested boxes cluster one at a
+    /// time: too deep, so the radix tree is taken).
+    #[test]
+    fn clustered_tree_matches_brute_force_chain(prims in chain(), rays in rays()) {
+        check_case_with(&Case { prims, rays }, BuildQuality::Clustered)?;
+    }
 
     /// The fast tree over deep chains (codes on a 1024^3 grid: the chain's
     /// small end shares cells, told apart by slot).

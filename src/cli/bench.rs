@@ -6,9 +6,7 @@
 use crate::{Bar, BenchArgs, CliError, SceneArgs, open_backend, progress_bar, setup};
 use indicatif::{ProgressBar, ProgressStyle};
 use prism::reference::AgreementCounts;
-use prism::{
-    Accel, Backend, BuildQuality, Hit, Image, Material, PixelFormat, Ray, RenderStats, Scene, lbvh,
-};
+use prism::{Accel, Backend, Hit, Image, Material, PixelFormat, Ray, RenderStats, Scene, lbvh};
 use std::path::Path;
 use std::time::Duration;
 
@@ -286,13 +284,13 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
             reference.iter().map(|h| h.1 != Hit::NO_PRIM),
         )?;
     }
-    if a.build.is_some() {
+    if let Some(choice) = a.build {
         let mut fast_scene = scene.clone();
-        fast_scene.build_quality = BuildQuality::Fast;
-        let label = format!("tracing {} rays on the fast tree", rays.len());
+        fast_scene.build_quality = choice.quality();
+        let label = format!("tracing {} rays on the {choice:?} tree", rays.len());
         let f = time_rays(backend.as_mut(), &fast_scene, &rays, a.runs, label)?;
         // The SAH cost of each tree as core builds it (the device builds the
-        // same fast tree).
+        // same tree).
         let sah = lbvh::sah_cost(Accel::build(&scene)?.nodes());
         let fast_sah = lbvh::sah_cost(Accel::build(&fast_scene)?.nodes());
         let (b0, b1) = (median(r.build), median(f.build));
@@ -301,9 +299,9 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
         println!("| tree | build ms | SAH cost | closest Mrays/s | occluded Mrays/s |");
         println!("|---|---:|---:|---:|---:|");
         println!("| SAH (host) | {b0:.2} | {sah:.1} | {c0:.2} | {o0:.2} |");
-        println!("| fast | {b1:.2} | {fast_sah:.1} | {c1:.2} | {o1:.2} |");
+        println!("| {choice:?} | {b1:.2} | {fast_sah:.1} | {c1:.2} | {o1:.2} |");
         println!(
-            "| fast / SAH | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {choice:?} / SAH | {:.3} | {:.3} | {:.3} | {:.3} |",
             b1 / b0,
             fast_sah / sah,
             c1 / c0,

@@ -25,7 +25,7 @@ fn sorted_codes() -> impl Strategy<Value = Vec<u32>> {
     })
 }
 
-fn boxes() -> impl Strategy<Value = Vec<Aabb>> {
+pub(crate) fn boxes() -> impl Strategy<Value = Vec<Aabb>> {
     let point = || (-50.0f32..50.0, -50.0f32..50.0, -50.0f32..50.0);
     let one = (point(), (0.0f32..5.0, 0.0f32..5.0, 0.0f32..5.0), 0u8..4).prop_map(
         |((x, y, z), (a, b, c), snap)| {
@@ -95,54 +95,11 @@ proptest! {
         prop_assert!(inner_parent[1..].iter().all(|&p| p == 1));
     }
 
-    /// The built tree: core's layout rules, every primitive in exactly one leaf
-    /// (slots a permutation of the input), every child box holding its
-    /// subtree's boxes, leaves no larger than the SAH tree's, depth bounded.
+    /// The built tree keeps the invariants of [`check_invariants`].
     #[test]
     fn fast_tree_invariants(input in boxes()) {
         let bvh = build(&input).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let n = input.len();
-        prop_assert!(check_tree(&bvh.nodes, n).is_ok(), "{:?}", check_tree(&bvh.nodes, n));
-        let mut sorted = bvh.order.clone();
-        sorted.sort_unstable();
-        prop_assert!(sorted.iter().copied().eq(0..n as u32));
-        let mut seen = vec![0u32; n];
-        let mut deepest = 0;
-        // (node, depth, box its parent gave it)
-        let mut stack = vec![(0usize, 0u32, None::<Aabb>)];
-        let mut visited = 0;
-        while let Some((node, depth, parent)) = stack.pop() {
-            visited += 1;
-            let nd = &bvh.nodes[node];
-            for (index, count, lo, hi) in [
-                (nd.left_index(), nd.left_count(), nd.left_lo, nd.left_hi),
-                (nd.right_index(), nd.right_count(), nd.right_lo, nd.right_hi),
-            ] {
-                if index == EMPTY_CHILD {
-                    continue;
-                }
-                let b = child_box(lo, hi);
-                if let Some(p) = parent {
-                    prop_assert!(holds(&p, &b), "node {} child box outside its parent", node);
-                }
-                if count > 0 {
-                    prop_assert!(count as usize <= MAX_LEAF_SIZE);
-                    deepest = deepest.max(depth + 1);
-                    for slot in index..index + count {
-                        seen[slot as usize] += 1;
-                        let prim = input[bvh.order[slot as usize] as usize];
-                        prop_assert!(holds(&b, &prim), "slot {} outside its leaf box", slot);
-                    }
-                } else {
-                    stack.push((index as usize, depth + 1, Some(b)));
-                }
-            }
-        }
-        prop_assert_eq!(visited, bvh.nodes.len(), "every node reached once");
-        prop_assert!(seen.iter().all(|&s| s == 1), "every slot in exactly one leaf");
-        prop_assert_eq!(bvh.depth, deepest);
-        prop_assert_eq!(leaf_depth(&bvh.nodes, n), Ok(deepest));
-        prop_assert!((bvh.depth as usize) < crate::gpu::TRAVERSAL_STACK_SIZE);
+        check_invariants(&input, &bvh)?;
     }
 
     /// Slots are in Morton order, equal codes by input index: the order a
@@ -155,6 +112,63 @@ proptest! {
         let key = |i: u32| (morton_code(input[i as usize].center(), cb.min, scale), i);
         prop_assert!(bvh.order.windows(2).all(|w| key(w[0]) < key(w[1])));
     }
+}
+
+/// A fast or clustered tree over `input`: core's layout rules, every
+/// primitive in exactly one leaf (slots a permutation of the input), every
+/// child box holding its subtree's boxes, leaves no larger than the SAH
+/// tree's, the depth measured and bounded.
+pub(crate) fn check_invariants(input: &[Aabb], bvh: &Bvh) -> Result<(), TestCaseError> {
+    let n = input.len();
+    prop_assert!(
+        check_tree(&bvh.nodes, n).is_ok(),
+        "{:?}",
+        check_tree(&bvh.nodes, n)
+    );
+    let mut sorted = bvh.order.clone();
+    sorted.sort_unstable();
+    prop_assert!(sorted.iter().copied().eq(0..n as u32));
+    let mut seen = vec![0u32; n];
+    let mut deepest = 0;
+    // (node, depth, box its parent gave it)
+    let mut stack = vec![(0usize, 0u32, None::<Aabb>)];
+    let mut visited = 0;
+    while let Some((node, depth, parent)) = stack.pop() {
+        visited += 1;
+        let nd = &bvh.nodes[node];
+        for (index, count, lo, hi) in [
+            (nd.left_index(), nd.left_count(), nd.left_lo, nd.left_hi),
+            (nd.right_index(), nd.right_count(), nd.right_lo, nd.right_hi),
+        ] {
+            if index == EMPTY_CHILD {
+                continue;
+            }
+            let b = child_box(lo, hi);
+            if let Some(p) = parent {
+                prop_assert!(holds(&p, &b), "node {} child box outside its parent", node);
+            }
+            if count > 0 {
+                prop_assert!(count as usize <= MAX_LEAF_SIZE);
+                deepest = deepest.max(depth + 1);
+                for slot in index..index + count {
+                    seen[slot as usize] += 1;
+                    let prim = input[bvh.order[slot as usize] as usize];
+                    prop_assert!(holds(&b, &prim), "slot {} outside its leaf box", slot);
+                }
+            } else {
+                stack.push((index as usize, depth + 1, Some(b)));
+            }
+        }
+    }
+    prop_assert_eq!(visited, bvh.nodes.len(), "every node reached once");
+    prop_assert!(
+        seen.iter().all(|&s| s == 1),
+        "every slot in exactly one leaf"
+    );
+    prop_assert_eq!(bvh.depth, deepest);
+    prop_assert_eq!(leaf_depth(&bvh.nodes, n), Ok(deepest));
+    prop_assert!((bvh.depth as usize) < crate::gpu::TRAVERSAL_STACK_SIZE);
+    Ok(())
 }
 
 /// The codes put x in the highest of each three bits, and clamp the far
