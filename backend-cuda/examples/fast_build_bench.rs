@@ -1,11 +1,12 @@
-//! Benchmark of the fast tree built on the device against the host's SAH
-//! tree, on bunny and ogre of the shared scenes (`$PRISM_SCENES`, or
-//! ../shared/scenes):
+//! Benchmark of the fast and clustered trees built on the device against the
+//! host's SAH tree, on bunny and ogre of the shared scenes (`$PRISM_SCENES`,
+//! or ../shared/scenes):
 //!
-//! - the device build's kernels alone (`CudaBackend::time_fast_build`, CUDA
-//!   events, arrays kept between builds; median of 20 after one warm-up),
+//! - the device build alone (`CudaBackend::time_device_build`, CUDA events
+//!   from the first launch to the last, arrays kept between builds; median of
+//!   20 after one warm-up),
 //! - `set_scene`'s build step of each tree (median of 11 after one warm-up):
-//!   the host's binned SAH build on every core, or the device's fast build,
+//!   the host's binned SAH build on every core, or the device's build,
 //! - closest and any hit on each shared ray set repeated to a 4M-ray
 //!   device-resident batch (median of 9 after one warm-up), on each tree;
 //!   the closest hits of the batch's first copy checked against Embree's.
@@ -35,42 +36,54 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = scenes_dir().ok_or("no shared scenes: set PRISM_SCENES")?;
     let mut gpu = CudaBackend::new()?;
     println!("device: {}", gpu.info().device);
-    let mut table = Vec::new();
+    let qualities = [
+        BuildQuality::Sah,
+        BuildQuality::Fast,
+        BuildQuality::Clustered,
+    ];
+    // (set, tree, device build ms, set_scene build ms, closest, occluded)
+    let mut table: Vec<(String, BuildQuality, f64, f64, [f64; 2])> = Vec::new();
     for mesh in ["bunny", "ogre"] {
         let m = prism::mesh::load_mesh(dir.join(format!("{mesh}.obj")))?;
-        let (_, times) = gpu.time_fast_build(&m.positions, &m.triangles, 21)?;
-        let kernels = median(times[1..].to_vec());
         let sah = mesh_scene(&dir.join(format!("{mesh}.obj")))?;
-        let mut fast = sah.clone();
-        fast.build_quality = BuildQuality::Fast;
-        let mut build_ms = |scene| -> Result<f64, prism_core::Error> {
-            gpu.set_scene(scene)?;
+        let mut scenes = Vec::new();
+        let mut builds = Vec::new();
+        for quality in qualities {
+            let kernels = if quality == BuildQuality::Sah {
+                f64::NAN
+            } else {
+                let (_, times) = gpu.time_device_build(&m.positions, &m.triangles, quality, 21)?;
+                median(times[1..].to_vec())
+            };
+            let mut scene = sah.clone();
+            scene.build_quality = quality;
+            gpu.set_scene(&scene)?;
             let mut v = Vec::new();
             for _ in 0..11 {
-                v.push(gpu.set_scene(scene)?.build.as_secs_f64() * 1e3);
+                v.push(gpu.set_scene(&scene)?.build.as_secs_f64() * 1e3);
             }
-            Ok(median(v))
-        };
-        let (sah_ms, fast_ms) = (build_ms(&sah)?, build_ms(&fast)?);
-        println!(
-            "{mesh}: device build kernels {kernels:.3} ms; set_scene build: SAH (host) {sah_ms:.2} ms, fast (device) {fast_ms:.3} ms"
-        );
+            let set_scene_ms = median(v);
+            println!(
+                "{mesh} {quality:?}: device build {kernels:.3} ms; set_scene build {set_scene_ms:.3} ms"
+            );
+            builds.push((kernels, set_scene_ms));
+            scenes.push(scene);
+        }
         for set in ["primary", "diffuse"] {
             let rays = load_rays(&dir.join(format!("{mesh}.{set}.rays")))?;
             let reference = load_hits(&dir.join(format!("{mesh}.{set}.hits")))?;
             let batch: Vec<Ray> = rays.iter().copied().cycle().take(BATCH).collect();
             gpu.set_resident_rays(&batch)?;
-            let mut rates = Vec::new();
-            for scene in [&sah, &fast] {
+            for (k, scene) in scenes.iter().enumerate() {
                 gpu.set_scene(scene)?;
-                let mut row = Vec::new();
-                for closest in [true, false] {
+                let mut row = [0.0; 2];
+                for (c, closest) in [true, false].into_iter().enumerate() {
                     gpu.trace_resident_rays(closest)?;
                     let mut v = Vec::new();
                     for _ in 0..9 {
                         v.push(gpu.trace_resident_rays(closest)?.mrays_per_s());
                     }
-                    row.push(median(v));
+                    row[c] = median(v);
                     if closest {
                         let mut hits = vec![Hit::MISS; rays.len()];
                         gpu.resident_hits(&mut hits)?;
@@ -80,31 +93,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         }
                     }
                 }
-                rates.push(row);
+                table.push((
+                    format!("{mesh}.{set}"),
+                    qualities[k],
+                    builds[k].0,
+                    builds[k].1,
+                    row,
+                ));
             }
-            table.push((
-                format!("{mesh}.{set}"),
-                kernels,
-                sah_ms,
-                fast_ms,
-                rates[0].clone(),
-                rates[1].clone(),
-            ));
         }
     }
     println!(
-        "| set | device build kernels ms | SAH build ms (host) | fast build ms (set_scene, device) | closest Mrays/s SAH | closest fast | ratio | occluded SAH | occluded fast | ratio |"
+        "| set | tree | device build ms | set_scene build ms | closest Mrays/s | / SAH | occluded Mrays/s | / SAH |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (set, k, s, f, a, b) in table {
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    let mut sah_row = [1.0; 2];
+    for (set, quality, k, s, r) in table {
+        if quality == BuildQuality::Sah {
+            sah_row = r;
+        }
         println!(
-            "| {set} | {k:.3} | {s:.2} | {f:.3} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0} | {:.3} |",
-            a[0],
-            b[0],
-            b[0] / a[0],
-            a[1],
-            b[1],
-            b[1] / a[1]
+            "| {set} | {quality:?} | {k:.3} | {s:.3} | {:.0} | {:.3} | {:.0} | {:.3} |",
+            r[0],
+            r[0] / sah_row[0],
+            r[1],
+            r[1] / sah_row[1]
         );
     }
     Ok(())

@@ -54,6 +54,7 @@
 #include "batch.cuh"
 #include "refit.cuh"
 #include "fast_build.cuh"
+#include "clustered_build.cuh"
 #include "top_build.cuh"
 
 #define PRISM_RENDER_THREADS (PRISM_RENDER_TILE_W * PRISM_RENDER_TILE_H)
@@ -619,6 +620,58 @@ extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
                     const float4* __restrict__ node_boxes, const u32* __restrict__ kept, const u32* __restrict__ names,
                     BvhNode* __restrict__ nodes) {
     fast_emit(n, children, ranges, links, slot_boxes, node_boxes, kept, names, nodes);
+}
+
+// The clustered tree's build on the device (clustered_build.cuh), after the
+// fast build's boxes, codes and sort.
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_ploc_init(const u32* __restrict__ order, u32 n, const float4* __restrict__ boxes,
+                    float4* __restrict__ slot_boxes, u32* __restrict__ ids, float4* __restrict__ cluster_boxes,
+                    u32* __restrict__ state) {
+    ploc_init(order, n, boxes, slot_boxes, ids, cluster_boxes, state);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_ploc_nearest(const float4* __restrict__ boxes, u32* __restrict__ nearest, const u32* state, u32 round) {
+    ploc_nearest(boxes, nearest, state, round);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_ploc_count(const u32* __restrict__ nearest, uint2* __restrict__ sums, const u32* state, u32 round) {
+    ploc_count(nearest, sums, state, round);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_ploc_merge(const u32* __restrict__ nearest, const u32* __restrict__ ids_in,
+                     const float4* __restrict__ boxes_in, u32* __restrict__ ids_out, float4* __restrict__ boxes_out,
+                     uint2* __restrict__ children, float4* __restrict__ node_boxes, float* costs, u32* counts,
+                     u32* kept, u32* __restrict__ links, u32 n, const uint2* __restrict__ sums, u32* state,
+                     u32 round) {
+    ploc_merge(nearest, ids_in, boxes_in, ids_out, boxes_out, children, node_boxes, costs, counts, kept, links, n,
+               sums, state, round);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_PLOC_TAIL_THREADS)
+    prism_ploc_tail(const u32* __restrict__ ids_in, const float4* __restrict__ boxes_in,
+                    uint2* __restrict__ children, float4* __restrict__ node_boxes, float* costs, u32* counts,
+                    u32* kept, u32* __restrict__ links, u32 n, u32* state, u32 round) {
+    ploc_tail(ids_in, boxes_in, children, node_boxes, costs, counts, kept, links, n, state, round);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_ploc_slots(u32 n, const u32* __restrict__ order, const uint2* __restrict__ children,
+                     const u32* __restrict__ counts, const u32* __restrict__ kept, const u32* __restrict__ links,
+                     const u32* __restrict__ triangles, const float* __restrict__ positions, u32 vertex_count,
+                     Primitive* __restrict__ prims, u32* __restrict__ out_order, u32* state) {
+    ploc_slots(n, order, children, counts, kept, links, triangles, positions, vertex_count, prims, out_order, state);
+}
+
+extern "C" __global__ void __launch_bounds__(PRISM_FAST_THREADS)
+    prism_ploc_emit(u32 n, const uint2* __restrict__ children, const u32* __restrict__ counts,
+                    const u32* __restrict__ kept, const u32* __restrict__ links,
+                    const float4* __restrict__ slot_boxes, const float4* __restrict__ node_boxes,
+                    BvhNode* __restrict__ nodes) {
+    ploc_emit(n, children, counts, kept, links, slot_boxes, node_boxes, nodes);
 }
 
 // The tree over a two-level scene's instances after moves (top_build.cuh):

@@ -17,6 +17,7 @@
 
 mod bands;
 mod batch;
+mod clustered_build;
 mod device;
 mod fast_build;
 mod levels;

@@ -30,7 +30,7 @@ pub use config::KernelConfig;
 
 /// The kernel files: the main translation unit first, then the headers it
 /// includes, as `(file name, contents)`.
-pub const SOURCES: [(&str, &str); 19] = [
+pub const SOURCES: [(&str, &str); 20] = [
     ("prism.cu", include_str!("../kernels/prism.cu")),
     (
         "prism_types.cuh",
@@ -58,6 +58,10 @@ pub const SOURCES: [(&str, &str); 19] = [
     ("batch.cuh", include_str!("../kernels/batch.cuh")),
     ("refit.cuh", include_str!("../kernels/refit.cuh")),
     ("fast_build.cuh", include_str!("../kernels/fast_build.cuh")),
+    (
+        "clustered_build.cuh",
+        include_str!("../kernels/clustered_build.cuh"),
+    ),
     ("top_build.cuh", include_str!("../kernels/top_build.cuh")),
 ];
 
@@ -113,6 +117,26 @@ pub const KERNEL_FAST_BUILD: [&str; 8] = [
     "prism_fast_bottom_up",
     "prism_fast_emit",
 ];
+/// The kernels of the clustered tree's build on the device
+/// (kernels/clustered_build.cuh), after the fast build's boxes, codes and
+/// sort: init, then rounds of nearest, count and merge, the one-block tail,
+/// slots and emit.
+pub const KERNEL_CLUSTERED_BUILD: [&str; 7] = [
+    "prism_ploc_init",
+    "prism_ploc_nearest",
+    "prism_ploc_count",
+    "prism_ploc_merge",
+    "prism_ploc_tail",
+    "prism_ploc_slots",
+    "prism_ploc_emit",
+];
+/// Threads of the clustered build's one-block tail (`PRISM_PLOC_TAIL_THREADS`).
+pub const CLUSTERED_TAIL_THREADS: u32 = 1024;
+/// The most clusters the tail takes (`PRISM_PLOC_TAIL`): rounds run on the
+/// whole device until this few are left.
+pub const CLUSTERED_TAIL: u32 = 1024;
+/// Words of the clustered build's round state (`PLOC_STATE_WORDS`).
+pub const CLUSTERED_STATE_WORDS: usize = 8;
 /// The kernels that place a frame's moves and start the tree over the
 /// instances (kernels/top_build.cuh), in launch order; the fast build's
 /// codes, sort, tree, bottom-up pass and emit finish it.

@@ -1,7 +1,7 @@
-//! The fast tree built on the device against core's (`prism_core::lbvh`, the
-//! source of truth): the same slots, nodes and primitive records; and the
-//! scene traced on it against Embree's reference hits and core's walk of the
-//! same tree. Each test skips, saying so, where there is no CUDA device
+//! The fast and clustered trees built on the device against core's
+//! (`prism_core::lbvh` and `prism_core::ploc`, the source of truth): the same
+//! slots, nodes and primitive records; and the scene traced on them against
+//! Embree's reference hits and core's walk of the same tree. Each test skips, saying so, where there is no CUDA device
 //! (`PRISM_REQUIRE_CUDA=1` makes that a failure).
 
 mod common;
@@ -13,7 +13,7 @@ use prism_core::glam::Vec3;
 use prism_core::gpu::BvhNode;
 use prism_core::reference::AgreementCounts;
 use prism_core::rng::Pcg;
-use prism_core::{Accel, BuildQuality, Hit, Material, Scene, lbvh};
+use prism_core::{Accel, BuildQuality, Hit, Material, Scene, lbvh, ploc};
 
 /// The first difference between the device's nodes and core's: indices and
 /// counts bit for bit, box coordinates as floats (a zero's sign may differ
@@ -34,16 +34,15 @@ fn node_difference(device: &[BvhNode], core: &[BvhNode]) -> Option<String> {
     None
 }
 
-/// Build `positions`/`triangles` on the device and check it is core's tree.
+/// Build `positions`/`triangles` on the device as `quality` and check it is
+/// core's tree.
 fn check_mesh(
     gpu: &mut prism_cuda::CudaBackend,
     what: &str,
     positions: &[Vec3],
     triangles: &[[u32; 3]],
+    quality: BuildQuality,
 ) {
-    let device = gpu
-        .build_fast_tree(positions, triangles)
-        .unwrap_or_else(|e| panic!("{what}: device build failed: {e}"));
     let boxes: Vec<_> = triangles
         .iter()
         .map(|t| {
@@ -51,7 +50,28 @@ fn check_mesh(
             triangle_bounds(v(t[0]), v(t[1]), v(t[2]))
         })
         .collect();
-    let core = lbvh::build(&boxes).expect("core's fast tree");
+    let (device, core) = if quality == BuildQuality::Clustered {
+        let device = gpu
+            .build_clustered_tree(positions, triangles)
+            .unwrap_or_else(|e| panic!("{what}: device build failed: {e}"));
+        let core = ploc::build(&boxes).expect("core's clustered tree");
+        let Some(device) = device else {
+            // Too deep for the stack: core falls back to the radix tree.
+            let radix = lbvh::build(&boxes).expect("core's fast tree");
+            assert_eq!(
+                core.order, radix.order,
+                "{what}: too deep, yet not the radix tree"
+            );
+            eprintln!("{what}: the clustered tree is too deep on the device and in core");
+            return;
+        };
+        (device, core)
+    } else {
+        let device = gpu
+            .build_fast_tree(positions, triangles)
+            .unwrap_or_else(|e| panic!("{what}: device build failed: {e}"));
+        (device, lbvh::build(&boxes).expect("core's fast tree"))
+    };
     let first_order = device
         .order
         .iter()
@@ -70,7 +90,7 @@ fn check_mesh(
         let v = |i: u32| positions[i as usize];
         scene.add_triangle(v(t[0]), v(t[1]), v(t[2]), m);
     }
-    scene.build_quality = BuildQuality::Fast;
+    scene.build_quality = quality;
     let accel = Accel::build(&scene).expect("core's Accel");
     let prims_differ = device
         .prims
@@ -82,7 +102,7 @@ fn check_mesh(
         "{what}: primitive record differs from core's at slot {prims_differ:?}"
     );
     eprintln!(
-        "{what}: {} triangles, {} nodes, the same tree as core's ({:.3} ms on the device)",
+        "{what} ({quality:?}): {} triangles, {} nodes, the same tree as core's ({:.3} ms on the device)",
         triangles.len(),
         device.nodes.len(),
         device.device_ms
@@ -118,21 +138,26 @@ fn random_mesh(seed: u32, n: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
 #[test]
 fn device_fast_tree_is_cores_on_random_meshes() {
     let Some(mut gpu) = gpu_or_skip() else { return };
-    for (seed, n) in [
-        (1u32, 2usize),
-        (2, 3),
-        (3, 9),
-        (4, 1000),
-        (5, 4097),
-        (6, 100_000),
-    ] {
-        let (p, t) = random_mesh(seed, n);
-        check_mesh(
-            &mut gpu,
-            &format!("random mesh {seed} ({n} triangles)"),
-            &p,
-            &t,
-        );
+    for quality in [BuildQuality::Fast, BuildQuality::Clustered] {
+        // 4097 and 100,000: rounds on the whole device before the one-block
+        // tail of the clustered build (4096 clusters at most).
+        for (seed, n) in [
+            (1u32, 2usize),
+            (2, 3),
+            (3, 9),
+            (4, 1000),
+            (5, 4097),
+            (6, 100_000),
+        ] {
+            let (p, t) = random_mesh(seed, n);
+            check_mesh(
+                &mut gpu,
+                &format!("random mesh {seed} ({n} triangles)"),
+                &p,
+                &t,
+                quality,
+            );
+        }
     }
 }
 
@@ -143,15 +168,18 @@ fn device_fast_tree_is_cores_on_bunny_and_ogre() {
         return;
     };
     let Some(mut gpu) = gpu_or_skip() else { return };
-    for mesh in ["bunny", "ogre"] {
-        let m = prism::mesh::load_mesh(dir.join(format!("{mesh}.obj"))).expect("mesh");
-        check_mesh(&mut gpu, mesh, &m.positions, &m.triangles);
+    for quality in [BuildQuality::Fast, BuildQuality::Clustered] {
+        for mesh in ["bunny", "ogre"] {
+            let m = prism::mesh::load_mesh(dir.join(format!("{mesh}.obj"))).expect("mesh");
+            check_mesh(&mut gpu, mesh, &m.positions, &m.triangles, quality);
+        }
     }
 }
 
-/// `set_scene` of a flat mesh asking for the fast tree builds it on the
-/// device; its hits agree with Embree's reference and equal core's walk of
-/// core's fast tree bit for bit, and any-hit agrees with core's.
+/// `set_scene` of a flat mesh asking for the fast or clustered tree builds
+/// it on the device; its hits agree with Embree's reference and equal core's
+/// walk of core's tree of that quality bit for bit, and any-hit agrees with
+/// core's.
 #[test]
 fn device_fast_tree_traces_the_reference_hits() {
     let Some(dir) = scenes_dir() else {
@@ -159,40 +187,42 @@ fn device_fast_tree_traces_the_reference_hits() {
         return;
     };
     let Some(mut gpu) = gpu_or_skip() else { return };
-    for mesh in ["bunny", "ogre"] {
-        let mut scene = mesh_scene(&dir.join(format!("{mesh}.obj"))).expect("mesh");
-        scene.build_quality = BuildQuality::Fast;
-        let stats = gpu.set_scene(&scene).expect("set_scene");
-        let accel = Accel::build(&scene).expect("core's Accel");
-        for set in ["primary", "diffuse"] {
-            let rays = load_rays(&dir.join(format!("{mesh}.{set}.rays"))).expect("rays");
-            let reference = load_hits(&dir.join(format!("{mesh}.{set}.hits"))).expect("hits");
-            let mut hits = vec![Hit::MISS; rays.len()];
-            gpu.intersect(&rays, &mut hits).expect("intersect");
-            let counts = AgreementCounts::compare(&rays, &hits, &reference);
-            eprintln!(
-                "{mesh}.{set} on the device-built tree (build {:.3} ms) vs Embree: {counts:?}",
-                stats.build.as_secs_f64() * 1e3
-            );
-            assert!(counts.passed(), "{mesh}.{set}: {counts:?}");
-            let core: Vec<Hit> = rays.iter().map(|r| accel.intersect(r)).collect();
-            let differ = hits
-                .iter()
-                .zip(&core)
-                .filter(|(g, c)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(*c))
-                .count();
-            assert_eq!(
-                differ, 0,
-                "{mesh}.{set}: hits differ from core's on the fast tree"
-            );
-            let mut occ = vec![false; rays.len()];
-            gpu.occluded(&rays, &mut occ).expect("occluded");
-            let occ_differ = occ
-                .iter()
-                .zip(&rays)
-                .filter(|(o, r)| **o != accel.occluded(r))
-                .count();
-            assert_eq!(occ_differ, 0, "{mesh}.{set}: any-hit differs from core's");
+    for quality in [BuildQuality::Fast, BuildQuality::Clustered] {
+        for mesh in ["bunny", "ogre"] {
+            let mut scene = mesh_scene(&dir.join(format!("{mesh}.obj"))).expect("mesh");
+            scene.build_quality = quality;
+            let stats = gpu.set_scene(&scene).expect("set_scene");
+            let accel = Accel::build(&scene).expect("core's Accel");
+            for set in ["primary", "diffuse"] {
+                let rays = load_rays(&dir.join(format!("{mesh}.{set}.rays"))).expect("rays");
+                let reference = load_hits(&dir.join(format!("{mesh}.{set}.hits"))).expect("hits");
+                let mut hits = vec![Hit::MISS; rays.len()];
+                gpu.intersect(&rays, &mut hits).expect("intersect");
+                let counts = AgreementCounts::compare(&rays, &hits, &reference);
+                eprintln!(
+                    "{mesh}.{set} on the device-built {quality:?} tree (build {:.3} ms) vs Embree: {counts:?}",
+                    stats.build.as_secs_f64() * 1e3
+                );
+                assert!(counts.passed(), "{mesh}.{set}: {counts:?}");
+                let core: Vec<Hit> = rays.iter().map(|r| accel.intersect(r)).collect();
+                let differ = hits
+                    .iter()
+                    .zip(&core)
+                    .filter(|(g, c)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(*c))
+                    .count();
+                assert_eq!(
+                    differ, 0,
+                    "{mesh}.{set}: hits differ from core's on the {quality:?} tree"
+                );
+                let mut occ = vec![false; rays.len()];
+                gpu.occluded(&rays, &mut occ).expect("occluded");
+                let occ_differ = occ
+                    .iter()
+                    .zip(&rays)
+                    .filter(|(o, r)| **o != accel.occluded(r))
+                    .count();
+                assert_eq!(occ_differ, 0, "{mesh}.{set}: any-hit differs from core's");
+            }
         }
     }
 }

@@ -11,15 +11,15 @@ use crate::driver::{
     Stream,
 };
 use crate::kernels::{
-    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_FAST_BUILD, KERNEL_INTERSECT,
-    KERNEL_INTERSECT_INSTANCES, KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES, KERNEL_REFIT_BOXES,
-    KERNEL_REFIT_SLOTS, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_INSTANCES,
-    KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID,
-    KERNEL_RENDER_PATH_INSTANCES, KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_PATH_SUN,
-    KERNEL_RENDER_PATH_SUN_GRID, KERNEL_RENDER_PATH_SUN_INSTANCES, KERNEL_RENDER_PATH_SUN_OCTANTS,
-    KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES,
-    KERNEL_RENDER_WHITTED_OCTANTS, KERNEL_TOP_BUILD, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES,
-    SceneKind, WORK_WORDS, kernel_name,
+    CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_CLUSTERED_BUILD, KERNEL_FAST_BUILD,
+    KERNEL_INTERSECT, KERNEL_INTERSECT_INSTANCES, KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES,
+    KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
+    KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
+    KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES, KERNEL_RENDER_PATH_OCTANTS,
+    KERNEL_RENDER_PATH_SUN, KERNEL_RENDER_PATH_SUN_GRID, KERNEL_RENDER_PATH_SUN_INSTANCES,
+    KERNEL_RENDER_PATH_SUN_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
+    KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS, KERNEL_TOP_BUILD, KernelConfig,
+    PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind, WORK_WORDS, kernel_name,
 };
 use cudarc::driver::sys;
 use prism_core::gpu::RenderParams;
@@ -75,6 +75,8 @@ pub(super) struct Kernels {
     pub(super) refit_boxes: Function,
     /// The fast tree's build on the device (`KERNEL_FAST_BUILD`, in order).
     pub(super) fast: [Function; 8],
+    /// The clustered tree's build on the device (`KERNEL_CLUSTERED_BUILD`).
+    pub(super) clustered: [Function; 7],
     /// The moves' placement and the top tree's first pass (`KERNEL_TOP_BUILD`).
     pub(super) top: [Function; 3],
     pub(super) params_ptr: sys::CUdeviceptr,
@@ -213,6 +215,10 @@ impl DeviceState {
         for (f, name) in fast.iter_mut().zip(KERNEL_FAST_BUILD) {
             *f = module.function(name)?;
         }
+        let mut clustered = [refit_boxes; 7];
+        for (f, name) in clustered.iter_mut().zip(KERNEL_CLUSTERED_BUILD) {
+            *f = module.function(name)?;
+        }
         let mut top = [refit_boxes; 3];
         for (f, name) in top.iter_mut().zip(KERNEL_TOP_BUILD) {
             *f = module.function(name)?;
@@ -264,6 +270,7 @@ impl DeviceState {
                 refit_slots,
                 refit_boxes,
                 fast,
+                clustered,
                 top,
                 params_ptr,
             },

@@ -96,28 +96,24 @@ impl TreePasses<'_> {
     /// (triangles and vertices, or `n` live instance indices) and room for
     /// what they write.
     pub(super) unsafe fn enqueue(&self, st: &DeviceState) -> Result<(), Error> {
+        // SAFETY: forwarded to the caller's contract.
+        unsafe {
+            self.enqueue_sort(st)?;
+            self.enqueue_tree(st)
+        }
+    }
+
+    /// Enqueue the Morton codes and their sort: the sorted codes in
+    /// `keys[0]`, the slot order in `values[0]`.
+    ///
+    /// # Safety
+    /// As [`TreePasses::enqueue`]'s, for the keys, values and histograms.
+    pub(super) unsafe fn enqueue_sort(&self, st: &DeviceState) -> Result<(), Error> {
         let f = &st.kernels.fast;
         let n = self.n;
         let blocks = n.div_ceil(FAST_BUILD_THREADS);
         let sort_blocks = n.div_ceil(FAST_SORT_TILE);
         let p = |b: &DeviceBuffer| Arg::Ptr(b.ptr());
-        let (triangles, positions, vertex_count, prims, live, names, max_leaf) = match self.leaves {
-            Leaves::Triangles {
-                triangles,
-                positions,
-                vertex_count,
-                prims,
-            } => (
-                triangles,
-                positions,
-                vertex_count,
-                prims,
-                0,
-                0,
-                prism_core::bvh::MAX_LEAF_SIZE as u32,
-            ),
-            Leaves::Instances { live, names } => (0, 0, 0, 0, live, names, 1),
-        };
         // SAFETY (every launch below): the arguments match the kernel's
         // parameters in prism.cu one for one (device pointers as u64, counts
         // as u32), and the arrays hold what the kernels index (the caller's
@@ -170,6 +166,39 @@ impl TreePasses<'_> {
                     ],
                 )?;
             }
+        }
+        Ok(())
+    }
+
+    /// Enqueue the radix tree, its boxes bottom-up and the emit, after
+    /// [`TreePasses::enqueue_sort`].
+    ///
+    /// # Safety
+    /// As [`TreePasses::enqueue`]'s.
+    unsafe fn enqueue_tree(&self, st: &DeviceState) -> Result<(), Error> {
+        let f = &st.kernels.fast;
+        let n = self.n;
+        let blocks = n.div_ceil(FAST_BUILD_THREADS);
+        let p = |b: &DeviceBuffer| Arg::Ptr(b.ptr());
+        let (triangles, positions, vertex_count, prims, live, names, max_leaf) = match self.leaves {
+            Leaves::Triangles {
+                triangles,
+                positions,
+                vertex_count,
+                prims,
+            } => (
+                triangles,
+                positions,
+                vertex_count,
+                prims,
+                0,
+                0,
+                prism_core::bvh::MAX_LEAF_SIZE as u32,
+            ),
+            Leaves::Instances { live, names } => (0, 0, 0, 0, live, names, 1),
+        };
+        // SAFETY (every launch below): as in `enqueue_sort`.
+        unsafe {
             // Four passes: the sorted codes and order are back in [0].
             launch(
                 st,
@@ -233,25 +262,27 @@ impl TreePasses<'_> {
 /// The device arrays of a build (kept for the next build of a mesh of the
 /// same size, `DeviceState::fast_scratch`).
 pub(super) struct Scratch {
-    positions: DeviceBuffer,
-    triangles: Option<DeviceBuffer>,
-    boxes: DeviceBuffer,
-    centre_bounds: DeviceBuffer,
-    keys: [DeviceBuffer; 2],
-    values: [DeviceBuffer; 2],
-    hist: DeviceBuffer,
-    slot_boxes: DeviceBuffer,
-    prims: DeviceBuffer,
-    children: DeviceBuffer,
-    ranges: DeviceBuffer,
-    links: DeviceBuffer,
-    node_boxes: DeviceBuffer,
-    costs: DeviceBuffer,
-    kept: DeviceBuffer,
-    arrivals: DeviceBuffer,
-    nodes: DeviceBuffer,
-    n: u32,
-    vertex_count: u32,
+    pub(super) positions: DeviceBuffer,
+    pub(super) triangles: Option<DeviceBuffer>,
+    pub(super) boxes: DeviceBuffer,
+    pub(super) centre_bounds: DeviceBuffer,
+    pub(super) keys: [DeviceBuffer; 2],
+    pub(super) values: [DeviceBuffer; 2],
+    pub(super) hist: DeviceBuffer,
+    pub(super) slot_boxes: DeviceBuffer,
+    pub(super) prims: DeviceBuffer,
+    pub(super) children: DeviceBuffer,
+    pub(super) ranges: DeviceBuffer,
+    pub(super) links: DeviceBuffer,
+    pub(super) node_boxes: DeviceBuffer,
+    pub(super) costs: DeviceBuffer,
+    pub(super) kept: DeviceBuffer,
+    pub(super) arrivals: DeviceBuffer,
+    pub(super) nodes: DeviceBuffer,
+    pub(super) n: u32,
+    pub(super) vertex_count: u32,
+    /// The clustered build's own arrays, made on its first build.
+    pub(super) clustered: Option<super::clustered_build::ClusteredArrays>,
 }
 
 impl Scratch {
@@ -326,11 +357,13 @@ impl Scratch {
             nodes: a(inner * size_of::<BvhNode>(), "BVH nodes")?,
             n,
             vertex_count: positions.len() as u32,
+            clustered: None,
         })
     }
 
-    /// Enqueue the build's memsets and launches on the stream.
-    fn enqueue(&mut self, st: &DeviceState) -> Result<(), Error> {
+    /// Enqueue the build's memsets and launches on the stream; the
+    /// clustered build also waits on the stream between batches of rounds.
+    fn enqueue(&mut self, st: &DeviceState, quality: BuildQuality) -> Result<(), Error> {
         let n = self.n;
         let triangles = self.triangles.as_ref().map_or(0, |b| b.ptr());
         // The centres' bounds start empty: min words at the top of the order,
@@ -384,15 +417,41 @@ impl Scratch {
         // triangles (keys, slots, `n - 1` inner nodes and as many output
         // nodes) and `positions.len()` vertices, and `boxes` and
         // `centre_bounds` are written by the launch above.
-        unsafe { passes.enqueue(st) }
+        unsafe {
+            if quality == BuildQuality::Clustered {
+                passes.enqueue_sort(st)?;
+                // `passes` borrows the arrays no further.
+                super::clustered_build::enqueue(self, st)
+            } else {
+                passes.enqueue(st)
+            }
+        }
     }
 
-    /// The built tree, downloaded (after the stream has run the build).
-    fn download(&self, st: &DeviceState, device_ms: f64) -> Result<DeviceTree, Error> {
+    /// The built tree, downloaded (after the stream has run the build);
+    /// `None` for a clustered tree too deep for the traversal stack.
+    fn download(
+        &self,
+        st: &DeviceState,
+        device_ms: f64,
+        quality: BuildQuality,
+    ) -> Result<Option<DeviceTree>, Error> {
         let n = self.n as usize;
-        let mut root_kept = [0u32; 1];
+        // The root: node 0 of the radix tree, the last node the clustering
+        // made.
+        let (root, order) = match (quality, &self.clustered) {
+            (BuildQuality::Clustered, Some(c)) => {
+                if c.too_deep(st, self.n)? {
+                    return Ok(None);
+                }
+                (n - 2, &c.order)
+            }
+            _ => (0, &self.values[0]),
+        };
+        let mut kept = vec![0u32; root + 1];
         self.kept
-            .download(&st.stream, bytemuck::cast_slice_mut(&mut root_kept))?;
+            .download(&st.stream, bytemuck::cast_slice_mut(&mut kept))?;
+        let root_kept = [kept[root]];
         // A merged root is one node (a leaf beside an absent child).
         let count = (root_kept[0] as usize).max(1);
         if count > n - 1 {
@@ -408,14 +467,14 @@ impl Scratch {
         let mut prims = vec![Primitive::default(); n];
         self.prims
             .download(&st.stream, bytemuck::cast_slice_mut(&mut prims))?;
-        let mut order = vec![0u32; n];
-        self.values[0].download(&st.stream, bytemuck::cast_slice_mut(&mut order))?;
-        Ok(DeviceTree {
+        let mut slots = vec![0u32; n];
+        order.download(&st.stream, bytemuck::cast_slice_mut(&mut slots))?;
+        Ok(Some(DeviceTree {
             nodes,
             prims,
-            order,
+            order: slots,
             device_ms,
-        })
+        }))
     }
 }
 
@@ -475,15 +534,18 @@ fn device_count(count: usize) -> Result<u32, Error> {
 }
 
 impl DeviceState {
-    /// Build the fast tree over a mesh `runs` times (at least once) on the
-    /// device and download the last; `device_ms` is the median build.
+    /// Build the tree of `quality` (fast or clustered) over a mesh `runs`
+    /// times (at least once) on the device and download the last (`None`: a
+    /// clustered tree too deep for the traversal stack); `device_ms` is the
+    /// median build.
     fn fast_build(
         &mut self,
         positions: &[Vec3],
         triangles: Option<&[[u32; 3]]>,
         count: usize,
         runs: u32,
-    ) -> Result<(DeviceTree, Vec<f64>), Error> {
+        quality: BuildQuality,
+    ) -> Result<(Option<DeviceTree>, Vec<f64>), Error> {
         let n = device_count(count)?;
         self.ensure_events(2)?;
         let mut scratch = match self.fast_scratch.take() {
@@ -496,7 +558,7 @@ impl DeviceState {
         let mut times = Vec::new();
         for _ in 0..runs.max(1) {
             self.events[0].record(&self.stream)?;
-            scratch.enqueue(self)?;
+            scratch.enqueue(self, quality)?;
             self.events[1].record(&self.stream)?;
             self.events[1].synchronize()?;
             times.push(self.events[0].elapsed_ms(&self.events[1])? as f64);
@@ -504,7 +566,7 @@ impl DeviceState {
         let mut sorted = times.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2]; // ok: at least one run
-        let tree = scratch.download(self, median)?;
+        let tree = scratch.download(self, median, quality)?;
         self.fast_scratch = Some(scratch);
         Ok((tree, times))
     }
@@ -533,23 +595,68 @@ impl CudaBackend {
         triangles: &[[u32; 3]],
         runs: u32,
     ) -> Result<(DeviceTree, Vec<f64>), Error> {
+        let (tree, times) =
+            self.time_device_build(positions, triangles, BuildQuality::Fast, runs)?;
+        let tree = tree.ok_or(Error::Device {
+            backend: BACKEND,
+            operation: "the fast build on the device",
+            message: "the radix tree came back as too deep, which it never is".into(),
+        })?;
+        Ok((tree, times))
+    }
+
+    /// Build core's clustered tree ([`BuildQuality::Clustered`],
+    /// `prism_core::ploc`) over a mesh on the device and download it, as
+    /// [`CudaBackend::build_fast_tree`]; `None` when the clustered tree is
+    /// too deep for the traversal stack (where `prism_core::ploc::build`
+    /// returns the radix tree instead).
+    pub fn build_clustered_tree(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+    ) -> Result<Option<DeviceTree>, Error> {
+        Ok(self
+            .time_device_build(positions, triangles, BuildQuality::Clustered, 1)?
+            .0)
+    }
+
+    /// The tree of `quality` ([`BuildQuality::Fast`] or
+    /// [`BuildQuality::Clustered`]; the SAH tree is the host's) built `runs`
+    /// times on the device, with each build's device milliseconds (from the
+    /// first launch to the last, the clustered build's waits between its
+    /// batches of rounds included).
+    pub fn time_device_build(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+        quality: BuildQuality,
+        runs: u32,
+    ) -> Result<(Option<DeviceTree>, Vec<f64>), Error> {
+        if quality == BuildQuality::Sah {
+            return Err(Error::Setting {
+                field: "quality of a build on the device",
+                value: 0.0,
+                reason: "the SAH tree is built on the host; Fast and Clustered on the device",
+            });
+        }
         prism_core::geometry::check_triangle_indices(positions.len(), triangles)?;
         let r = (|| {
             let (st, _g) = self.enter()?;
-            st.fast_build(positions, Some(triangles), triangles.len(), runs)
+            st.fast_build(positions, Some(triangles), triangles.len(), runs, quality)
         })();
         self.checked(r)
     }
 
-    /// The `Accel` of a flat scene of two or more triangles whose fast tree
-    /// is built on the device, and the build's device milliseconds; `None`
-    /// for any other scene (which `Accel::build` covers).
+    /// The `Accel` of a flat scene of two or more triangles whose fast or
+    /// clustered tree is built on the device, and the build's device
+    /// milliseconds; `None` for any other scene (which `Accel::build`
+    /// covers).
     pub(super) fn device_fast_accel(
         &mut self,
         scene: &Scene,
     ) -> Result<Option<(Accel, f64)>, Error> {
         let n = scene.primitive_count();
-        if scene.build_quality != BuildQuality::Fast
+        if scene.build_quality == BuildQuality::Sah
             || scene.is_two_level()
             || scene.triangle_count() != n
             || n < 2
@@ -570,7 +677,12 @@ impl CudaBackend {
             soup.extend_from_slice(&t);
         }
         let (st, _g) = self.enter()?;
-        let (tree, _) = st.fast_build(&soup, None, n, 1)?;
+        let (tree, _) = st.fast_build(&soup, None, n, 1, scene.build_quality)?;
+        // A clustered tree too deep for the stack: core's build, which then
+        // takes the radix tree, on the host.
+        let Some(tree) = tree else {
+            return Ok(None);
+        };
         let ms = tree.device_ms;
         let accel = Accel::build_with_tree(
             scene,
