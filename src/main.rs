@@ -194,6 +194,14 @@ pub(crate) enum TreeChoice {
 }
 
 impl TreeChoice {
+    /// The name `--build` takes, which the tables print.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TreeChoice::Fast => "fast",
+            TreeChoice::Clustered => "clustered",
+        }
+    }
+
     /// The build quality this choice names.
     pub(crate) fn quality(self) -> prism::BuildQuality {
         match self {

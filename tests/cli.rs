@@ -730,9 +730,9 @@ fn conformance_refuses_an_unwritable_report_and_a_backend_twice_before_running()
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `prism bench --build fast` traces the same rays on the fast tree beside
-/// the SAH tree: both tables' rows, and the reference checked for both (a
-/// wrong reference fails the run).
+/// `prism bench --build fast` (and `clustered`) traces the same rays on that
+/// tree beside the SAH tree: both tables' rows, and the reference checked for
+/// both (a wrong reference fails the run).
 #[test]
 fn bench_build_fast_reports_both_trees() {
     let dir = temp_dir("build-fast");
@@ -754,15 +754,21 @@ fn bench_build_fast_reports_both_trees() {
     let miss = (f32::INFINITY, u32::MAX);
     let good = dir.join("good.hits");
     write_hits(&good, &[(1.0, 0), (1.0, 0), miss]);
-    let o = bench_rays(&mesh, &rays, &["--hits", arg(&good), "--build", "fast"]);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "{}", stderr(&o));
-    for row in ["| SAH (host) |", "| fast |", "| fast / SAH |"] {
-        assert!(out.contains(row), "no {row} row in:\n{out}");
-    }
-    assert_eq!(out.matches("0 mismatches").count(), 2, "{out}");
     let wrong = dir.join("wrong.hits");
     write_hits(&wrong, &[miss, (1.0, 0), miss]);
-    let o = bench_rays(&mesh, &rays, &["--hits", arg(&wrong), "--build", "fast"]);
-    assert!(!o.status.success());
+    for tree in ["fast", "clustered"] {
+        let o = bench_rays(&mesh, &rays, &["--hits", arg(&good), "--build", tree]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{}", stderr(&o));
+        for row in [
+            "| SAH (host) |".to_string(),
+            format!("| {tree} |"),
+            format!("| {tree} / SAH |"),
+        ] {
+            assert!(out.contains(&row), "no {row} row in:\n{out}");
+        }
+        assert_eq!(out.matches("0 mismatches").count(), 2, "{out}");
+        let o = bench_rays(&mesh, &rays, &["--hits", arg(&wrong), "--build", tree]);
+        assert!(!o.status.success());
+    }
 }

@@ -287,23 +287,34 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
     if let Some(choice) = a.build {
         let mut fast_scene = scene.clone();
         fast_scene.build_quality = choice.quality();
-        let label = format!("tracing {} rays on the {choice:?} tree", rays.len());
+        let name = choice.name();
+        let label = format!("tracing {} rays on the {name} tree", rays.len());
         let f = time_rays(backend.as_mut(), &fast_scene, &rays, a.runs, label)?;
         // The SAH cost of each tree as core builds it (the device builds the
         // same tree).
-        let sah = lbvh::sah_cost(Accel::build(&scene)?.nodes());
-        let fast_sah = lbvh::sah_cost(Accel::build(&fast_scene)?.nodes());
+        let (accel, fast_accel) = (Accel::build(&scene)?, Accel::build(&fast_scene)?);
+        let (sah, fast_sah) = (
+            lbvh::sah_cost(accel.nodes()),
+            lbvh::sah_cost(fast_accel.nodes()),
+        );
+        // The work a ray of these takes on each tree (core's counting walk):
+        // closer to the trace speed than the SAH cost, which assumes rays
+        // spread evenly.
+        let (w0, w1) = (work_a_ray(&accel, &rays), work_a_ray(&fast_accel, &rays));
         let (b0, b1) = (median(r.build), median(f.build));
         let (c0, c1) = (median(r.closest), median(f.closest));
         let (o0, o1) = (median(r.occluded), median(f.occluded));
-        println!("| tree | build ms | SAH cost | closest Mrays/s | occluded Mrays/s |");
-        println!("|---|---:|---:|---:|---:|");
-        println!("| SAH (host) | {b0:.2} | {sah:.1} | {c0:.2} | {o0:.2} |");
-        println!("| {choice:?} | {b1:.2} | {fast_sah:.1} | {c1:.2} | {o1:.2} |");
         println!(
-            "| {choice:?} / SAH | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| tree | build ms | SAH cost | node steps + primitive tests a ray | closest Mrays/s | occluded Mrays/s |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
+        println!("| SAH (host) | {b0:.2} | {sah:.1} | {w0:.2} | {c0:.2} | {o0:.2} |");
+        println!("| {name} | {b1:.2} | {fast_sah:.1} | {w1:.2} | {c1:.2} | {o1:.2} |");
+        println!(
+            "| {name} / SAH | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
             b1 / b0,
             fast_sah / sah,
+            w1 / w0,
             c1 / c0,
             o1 / o0
         );
@@ -319,6 +330,19 @@ fn bench_rays(a: &BenchArgs, mesh_path: &Path, rays_path: &Path) -> Result<(), C
         }
     }
     Ok(())
+}
+
+/// Node steps plus primitive tests a closest-hit ray of `rays` takes on
+/// `accel`'s tree, by core's counting walk.
+fn work_a_ray(accel: &Accel, rays: &[Ray]) -> f64 {
+    let work: f64 = rays
+        .iter()
+        .map(|r| {
+            let (_, c) = prism_core::tune::counting::counted_closest(accel, r);
+            c.node_steps + c.prim_tests
+        })
+        .sum();
+    work / rays.len().max(1) as f64
 }
 
 /// Print the memory of each tree `backend` keeps over a scene of `triangles`

@@ -7,7 +7,8 @@
 //! microseconds of work, so their number, not their work, sets the time.
 //!
 //! `set_scene` builds a flat scene of triangles alone on the device when the
-//! scene asks for the fast tree; the host then takes the tree back
+//! scene asks for the fast tree or the clustered tree (whose rounds follow
+//! this build's sort: super::clustered_build); the host then takes the tree back
 //! ([`Accel::build_with_tree`]), so that updates, the render configuration and
 //! the checks before upload see the same tree, and uploads it as any tree.
 //! Other scenes asking for the fast tree (spheres, heightfields, two levels)
