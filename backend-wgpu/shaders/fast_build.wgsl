@@ -71,6 +71,12 @@ struct FastParams {
     // 1: each fast_scatter workgroup works out its digits' offsets from the
     // unscanned histograms (few tiles, src/fast_build.rs); 0: fast_scan ran.
     scan_in_scatter: u32,
+    // The clustered build's round parity (clustered_build.wgsl): which state
+    // words a round reads (and which it writes).
+    round_parity: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: FastParams;

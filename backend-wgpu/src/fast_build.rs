@@ -29,6 +29,7 @@
 //! (ogre) on one core.
 
 use crate::buffers::{create_buffer, map_and_read};
+use crate::clustered_build::{ClusteredOutcome, cnodes, root_kept_offset};
 use crate::errors::{device_error, scoped};
 use crate::submit::wait;
 use crate::{BACKEND_NAME, WgpuBackend};
@@ -40,15 +41,20 @@ use std::time::Instant;
 
 /// The WGSL of the device build (a module of its own).
 const FAST_BUILD_WGSL: &str = include_str!("../shaders/fast_build.wgsl");
+/// The clustered build's WGSL, compiled appended to the fast build's.
+const CLUSTERED_BUILD_WGSL: &str = include_str!("../shaders/clustered_build.wgsl");
 /// Invocations a workgroup (`FAST_THREADS` in the shader).
-const FAST_THREADS: u32 = 256;
+pub(crate) const FAST_THREADS: u32 = 256;
 /// Keys a workgroup of the sort takes (`SORT_TILE` in the shader).
 const SORT_TILE: u32 = 4096;
 /// Bytes between the four sort passes' parameter blocks: every adapter's
 /// uniform offset alignment divides 256.
-const PARAMS_STRIDE: u64 = 256;
+pub(crate) const PARAMS_STRIDE: u64 = 256;
 /// Bytes of `FastParams` in the shader.
-const PARAMS_BYTES: u64 = 32;
+pub(crate) const PARAMS_BYTES: u64 = 48;
+/// Parameter blocks: the four sort passes', then the clustered build's two
+/// round parities'.
+const PARAM_BLOCKS: u64 = 6;
 
 /// What a build on the device made, downloaded: the nodes (core's layout,
 /// root first), the slot order (`order[slot]` = triangle index), and the
@@ -77,20 +83,23 @@ pub(crate) struct FastPipelines {
     tree: wgpu::ComputePipeline,
     bottom_up: wgpu::ComputePipeline,
     emit: wgpu::ComputePipeline,
+    /// The clustered build's (`shaders/clustered_build.wgsl`), in launch
+    /// order: init, nearest, count, merge, tail, slots, emit.
+    pub(crate) clustered: [wgpu::ComputePipeline; 7],
 }
 
 /// A dispatch: its pipeline, bind group and workgroup grid.
-struct Dispatch {
-    pipeline: wgpu::ComputePipeline,
-    group: wgpu::BindGroup,
-    grid: (u32, u32),
+pub(crate) struct Dispatch {
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) group: wgpu::BindGroup,
+    pub(crate) grid: (u32, u32),
 }
 
 /// The device arrays of a build over a mesh of one size, with the bind
 /// groups of its dispatches (kept for the next build of a mesh of
 /// the same size).
 pub(crate) struct FastScratch {
-    n: u32,
+    pub(crate) n: u32,
     vertex_count: u32,
     indexed: bool,
     positions: wgpu::Buffer,
@@ -99,10 +108,20 @@ pub(crate) struct FastScratch {
     /// Each sort pass's histograms, counted by the dispatch before it
     /// (cleared before the build).
     hists: [wgpu::Buffer; 4],
-    values: [wgpu::Buffer; 2],
+    pub(crate) values: [wgpu::Buffer; 2],
+    pub(crate) keys: [wgpu::Buffer; 2],
+    pub(crate) boxes: wgpu::Buffer,
+    pub(crate) slot_boxes: wgpu::Buffer,
+    pub(crate) links: wgpu::Buffer,
+    pub(crate) params: wgpu::Buffer,
     node_data: wgpu::Buffer,
-    nodes: wgpu::Buffer,
+    pub(crate) nodes: wgpu::Buffer,
     dispatches: Vec<Dispatch>,
+    /// How many of `dispatches` make the boxes, codes and sort (the rest
+    /// build the radix tree).
+    sort_end: usize,
+    /// The clustered build's arrays and dispatches, made on its first build.
+    pub(crate) clustered: Option<crate::clustered_build::ClusteredParts>,
 }
 
 impl FastScratch {
@@ -151,8 +170,15 @@ fn scan_in_scatter(n: u32) -> bool {
     n.div_ceil(SORT_TILE) <= SCAN_IN_SCATTER_MAX_TILES
 }
 
-/// The `FastParams` block of one sort pass (`shift` = 8 * pass).
-fn params_words(n: u32, vertex_count: u32, indexed: bool, shift: u32) -> [u32; 8] {
+/// The `FastParams` block of one sort pass (`shift` = 8 * pass) or of one
+/// parity of the clustered build's rounds.
+fn params_words(
+    n: u32,
+    vertex_count: u32,
+    indexed: bool,
+    shift: u32,
+    round_parity: u32,
+) -> [u32; 12] {
     // mirrors prism_core::lbvh::morton_scale's numerator, rounded as f32.
     let numerator = prism_core::lbvh::MORTON_GRID as f32 * (1.0 - 1e-6);
     [
@@ -164,6 +190,10 @@ fn params_words(n: u32, vertex_count: u32, indexed: bool, shift: u32) -> [u32; 8
         0, // opaque_zero
         numerator.to_bits(),
         scan_in_scatter(n) as u32,
+        round_parity,
+        0,
+        0,
+        0,
     ]
 }
 
@@ -173,9 +203,12 @@ impl WgpuBackend {
         if self.fast_pipelines.is_none() {
             let device = &self.device;
             let made = scoped(device, "compile the fast build's shaders", || {
+                // The clustered build's entry points share the fast build's
+                // parameters, bindings and helpers: one module.
+                let source = [FAST_BUILD_WGSL, CLUSTERED_BUILD_WGSL].concat();
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("prism fast build"),
-                    source: wgpu::ShaderSource::Wgsl(FAST_BUILD_WGSL.into()),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
                 });
                 let pipeline = |entry: &'static str| {
                     device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -195,6 +228,16 @@ impl WgpuBackend {
                     tree: pipeline("fast_tree"),
                     bottom_up: pipeline("fast_bottom_up"),
                     emit: pipeline("fast_emit"),
+                    clustered: [
+                        "ploc_init",
+                        "ploc_nearest",
+                        "ploc_count",
+                        "ploc_merge",
+                        "ploc_tail",
+                        "ploc_slots",
+                        "ploc_emit",
+                    ]
+                    .map(pipeline),
                 })
             })?;
             self.fast_pipelines = Some(made);
@@ -204,7 +247,7 @@ impl WgpuBackend {
 
     /// A workgroup grid of `groups` workgroups within the dispatch limit
     /// (rows of at most `max_compute_workgroups_per_dimension`).
-    fn fast_grid(&self, groups: u32) -> Result<(u32, u32), Error> {
+    pub(crate) fn fast_grid(&self, groups: u32) -> Result<(u32, u32), Error> {
         let max = self.limits.max_compute_workgroups_per_dimension.max(1);
         let x = groups.clamp(1, max);
         let y = groups.max(1).div_ceil(x);
@@ -253,14 +296,26 @@ impl WgpuBackend {
         let params = create_buffer(
             &self.device,
             "fast build: parameters",
-            4 * PARAMS_STRIDE,
+            PARAM_BLOCKS * PARAMS_STRIDE,
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         )?;
-        for pass in 0..4u32 {
-            let words = params_words(n, positions.len() as u32, triangles.is_some(), 8 * pass);
+        for block in 0..PARAM_BLOCKS as u32 {
+            // Blocks 0-3: the sort passes; 4 and 5: the round parities.
+            let (shift, parity) = if block < 4 {
+                (8 * block, 0)
+            } else {
+                (0, block - 4)
+            };
+            let words = params_words(
+                n,
+                positions.len() as u32,
+                triangles.is_some(),
+                shift,
+                parity,
+            );
             self.queue.write_buffer(
                 &params,
-                pass as u64 * PARAMS_STRIDE,
+                block as u64 * PARAMS_STRIDE,
                 bytemuck::cast_slice(&words),
             );
         }
@@ -332,6 +387,7 @@ impl WgpuBackend {
             group: group(pipeline, pass, bound),
             grid,
         };
+        let mut sort_end = 0;
         let dispatches = scoped(device, "bind the fast build's buffers", || {
             let mut d = vec![
                 dispatch(
@@ -384,6 +440,7 @@ impl WgpuBackend {
                 ));
             }
             // Four passes: the sorted codes and order are back in [0].
+            sort_end = d.len();
             d.push(dispatch(
                 &p.tree,
                 tri_grid,
@@ -432,10 +489,35 @@ impl WgpuBackend {
             centre_bounds,
             hists,
             values,
+            keys,
+            boxes,
+            slot_boxes,
+            links,
+            params,
             node_data,
             nodes,
             dispatches,
+            sort_end,
+            clustered: None,
         })
+    }
+
+    /// Record the boxes, codes and sort into `encoder` (the clears first),
+    /// for the clustered build: the slot order ends in `values[0]`.
+    pub(crate) fn record_sort(&self, encoder: &mut wgpu::CommandEncoder, s: &FastScratch) {
+        encoder.clear_buffer(&s.centre_bounds, 0, None);
+        for h in &s.hists {
+            encoder.clear_buffer(h, 0, None);
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("prism fast build: sort"),
+            timestamp_writes: None,
+        });
+        for d in &s.dispatches[..s.sort_end] {
+            pass.set_pipeline(&d.pipeline);
+            pass.set_bind_group(0, &d.group, &[]);
+            pass.dispatch_workgroups(d.grid.0, d.grid.1, 1);
+        }
     }
 
     /// Record the build into `encoder`: the clears of the centres' bounds
@@ -506,13 +588,16 @@ impl WgpuBackend {
         }
     }
 
-    /// The built tree, downloaded: the root's kept-node count, the nodes and
-    /// the slot order, in one copy and one wait.
+    /// The built tree, downloaded: the root's kept-node count (4 bytes of
+    /// `root_kept` at its offset), the nodes and the slot order (`order`), in
+    /// one copy and one wait.
     fn fast_download(
         &self,
         s: &FastScratch,
         device_ms: f64,
         timing: TimingSource,
+        root_kept: (&wgpu::Buffer, u64),
+        order: &wgpu::Buffer,
     ) -> Result<DeviceTree, Error> {
         let n = s.n as u64;
         let node_bytes = (n - 1) * size_of::<BvhNode>() as u64;
@@ -530,10 +615,9 @@ impl WgpuBackend {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("prism fast build readback"),
             });
-        // Node 0's kept count is word 7 of its 8 (fast_build.wgsl, node_data).
-        encoder.copy_buffer_to_buffer(&s.node_data, 28, &readback, 0, 4);
+        encoder.copy_buffer_to_buffer(root_kept.0, root_kept.1, &readback, 0, 4);
         encoder.copy_buffer_to_buffer(&s.nodes, 0, &readback, 16, node_bytes);
-        encoder.copy_buffer_to_buffer(&s.values[0], 0, &readback, 16 + node_bytes, order_bytes);
+        encoder.copy_buffer_to_buffer(order, 0, &readback, 16 + node_bytes, order_bytes);
         let index = self.queue.submit([encoder.finish()]);
         let mut out: Result<DeviceTree, Error> = Err(device_error(
             "the fast build on the device",
@@ -598,17 +682,20 @@ impl WgpuBackend {
         out
     }
 
-    /// Build the fast tree over a mesh `runs` times (at least once) and
-    /// download the last; `device_ms` is the median build.
+    /// Build the tree of `quality` (fast or clustered) over a mesh `runs`
+    /// times (at least once) and download the last (`None`: a clustered
+    /// tree too deep for the traversal stack); `device_ms` is the median
+    /// build.
     fn fast_build(
         &mut self,
         positions: &[Vec3],
         triangles: Option<&[[u32; 3]]>,
         count: usize,
         runs: u32,
-    ) -> Result<(DeviceTree, Vec<f64>), Error> {
+        quality: BuildQuality,
+    ) -> Result<(Option<DeviceTree>, Vec<f64>), Error> {
         let n = device_count(count)?;
-        let scratch = match self.fast_scratch.take() {
+        let mut scratch = match self.fast_scratch.take() {
             Some(s) if s.fits(n, positions.len(), triangles.is_some()) => {
                 self.queue.write_buffer(
                     &s.positions,
@@ -626,16 +713,42 @@ impl WgpuBackend {
         let mut times = Vec::new();
         let mut timing = TimingSource::HostClock;
         for _ in 0..runs.max(1) {
-            let (ms, source) = self.fast_run(&scratch)?;
-            times.push(ms);
-            timing = source;
+            if quality == BuildQuality::Clustered {
+                match self.clustered_run(&mut scratch)? {
+                    ClusteredOutcome::Built(ms) => times.push(ms),
+                    ClusteredOutcome::TooDeep => {
+                        self.fast_scratch = Some(scratch);
+                        return Ok((None, times));
+                    }
+                }
+            } else {
+                let (ms, source) = self.fast_run(&scratch)?;
+                times.push(ms);
+                timing = source;
+            }
         }
         let mut sorted = times.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2]; // ok: at least one run
-        let tree = self.fast_download(&scratch, median, timing)?;
+        let tree = match (quality, cnodes(&scratch)) {
+            (BuildQuality::Clustered, Some(c)) => self.fast_download(
+                &scratch,
+                median,
+                timing,
+                (c, root_kept_offset(n)),
+                &scratch.keys[1],
+            )?,
+            // Node 0's kept count is word 7 of its 8 (fast_build.wgsl, node_data).
+            _ => self.fast_download(
+                &scratch,
+                median,
+                timing,
+                (&scratch.node_data, 28),
+                &scratch.values[0],
+            )?,
+        };
         self.fast_scratch = Some(scratch);
-        Ok((tree, times))
+        Ok((Some(tree), times))
     }
 
     /// Build core's fast tree ([`BuildQuality::Fast`], `prism_core::lbvh`)
@@ -662,9 +775,54 @@ impl WgpuBackend {
         triangles: &[[u32; 3]],
         runs: u32,
     ) -> Result<(DeviceTree, Vec<f64>), Error> {
+        let (tree, times) =
+            self.time_device_build(positions, triangles, BuildQuality::Fast, runs)?;
+        let tree = tree.ok_or_else(|| {
+            device_error(
+                "the fast build on the device",
+                "the radix tree came back as too deep, which it never is",
+            )
+        })?;
+        Ok((tree, times))
+    }
+
+    /// Build core's clustered tree ([`BuildQuality::Clustered`],
+    /// `prism_core::ploc`) over a mesh on the device and download it, as
+    /// [`WgpuBackend::build_fast_tree`]; `None` when the clustered tree is
+    /// too deep for the traversal stack (where `prism_core::ploc::build`
+    /// returns the radix tree instead).
+    pub fn build_clustered_tree(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+    ) -> Result<Option<DeviceTree>, Error> {
+        Ok(self
+            .time_device_build(positions, triangles, BuildQuality::Clustered, 1)?
+            .0)
+    }
+
+    /// The tree of `quality` ([`BuildQuality::Fast`] or
+    /// [`BuildQuality::Clustered`]; the SAH tree is the host's) built `runs`
+    /// times on the device, with each build's milliseconds (the clustered
+    /// build's by the host clock, its waits between batches of rounds
+    /// included).
+    pub fn time_device_build(
+        &mut self,
+        positions: &[Vec3],
+        triangles: &[[u32; 3]],
+        quality: BuildQuality,
+        runs: u32,
+    ) -> Result<(Option<DeviceTree>, Vec<f64>), Error> {
+        if quality == BuildQuality::Sah {
+            return Err(Error::Setting {
+                field: "quality of a build on the device",
+                value: 0.0,
+                reason: "the SAH tree is built on the host; Fast and Clustered on the device",
+            });
+        }
         prism_core::geometry::check_triangle_indices(positions.len(), triangles)?;
         self.guarded("the fast build on the device", |this| {
-            this.fast_build(positions, Some(triangles), triangles.len(), runs)
+            this.fast_build(positions, Some(triangles), triangles.len(), runs, quality)
         })
     }
 
@@ -678,7 +836,7 @@ impl WgpuBackend {
         scene: &Scene,
     ) -> Result<(Accel, f64, TimingSource), Error> {
         let n = scene.primitive_count();
-        if scene.build_quality != BuildQuality::Fast
+        if scene.build_quality == BuildQuality::Sah
             || scene.is_two_level()
             || scene.triangle_count() != n
             || n < 2
@@ -706,8 +864,19 @@ impl WgpuBackend {
             soup.extend_from_slice(&t);
         }
         let (tree, _) = self.guarded("the fast build on the device", |this| {
-            this.fast_build(&soup, None, n, 1)
+            this.fast_build(&soup, None, n, 1, scene.build_quality)
         })?;
+        // A clustered tree too deep for the stack: core's build, which then
+        // takes the radix tree, on the host.
+        let Some(tree) = tree else {
+            let start = Instant::now();
+            let accel = Accel::build_with(scene, &RayonFork)?;
+            return Ok((
+                accel,
+                start.elapsed().as_secs_f64() * 1e3,
+                TimingSource::HostClock,
+            ));
+        };
         let (ms, timing) = (tree.device_ms, tree.timing);
         let accel = Accel::build_with_tree(
             scene,

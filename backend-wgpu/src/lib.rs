@@ -134,6 +134,7 @@ mod adapter;
 mod batch;
 mod buffers;
 mod camera_masks;
+mod clustered_build;
 mod device;
 mod errors;
 mod fast_build;

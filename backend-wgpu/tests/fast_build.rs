@@ -1,8 +1,10 @@
-//! The fast tree built on the device (`shaders/fast_build.wgsl`) against
-//! core's (`prism_core::lbvh`, the source of truth): the same slot order and
-//! nodes, on random triangle soups, an indexed mesh, sizes around the
-//! workgroup and sort tile, ogre and bunny; and `set_scene` of a flat mesh asking
-//! for the fast tree traces the same hits as core's walk of core's tree.
+//! The fast and clustered trees built on the device (`shaders/fast_build.wgsl`,
+//! `shaders/clustered_build.wgsl`) against core's (`prism_core::lbvh`,
+//! `prism_core::ploc`, the source of truth): the same slot order and nodes, on
+//! random triangle soups, an indexed mesh, sizes around the workgroup, the
+//! clustered build's one-workgroup tail and the sort tile, ogre and bunny; and
+//! `set_scene` of a flat mesh asking for either tree traces the same hits as
+//! core's walk of core's tree.
 //!
 //! Without an adapter each test prints why and passes, unless
 //! `PRISM_REQUIRE_WGPU=1`; without the shared scenes the scene tests skip,
@@ -11,7 +13,7 @@
 use prism_core::bvh::triangle_bounds;
 use prism_core::glam::Vec3;
 use prism_core::gpu::BvhNode;
-use prism_core::{Accel, Backend, BuildQuality, Error, Hit, Material, Ray, Scene, lbvh};
+use prism_core::{Accel, Backend, BuildQuality, Error, Hit, Material, Ray, Scene, lbvh, ploc};
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 use proptest::prelude::*;
 use std::path::PathBuf;
@@ -73,16 +75,14 @@ fn node_difference(device: &[BvhNode], core: &[BvhNode]) -> Option<String> {
     None
 }
 
-/// The first way the device's tree over a mesh differs from core's, if any.
+/// The first way the device's tree of `quality` over a mesh differs from
+/// core's, if any.
 fn tree_difference(
     gpu: &mut WgpuBackend,
     positions: &[Vec3],
     triangles: &[[u32; 3]],
+    quality: BuildQuality,
 ) -> Option<String> {
-    let device = match gpu.build_fast_tree(positions, triangles) {
-        Ok(t) => t,
-        Err(e) => return Some(format!("device build failed: {e}")),
-    };
     let boxes: Vec<_> = triangles
         .iter()
         .map(|t| {
@@ -90,7 +90,24 @@ fn tree_difference(
             triangle_bounds(v(t[0]), v(t[1]), v(t[2]))
         })
         .collect();
-    let core = lbvh::build(&boxes).expect("core's fast tree");
+    let (device, core) = if quality == BuildQuality::Clustered {
+        let core = ploc::build(&boxes).expect("core's clustered tree");
+        match gpu.build_clustered_tree(positions, triangles) {
+            Ok(Some(t)) => (t, core),
+            Ok(None) => {
+                // Too deep for the stack: core takes the radix tree.
+                let radix = lbvh::build(&boxes).expect("core's fast tree");
+                return (core.order != radix.order)
+                    .then(|| "too deep on the device, not in core".to_string());
+            }
+            Err(e) => return Some(format!("device build failed: {e}")),
+        }
+    } else {
+        match gpu.build_fast_tree(positions, triangles) {
+            Ok(t) => (t, lbvh::build(&boxes).expect("core's fast tree")),
+            Err(e) => return Some(format!("device build failed: {e}")),
+        }
+    };
     if let Some(slot) = device
         .order
         .iter()
@@ -109,10 +126,12 @@ fn tree_difference(
     node_difference(&device.nodes, &core.nodes)
 }
 
-/// Panic naming `what` if the device's tree is not core's.
+/// Panic naming `what` if the device's fast or clustered tree is not core's.
 fn check_mesh(gpu: &mut WgpuBackend, what: &str, positions: &[Vec3], triangles: &[[u32; 3]]) {
-    if let Some(d) = tree_difference(gpu, positions, triangles) {
-        panic!("{what} ({} triangles): {d}", triangles.len());
+    for quality in [BuildQuality::Fast, BuildQuality::Clustered] {
+        if let Some(d) = tree_difference(gpu, positions, triangles, quality) {
+            panic!("{what} ({} triangles, {quality:?}): {d}", triangles.len());
+        }
     }
 }
 
@@ -167,9 +186,10 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
 
     /// Random soups of 2 to 600 triangles (one or more workgroups, a count
-    /// rarely a multiple of 256), scaled and moved over many magnitudes (the
+    /// rarely a multiple of 256; the clustered build's tail alone, or rounds
+    /// on the whole device first), scaled and moved over many magnitudes (the
     /// Morton scale's division sees extents from 1e-4 to 1e6): the device's
-    /// tree is core's.
+    /// fast and clustered trees are core's.
     #[test]
     fn device_fast_tree_is_cores_on_random_soups(
         n in 2usize..600,
@@ -184,8 +204,10 @@ proptest! {
         for v in &mut p {
             *v = *v * scale + Vec3::splat(offset);
         }
-        let d = tree_difference(&mut gpu, &p, &t);
-        prop_assert!(d.is_none(), "{n} triangles: {}", d.unwrap_or_default());
+        for quality in [BuildQuality::Fast, BuildQuality::Clustered] {
+            let d = tree_difference(&mut gpu, &p, &t, quality);
+            prop_assert!(d.is_none(), "{n} triangles, {quality:?}: {}", d.unwrap_or_default());
+        }
     }
 }
 
