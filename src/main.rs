@@ -178,7 +178,7 @@ struct BenchArgs {
     /// With --mesh --rays: also trace the same rays on another tree (`fast`:
     /// Morton codes, built on the device by the GPU backends, by core on the
     /// host by the CPU; `clustered`: the Morton order clustered pair by pair,
-    /// built on the device by CUDA) and report its build ms, SAH cost and
+    /// built on the device by CUDA and wgpu) and report its build ms, SAH cost and
     /// Mrays/s beside the SAH tree's, with their ratios.
     #[arg(long, value_enum, requires = "rays", conflicts_with = "instances")]
     build: Option<TreeChoice>,

@@ -21,12 +21,9 @@
 //! (spheres, heightfields, two levels) get core's fast tree built on the host:
 //! the same tree, by the host.
 //!
-//! The clustered tree ([`prism_core::BuildQuality::Clustered`]) is built on
-//! the host here, by `prism_core::ploc`: its device build (CUDA's
-//! `clustered_build.cuh`) reads the cluster count back between batches of
-//! rounds and finishes in one block of 1,024 threads with subgroup ballots,
-//! and has no WGSL port yet; a host build of it takes 35 ms (bunny) to 80 ms
-//! (ogre) on one core.
+//! The clustered tree ([`prism_core::BuildQuality::Clustered`]) starts from
+//! this build's boxes, codes and sort (`crate::clustered_build`); a clustered
+//! tree too deep for the traversal stack is core's, built on the host.
 
 use crate::buffers::{create_buffer, map_and_read};
 use crate::clustered_build::{ClusteredOutcome, cnodes, root_kept_offset};

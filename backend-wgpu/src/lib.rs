@@ -14,9 +14,9 @@
 //!   the traversal stack is as long as the tree is deep. A flat triangle
 //!   scene asking for the fast tree ([`prism_core::BuildQuality::Fast`]) has
 //!   it built on the device instead (`shaders/fast_build.wgsl`, core's tree
-//!   node for node; [`WgpuBackend::time_fast_build`] times it alone); the
-//!   clustered tree ([`prism_core::BuildQuality::Clustered`]) is core's,
-//!   built on the host.
+//!   node for node; [`WgpuBackend::time_fast_build`] times it alone), and so
+//!   is the clustered tree ([`prism_core::BuildQuality::Clustered`],
+//!   `shaders/clustered_build.wgsl`; [`WgpuBackend::time_device_build`]).
 //! - `render` runs one fused kernel per pixel, specialised per integrator, and
 //!   writes the image's own [`prism_core::PixelFormat`] on the device (sRGB
 //!   8-bit pixels through core's `Srgb8Table`, uploaded once and looked up in

@@ -70,9 +70,9 @@ pub enum BuildQuality {
     /// The clustered tree of [`crate::ploc`]: the Morton order's primitives
     /// joined pair by pair with their nearest neighbours, in a loop of
     /// parallel passes. Slower to build than [`BuildQuality::Fast`] (tens of
-    /// passes instead of a few), closer to the SAH tree's speed. The CUDA
-    /// backend builds it on the device; the others build the same tree on
-    /// the host.
+    /// passes instead of a few), closer to the SAH tree's speed. The CUDA and
+    /// wgpu backends build it on the device; the CPU backend builds the same
+    /// tree on the host.
     Clustered,
 }
 
