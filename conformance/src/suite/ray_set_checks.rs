@@ -1,14 +1,15 @@
 //! The reference ray sets' checks: each set thinned by the configuration's
 //! stride, every backend against Embree's hits (instance ids too, for an
-//! instanced set), then every pair of backends against each other. A set that
-//! cannot be its own reference fails as a note and is not traced.
+//! instanced set), a flat mesh's fast and clustered trees too, then every pair
+//! of backends against each other. A set that cannot be its own reference
+//! fails as a note and is not traced.
 
 use super::{Live, triples, verdict};
 use crate::hits::{
     Answers, HitCheck, Instanced, REFERENCE_TIE_LIMIT, Reference, compare, origin_scales, trace,
 };
 use crate::{Config, MeshRays, Note, Report};
-use prism_core::Ray;
+use prism_core::{BuildQuality, Error, Ray, Scene};
 
 /// A reference ray set, thinned to every `ray_stride`-th ray.
 struct Subset {
@@ -85,55 +86,15 @@ pub(super) fn run_mesh(
     for b in live.iter_mut() {
         let mut per_set = Vec::new();
         let scene = b.backend.set_scene(&mesh.scene);
-        for Subset {
-            group,
-            rays,
-            reference,
-            instances,
-        } in &sets
-        {
+        for sub in &sets {
             let result = match &scene {
-                Ok(_) => trace(b.backend.as_mut(), rays),
+                Ok(_) => trace(b.backend.as_mut(), &sub.rays),
                 Err(e) => Err(e.clone()),
             };
-            let scales = match instances {
-                Some(ids) => {
-                    let t: Vec<(f32, u32, u32)> = reference
-                        .iter()
-                        .zip(ids)
-                        .map(|(&(t, p), &i)| (t, p, i))
-                        .collect();
-                    origin_scales(&mesh.scene, rays, &t)
-                }
-                None => Vec::new(),
-            };
-            let check = match &result {
-                Ok(a) => {
-                    let occ = Reference::occluded_from(reference);
-                    compare(
-                        group,
-                        &b.name,
-                        rays,
-                        a,
-                        &Reference {
-                            name: "Embree",
-                            hits: reference,
-                            uv: None,
-                            occluded: &occ,
-                            tie_limit: REFERENCE_TIE_LIMIT,
-                            face_planes: None,
-                            also_excused: None,
-                            instances: instances.as_deref().map(|ids| Instanced {
-                                ids,
-                                scales: scales.as_slice(),
-                            }),
-                        },
-                    )
-                }
-                Err(e) => HitCheck::failed_call(group, &b.name, "Embree", e.to_string()),
-            };
+            let check = against_embree(&mesh.scene, &sub.group, &b.name, sub, &result);
             log(&format!(
-                "rays {group} on {} vs Embree: {} [{:.0} + {:.0} ms]",
+                "rays {} on {} vs Embree: {} [{:.0} + {:.0} ms]",
+                sub.group,
                 b.name,
                 verdict(&check),
                 check.intersect_ms,
@@ -143,6 +104,35 @@ pub(super) fn run_mesh(
             per_set.push(result.ok());
         }
         answers.push(per_set);
+    }
+    // A flat mesh's fast and clustered trees (built on the device by the GPU
+    // backends) against the same reference: a tree changes which triangles a
+    // ray meets first, never which hit is closest.
+    if !mesh.scene.is_two_level() && !sets.is_empty() {
+        for (quality, tree) in [
+            (BuildQuality::Fast, "fast tree"),
+            (BuildQuality::Clustered, "clustered tree"),
+        ] {
+            let mut scene = mesh.scene.clone();
+            scene.build_quality = quality;
+            for b in live.iter_mut() {
+                let built = b.backend.set_scene(&scene);
+                for sub in &sets {
+                    let group = format!("{} ({tree})", sub.group);
+                    let result = match &built {
+                        Ok(_) => trace(b.backend.as_mut(), &sub.rays),
+                        Err(e) => Err(e.clone()),
+                    };
+                    let check = against_embree(&scene, &group, &b.name, sub, &result);
+                    log(&format!(
+                        "rays {group} on {} vs Embree: {}",
+                        b.name,
+                        verdict(&check)
+                    ));
+                    report.ray_sets.push(check);
+                }
+            }
+        }
     }
     for i in 0..live.len() {
         for j in i + 1..live.len() {
@@ -186,4 +176,51 @@ pub(super) fn run_mesh(
             }
         }
     }
+}
+
+/// One backend's answers on `sub` (or the error that stopped them) against
+/// Embree's hits, instance ids too for an instanced set.
+fn against_embree(
+    scene: &Scene,
+    group: &str,
+    backend: &str,
+    sub: &Subset,
+    result: &Result<Answers, Error>,
+) -> HitCheck {
+    let answers = match result {
+        Ok(a) => a,
+        Err(e) => return HitCheck::failed_call(group, backend, "Embree", e.to_string()),
+    };
+    let scales = match &sub.instances {
+        Some(ids) => {
+            let t: Vec<(f32, u32, u32)> = sub
+                .reference
+                .iter()
+                .zip(ids)
+                .map(|(&(t, p), &i)| (t, p, i))
+                .collect();
+            origin_scales(scene, &sub.rays, &t)
+        }
+        None => Vec::new(),
+    };
+    let occ = Reference::occluded_from(&sub.reference);
+    compare(
+        group,
+        backend,
+        &sub.rays,
+        answers,
+        &Reference {
+            name: "Embree",
+            hits: &sub.reference,
+            uv: None,
+            occluded: &occ,
+            tie_limit: REFERENCE_TIE_LIMIT,
+            face_planes: None,
+            also_excused: None,
+            instances: sub.instances.as_deref().map(|ids| Instanced {
+                ids,
+                scales: scales.as_slice(),
+            }),
+        },
+    )
 }
