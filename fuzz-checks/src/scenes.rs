@@ -11,8 +11,8 @@ use crate::{MAX_PRIMITIVES, MAX_RAYS, Violation};
 use glam::Vec3;
 use prism_core::scene::PrimRef;
 use prism_core::{
-    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat, Ray,
-    RenderSettings, Scene,
+    Accel, Backend, BuildQuality, Camera, Error, Hit, Image, Integrator, Material, NoProgress,
+    PixelFormat, Ray, RenderSettings, Scene,
 };
 use prism_cpu::CpuBackend;
 
@@ -281,7 +281,7 @@ fn render_scene_check(
 
 /// Arbitrary materials, spheres, triangles and meshes; validation, BVH build and
 /// `set_scene`; then a batch of arbitrary rays through `intersect` and `occluded`
-/// against brute force.
+/// against brute force, on the SAH tree, then on the fast and clustered trees.
 ///
 /// A first byte of [`TWO_LEVEL`] or more makes the scene two-level instead:
 /// geometries placed by instances, traced with masked rays, then updated
@@ -379,6 +379,20 @@ pub fn scene_trace(data: &[u8]) -> Result<(), Violation> {
             cell_grid_agrees(accel, &scene, &good)?;
         }
         sphere_early_miss_agrees(&scene, &good)?;
+        // The fast and clustered trees over the same scene: the same answers
+        // under the same rule, on every traversal.
+        for quality in [BuildQuality::Fast, BuildQuality::Clustered] {
+            let mut other = scene.clone();
+            other.build_quality = quality;
+            if let Err(e) = backend.set_scene(&other) {
+                return violation!("set_scene of the {quality:?} tree refused a valid scene: {e}");
+            }
+            compare_with_brute_force(backend, &other, &good)
+                .map_err(|v| Violation(format!("{quality:?} tree: {v}")))?;
+        }
+        if let Err(e) = backend.set_scene(&scene) {
+            return violation!("set_scene of the SAH tree again failed: {e}");
+        }
         // Last, so that inputs saved before this step decode as they did.
         render_scene_check(backend, &scene, &mut b)
     })
