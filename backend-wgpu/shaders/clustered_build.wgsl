@@ -223,6 +223,17 @@ fn ploc_fate(i: u32, m: u32) -> vec3<u32> {
     return vec3<u32>(j, select(0u, 1u, !mutual || i < j), select(0u, 1u, mutual && i < j));
 }
 
+// The round's cluster count, the same in every invocation (read by one,
+// shared through workgroup memory); clears the workgroup's counters.
+fn round_start(lid: u32) -> u32 {
+    if lid == 0u {
+        wg_m = ploc_state[count_word()];
+        atomicStore(&wg_keep, 0u);
+        atomicStore(&wg_merge, 0u);
+    }
+    return workgroupUniformLoad(&wg_m);
+}
+
 // Round r's counts: workgroup w's places kept and nodes made, into
 // run_counts[w], for the merge's offsets.
 @compute @workgroup_size(256)
@@ -231,12 +242,7 @@ fn ploc_count(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    if lid == 0u {
-        wg_m = ploc_state[count_word()];
-        atomicStore(&wg_keep, 0u);
-        atomicStore(&wg_merge, 0u);
-    }
-    let m = workgroupUniformLoad(&wg_m);
+    let m = round_start(lid);
     let run = wg.y * groups.x + wg.x;
     let base = run * FAST_THREADS;
     if m <= PLOC_TAIL || base >= m {
@@ -261,12 +267,7 @@ fn ploc_merge(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    if lid == 0u {
-        wg_m = ploc_state[count_word()];
-        atomicStore(&wg_keep, 0u);
-        atomicStore(&wg_merge, 0u);
-    }
-    let m = workgroupUniformLoad(&wg_m);
+    let m = round_start(lid);
     let run = wg.y * groups.x + wg.x;
     let base = run * FAST_THREADS;
     let next = 1u - params.round_parity;

@@ -833,18 +833,19 @@ impl WgpuBackend {
         scene: &Scene,
     ) -> Result<(Accel, f64, TimingSource), Error> {
         let n = scene.primitive_count();
+        // Core's build on the host (rayon's pool), timed by the host clock.
+        let host_build = || -> Result<(Accel, f64, TimingSource), Error> {
+            let start = Instant::now();
+            let accel = Accel::build_with(scene, &RayonFork)?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            Ok((accel, ms, TimingSource::HostClock))
+        };
         if scene.build_quality == BuildQuality::Sah
             || scene.is_two_level()
             || scene.triangle_count() != n
             || n < 2
         {
-            let start = Instant::now();
-            let accel = Accel::build_with(scene, &RayonFork)?;
-            return Ok((
-                accel,
-                start.elapsed().as_secs_f64() * 1e3,
-                TimingSource::HostClock,
-            ));
+            return host_build();
         }
         // A bad scene never reaches the device.
         scene.validate()?;
@@ -866,13 +867,7 @@ impl WgpuBackend {
         // A clustered tree too deep for the stack: core's build, which then
         // takes the radix tree, on the host.
         let Some(tree) = tree else {
-            let start = Instant::now();
-            let accel = Accel::build_with(scene, &RayonFork)?;
-            return Ok((
-                accel,
-                start.elapsed().as_secs_f64() * 1e3,
-                TimingSource::HostClock,
-            ));
+            return host_build();
         };
         let (ms, timing) = (tree.device_ms, tree.timing);
         let accel = Accel::build_with_tree(
