@@ -1,7 +1,7 @@
 //! Check and time the wgpu backend on one adapter, in one run.
 //!
 //! ```text
-//! cargo run --release -p prism-rt-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--instances] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
+//! cargo run --release -p prism-rt-wgpu --example wgpu_bench -- [--scenes DIR] [--runs N] [--batch N] [--variants] [--software] [--quick] [--rays-only] [--build sah|fast|clustered] [--instances] [--no-lane-refill] [--no-overlap] [--no-timestamps] [--timeline]
 //! ```
 //!
 //! 1. `intersect` / `occluded` on every ray set of `DIR` (default
@@ -26,7 +26,8 @@
 //! without lane refill and in the default banded call, Mrays/s and every hit
 //! against Embree's `.ihits`; it ends with a table.
 //!
-//! `--software` accepts a software adapter, `--quick` shrinks the two frames
+//! `--build` picks the tree over the ray sets' meshes (`fast` and `clustered`:
+//! built on the device). `--software` accepts a software adapter, `--quick` shrinks the two frames
 //! (for a smoke test on lavapipe), `--rays-only` stops after step 1, and
 //! `--no-lane-refill` turns [`WgpuOptions::lane_refill`] off, `--no-overlap`
 //! [`WgpuOptions::overlap_transfers`] (one dispatch per batch: the kernel
@@ -45,8 +46,8 @@ use prism_core::glam::Vec3;
 use prism_core::integrator::render_pixel;
 use prism_core::reference::AgreementCounts;
 use prism_core::{
-    Accel, Backend, Camera, Error, Hit, Image, Integrator, Material, NoProgress, PixelFormat, Ray,
-    RenderSettings, RenderStats, Scene,
+    Accel, Backend, BuildQuality, Camera, Error, Hit, Image, Integrator, Material, NoProgress,
+    PixelFormat, Ray, RenderSettings, RenderStats, Scene,
 };
 use prism_wgpu::{WgpuBackend, WgpuOptions};
 use std::path::{Path, PathBuf};
@@ -199,12 +200,17 @@ fn compare(gpu: &[[f32; 4]], core: &[Vec3]) -> (f64, f64, f32) {
 
 /// A scene of one mesh file of the shared scenes (grey Lambert, primitive ids in
 /// file order), as the facade's conformance run loads it.
+/// Its tree is the one `--build` names (the SAH tree by default).
 fn load_obj(path: &Path) -> Result<Scene, String> {
     let mesh = prism::mesh::load_mesh(path).map_err(|e| e.to_string())?;
-    let (scene, _) = prism::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.7)))
+    let (mut scene, _) = prism::mesh_scene(&mesh, Material::lambertian(Vec3::splat(0.7)))
         .map_err(|e| e.to_string())?;
+    scene.build_quality = *MESH_TREE.get().unwrap_or(&BuildQuality::Sah);
     Ok(scene)
 }
+
+/// The tree `--build` asks for over the ray sets' meshes.
+static MESH_TREE: std::sync::OnceLock<BuildQuality> = std::sync::OnceLock::new();
 
 struct Report {
     lines: Vec<String>,
@@ -834,6 +840,16 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(4 << 20);
     let software = flag("--software");
+    let tree = match arg("--build").as_deref() {
+        None | Some("sah") => BuildQuality::Sah,
+        Some("fast") => BuildQuality::Fast,
+        Some("clustered") => BuildQuality::Clustered,
+        Some(other) => {
+            eprintln!("error: --build {other}: sah, fast or clustered");
+            std::process::exit(2);
+        }
+    };
+    let _ = MESH_TREE.set(tree);
     let quick = flag("--quick");
     let mut rep = Report {
         lines: Vec::new(),
