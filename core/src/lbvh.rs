@@ -218,6 +218,28 @@ pub(crate) fn morton_order(bounds: &[Aabb]) -> Result<(Vec<u32>, Vec<u32>), Erro
     Ok((order, codes))
 }
 
+/// The SAH's choice for a node of half area `area` over `count` primitives,
+/// whose children have SAH costs and kept-node counts `(cost, kept)`: one
+/// leaf (kept 0) if it holds at most [`MAX_LEAF_SIZE`] primitives and costs
+/// no more than the split, else a kept node. Returns its cost and kept-node
+/// count. Shared by the fast and clustered trees, and mirrored on the
+/// devices in this order of products and sums.
+#[inline]
+pub(crate) fn leaf_or_split(
+    area: f32,
+    count: u32,
+    left: (f32, u32),
+    right: (f32, u32),
+) -> (f32, u32) {
+    let leaf_cost = COST_INTERSECT * count as f32 * area;
+    let split_cost = COST_TRAVERSAL * area + left.0 + right.0;
+    if count as usize <= MAX_LEAF_SIZE && leaf_cost <= split_cost {
+        (leaf_cost, 0)
+    } else {
+        (split_cost, 1 + left.1 + right.1)
+    }
+}
+
 /// Build the fast tree over primitives given by their boxes: the same
 /// [`Bvh`] layout and slot convention as [`Bvh::try_build`] (leaves of at
 /// most [`MAX_LEAF_SIZE`] primitives; `order[slot]` is the input index).
@@ -295,20 +317,10 @@ pub fn build(bounds: &[Aabb]) -> Result<Bvh, Error> {
         };
         let ((lb, lc, lk), (rb, rc, rk)) = (child(l), child(r));
         let b = lb.union(rb);
-        let area = half_area(&b);
-        let count = last - first + 1;
-        let leaf_cost = COST_INTERSECT * count as f32 * area;
-        let split_cost = COST_TRAVERSAL * area + lc + rc;
         let k = node as usize;
         boxes[k] = b;
-        if count as usize <= MAX_LEAF_SIZE && leaf_cost <= split_cost {
-            merged[k] = true;
-            cost[k] = leaf_cost;
-            kept[k] = 0;
-        } else {
-            cost[k] = split_cost;
-            kept[k] = 1 + lk + rk;
-        }
+        (cost[k], kept[k]) = leaf_or_split(half_area(&b), last - first + 1, (lc, lk), (rc, rk));
+        merged[k] = kept[k] == 0;
     }
     drop(cost);
     // 5. Layout.

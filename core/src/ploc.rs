@@ -16,7 +16,7 @@
 //!    numbered in creation order, within one pass by place, so every child
 //!    has a lower number than its parent. The node's SAH cost, primitive
 //!    count and kept-node count come from its children's: a node of at most
-//!    [`MAX_LEAF_SIZE`] primitives whose leaf costs no more than its split
+//!    [`MAX_LEAF_SIZE`](crate::bvh::MAX_LEAF_SIZE) primitives whose leaf costs no more than its split
 //!    becomes one leaf (the rule of [`crate::lbvh`]).
 //! 4. **Compaction.** The clusters left keep their order. Passes 2-4 repeat
 //!    until one cluster is left: the root. The pair of least [`pair_key`]
@@ -51,10 +51,10 @@
 //! unfused builds this tree bit for bit.
 
 use crate::aabb::Aabb;
-use crate::bvh::{Bvh, COST_INTERSECT, COST_TRAVERSAL, MAX_LEAF_SIZE};
+use crate::bvh::{Bvh, COST_INTERSECT};
 use crate::error::{Error, try_vec};
 use crate::gpu::TRAVERSAL_STACK_SIZE;
-use crate::lbvh::{Child, LEAF_FLAG, morton_order, node_of};
+use crate::lbvh::{Child, LEAF_FLAG, leaf_or_split, morton_order, node_of};
 use alloc::vec::Vec;
 
 /// Clusters searched on each side of a cluster for its nearest neighbour.
@@ -156,19 +156,16 @@ pub fn build(bounds: &[Aabb]) -> Result<Bvh, Error> {
                 let b = boxes[i].union(boxes[j]);
                 let (lc, ln, lk) = child(&nodes, l, boxes[i]);
                 let (rc, rn, rk) = child(&nodes, r, boxes[j]);
-                let area = b.half_area();
                 let count = ln + rn;
-                let leaf_cost = COST_INTERSECT * count as f32 * area;
-                let split_cost = COST_TRAVERSAL * area + lc + rc;
-                let leaf = count as usize <= MAX_LEAF_SIZE && leaf_cost <= split_cost;
+                let (cost, kept) = leaf_or_split(b.half_area(), count, (lc, lk), (rc, rk));
                 ids[w] = nodes.len() as u32;
                 boxes[w] = b;
                 nodes.push(Node {
                     children: [l, r],
                     bounds: b,
-                    cost: if leaf { leaf_cost } else { split_cost },
+                    cost,
                     count,
-                    kept: if leaf { 0 } else { 1 + lk + rk },
+                    kept,
                 });
             } else {
                 ids[w] = ids[i];

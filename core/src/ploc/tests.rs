@@ -44,7 +44,7 @@ proptest! {
         let (i, j) = (0..input.len())
             .map(|i| (i, nearest[i]))
             .min_by_key(|&(i, j)| pair_key(input[i].union(input[j]).half_area(), i as u32, j as u32))
-            .expect("two boxes or more");
+            .expect("two boxes or more"); // ok: test, assumed above
         prop_assert_eq!(nearest[j], i, "the least pair ({}, {}) is not mutual", i, j);
     }
 
@@ -74,8 +74,8 @@ fn identical_boxes_pair_off() {
         max: Vec3::ONE,
     };
     let input = vec![b; 1000];
-    let bvh = build(&input).expect("identical boxes");
-    check_invariants(&input, &bvh).expect("invariants");
+    let bvh = build(&input).expect("identical boxes"); // ok: test, valid boxes
+    check_invariants(&input, &bvh).expect("invariants"); // ok: test, the check itself
     // log2(1000 / 8) rounded up, plus the root's level.
     assert!(bvh.depth <= 8, "depth {}", bvh.depth);
 }
@@ -92,12 +92,12 @@ fn nested_boxes_take_the_radix_tree() {
             max: Vec3::splat(1.5f32.powi(k)),
         })
         .collect();
-    let bvh = build(&input).expect("nested boxes");
-    let radix = crate::lbvh::build(&input).expect("radix tree");
+    let bvh = build(&input).expect("nested boxes"); // ok: test, valid boxes
+    let radix = crate::lbvh::build(&input).expect("radix tree"); // ok: test, valid boxes
     assert!(bvh.order == radix.order, "not the radix tree's slots");
     assert!(
         bytemuck::cast_slice::<_, u8>(&bvh.nodes) == bytemuck::cast_slice::<_, u8>(&radix.nodes),
         "not the radix tree's nodes"
     );
-    check_invariants(&input, &bvh).expect("invariants");
+    check_invariants(&input, &bvh).expect("invariants"); // ok: test, the check itself
 }
