@@ -352,20 +352,44 @@ impl DeviceBuffer {
 
     /// Copy the first `out.len()` bytes to `out`, waiting for completion.
     pub(crate) fn download(&self, stream: &Stream, out: &mut [u8]) -> Result<(), Error> {
-        if out.len() > self.bytes {
+        self.download_from(stream, 0, out)
+    }
+
+    /// Copy `out.len()` bytes from byte `offset` on to `out`, waiting for
+    /// completion.
+    pub(crate) fn download_from(
+        &self,
+        stream: &Stream,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), Error> {
+        if offset
+            .checked_add(out.len())
+            .is_none_or(|end| end > self.bytes)
+        {
             return Err(Error::Device {
                 backend: BACKEND,
                 operation: "download",
-                message: format!("{} bytes asked from a buffer of {}", out.len(), self.bytes),
+                message: format!(
+                    "{} bytes from byte {offset} asked of a buffer of {}",
+                    out.len(),
+                    self.bytes
+                ),
             });
         }
         if out.is_empty() {
             return Ok(());
         }
-        // SAFETY: the source holds at least out.len() bytes; `out` is valid for
-        // writes; the stream is synchronised before `out` is given back.
+        // SAFETY: the source holds at least offset + out.len() bytes (checked
+        // above); `out` is valid for writes; the stream is synchronised before
+        // `out` is given back.
         check("cuMemcpyDtoHAsync", unsafe {
-            sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), self.ptr, out.len(), stream.0)
+            sys::cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr().cast(),
+                self.ptr + offset as u64,
+                out.len(),
+                stream.0,
+            )
         })?;
         stream.synchronize()
     }

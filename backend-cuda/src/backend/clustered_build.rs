@@ -109,7 +109,11 @@ pub(super) unsafe fn enqueue(s: &mut Scratch, st: &DeviceState) -> Result<(), Er
         s.clustered = Some(ClusteredArrays::new(n)?);
     }
     let Some(c) = s.clustered.as_mut() else {
-        unreachable!("made above")
+        return Err(Error::Device {
+            backend: crate::driver::BACKEND,
+            operation: "the clustered build on the device",
+            message: "its arrays were not made".into(),
+        });
     };
     let f = &st.kernels.clustered;
     let blocks = n.div_ceil(FAST_BUILD_THREADS);

@@ -449,10 +449,13 @@ impl Scratch {
             }
             _ => (0, &self.values[0]),
         };
-        let mut kept = vec![0u32; root + 1];
-        self.kept
-            .download(&st.stream, bytemuck::cast_slice_mut(&mut kept))?;
-        let root_kept = [kept[root]];
+        // The root's kept count alone.
+        let mut root_kept = [0u32; 1];
+        self.kept.download_from(
+            &st.stream,
+            4 * root,
+            bytemuck::cast_slice_mut(&mut root_kept),
+        )?;
         // A merged root is one node (a leaf beside an absent child).
         let count = (root_kept[0] as usize).max(1);
         if count > n - 1 {
