@@ -13,7 +13,7 @@
 //! device, two launches).
 
 use super::device::DeviceState;
-use super::fast_build::{Arg, Scratch, launch};
+use super::fast_build::{Arg, Scratch, launch, launch_blocks};
 use crate::driver::DeviceBuffer;
 use crate::kernels::{
     CLUSTERED_STATE_WORDS, CLUSTERED_TAIL, CLUSTERED_TAIL_THREADS, FAST_BUILD_THREADS,
@@ -212,7 +212,7 @@ pub(super) unsafe fn enqueue(s: &mut Scratch, st: &DeviceState) -> Result<(), Er
             p(&c.state),
             Arg::U32(round),
         ];
-        launch_one_block(st, f[4], &mut tail_args)?;
+        launch_blocks(st, f[4], 1, CLUSTERED_TAIL_THREADS, &mut tail_args)?;
         let triangles = s.triangles.as_ref().map_or(0, |b| b.ptr());
         launch(
             st,
@@ -250,25 +250,4 @@ pub(super) unsafe fn enqueue(s: &mut Scratch, st: &DeviceState) -> Result<(), Er
         )?;
     }
     Ok(())
-}
-
-/// Launch `f` as one block of [`CLUSTERED_TAIL_THREADS`].
-///
-/// # Safety
-/// As [`launch`]'s.
-unsafe fn launch_one_block(
-    st: &DeviceState,
-    f: crate::driver::Function,
-    args: &mut [Arg],
-) -> Result<(), Error> {
-    let mut params: Vec<*mut std::ffi::c_void> = args
-        .iter_mut()
-        .map(|a| match a {
-            Arg::Ptr(v) => (v as *mut u64).cast(),
-            Arg::U32(v) => (v as *mut u32).cast(),
-        })
-        .collect();
-    // SAFETY: forwarded to the caller's contract; `params` points at `args`,
-    // which outlive the call.
-    unsafe { f.launch((1, 1), (CLUSTERED_TAIL_THREADS, 1), &st.stream, &mut params) }
 }

@@ -498,6 +498,21 @@ pub(super) unsafe fn launch(
     blocks: u32,
     args: &mut [Arg],
 ) -> Result<(), Error> {
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { launch_blocks(st, f, blocks, FAST_BUILD_THREADS, args) }
+}
+
+/// Launch `f` over `blocks` blocks of `threads` on the stream.
+///
+/// # Safety
+/// As [`launch`]'s.
+pub(super) unsafe fn launch_blocks(
+    st: &DeviceState,
+    f: Function,
+    blocks: u32,
+    threads: u32,
+    args: &mut [Arg],
+) -> Result<(), Error> {
     let mut params: Vec<*mut c_void> = args
         .iter_mut()
         .map(|a| match a {
@@ -507,14 +522,7 @@ pub(super) unsafe fn launch(
         .collect();
     // SAFETY: forwarded to the caller's contract; `params` points at `args`,
     // which outlive the call (the driver copies the values at launch).
-    unsafe {
-        f.launch(
-            (blocks.max(1), 1),
-            (FAST_BUILD_THREADS, 1),
-            &st.stream,
-            &mut params,
-        )
-    }
+    unsafe { f.launch((blocks.max(1), 1), (threads, 1), &st.stream, &mut params) }
 }
 
 /// The triangle count of a mesh, or the error that names why it cannot be
