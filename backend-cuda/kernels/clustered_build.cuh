@@ -24,7 +24,7 @@
 #include "fast_build.cuh"
 
 // mirrors prism_core::ploc::SEARCH_RADIUS
-#define PRISM_PLOC_RADIUS 16
+#define PRISM_PLOC_RADIUS 3
 // The most clusters the one-block tail takes: one a thread, their boxes in
 // shared memory (24 KiB).
 #define PRISM_PLOC_TAIL_THREADS 1024

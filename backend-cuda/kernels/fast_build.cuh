@@ -122,11 +122,12 @@ __device__ __forceinline__ u32 fast_spread_bits(u32 v) {
     return (x | (x << 2)) & 0x09249249u;
 }
 
-// mirrors prism_core::lbvh::morton_scale on one axis: 1024 (1 - 1e-6) / extent,
-// or 0 without extent (a correctly rounded division: --prec-div=true).
-__device__ __forceinline__ float fast_scale(float lo, float hi) {
-    const float extent = hi - lo;
-    return extent > 0.0f ? (1024.0f * (1.0f - 1e-6f)) / extent : 0.0f;
+// mirrors prism_core::lbvh::morton_scale: 1024 (1 - 1e-6) / the longest extent,
+// the same on every axis (cubic cells), or 0 when the centres coincide (a
+// correctly rounded division: --prec-div=true).
+__device__ __forceinline__ float fast_scale(V3 lo, V3 hi) {
+    const float longest = fmaxf(fmaxf(hi.x - lo.x, hi.y - lo.y), hi.z - lo.z);
+    return longest > 0.0f ? (1024.0f * (1.0f - 1e-6f)) / longest : 0.0f;
 }
 
 // mirrors the cell of prism_core::lbvh::morton_code on one axis:
@@ -146,9 +147,10 @@ __device__ __forceinline__ void fast_codes(const float4* __restrict__ boxes, u32
     const V3 hi = v3(fast_unordered(centre_bounds[3]), fast_unordered(centre_bounds[4]),
                      fast_unordered(centre_bounds[5]));
     const V3 c = fast_centre(boxes[2u * i], boxes[2u * i + 1u]);
-    const u32 qx = fast_cell(c.x, lo.x, fast_scale(lo.x, hi.x));
-    const u32 qy = fast_cell(c.y, lo.y, fast_scale(lo.y, hi.y));
-    const u32 qz = fast_cell(c.z, lo.z, fast_scale(lo.z, hi.z));
+    const float scale = fast_scale(lo, hi);
+    const u32 qx = fast_cell(c.x, lo.x, scale);
+    const u32 qy = fast_cell(c.y, lo.y, scale);
+    const u32 qz = fast_cell(c.z, lo.z, scale);
     keys[i] = (fast_spread_bits(qx) << 2) | (fast_spread_bits(qy) << 1) | fast_spread_bits(qz);
     values[i] = i;
 }

@@ -30,9 +30,9 @@
 //   group.
 
 // mirrors prism_core::ploc::SEARCH_RADIUS
-const PLOC_RADIUS: u32 = 16u;
+const PLOC_RADIUS: u32 = 3u;
 const PLOC_TAIL: u32 = 256u;
-const PLOC_SPAN: u32 = 288u; // FAST_THREADS + 2 PLOC_RADIUS
+const PLOC_SPAN: u32 = 262u; // FAST_THREADS + 2 PLOC_RADIUS
 // A walk up from a slot: at most 63 kept levels above its leaf and 7 inside a
 // leaf of at most 8 primitives; longer means the tree is too deep.
 const PLOC_MAX_WALK: u32 = 72u;
@@ -157,7 +157,7 @@ var<workgroup> wg_m: u32;
 var<workgroup> wg_made: u32;
 var<workgroup> wg_keep: atomic<u32>;
 var<workgroup> wg_merge: atomic<u32>;
-var<workgroup> ploc_window: array<array<f32, 6>, 288>;
+var<workgroup> ploc_window: array<array<f32, 6>, PLOC_SPAN>;
 
 // Round r's nearest neighbours (step 2): workgroup w takes clusters [256 w,
 // 256 w + 256), with the boxes from RADIUS before to RADIUS after in

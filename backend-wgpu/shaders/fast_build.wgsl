@@ -276,12 +276,12 @@ fn div_rn_exact(a: f32, b: f32) -> f32 {
     return bitcast<f32>((u32(e) << 23u) | (q & 0x7FFFFFu));
 }
 
-// mirrors prism_core::lbvh::morton_scale on one axis: numerator / extent, or
-// 0 without extent.
-fn morton_scale(lo: f32, hi: f32) -> f32 {
-    let extent = hi - lo;
-    if extent > 0.0 {
-        return div_rn_exact(bitcast<f32>(params.morton_numerator), extent);
+// mirrors prism_core::lbvh::morton_scale: numerator / the longest extent,
+// the same on every axis (cubic cells), or 0 when the centres coincide.
+fn morton_scale(lo: vec3<f32>, hi: vec3<f32>) -> f32 {
+    let longest = max(max(hi.x - lo.x, hi.y - lo.y), hi.z - lo.z);
+    if longest > 0.0 {
+        return div_rn_exact(bitcast<f32>(params.morton_numerator), longest);
     }
     return 0.0;
 }
@@ -321,9 +321,10 @@ fn fast_codes(
         fast_unordered(atomicLoad(&centre_bounds[5]))
     );
     let c = centre(boxes[2u * i], boxes[2u * i + 1u]);
-    let qx = morton_cell(c.x, lo.x, morton_scale(lo.x, hi.x));
-    let qy = morton_cell(c.y, lo.y, morton_scale(lo.y, hi.y));
-    let qz = morton_cell(c.z, lo.z, morton_scale(lo.z, hi.z));
+    let scale = morton_scale(lo, hi);
+    let qx = morton_cell(c.x, lo.x, scale);
+    let qy = morton_cell(c.y, lo.y, scale);
+    let qz = morton_cell(c.z, lo.z, scale);
     let code = (spread_bits(qx) << 2u) | (spread_bits(qy) << 1u) | spread_bits(qz);
     keys_in[i] = code;
     values_in[i] = i;

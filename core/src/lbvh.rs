@@ -6,8 +6,8 @@
 //! device):
 //!
 //! 1. **Codes.** Each primitive's box centre gets a 30-bit Morton code on a
-//!    1024^3 grid over the centres' bounds (the grid and rounding of the
-//!    instances' Morton tree, [`crate::top_level`]).
+//!    grid of cubic cells, 1024 along the longest side of the centres' bounds
+//!    ([`morton_scale`]).
 //! 2. **Sort.** Primitives are sorted by code, equal codes in index order (a
 //!    stable radix sort on a device); slot `k` of the tree holds the `k`-th.
 //! 3. **Radix tree.** Inner node `i` of the `n - 1` finds its own range and
@@ -93,17 +93,25 @@ pub fn spread_bits(v: u32) -> u32 {
     (x | (x << 2)) & 0x0924_9249
 }
 
-/// The scale from a centre's offset in `centre_bounds` to its grid cell, per
-/// axis: `1024 (1 - 1e-6) / extent`, or 0 on an axis without extent (every
-/// centre then in cell 0).
+/// The scale from a centre's offset in `centre_bounds` to its grid cell, the
+/// same on every axis: `1024 (1 - 1e-6) / longest extent`, or 0 when the
+/// centres coincide (every centre then in cell 0).
+///
+/// Cubic cells, not 1024 along each axis: a grid stretched to a flat scene's
+/// short axis (a city 512 wide and 125 high) orders the primitives by that
+/// axis first at every level, and the curve then runs through distant
+/// neighbours. On the shared meshes, the city's columns as triangles and a
+/// crowd on a ground plane, cubic cells lower the fast tree's SAH cost by up
+/// to 36% and its per-ray work by up to 1.7x (bench/RESULTS.md, "Cubic
+/// Morton cells").
 #[inline]
 pub fn morton_scale(centre_bounds: &Aabb) -> Vec3 {
-    let extent = centre_bounds.extent();
-    Vec3::select(
-        extent.cmpgt(Vec3::ZERO),
-        Vec3::splat(MORTON_GRID as f32 * (1.0 - 1e-6)) / extent,
-        Vec3::ZERO,
-    )
+    let longest = centre_bounds.extent().max_element();
+    if longest > 0.0 {
+        Vec3::splat(MORTON_GRID as f32 * (1.0 - 1e-6) / longest)
+    } else {
+        Vec3::ZERO
+    }
 }
 
 /// The 30-bit Morton code of `centre` on the grid of `lo` and `scale`

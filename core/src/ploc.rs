@@ -28,18 +28,23 @@
 //!    ([`crate::gpu::check_tree`]).
 //!
 //! **Why.** The radix tree of [`crate::lbvh`] splits wherever the Morton
-//! codes' bits change, whatever the boxes' sizes: on the shared meshes its
-//! SAH cost is 1.17-1.25x the binned SAH tree's and its closest-hit speed
-//! 0.82-0.87x. Clustering joins the boxes that are actually close, which is
-//! what the SAH rewards: SAH cost 1.11x (bunny) and 1.04x (ogre). Measured on
-//! an H200 (bench/RESULTS.md), the CUDA backend builds it in 0.56 ms (bunny)
-//! and 0.85 ms (ogre) and closest hits run at 0.84-0.91x the SAH tree's
-//! speed, any hits at 0.89-0.97x: most of the quality back, not all. The
-//! per-ray work of core's counting walk ([`crate::tune::counting`]: node
-//! steps plus primitive tests) predicts those ratios within 3%; by it, no
-//! search radius from 1 to 32 nor one local rotation at each merge reaches
-//! 0.9x on both meshes. The radius trades build time for quality: 16 is the
-//! paper's choice (its SAH cost within a few percent of 32's).
+//! codes' bits change, whatever the boxes' sizes. Clustering joins the boxes
+//! that are actually close, which is what the SAH rewards: on the shared
+//! meshes its SAH cost is 1.10x (bunny) and 1.05x (ogre) the binned SAH
+//! tree's, against the radix tree's 1.19x and 1.17x. Per ray, core's counting
+//! walk ([`crate::tune::counting`]: node steps plus primitive tests, which
+//! predicted the GPU's trace ratios within 3%) puts it at 0.91-0.94x the SAH
+//! tree's speed on the shared sets, 0.81-0.82x on the city's columns as
+//! triangles and 1.2-1.5x on a crowd standing on a ground plane (whose few
+//! large triangles the binned SAH places badly).
+//!
+//! **The radius.** A small window measured better than the paper's 16 on
+//! every scene tried (bench/RESULTS.md, "Cubic Morton cells"): the wider
+//! search pairs the smallest unions found anywhere in the window, which on
+//! closest-hit rays costs more steps than the SAH cost shows (bunny: 0.80x
+//! the SAH tree's speed at radius 16, 0.91x at 3). [`SEARCH_RADIUS`] = 3 was
+//! the best of 2 to 24 over bunny, ogre, the city and the crowd together, and
+//! it also makes each round's search five times cheaper.
 //!
 //! **Depth.** Clustering bounds no depth (boxes of growing sizes along a
 //! line merge one at a time). A tree with a leaf as deep as
@@ -57,8 +62,9 @@ use crate::gpu::TRAVERSAL_STACK_SIZE;
 use crate::lbvh::{Child, LEAF_FLAG, leaf_or_split, morton_order, node_of};
 use alloc::vec::Vec;
 
-/// Clusters searched on each side of a cluster for its nearest neighbour.
-pub const SEARCH_RADIUS: usize = 16;
+/// Clusters searched on each side of a cluster for its nearest neighbour
+/// (see "The radius" in the module docs).
+pub const SEARCH_RADIUS: usize = 3;
 
 /// The order in which cluster `i` ranks a candidate `j` (smaller first), from
 /// `area`, the half area of their union's box: by area, then by distance in

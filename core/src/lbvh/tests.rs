@@ -194,7 +194,28 @@ fn morton_codes_interleave_and_clamp() {
         min: Vec3::ZERO,
         max: Vec3::new(1.0, 0.0, 1.0),
     };
-    assert_eq!(morton_scale(&flat).y, 0.0);
+    let s = morton_scale(&flat);
+    assert_eq!(morton_code(Vec3::X, flat.min, s), spread_bits(1023) << 2);
+    // Cubic cells: a box twice as long in x as in z takes cells 0-1023 in x
+    // and 0-511 in z.
+    let long = Aabb {
+        min: Vec3::ZERO,
+        max: Vec3::new(2.0, 0.0, 1.0),
+    };
+    let s = morton_scale(&long);
+    assert_eq!(s.x, s.z);
+    assert_eq!(
+        morton_code(Vec3::new(2.0, 0.0, 1.0), long.min, s),
+        spread_bits(1023) << 2 | spread_bits(511)
+    );
+    // Centres that coincide: all in cell 0.
+    assert_eq!(
+        morton_scale(&Aabb {
+            min: Vec3::ONE,
+            max: Vec3::ONE
+        }),
+        Vec3::ZERO
+    );
 }
 
 /// Ten identical boxes (one code): one leaf would hold more than
