@@ -33,10 +33,10 @@
 //! H-PLOC) gives trees closer to the SAH's but needs a loop of launches (or a
 //! persistent kernel) whose length depends on the data; the SAH leaf merge is
 //! the part of its quality gain that costs one pass. Measured against the
-//! binned SAH tree (bench/RESULTS.md): SAH cost 1.17x (bunny) and
-//! 1.25x (ogre); closest-hit speed 0.81-0.87x on an H200 (4M-ray batches of
-//! the shared sets), 0.78-0.95x on the CPU; the device build's kernels take
-//! 0.19 ms (bunny) and 0.24 ms (ogre) there, against 18-23 ms for the SAH
+//! binned SAH tree (bench/RESULTS.md): SAH cost 1.19x (bunny) and
+//! 1.17x (ogre); closest-hit speed 0.88x on an H200 (4M-ray batches of
+//! the shared sets); the device build's kernels take
+//! 0.19 ms (bunny) and 0.24 ms (ogre) there, against 10-15 ms for the SAH
 //! tree on 16 host threads. The clustered tree ([`crate::ploc`],
 //! [`BuildQuality::Clustered`]) starts from the same Morton order and buys
 //! back most of the quality with a loop of passes.
