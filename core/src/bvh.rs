@@ -7,6 +7,10 @@
 //!   [`COST_INTERSECT`] = 1. A range becomes a leaf when splitting does not lower
 //!   the SAH cost and it holds at most [`MAX_LEAF_SIZE`] primitives; a larger
 //!   range is always split.
+//! - **Large primitives**: where a side of the best centroid split is nearly
+//!   as large as its range (a ground plane under small meshes), the range's
+//!   primitives are also binned by size, and the split of the large ones
+//!   from the rest wins when its SAH cost is lower (`binned::size_split`).
 //! - **Depth bound**: from depth [`MEDIAN_SPLIT_DEPTH`] = 32 on, ranges are split at
 //!   the median, which halves them. Any tree over fewer than `2^31` primitives is
 //!   therefore shallower than 64 levels, so the fixed traversal stack of

@@ -35,8 +35,7 @@
 //! walk ([`crate::tune::counting`]: node steps plus primitive tests, which
 //! predicted the GPU's trace ratios within 3%) puts it at 0.91-0.94x the SAH
 //! tree's speed on the shared sets, 0.81-0.82x on the city's columns as
-//! triangles and 1.2-1.5x on a crowd standing on a ground plane (whose few
-//! large triangles the binned SAH places badly). Measured on an H200 (4M-ray
+//! triangles and 0.93-0.96x on a crowd of meshes on a ground plane. Measured on an H200 (4M-ray
 //! batches of the shared sets): closest hits at 0.89-0.93x the SAH tree's
 //! speed, any hits at 0.91-0.96x, built on the device by CUDA in 0.47 ms
 //! (bunny) and 0.51 ms (ogre).

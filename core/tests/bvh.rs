@@ -418,6 +418,72 @@ proptest! {
     }
 }
 
+/// Two boxes that span the scene (a ground) under 2,000 small ones in five
+/// clusters: the SAH tree splits them off by size near the root, into leaves
+/// of their own, instead of sinking them into a leaf beside small boxes under
+/// a chain of nodes as large as the ground.
+#[test]
+fn spanning_primitives_sit_near_the_root() {
+    let mut bounds = vec![
+        Aabb {
+            min: Vec3::new(-20.0, 0.0, -20.0),
+            max: Vec3::new(20.0, 0.0, 20.0),
+        };
+        2
+    ];
+    let mut state = 0x2545_f491_u32;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state as f32 / u32::MAX as f32
+    };
+    for k in 0..5 {
+        let at = Vec3::new(3.0 * (k as f32).cos(), 0.0, 3.0 * (k as f32).sin());
+        for _ in 0..400 {
+            let c = at + Vec3::new(next() - 0.5, next(), next() - 0.5);
+            let h = Vec3::splat(0.01 + 0.01 * next());
+            bounds.push(Aabb {
+                min: c - h,
+                max: c + h,
+            });
+        }
+    }
+    let bvh = Bvh::build(&bounds);
+    // (node, depth): every leaf holding a ground box holds only ground boxes
+    // and lies at most two levels below the root.
+    let mut stack = vec![(0usize, 0u32)];
+    let mut ground_leaves = 0;
+    while let Some((node, depth)) = stack.pop() {
+        let nd = &bvh.nodes[node];
+        for (index, count) in [
+            (nd.left_index(), nd.left_count()),
+            (nd.right_index(), nd.right_count()),
+        ] {
+            if index == EMPTY_CHILD {
+                continue;
+            }
+            if count == 0 {
+                stack.push((index as usize, depth + 1));
+                continue;
+            }
+            let slots = index as usize..(index + count) as usize;
+            let grounds = slots.clone().filter(|&s| bvh.order[s] < 2).count();
+            if grounds > 0 {
+                assert_eq!(
+                    grounds,
+                    slots.len(),
+                    "a ground box shares a leaf with small ones"
+                );
+                let leaf_depth = depth + 1;
+                assert!(leaf_depth <= 2, "ground leaf at depth {leaf_depth}");
+                ground_leaves += grounds;
+            }
+        }
+    }
+    assert_eq!(ground_leaves, 2);
+}
+
 // ---------------------------------------------------------------------------
 // Traversal against brute force
 
@@ -738,8 +804,32 @@ fn chain() -> impl Strategy<Value = Vec<Prim>> {
     })
 }
 
+/// Small primitives standing on a few that span the whole scene (a crowd
+/// on a ground plane): the ranges the SAH tree splits by size.
+fn on_a_ground() -> impl Strategy<Value = Vec<Prim>> {
+    (
+        prop::collection::vec(prim(4.0, 0.4), 16..240),
+        prop::collection::vec((-1.0f32..1.0, 10.0f32..40.0), 1..4),
+    )
+        .prop_map(|(mut small, grounds)| {
+            for (y, half) in grounds {
+                let c = [(-half, -half), (half, -half), (half, half), (-half, half)]
+                    .map(|(x, z)| Vec3::new(x, y, z));
+                small.push(Prim::Tri(c[0], c[2], c[1]));
+                small.push(Prim::Tri(c[0], c[3], c[2]));
+            }
+            small
+        })
+}
+
 proptest! {
     #![proptest_config(config(96))]
+
+    /// Small primitives on large ones that span the scene.
+    #[test]
+    fn traversal_matches_brute_force_on_a_ground(prims in on_a_ground(), rays in rays()) {
+        check_case(&Case { prims, rays })?;
+    }
 
     /// Mixed random scenes near the origin.
     #[test]

@@ -12,6 +12,10 @@ use alloc::vec::Vec;
 use bytemuck::Zeroable;
 use glam::{Vec3A, Vec4};
 
+mod size_split;
+
+use size_split::{SIZE_SPLIT_MIN_PRIMITIVES, SIZE_SPLIT_TRIGGER, best_size_split, size_class};
+
 /// One child as the builder hands it to its parent.
 #[derive(Clone, Copy)]
 struct ChildRef {
@@ -537,6 +541,9 @@ impl<F: Fork> Builder<'_, F> {
                 Plan::Leaf
             };
         };
+        if let Some(plan) = self.plan_by_size(start, end, boxes, &best) {
+            return plan;
+        }
         if count <= self.max_leaf {
             let area = boxes.bounds.to_aabb().half_area();
             // cost is sum(A_child * N_child); normalise by the parent's area.
@@ -570,6 +577,51 @@ impl<F: Fork> Builder<'_, F> {
                 centroids: right_centroids,
             },
         )
+    }
+
+    /// The split by size ([`size_split`]) of `[start, end)`, partitioned, when
+    /// the range is large enough, a side of the best centroid split
+    /// (`centroid`) is nearly as large as the range and the split by size
+    /// costs less.
+    fn plan_by_size(
+        &mut self,
+        start: usize,
+        end: usize,
+        boxes: &RangeBoxes,
+        centroid: &BinnedSplit,
+    ) -> Option<Plan> {
+        let count = end - start;
+        let area = boxes.bounds.half_area();
+        let centroid_cost = centroid.cost;
+        // Written so that a NaN area weighs nothing.
+        let side_spans = count >= SIZE_SPLIT_MIN_PRIMITIVES
+            && count > self.max_leaf
+            && area > 0.0
+            && centroid.left.half_area().max(centroid.right.half_area())
+                >= SIZE_SPLIT_TRIGGER * area;
+        if !side_spans {
+            return None;
+        }
+        let inv_area = 1.0 / area;
+        let size = best_size_split(&self.prims[start..end], inv_area)?;
+        // A NaN cost keeps the centroid split.
+        if size.cost.partial_cmp(&centroid_cost) != Some(core::cmp::Ordering::Less) {
+            return None;
+        }
+        let goes_left = |p: &BuildPrim| size_class(p.bounds().half_area(), inv_area) < size.classes;
+        let (left, left_centroids, right_centroids) = self.partition_by(start, end, goes_left);
+        // Both sides hold a class the sweep counted, so neither is empty.
+        (left > 0 && left < count).then_some(Plan::Split(
+            start + left,
+            RangeBoxes {
+                bounds: size.left,
+                centroids: left_centroids,
+            },
+            RangeBoxes {
+                bounds: size.right,
+                centroids: right_centroids,
+            },
+        ))
     }
 
     /// Whether the SAH keeps `[start, end)` (at most `max_leaf` primitives)
@@ -608,9 +660,21 @@ impl<F: Fork> Builder<'_, F> {
         split: &BinnedSplit,
     ) -> (usize, Box3A, Box3A) {
         let (axis, bin) = (split.axis, split.bin);
-        let prims = &mut self.prims[start..end];
         // The bins `bin` kept: the range was binned just before.
-        let goes_left = |p: &BuildPrim| p.kept_bin(axis) < bin;
+        self.partition_by(start, end, |p: &BuildPrim| p.kept_bin(axis) < bin)
+    }
+
+    /// Partition `[start, end)` in place, the primitives `goes_left` picks
+    /// first (see [`Builder::partition`]). Returns how many that is, and the
+    /// centroid boxes of both sides.
+    #[inline(always)]
+    fn partition_by(
+        &mut self,
+        start: usize,
+        end: usize,
+        goes_left: impl Fn(&BuildPrim) -> bool,
+    ) -> (usize, Box3A, Box3A) {
+        let prims = &mut self.prims[start..end];
         let (mut left_cb, mut right_cb) = (Box3A::EMPTY, Box3A::EMPTY);
         let (mut i, mut j) = (0, prims.len());
         loop {
