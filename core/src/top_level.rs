@@ -8,7 +8,8 @@
 //!   ([`crate::bvh`]). The best trees; its cost grows as `n log n` with some
 //!   50 ns per instance and level on one core.
 //! - **Morton** ([`TopLevelBuild::Morton`]): the instances' box centres are
-//!   given 30-bit Morton codes on a 1024^3 grid over their bounds, radix
+//!   given the fast tree's 30-bit Morton codes (1024 cubic cells along the
+//!   longest side of their bounds, [`crate::lbvh::morton_scale`]), radix
 //!   sorted, and each range is split where its first and last codes first
 //!   differ (Karras's LBVH, built top-down). A few passes over the instances
 //!   and one binary search a node: a tenth of the SAH build's time, for trees
@@ -28,7 +29,6 @@ use crate::bvh::{Bvh, Fork};
 use crate::error::Error;
 use crate::gpu::{BvhNode, EMPTY_CHILD};
 use alloc::vec::Vec;
-use glam::Vec3;
 
 /// How the tree over the instances is built, and how tightly each instance
 /// is boxed in it.
@@ -136,19 +136,6 @@ pub(crate) fn build_top<F: Fork>(
     Ok(bvh.depth)
 }
 
-/// Bits of a Morton code per axis.
-const MORTON_BITS: u32 = 10;
-
-/// `v` (below 1024) with two zero bits after each of its ten bits.
-#[inline]
-fn spread_bits(v: u32) -> u32 {
-    let mut x = v & 0x3ff;
-    x = (x | (x << 16)) & 0x0300_00ff;
-    x = (x | (x << 8)) & 0x0300_f00f;
-    x = (x | (x << 4)) & 0x030c_30c3;
-    (x | (x << 2)) & 0x0924_9249
-}
-
 /// Fewest keys of a range whose two halves the Morton builder
 /// ([`TopLevelBuild::Morton`]) builds through the update's
 /// [`Fork`] ([`crate::Accel::update_with_fork`]): a range of 1,024 instances
@@ -174,23 +161,16 @@ fn build_morton<F: Fork>(
         nodes.push(empty_node());
         return Ok(0);
     }
-    // Codes of the box centres on a 1024^3 grid over the centres' bounds.
+    // Codes of the box centres on the fast tree's grid of cubic cells over
+    // the centres' bounds ([`crate::lbvh::morton_code`]).
     let centre_bounds = live
         .iter()
         .fold(Aabb::EMPTY, |b, &i| b.grow(world[i as usize].center()));
-    let extent = centre_bounds.extent();
-    let scale = Vec3::select(
-        extent.cmpgt(Vec3::ZERO),
-        Vec3::splat((1 << MORTON_BITS) as f32 * (1.0 - 1e-6)) / extent,
-        Vec3::ZERO,
-    );
+    let scale = crate::lbvh::morton_scale(&centre_bounds);
     room(keys, n, "top-level Morton codes")?;
     keys.extend(live.iter().map(|&i| {
         let bounds = world[i as usize];
-        let q = ((bounds.center() - centre_bounds.min) * scale)
-            .to_array()
-            .map(|c| (c as u32).min((1 << MORTON_BITS) - 1));
-        let code = spread_bits(q[0]) << 2 | spread_bits(q[1]) << 1 | spread_bits(q[2]);
+        let code = crate::lbvh::morton_code(bounds.center(), centre_bounds.min, scale);
         MortonKey {
             code,
             instance: i,
