@@ -151,7 +151,13 @@ __device__ __forceinline__ void fast_codes(const float4* __restrict__ boxes, u32
     const u32 qx = fast_cell(c.x, lo.x, scale);
     const u32 qy = fast_cell(c.y, lo.y, scale);
     const u32 qz = fast_cell(c.z, lo.z, scale);
-    keys[i] = (fast_spread_bits(qx) << 2) | (fast_spread_bits(qy) << 1) | fast_spread_bits(qz);
+    const u32 code = (fast_spread_bits(qx) << 2) | (fast_spread_bits(qy) << 1) | fast_spread_bits(qz);
+    // mirrors prism_core::lbvh::sort_key: LARGE_BIT where the box's half area
+    // is more than LARGE_SHARE (1/4, an exact product) of the centres' bounds'.
+    const float4 blo = boxes[2u * i], bhi = boxes[2u * i + 1u];
+    const float area = fast_half_area(v3(blo.x, blo.y, blo.z), v3(bhi.x, bhi.y, bhi.z));
+    const bool large = area > 0.25f * fast_half_area(lo, hi);
+    keys[i] = large ? (code | (1u << 30)) : code;
     values[i] = i;
 }
 

@@ -158,6 +158,26 @@ fn device_fast_tree_is_cores_on_random_meshes() {
                 quality,
             );
         }
+        // On a ground that spans them: two triangles whose sort keys take
+        // the large bit (prism_core::lbvh::sort_key).
+        for (seed, n) in [(7u32, 1000usize), (8, 4097)] {
+            let (mut p, mut t) = random_mesh(seed, n);
+            let base = p.len() as u32;
+            p.extend([
+                Vec3::new(-10.0, -1.0, -10.0),
+                Vec3::new(110.0, -1.0, -10.0),
+                Vec3::new(110.0, -1.0, 110.0),
+                Vec3::new(-10.0, -1.0, 110.0),
+            ]);
+            t.extend([[base, base + 2, base + 1], [base, base + 3, base + 2]]);
+            check_mesh(
+                &mut gpu,
+                &format!("random mesh {seed} ({n} triangles) on a ground"),
+                &p,
+                &t,
+                quality,
+            );
+        }
     }
 }
 

@@ -325,7 +325,12 @@ fn fast_codes(
     let qx = morton_cell(c.x, lo.x, scale);
     let qy = morton_cell(c.y, lo.y, scale);
     let qz = morton_cell(c.z, lo.z, scale);
-    let code = (spread_bits(qx) << 2u) | (spread_bits(qy) << 1u) | spread_bits(qz);
+    var code = (spread_bits(qx) << 2u) | (spread_bits(qy) << 1u) | spread_bits(qz);
+    // mirrors prism_core::lbvh::sort_key: LARGE_BIT where the box's half area
+    // is more than LARGE_SHARE (1/4, an exact product) of the centres' bounds'.
+    if half_area(boxes[2u * i].xyz, boxes[2u * i + 1u].xyz) > 0.25 * half_area(lo, hi) {
+        code = code | (1u << 30u);
+    }
     keys_in[i] = code;
     values_in[i] = i;
     count_key(code, 0u, i);

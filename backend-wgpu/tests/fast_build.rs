@@ -238,6 +238,18 @@ fn device_fast_tree_is_cores_at_edge_sizes() {
         v.y = 2.5;
     }
     check_mesh(&mut gpu, "flat grid", &p, &t);
+    // A soup on a ground that spans it: two triangles whose sort keys take
+    // the large bit (prism_core::lbvh::sort_key).
+    let (mut p, mut t) = soup(&coords, 1000);
+    let base = p.len() as u32;
+    p.extend([
+        Vec3::new(-10.0, -1.0, -10.0),
+        Vec3::new(110.0, -1.0, -10.0),
+        Vec3::new(110.0, -1.0, 110.0),
+        Vec3::new(-10.0, -1.0, 110.0),
+    ]);
+    t.extend([[base, base + 2, base + 1], [base, base + 3, base + 2]]);
+    check_mesh(&mut gpu, "soup on a ground", &p, &t);
 }
 
 /// Fewer than two triangles is a typed error naming the setting; an index

@@ -170,7 +170,7 @@ fn build_morton<F: Fork>(
     room(keys, n, "top-level Morton codes")?;
     keys.extend(live.iter().map(|&i| {
         let bounds = world[i as usize];
-        let code = crate::lbvh::morton_code(bounds.center(), centre_bounds.min, scale);
+        let code = crate::lbvh::sort_key(&bounds, &centre_bounds, scale);
         MortonKey {
             code,
             instance: i,

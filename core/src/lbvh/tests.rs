@@ -109,7 +109,7 @@ proptest! {
         let bvh = build(&input).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let cb = input.iter().fold(Aabb::EMPTY, |b, p| b.grow(p.center()));
         let scale = morton_scale(&cb);
-        let key = |i: u32| (morton_code(input[i as usize].center(), cb.min, scale), i);
+        let key = |i: u32| (sort_key(&input[i as usize], &cb, scale), i);
         prop_assert!(bvh.order.windows(2).all(|w| key(w[0]) < key(w[1])));
     }
 }
@@ -216,6 +216,43 @@ fn morton_codes_interleave_and_clamp() {
         }),
         Vec3::ZERO
     );
+}
+
+/// A box that spans the others sorts after them ([`LARGE_BIT`]), and the
+/// fast tree's root splits it off into a leaf of its own: the nodes over the
+/// small boxes stay small.
+#[test]
+fn a_spanning_box_gets_a_root_child_of_its_own() {
+    let mut input: Vec<Aabb> = (0..200)
+        .map(|i| {
+            let c = Vec3::new((i % 20) as f32, 0.0, (i / 20) as f32 * 2.0);
+            Aabb {
+                min: c - Vec3::splat(0.1),
+                max: c + Vec3::splat(0.1),
+            }
+        })
+        .collect();
+    // The ground, inserted among the small boxes.
+    input.insert(
+        57,
+        Aabb {
+            min: Vec3::new(-1.0, -0.1, -1.0),
+            max: Vec3::new(20.0, 0.0, 20.0),
+        },
+    );
+    let cb = input.iter().fold(Aabb::EMPTY, |b, p| b.grow(p.center()));
+    let scale = morton_scale(&cb);
+    assert_ne!(sort_key(&input[57], &cb, scale) & LARGE_BIT, 0);
+    assert!(
+        input
+            .iter()
+            .enumerate()
+            .all(|(i, b)| i == 57 || sort_key(b, &cb, scale) & LARGE_BIT == 0)
+    );
+    let bvh = build(&input).unwrap(); // ok: test, valid input
+    assert_eq!(*bvh.order.last().unwrap(), 57); // ok: test, 201 slots
+    let root = &bvh.nodes[0];
+    assert_eq!((root.right_count(), root.right_index()), (1, 200));
 }
 
 /// Ten identical boxes (one code): one leaf would hold more than
