@@ -148,8 +148,8 @@ pub const LARGE_SHARE: f32 = 0.25;
 /// root splits them off: a subtree of their own at the root. Meshes without
 /// such primitives keep their order. On the built-in `instances` scene
 /// (4,096 placed meshes and a ground, whose top tree is built by Morton
-/// codes) this halves ... (bench/RESULTS.md, "Large primitives in the Morton
-/// order").
+/// codes) rays take 1.3x fewer steps and CUDA traces the frame 1.13x faster
+/// (bench/RESULTS.md, "Large primitives in the Morton order").
 #[inline]
 pub fn sort_key(b: &Aabb, centre_bounds: &Aabb, scale: Vec3) -> u32 {
     let code = morton_code(b.center(), centre_bounds.min, scale);
