@@ -418,6 +418,27 @@ proptest! {
     }
 }
 
+/// The leaves under node `node` (whose children lie at depth `depth`): each
+/// leaf's depth and its run of slots.
+fn leaves_below(
+    nodes: &[BvhNode],
+    node: usize,
+    depth: u32,
+    out: &mut Vec<(u32, std::ops::Range<usize>)>,
+) {
+    let nd = &nodes[node];
+    let children = [
+        (nd.left_index(), nd.left_count()),
+        (nd.right_index(), nd.right_count()),
+    ];
+    for (index, count) in children.into_iter().filter(|c| c.0 != EMPTY_CHILD) {
+        match count {
+            0 => leaves_below(nodes, index as usize, depth + 1, out),
+            _ => out.push((depth, index as usize..(index + count) as usize)),
+        }
+    }
+}
+
 /// Two boxes that span the scene (a ground) under 2,000 small ones in five
 /// clusters: the SAH tree splits them off by size near the root, into leaves
 /// of their own, instead of sinking them into a leaf beside small boxes under
@@ -450,35 +471,21 @@ fn spanning_primitives_sit_near_the_root() {
         }
     }
     let bvh = Bvh::build(&bounds);
-    // (node, depth): every leaf holding a ground box holds only ground boxes
-    // and lies at most two levels below the root.
-    let mut stack = vec![(0usize, 0u32)];
+    // Every leaf holding a ground box holds only ground boxes and lies at
+    // most two levels below the root.
+    let mut leaves = Vec::new();
+    leaves_below(&bvh.nodes, 0, 1, &mut leaves);
     let mut ground_leaves = 0;
-    while let Some((node, depth)) = stack.pop() {
-        let nd = &bvh.nodes[node];
-        for (index, count) in [
-            (nd.left_index(), nd.left_count()),
-            (nd.right_index(), nd.right_count()),
-        ] {
-            if index == EMPTY_CHILD {
-                continue;
-            }
-            if count == 0 {
-                stack.push((index as usize, depth + 1));
-                continue;
-            }
-            let slots = index as usize..(index + count) as usize;
-            let grounds = slots.clone().filter(|&s| bvh.order[s] < 2).count();
-            if grounds > 0 {
-                assert_eq!(
-                    grounds,
-                    slots.len(),
-                    "a ground box shares a leaf with small ones"
-                );
-                let leaf_depth = depth + 1;
-                assert!(leaf_depth <= 2, "ground leaf at depth {leaf_depth}");
-                ground_leaves += grounds;
-            }
+    for (depth, slots) in leaves {
+        let grounds = slots.clone().filter(|&s| bvh.order[s] < 2).count();
+        if grounds > 0 {
+            assert_eq!(
+                grounds,
+                slots.len(),
+                "a ground box shares a leaf with small ones"
+            );
+            assert!(depth <= 2, "ground leaf at depth {depth}");
+            ground_leaves += grounds;
         }
     }
     assert_eq!(ground_leaves, 2);
