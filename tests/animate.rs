@@ -125,9 +125,14 @@ fn animate_writes_csv_and_plot_that_parse() {
     assert!(svg.contains("AO rays") && svg.contains("target"));
     assert!(out.join("frames").join("tuned_0005.png").is_file());
     assert!(out.join("frames").join("fixed_0000.png").is_file());
-    // The second run reads the calibration from the cache.
+    // The second run reads the calibration from the cache, unless its check
+    // frame says it is stale (frames this small jitter a lot), and says so.
     let again = animate(&dir.join("again"), &dir.join("cache"), "1", "40", &[]);
-    assert!(String::from_utf8_lossy(&again.stdout).contains("(cached;"));
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        said.contains("(cached;") || said.contains("the cached one's check frame was"),
+        "{said}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -331,6 +336,45 @@ fn a_180_degree_turn_on_the_cpu_backend() {
         (measured - target).abs() <= 0.05 * target,
         "frame 12: {measured} ms for {target} ms"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A cached calibration whose check frame no longer fits it (here: its
+/// stored ratio made ten times too large, as a model from another Prism or
+/// device would be) is measured again, and one from another version of
+/// Prism is not read at all.
+#[test]
+fn a_stale_cached_calibration_is_measured_again() {
+    use prism::tune::{CHECK_TOLERANCE, CalibrationOptions, calibrate};
+    let dir = temp_dir("stale-calibration");
+    let mut backend = prism::open_with_env(prism::BackendChoice::Cpu, None)
+        .unwrap()
+        .backend;
+    let mut options = CalibrationOptions::new(48, 36);
+    options.cache_dir = Some(dir.clone());
+    let first = calibrate(&mut *backend, &options).unwrap();
+    assert!(!first.cached && first.replaced_stale.is_none());
+    assert!(first.check_ratio.is_finite() && first.check_ratio > 0.0);
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a cached calibration");
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(&file, v.to_string()).unwrap();
+    };
+    edit(&|v| v["check_ratio"] = (first.check_ratio * 10.0).into());
+    let second = calibrate(&mut *backend, &options).unwrap();
+    assert!(!second.cached);
+    let moved = second.replaced_stale.expect("the stale entry was found");
+    // Ten times the ratio: about 90% off, far past the tolerance.
+    assert!(CHECK_TOLERANCE < 0.5 && moved > 0.5, "moved {moved}");
+    edit(&|v| v["prism"] = "0.0.0-other".into());
+    let third = calibrate(&mut *backend, &options).unwrap();
+    assert!(!third.cached && third.replaced_stale.is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

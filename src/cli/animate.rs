@@ -260,10 +260,13 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         calibration.device,
         calibration.size.0,
         calibration.size.1,
-        if calibration.cached {
-            "cached"
-        } else {
-            "measured now"
+        match (calibration.cached, calibration.replaced_stale) {
+            (true, _) => "cached".to_owned(),
+            (false, Some(moved)) => format!(
+                "measured now: the cached one's check frame was {:.1}% off",
+                100.0 * moved
+            ),
+            (false, None) => "measured now".to_owned(),
         },
         calibration.frames,
         100.0 * calibration.worst_fit_error,

@@ -34,7 +34,8 @@ mod calibrate;
 pub mod scenes;
 
 pub use calibrate::{
-    Calibration, CalibrationOptions, FrameClock, cache_dir, calibrate, calibration_scene,
+    CHECK_TOLERANCE, Calibration, CalibrationOptions, FrameClock, cache_dir, calibrate,
+    calibration_scene,
 };
 pub use prism_core::tune::{Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload};
 
