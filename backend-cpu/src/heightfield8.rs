@@ -29,7 +29,7 @@
 
 use core::arch::x86_64::*;
 use prism_core::Ray;
-use prism_core::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS};
+use prism_core::gpu::{GpuHeightfield, HEIGHTFIELD_MAX_LEVELS, check_heightfields};
 use prism_core::heightfield::{
     FACE_BOTTOM, FACE_NEG_X, FACE_NEG_Z, FACE_POS_X, FACE_POS_Z, FACE_TOP, HeightfieldHit,
     ray_heightfield, start_level_of_run,
@@ -55,12 +55,7 @@ pub(crate) fn walkable(hf: &GpuHeightfield, heights: &[f32]) -> bool {
         && heights.len() < i32::MAX as usize
         && w <= 1 << 30
         && d <= 1 << 30;
-    shape
-        && (0..levels).all(|k| {
-            let cells = (((w - 1) >> k) + 1) as u64 * (((d - 1) >> k) + 1) as u64;
-            let start = hf.level_offset[k as usize / 4][k as usize % 4] as u64;
-            start + cells <= heights.len() as u64
-        })
+    shape && check_heightfields(core::slice::from_ref(hf), heights).is_ok()
 }
 
 /// `N` `f32` lanes in memory (aligned for a 512-bit load).

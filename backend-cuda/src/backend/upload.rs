@@ -14,7 +14,7 @@ use crate::kernels::{KernelConfig, SceneArgs, SceneKind};
 use prism_core::bvh::RayonFork;
 use prism_core::camera_bounds;
 use prism_core::cell_grid::CellGrid;
-use prism_core::gpu::{BvhNode, GpuHeightfield, Primitive, check_tree};
+use prism_core::gpu::{BvhNode, GpuHeightfield, Primitive, check_heightfields, check_tree};
 use prism_core::point_grid;
 use prism_core::{Accel, Error, RenderStats, Scene, TimingSource};
 use std::time::{Duration, Instant};
@@ -347,9 +347,10 @@ impl DeviceState {
 }
 
 /// With `KernelConfig::tree_checked_on_upload`, whether the kernels may skip
-/// core's per-leaf and per-node range checks (PRISM_TREE_CHECKS 0): every node
-/// a traversal reaches is in range, in the scene's trees and, for two levels,
-/// in the tree over the instances and at every instance's root.
+/// core's per-leaf, per-node and per-height-entry range checks
+/// (PRISM_TREE_CHECKS 0): every node a traversal reaches is in range, in the
+/// scene's trees and, for two levels, in the tree over the instances and at
+/// every instance's root; and every heightfield level lies inside the heights.
 pub(super) fn check_scene(accel: &Accel, config: &KernelConfig) -> Result<(), Error> {
     if !config.tree_checked_on_upload {
         return Ok(());
@@ -358,6 +359,13 @@ pub(super) fn check_scene(accel: &Accel, config: &KernelConfig) -> Result<(), Er
         backend: BACKEND,
         operation: "checking the BVH before upload",
         message: defect.to_string(),
+    })?;
+    check_heightfields(accel.heightfields(), accel.heightfield_heights()).map_err(|defect| {
+        Error::Device {
+            backend: BACKEND,
+            operation: "checking the heightfields before upload",
+            message: defect.to_string(),
+        }
     })?;
     if accel.is_two_level() {
         check_levels(accel, 0..accel.instances().len())?;

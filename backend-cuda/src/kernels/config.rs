@@ -102,9 +102,9 @@ pub struct KernelConfig {
     /// lobe (core's branchless form): the same directions and weights, with the
     /// sines, cube root and square roots of the other lobes left out.
     pub lobe_branches: bool,
-    /// The BVH's leaf ranges and child indices are checked once on the host when
-    /// a scene is uploaded, so the kernels skip core's per-leaf and per-node
-    /// range checks.
+    /// The BVH's leaf ranges and child indices, and every heightfield's levels,
+    /// are checked once on the host when a scene is uploaded, so the kernels
+    /// skip core's per-leaf, per-node and per-height-entry range checks.
     pub tree_checked_on_upload: bool,
     /// The Whitted kernel skips the camera's four random numbers when they cannot
     /// matter (one sample per pixel, pinhole camera): it keeps no generator after
