@@ -107,3 +107,91 @@ fn the_city_is_the_shared_map_under_the_voxel_renderers_camera_and_sun() {
         rays.len()
     );
 }
+
+/// The city's recorded rays (`prism render --scene city --spp 1 --record`:
+/// 250,000 camera rays and every first bounce) give the heightfield's hits
+/// on the columns written as boxes, two triangles a face
+/// (`FaceSet::All`, the reference the walk is held to): the same `t` within
+/// 1e-4, or, where one finds a hit the other does not or a farther one, a
+/// ray that grazes a column's edge within a few ulps of its distance (there
+/// the walk's slab test keeps the exit margin, the watertight triangle test
+/// is exact; core's own comparisons count those as ties). Against the visible faces alone
+/// (`city-triangles`, the fair speed comparison) bounce rays whose offset
+/// start lies inside a neighbouring column differ: solid to the walk, empty
+/// inside to a mesh of visible faces.
+#[test]
+fn the_citys_recorded_rays_hit_its_columns_as_boxes() {
+    use prism_core::heightfield::{FaceSet, Heightfield};
+    let path = city_map_path();
+    if !path.exists() && !prism::conformance::scenes_required() {
+        eprintln!("skipped: {} not found", path.display());
+        return;
+    }
+    let city = prism::builtin_scene("city").expect("city scene");
+    let dir = std::env::temp_dir().join(format!("prism-city-record-{}", std::process::id()));
+    let settings = prism::RenderSettings {
+        spp: 1,
+        ..city.settings
+    };
+    prism::record::record_frame(
+        &city.scene,
+        &city.camera,
+        &settings,
+        city.width,
+        city.height,
+        &dir,
+        &prism::NoProgress,
+    )
+    .expect("the city's rays recorded");
+    let map = prism::height_map::load_png(&path).expect("the city map");
+    let columns = Heightfield::from_u16(map.width, map.depth, 1.0, &map.heights, 1.0)
+        .expect("the city's heightfield");
+    let mesh = columns.column_mesh(FaceSet::All, true);
+    let mut boxes = prism::Scene::new();
+    let grey = boxes.add_material(prism::Material::lambertian(prism::glam::Vec3::ONE));
+    boxes
+        .add_mesh(&mesh.positions, &mesh.triangles, grey)
+        .expect("the columns as boxes");
+    let mut cpu = CpuBackend::new().expect("cpu backend");
+    cpu.set_scene(&boxes).expect("boxes scene");
+    let mut checked = 0;
+    for bounce in ["bounce0", "bounce1"] {
+        let rays = prism::rays::read_rays(dir.join(format!("{bounce}.rays"))).expect("rays");
+        let walked = prism::rays::read_hits(dir.join(format!("{bounce}.hits"))).expect("hits");
+        assert_eq!(rays.len(), walked.len());
+        let mut tris = vec![Hit::MISS; rays.len()];
+        cpu.intersect(&rays, &mut tris).expect("intersect");
+        let (mut edges, mut hits) = (0, 0);
+        for (i, (ray, (&(t, prim), tri))) in rays.iter().zip(walked.iter().zip(&tris)).enumerate() {
+            let walk_hit = prim != Hit::NO_PRIM;
+            hits += usize::from(walk_hit);
+            let same = walk_hit == tri.is_hit()
+                && (!walk_hit || (t - tri.t).abs() <= 1e-4 * t.abs().max(1.0));
+            if same {
+                continue;
+            }
+            // The nearer answer's point: on a column's edge (two of its
+            // coordinates on the unit grid's planes or at an integer height)
+            // to within a few ulps of the ray's reach.
+            let near = if walk_hit { t.min(tri.t) } else { tri.t };
+            let p = ray.origin + ray.dir * near;
+            let reach = ray.origin.abs().max_element() + near;
+            let mut off = [p.x, p.y, p.z].map(|c| (c - c.round()).abs());
+            off.sort_by(f32::total_cmp);
+            assert!(
+                off[1] <= 8.0 * f32::EPSILON * reach,
+                "{bounce} ray {i} {ray:?}: walk t {t} (prim {prim}), boxes {tri:?}, {off:?} off the grid"
+            );
+            edges += 1;
+        }
+        eprintln!(
+            "{bounce}: {} rays, {hits} hits, {edges} edge grazes",
+            rays.len()
+        );
+        assert!(hits > rays.len() / 2, "{bounce}: {hits} hits");
+        assert!(edges * 1000 < rays.len(), "{bounce}: {edges} edge grazes");
+        checked += rays.len();
+    }
+    assert!(checked > 400_000, "{checked} rays");
+    let _ = std::fs::remove_dir_all(&dir);
+}
