@@ -271,7 +271,8 @@ pub fn calibrate(
         .and_then(|f| load(f, info.name, &info.device, size));
     let mut stale = None;
     if let Some(c) = cached {
-        let now = check_ratio(backend, &c.model, size, options.clock)?;
+        let set = CalibrationSet::on(backend)?;
+        let now = set.check_ratio(backend, &c.model, size, options.clock)?;
         let moved = (now / c.check_ratio - 1.0).abs();
         if moved <= CHECK_TOLERANCE {
             return Ok(c);
@@ -294,20 +295,15 @@ fn measure(
     clock: FrameClock,
 ) -> Result<Calibration, Error> {
     let info = backend.info();
-    let (scene, views) = calibration_scene()?;
-    let accel = Accel::build(&scene)?;
-    backend.set_scene(&scene)?;
-    let base = RenderSettings {
-        ao_distance: 0.5,
-        ..RenderSettings::default()
-    };
+    let set = CalibrationSet::on(backend)?;
+    let CalibrationSet { accel, views, base } = &set;
     let sizes = [(width, height), ((width / 2).max(1), (height / 2).max(1))];
     let mut samples = Vec::new();
     for &(w, h) in &sizes {
         let mut image = Image::new(w, h, PixelFormat::Srgba8)?;
-        for camera in &views {
+        for camera in views {
             let work = estimate(
-                &accel,
+                accel,
                 camera,
                 (w, h),
                 base.ao_distance,
@@ -315,15 +311,9 @@ fn measure(
             )?;
             for shadows in [false, true] {
                 for n in CAL_AO_RAYS {
-                    let settings = Knobs::new(n, shadows).apply(&base);
+                    let settings = Knobs::new(n, shadows).apply(base);
                     // Best of two after a warm-up: the device's steady speed.
-                    let mut best = f64::INFINITY;
-                    for run in 0..3 {
-                        let stats = backend.render(camera, &settings, &mut image, &NoProgress)?;
-                        if run > 0 {
-                            best = best.min(clock.frame_ms(&stats));
-                        }
-                    }
+                    let best = best_frame_ms(backend, camera, &settings, &mut image, clock, 2)?;
                     samples.push(Sample {
                         work: work.frame(Knobs::new(n, shadows)),
                         measured_ms: best,
@@ -343,7 +333,7 @@ fn measure(
         .iter()
         .map(|s| (model.predict_ms(&s.work) - s.measured_ms).abs() / s.measured_ms)
         .fold(0.0, f64::max);
-    let check_ratio = check_ratio(backend, &model, (width, height), clock)?;
+    let check_ratio = set.check_ratio(backend, &model, (width, height), clock)?;
     Ok(Calibration {
         backend: info.name.into(),
         device: info.device,
@@ -357,41 +347,69 @@ fn measure(
     })
 }
 
-/// The check frame's time, best of four after a warm-up (the calibration's
-/// frames take the best of two; the check must also stay clear of the
-/// tolerance on a busy machine), over `model`'s
-/// prediction from its work counted now (the calibration scene is set on
-/// `backend`).
-fn check_ratio(
-    backend: &mut dyn Backend,
-    model: &TimeModel,
-    (width, height): (u32, u32),
-    clock: FrameClock,
-) -> Result<f64, Error> {
-    let (scene, views) = calibration_scene()?;
-    let accel = Accel::build(&scene)?;
-    backend.set_scene(&scene)?;
-    let base = RenderSettings {
-        ao_distance: 0.5,
-        ..RenderSettings::default()
-    };
-    let camera = &views[1];
-    let knobs = Knobs::new(CHECK_AO_RAYS, true);
-    let work = estimate(
-        &accel,
-        camera,
-        (width, height),
-        base.ao_distance,
-        CAL_PROBE_PIXELS.min(width * height),
-    )?;
-    let settings = knobs.apply(&base);
-    let mut image = Image::new(width, height, PixelFormat::Srgba8)?;
-    let mut best = f64::INFINITY;
-    for run in 0..5 {
-        let stats = backend.render(camera, &settings, &mut image, &NoProgress)?;
-        if run > 0 {
-            best = best.min(clock.frame_ms(&stats));
-        }
+/// The calibration scene set on a backend, with its tree on the host (for
+/// the frames' counts), its views and the AO settings its frames start from.
+struct CalibrationSet {
+    accel: Accel,
+    views: [Camera; 3],
+    base: RenderSettings,
+}
+
+impl CalibrationSet {
+    /// Build the calibration scene and set it on `backend`.
+    fn on(backend: &mut dyn Backend) -> Result<Self, Error> {
+        let (scene, views) = calibration_scene()?;
+        let accel = Accel::build(&scene)?;
+        backend.set_scene(&scene)?;
+        let base = RenderSettings {
+            ao_distance: 0.5,
+            ..RenderSettings::default()
+        };
+        Ok(CalibrationSet { accel, views, base })
     }
-    Ok(best / model.predict_ms(&work.frame(knobs)).max(1e-9))
+
+    /// The check frame's time, best of four after a warm-up (the
+    /// calibration's frames take the best of two; the check must also stay
+    /// clear of the tolerance on a busy machine), over `model`'s prediction
+    /// from its work counted now.
+    fn check_ratio(
+        &self,
+        backend: &mut dyn Backend,
+        model: &TimeModel,
+        (width, height): (u32, u32),
+        clock: FrameClock,
+    ) -> Result<f64, Error> {
+        let camera = &self.views[1];
+        let knobs = Knobs::new(CHECK_AO_RAYS, true);
+        let work = estimate(
+            &self.accel,
+            camera,
+            (width, height),
+            self.base.ao_distance,
+            CAL_PROBE_PIXELS.min(width * height),
+        )?;
+        let settings = knobs.apply(&self.base);
+        let mut image = Image::new(width, height, PixelFormat::Srgba8)?;
+        let best = best_frame_ms(backend, camera, &settings, &mut image, clock, 4)?;
+        Ok(best / model.predict_ms(&work.frame(knobs)).max(1e-9))
+    }
+}
+
+/// The fastest of `runs` renders of a frame after one untimed warm-up, by
+/// `clock`: the device's steady speed.
+fn best_frame_ms(
+    backend: &mut dyn Backend,
+    camera: &Camera,
+    settings: &RenderSettings,
+    image: &mut Image,
+    clock: FrameClock,
+    runs: u32,
+) -> Result<f64, Error> {
+    backend.render(camera, settings, image, &NoProgress)?;
+    let mut best = f64::INFINITY;
+    for _ in 0..runs {
+        let stats = backend.render(camera, settings, image, &NoProgress)?;
+        best = best.min(clock.frame_ms(&stats));
+    }
+    Ok(best)
 }
