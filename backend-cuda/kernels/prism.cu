@@ -706,3 +706,8 @@ PRISM_INSTANCE_KERNELS(_mixed, PRISM_MIXED)
 // only kernels that compile its walk (heightfield.cuh).
 PRISM_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS), PRISM_HEIGHTFIELD_TRACE_MIN_BLOCKS)
 PRISM_INSTANCE_KERNELS(_heightfields, (PRISM_MIXED | PRISM_HEIGHTFIELDS))
+// The batch kernels of a flat scene of heightfields alone (terrain): the
+// walk with no triangle or sphere test beside it, so no ray set-up for them
+// (src/kernels.rs, KERNEL_HEIGHTFIELDS_ONLY).
+PRISM_TRACE_KERNELS(prism_intersect_heightfields_only, prism_occluded_heightfields_only,
+                    TreeClosest<PRISM_HEIGHTFIELDS>, TreeAny<PRISM_HEIGHTFIELDS>, PRISM_HEIGHTFIELD_TRACE_MIN_BLOCKS)

@@ -32,9 +32,9 @@ pub use self::fast_build::DeviceTree;
 use crate::cache;
 use crate::driver::{self, BACKEND, CtxGuard, Device, DeviceProps};
 use crate::kernels::{
-    self, CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS, KERNEL_NAMES,
-    KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KernelConfig, PtxasReport, REFIT_THREADS, SceneKind,
-    SourcePatch,
+    self, CAMERA_MASKS_THREADS, CompiledKernels, KERNEL_BASES, KERNEL_CAMERA_MASKS,
+    KERNEL_HEIGHTFIELDS_ONLY, KERNEL_NAMES, KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KernelConfig,
+    PtxasReport, REFIT_THREADS, SceneKind, SourcePatch,
 };
 use crate::nvrtc;
 use cudarc::driver::sys;
@@ -505,6 +505,12 @@ impl CudaBackend {
             st.kernels.camera_masks,
             CAMERA_MASKS_THREADS,
         ));
+        for (name, (f, _)) in KERNEL_HEIGHTFIELDS_ONLY
+            .into_iter()
+            .zip(st.kernels.heightfields_only)
+        {
+            list.push((name, f, config.trace_threads));
+        }
         list.push((KERNEL_REFIT_SLOTS, st.kernels.refit_slots, REFIT_THREADS));
         list.push((KERNEL_REFIT_BOXES, st.kernels.refit_boxes, REFIT_THREADS));
         let mut out = Vec::new();

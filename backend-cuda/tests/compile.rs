@@ -3,7 +3,9 @@
 //! absent the test says so and passes, unless `PRISM_REQUIRE_NVRTC=1` (CI), where
 //! a missing NVRTC fails it.
 
-use prism_cuda::{KERNEL_NAMES, KernelConfig, compile_kernels, nvrtc_version};
+use prism_cuda::{
+    KERNEL_HEIGHTFIELDS_ONLY, KERNEL_NAMES, KernelConfig, compile_kernels, nvrtc_version,
+};
 
 /// NVRTC's version, or `None` (after saying why) when the test should skip.
 fn nvrtc_or_skip() -> Option<(u32, u32)> {
@@ -39,7 +41,7 @@ fn compile_and_check(config: &KernelConfig) {
         eprintln!("NVRTC gave no ptxas report; registers and spills not listed");
         return;
     }
-    for name in KERNEL_NAMES {
+    for name in KERNEL_NAMES.into_iter().chain(KERNEL_HEIGHTFIELDS_ONLY) {
         let r = reports.iter().find(|r| r.name == name);
         assert!(r.is_some(), "ptxas reported nothing for {name}:\n{}", k.log);
     }

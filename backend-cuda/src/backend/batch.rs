@@ -30,7 +30,13 @@ impl DeviceState {
         let (mut scene, kind) = scene;
         let k = self.kernels.kinds[kind as usize];
         // A two-level scene (instance records uploaded) walks its instances.
+        // A flat scene of heightfields alone (one primitive per record)
+        // takes the kernels compiled for nothing else.
+        let heightfields_only = kind == SceneKind::Heightfields
+            && scene.top_nodes == 0
+            && scene.prim_count == scene.heightfield_count;
         let (f, resident) = match (closest, scene.top_nodes != 0) {
+            _ if heightfields_only => self.kernels.heightfields_only[usize::from(!closest)],
             (true, false) => (k.intersect, k.intersect_grid),
             (false, false) => (k.occluded, k.occluded_grid),
             (true, true) => (k.intersect_instances, k.intersect_instances_grid),

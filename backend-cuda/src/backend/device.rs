@@ -12,14 +12,15 @@ use crate::driver::{
 };
 use crate::kernels::{
     CompiledKernels, KERNEL_CAMERA_MASKS, KERNEL_CLUSTERED_BUILD, KERNEL_FAST_BUILD,
-    KERNEL_INTERSECT, KERNEL_INTERSECT_INSTANCES, KERNEL_OCCLUDED, KERNEL_OCCLUDED_INSTANCES,
-    KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KERNEL_RENDER_AO, KERNEL_RENDER_AO_GRID,
-    KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS, KERNEL_RENDER_PATH,
-    KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES, KERNEL_RENDER_PATH_OCTANTS,
-    KERNEL_RENDER_PATH_SUN, KERNEL_RENDER_PATH_SUN_GRID, KERNEL_RENDER_PATH_SUN_INSTANCES,
-    KERNEL_RENDER_PATH_SUN_OCTANTS, KERNEL_RENDER_WHITTED, KERNEL_RENDER_WHITTED_GRID,
-    KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS, KERNEL_TOP_BUILD, KernelConfig,
-    PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind, WORK_WORDS, kernel_name,
+    KERNEL_HEIGHTFIELDS_ONLY, KERNEL_INTERSECT, KERNEL_INTERSECT_INSTANCES, KERNEL_OCCLUDED,
+    KERNEL_OCCLUDED_INSTANCES, KERNEL_REFIT_BOXES, KERNEL_REFIT_SLOTS, KERNEL_RENDER_AO,
+    KERNEL_RENDER_AO_GRID, KERNEL_RENDER_AO_INSTANCES, KERNEL_RENDER_AO_OCTANTS,
+    KERNEL_RENDER_PATH, KERNEL_RENDER_PATH_GRID, KERNEL_RENDER_PATH_INSTANCES,
+    KERNEL_RENDER_PATH_OCTANTS, KERNEL_RENDER_PATH_SUN, KERNEL_RENDER_PATH_SUN_GRID,
+    KERNEL_RENDER_PATH_SUN_INSTANCES, KERNEL_RENDER_PATH_SUN_OCTANTS, KERNEL_RENDER_WHITTED,
+    KERNEL_RENDER_WHITTED_GRID, KERNEL_RENDER_WHITTED_INSTANCES, KERNEL_RENDER_WHITTED_OCTANTS,
+    KERNEL_TOP_BUILD, KernelConfig, PARAMS_SYMBOL, RAY_TALLY_BYTES, SceneKind, WORK_WORDS,
+    kernel_name,
 };
 use cudarc::driver::sys;
 use prism_core::gpu::RenderParams;
@@ -67,6 +68,9 @@ pub(super) struct KindKernels {
 pub(super) struct Kernels {
     /// By [`SceneKind`] index.
     pub(super) kinds: [KindKernels; 4],
+    /// [`KERNEL_HEIGHTFIELDS_ONLY`]: closest and any hit, with their
+    /// persistent grids.
+    pub(super) heightfields_only: [(Function, u32); 2],
     /// `prism_camera_masks`: each tile's camera candidates, before a frame.
     pub(super) camera_masks: Function,
     /// `prism_refit_slots` and `prism_refit_boxes`: a mesh's refit on the
@@ -208,6 +212,12 @@ impl DeviceState {
             load(SceneKind::Mixed)?,
             load(SceneKind::Heightfields)?,
         ];
+        let mut heightfields_only = Vec::with_capacity(2);
+        for name in KERNEL_HEIGHTFIELDS_ONLY {
+            let f = module.function(name)?;
+            heightfields_only.push((f, resident_grid(f)?));
+        }
+        let heightfields_only = [heightfields_only[0], heightfields_only[1]];
         let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
         let refit_slots = module.function(KERNEL_REFIT_SLOTS)?;
         let refit_boxes = module.function(KERNEL_REFIT_BOXES)?;
@@ -266,6 +276,7 @@ impl DeviceState {
             stream,
             kernels: Kernels {
                 kinds,
+                heightfields_only,
                 camera_masks,
                 refit_slots,
                 refit_boxes,
