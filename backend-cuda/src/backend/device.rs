@@ -212,12 +212,11 @@ impl DeviceState {
             load(SceneKind::Mixed)?,
             load(SceneKind::Heightfields)?,
         ];
-        let mut heightfields_only = Vec::with_capacity(2);
-        for name in KERNEL_HEIGHTFIELDS_ONLY {
+        let [intersect_hf, occluded_hf] = KERNEL_HEIGHTFIELDS_ONLY.map(|name| {
             let f = module.function(name)?;
-            heightfields_only.push((f, resident_grid(f)?));
-        }
-        let heightfields_only = [heightfields_only[0], heightfields_only[1]];
+            Ok::<_, Error>((f, resident_grid(f)?))
+        });
+        let heightfields_only = [intersect_hf?, occluded_hf?];
         let camera_masks = module.function(KERNEL_CAMERA_MASKS)?;
         let refit_slots = module.function(KERNEL_REFIT_SLOTS)?;
         let refit_boxes = module.function(KERNEL_REFIT_BOXES)?;
