@@ -40,7 +40,10 @@
 //                       their samples need
 //   PRISM_PATH_TILE_W   width of the persistent path kernels' 128-pixel tiles
 //   PRISM_PATH_THREADS, PRISM_PATH_MIN_BLOCKS  the persistent path kernels'
-//                       block (one row of threads) and launch bound
+//                       block (one row of threads) and launch bound, also the
+//                       persistent AO kernels'
+//   PRISM_AO_PERSISTENT 1: the AO kernels' warps take pieces of the rows from a
+//                       counter and share their pixels' AO rays (render_rows_ao)
 #include "prism_types.cuh"
 #include "intersect.cuh"
 #include "traverse.cuh"
@@ -64,6 +67,9 @@
 // and 8 blocks): rtiow 0.5% faster on an H100 (bench/RESULTS.md).
 #ifndef PRISM_PATH_THREADS
 #define PRISM_PATH_THREADS 256
+#endif
+#ifndef PRISM_AO_PERSISTENT
+#define PRISM_AO_PERSISTENT 1
 #endif
 #ifndef PRISM_PATH_MIN_BLOCKS
 #define PRISM_PATH_MIN_BLOCKS 4
@@ -288,8 +294,9 @@ __device__ __forceinline__ void render_rows(const SceneView& s, u32 y0, u32 y1, 
 // Whether a render kernel runs persistent warps (render_rows_persistent): the
 // path kernels with PRISM_PATH_PERSISTENT, unless they defer shading (which
 // needs render_rows' lanes) or regenerate paths (a pixel's samples on one lane).
-#define PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) \
-    (PRISM_PATH_PERSISTENT && PRISM_IS_PATH(INTEGRATOR) && !((PRISM_PATH_DEFER > 0 || PRISM_PATH_REGEN) && !(GRID)))
+#define PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID)                                                                 \
+    ((PRISM_PATH_PERSISTENT && PRISM_IS_PATH(INTEGRATOR) && !((PRISM_PATH_DEFER > 0 || PRISM_PATH_REGEN) && !(GRID))) || \
+     (PRISM_AO_PERSISTENT && (INTEGRATOR) == 2))
 
 // Pixels of rows [y0, y1) by persistent warps: the launch has a thread a pixel
 // in rows of PRISM_PATH_THREADS, each of whose warps takes the next piece of the rows from `work`
@@ -416,6 +423,183 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     count_rays(ray_tally, rays);
 }
 
+// AO pixels by persistent warps that share their pixels' AO rays (the AO
+// kernels with PRISM_AO_PERSISTENT). A render block's time is its slowest
+// lane's camera ray and AO rays one after another, so a frame ended with its
+// last heavy blocks running alone, and its time moved by a block's length
+// from one frame to the next on identical work (ogre, 48 AO rays a pixel:
+// 3.6% of the frame, bench/RESULTS.md). Here a warp takes a piece of pixels
+// from `work` (zeroed by the host; one atomic a piece), traces their camera
+// rays one a lane, then spreads the AO rays of the pixels it hit over all 32
+// lanes, pixel by pixel (lanes over the sky take AO rays of their
+// neighbours). A piece is 32 pixels (16 x 2, of 16 x 8 tiles taken top rows
+// first) in the launch's bulk and PRISM_AO_TAIL_PIXELS in its last
+// PRISM_AO_TAIL_64THS sixty-fourths of the tiles, so the launch ends within a
+// few AO rays of its last piece's start.
+//
+// The same answer as trace_ao: AO ray i of a pixel draws the generator's
+// numbers 2i + 5 and 2i + 6 after the pixel's seed (pcg_advance), the open
+// rays are counted (an integer, whatever lanes traced them), and the shadow
+// ray and the colour are the pixel's own lane's.
+#ifndef PRISM_AO_TAIL_64THS
+#define PRISM_AO_TAIL_64THS 4
+#endif
+#ifndef PRISM_AO_TAIL_PIXELS
+#define PRISM_AO_TAIL_PIXELS 8
+#endif
+static_assert(PRISM_AO_TAIL_64THS >= 0 && PRISM_AO_TAIL_64THS <= 64, "PRISM_AO_TAIL_64THS: 0..=64");
+static_assert(PRISM_AO_TAIL_PIXELS >= 1 && PRISM_AO_TAIL_PIXELS <= 32 && 128 % PRISM_AO_TAIL_PIXELS == 0,
+              "PRISM_AO_TAIL_PIXELS: a divisor of 128 up to 32");
+
+// `rng` advanced by `steps` numbers at once: the generator's affine step
+// (state * a + c, wrapping) composed `steps` times by squaring, as steps
+// one at a time would leave it.
+__device__ __forceinline__ void pcg_advance(Pcg& rng, u32 steps) {
+    u32 mult = 747796405u, plus = 2891336453u;
+    u32 acc_mult = 1u, acc_plus = 0u;
+    while (steps != 0u) {
+        if (steps & 1u) {
+            acc_mult *= mult;
+            acc_plus = acc_plus * mult + plus;
+        }
+        plus = (mult + 1u) * plus;
+        mult *= mult;
+        steps >>= 1;
+    }
+    rng.state = acc_mult * rng.state + acc_plus;
+}
+
+template <int K, bool OCT, bool GRID>
+__device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
+                                               const uint2* srgb8, u64* ray_tally, u32* work) {
+    const RenderParams& params = c_params;
+    const u32 lane = threadIdx.x & 31u;  // blocks are one row (PRISM_PATH_THREADS)
+    const u32 tiles_x = (params.width + 15u) / 16u;
+    const u32 rows = y1 > y0 ? y1 - y0 : 0u;
+    const u32 tiles = tiles_x * ((rows + 7u) / 8u);
+    const u32 tail_tiles = (u32)(((u64)tiles * PRISM_AO_TAIL_64THS) / 64u);
+    const u32 bulk_tiles = tiles - tail_tiles;
+    const u32 tail_per_tile = 128u / PRISM_AO_TAIL_PIXELS;
+    const u32 bulk_pieces = bulk_tiles * 4u;
+    const u32 pieces = bulk_pieces + tail_tiles * tail_per_tile;
+    u32 rays = 0;
+    for (;;) {
+        u32 piece = 0;
+        if (lane == 0) {
+            piece = atomicAdd(work, 1u);
+        }
+        piece = __shfl_sync(0xffffffffu, piece, 0);
+        if (piece >= pieces) {
+            break;
+        }
+        const bool bulk = piece < bulk_pieces;
+        const u32 size = bulk ? 32u : (u32)PRISM_AO_TAIL_PIXELS;
+        const u32 per_tile = bulk ? 4u : tail_per_tile;
+        const u32 p = bulk ? piece : piece - bulk_pieces;
+        const u32 tile = (bulk ? 0u : bulk_tiles) + p / per_tile;
+        const u32 t = (p % per_tile) * size + lane;  // this lane's pixel of the tile, row by row
+        const u32 x = (tile % tiles_x) * 16u + t % 16u;
+        const u32 y = y0 + (tile / tiles_x) * 8u + t / 16u;
+        const bool inside = lane < size && x < params.width && y < y1 && y < params.height;
+        V3 sum = v3s(0.0f);
+        for (u32 sample = 0; sample < params.spp; ++sample) {
+            // The pixel's camera ray and surface (trace_ao's head).
+            Pcg rng{0u};
+            Hit hit;
+            hit.prim = PRISM_NO_PRIM;
+            Ray ray;
+            V3 sp = v3s(0.0f), sn = v3s(0.0f);
+            float size_at = 0.0f, spawn = 0.0f;
+            u32 mask_tile = 0u, samples = 0u;
+            if (inside) {
+                ray = primary_ray(params, x, y, sample, rng);
+                mask_tile = camera_mask_tile(s, x, y);
+                hit = render_or_listed_hit<K, OCT, GRID>(s, ray, 0u, mask_tile);
+                rays += 1;
+                if (hit.prim != PRISM_NO_PRIM) {
+                    surface<K>(s, ray, hit, sp, sn, size_at);
+                    sn = dot(sn, ray.dir) < 0.0f ? sn : -sn;
+                    spawn = spawn_tmin(sp, ray.origin);
+                    samples = ao_rays_at(params, x, y);
+                }
+            }
+            // This lane's pixel's AO rays are jobs [first, end) of the warp's.
+            u32 end = samples;
+            for (u32 o = 1; o < 32u; o <<= 1) {
+                const u32 before = __shfl_up_sync(0xffffffffu, end, o);
+                end += lane >= o ? before : 0u;
+            }
+            const u32 first = end - samples;
+            const u32 jobs = __shfl_sync(0xffffffffu, end, 31);
+            u32 open = 0;
+            for (u32 base = 0; base < jobs; base += 32u) {
+                const u32 j = base + lane;
+                // The lane whose pixel job j belongs to: the first with end > j.
+                u32 owner = 0;
+                for (u32 step = 16u; step > 0u; step >>= 1) {
+                    const u32 e = __shfl_sync(0xffffffffu, end, owner + step - 1u);
+                    owner += e <= j ? step : 0u;
+                }
+                owner &= 31u;
+                const u32 from = __shfl_sync(0xffffffffu, first, owner);
+                const V3 op = v3(__shfl_sync(0xffffffffu, sp.x, owner), __shfl_sync(0xffffffffu, sp.y, owner),
+                                 __shfl_sync(0xffffffffu, sp.z, owner));
+                const V3 on = v3(__shfl_sync(0xffffffffu, sn.x, owner), __shfl_sync(0xffffffffu, sn.y, owner),
+                                 __shfl_sync(0xffffffffu, sn.z, owner));
+                const float osize = __shfl_sync(0xffffffffu, size_at, owner);
+                const float ospawn = __shfl_sync(0xffffffffu, spawn, owner);
+                Pcg orng{__shfl_sync(0xffffffffu, rng.state, owner)};
+                bool clear = false;
+                if (j < jobs) {
+                    pcg_advance(orng, 2u * (j - from));
+                    const float u1 = next_f32(orng);
+                    const float u2 = next_f32(orng);
+                    const V3 d = cosine_hemisphere(on, u1, u2);
+                    const float tmin = ospawn + surface_margin(osize, dot(d, on));
+                    clear = !render_any_hit<K, OCT>(s, ray_segment(op, d, tmin, params.ao_distance));
+                    rays += 1;
+                }
+                // This lane's pixel's jobs of the round, [lo, hi) of its lanes.
+                const u32 cleared = __ballot_sync(0xffffffffu, clear);
+                const u32 lo = max(first, base), hi = min(end, base + 32u);
+                if (lo < hi) {
+                    const u32 width = hi - lo;
+                    const u32 bits = width >= 32u ? 0xffffffffu : ((1u << width) - 1u);
+                    open += __popc(cleared & (bits << (lo - base)));
+                }
+            }
+            V3 c = v3s(0.0f);
+            if (inside) {
+                if (hit.prim == PRISM_NO_PRIM) {
+                    c = sky_color(params, ray.dir);
+                } else {
+                    const GpuMaterial m = hit_material<K>(s, hit);
+                    float keep = 1.0f;
+                    if (params.ao_shadows != 0) {
+                        const V3 to_light = xyz(params.light_position) - sp;
+                        const float dist = length(to_light);
+                        const V3 l = to_light * (1.0f / dist);
+                        const float tmin = spawn + surface_margin(size_at, dot(l, sn));
+                        const u64 shadow_list = s.camera_masks != nullptr
+                                                    ? tile_candidates(s, mask_tile, PRISM_MASK_SHADOW)
+                                                    : PRISM_SHADOW_WALK;
+                        const bool blocked = light_blocked<K, OCT>(s, ray_segment(sp, l, tmin, dist), shadow_list);
+                        keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
+                        rays += 1;
+                    }
+                    const float ao = (float)open / (float)samples;
+                    c = xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
+                }
+            }
+            sum += c;
+        }
+        if (inside) {
+            store_pixel(out, format, srgb8, y * params.width + x, pixel_mean(params, sum));
+        }
+    }
+    count_rays(ray_tally, rays);
+}
+
 // One render kernel: rows [y0, y1) of the frame described by c_params with
 // integrator INTEGRATOR, written to `out` as float4 (format 0) or packed sRGBA8
 // (format 1, encoded through `srgb8`, core's Srgb8Table); rays traced are added to
@@ -431,7 +615,9 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
         PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID) ? PRISM_PATH_MIN_BLOCKS : PRISM_RENDER_MIN_BLOCKS)                 \
         NAME(SceneView s, u32 y0, u32 y1, void* out, u32 format, const uint2* __restrict__ srgb8,                  \
              u64* ray_tally, u32* work, u32 tiles) {                                                               \
-        if (PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID)) {                                                             \
+        if constexpr (PRISM_AO_PERSISTENT && (INTEGRATOR) == 2) {                                                 \
+            render_rows_ao<K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally, work);                          \
+        } else if constexpr (PRISM_PERSISTENT_ROWS(INTEGRATOR, GRID)) {                                            \
             render_rows_persistent<INTEGRATOR, K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally, work);      \
         } else {                                                                                                   \
             render_rows<INTEGRATOR, K, OCT, GRID>(s, y0, y1, out, format, srgb8, ray_tally, tiles);                \

@@ -634,6 +634,10 @@ pub fn compile_options(arch: (u32, u32), config: &KernelConfig) -> Vec<String> {
         config.persistent_path as u32
     ));
     o.push(format!("-DPRISM_PATH_LANES={}", config.path_lanes));
+    o.push(format!(
+        "-DPRISM_AO_PERSISTENT={}",
+        config.persistent_ao as u32
+    ));
     o.push(format!("-DPRISM_PATH_THREADS={}", config.path_threads));
     o.push(format!(
         "-DPRISM_PATH_MIN_BLOCKS={}",

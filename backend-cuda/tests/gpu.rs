@@ -535,6 +535,69 @@ fn persistent_path_warps_give_the_tiles_pixels() {
     agree("rtiow in bands", &a, &b);
 }
 
+/// The persistent AO kernels (warps that share their pixels' AO rays over
+/// their lanes) against the tile kernels (a pixel's rays on its own lane):
+/// the same rays, so the same ray count and the same pixels up to float
+/// rounding (each kernel is its own compilation; see the path kernels'
+/// test above). An AO ray given another ray's random numbers, traced twice
+/// or counted for another pixel moves a pixel far past rounding.
+#[test]
+fn persistent_ao_warps_give_the_tiles_pixels() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    assert!(KernelConfig::default().persistent_ao);
+    let mut tiles = gpu_with(KernelConfig {
+        persistent_ao: false,
+        ..Default::default()
+    });
+    let mut shared = gpu_with(KernelConfig::default());
+    // (spp, AO rays, shadows, fractional count): 8 rays, four pixels' rays a
+    // round; 37, a pixel's rays over two rounds; a fractional count (pixels
+    // of one piece with different counts) and several samples.
+    let cases = [
+        (1, 8, false, 0.0),
+        (1, 37, true, 0.0),
+        (2, 5, true, 0.37),
+        (3, 1, false, 0.9),
+    ];
+    // rtiow walks the cell grid, whitted19 the octant copies, cornell_mix its
+    // tree; 100 x 70 leaves part-covered tiles and pieces.
+    for preset in [rtiow(), whitted19(), cornell_mix()] {
+        tiles.set_scene(&preset.scene).unwrap(); // ok: test code
+        shared.set_scene(&preset.scene).unwrap(); // ok: test code
+        for (spp, ao_samples, ao_shadows, ao_extra) in cases {
+            let settings = RenderSettings {
+                integrator: Integrator::Ao,
+                spp,
+                ao_samples,
+                ao_shadows,
+                ao_extra,
+                ..preset.settings
+            };
+            let mut frames = Vec::new();
+            let mut rays = Vec::new();
+            for gpu in [&mut tiles, &mut shared] {
+                let mut img = Image::new(100, 70, PixelFormat::LinearF32).unwrap(); // ok: test code
+                let stats = gpu
+                    .render(&preset.camera, &settings, &mut img, &NoProgress)
+                    .unwrap(); // ok: test code
+                frames.push(vec![img.linear().to_vec()]);
+                rays.push(stats.rays);
+            }
+            let what = format!("{} AO {settings:?}", preset.name);
+            assert_eq!(rays[0], rays[1], "{what}: rays");
+            let (bits, off, mean) = rounding_apart(&frames[0], &frames[1]);
+            eprintln!(
+                "{}: {bits} pixels not bit for bit, {off} past rounding",
+                preset.name
+            );
+            assert_eq!(off, 0, "{what}: pixels past rounding");
+            assert!(mean <= 1e-5, "{what}: mean abs difference {mean}");
+        }
+    }
+}
+
 /// Every integrator, with the samples per pixel the tests render it at.
 const EVERY_INTEGRATOR: [(Integrator, u32); 3] = [
     (Integrator::Path, 3),

@@ -98,6 +98,14 @@ pub struct KernelConfig {
     /// With `persistent_path`: blocks per multiprocessor the persistent path
     /// kernels are compiled to fit; 1 = no constraint.
     pub path_min_blocks: u32,
+    /// The AO kernels run persistent warps (launched as the path kernels'
+    /// rows of `path_threads`): a warp takes 32 pixels from a counter (fewer
+    /// in the launch's last tiles), traces their camera rays and spreads the
+    /// AO rays of the pixels it hit over all its lanes. The launch ends within
+    /// a few AO rays of its last piece's start instead of a whole render
+    /// block's, and lanes over the sky take their neighbours' rays. The same
+    /// pixels either way. `ao_tiles_per_block` is for the tile kernels.
+    pub persistent_ao: bool,
     /// `scatter` evaluates only the lobe it picks (branches) instead of every
     /// lobe (core's branchless form): the same directions and weights, with the
     /// sines, cube root and square roots of the other lobes left out.
@@ -193,6 +201,7 @@ impl Default for KernelConfig {
             path_tail_64ths: 4,
             path_threads: 256,
             path_min_blocks: 4,
+            persistent_ao: true,
             lobe_branches: true,
             tree_checked_on_upload: true,
             whitted_skips_camera_rng: true,
@@ -309,12 +318,14 @@ impl KernelConfig {
     /// Whether the render kernel of integrator `integrator` (0 path, 1
     /// Whitted, 2 AO) runs persistent warps, launched in blocks of
     /// `path_threads`: the path kernels with `persistent_path`, except the
-    /// tree's (not the grid's, `grid` false) with `path_defer` or `path_regen`
-    /// (prism.cu's PRISM_PERSISTENT_ROWS).
+    /// tree's (not the grid's, `grid` false) with `path_defer` or `path_regen`,
+    /// and the AO kernels with `persistent_ao` (prism.cu's
+    /// PRISM_PERSISTENT_ROWS).
     pub fn persistent_rows(&self, integrator: u32, grid: bool) -> bool {
-        self.persistent_path
+        (self.persistent_path
             && integrator == 0
-            && !((self.path_defer > 0 || self.path_regen) && !grid)
+            && !((self.path_defer > 0 || self.path_regen) && !grid))
+            || (self.persistent_ao && integrator == 2)
     }
 }
 
