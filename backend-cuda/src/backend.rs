@@ -102,6 +102,9 @@ impl std::fmt::Debug for CudaOptions {
 pub struct FrameTimes {
     /// Parameter upload and ray tally reset.
     pub upload_ms: f64,
+    /// The device idle between the upload and the first kernel, waiting for
+    /// the host to launch it (not in `kernel_ms`).
+    pub launch_wait_ms: f64,
     /// From the first kernel's start to the last kernel's end.
     pub kernel_ms: f64,
     /// Device-to-pinned-host copies, summed.

@@ -38,6 +38,7 @@ impl DeviceState {
         balls: &[[f32; 4]],
         (tile_angle, lists): (f32, u32),
         (width, height): (u32, u32),
+        start: usize,
     ) -> Result<Option<(u64, [u32; 2])>, Error> {
         let Some(scene) = self.scene.as_mut() else {
             return Ok(None);
@@ -94,6 +95,7 @@ impl DeviceState {
         // primitive buffer of `count` (at most CAMERA_BOUNDS_MAX_PRIMS)
         // records, and the kernel reads c_params, written before on the same
         // stream.
+        self.events[start].record(&self.stream)?;
         unsafe {
             self.kernels.camera_masks.launch(
                 grid,
@@ -318,9 +320,13 @@ impl CudaBackend {
             && bands > 1
             && !config.persistent_rows(settings.integrator as u32, scene.0.grid_offsets != 0);
         // events: 0 before upload, 1 after upload; then per band: kernel done,
-        // copy start, copy done; then the band stream's start.
-        st.ensure_events(3 + 3 * bands)?;
+        // copy start, copy done; then the band stream's start, and the first
+        // kernel's start (recorded as it is launched: the device waits idle
+        // for the host's launch calls before it, time no kernel of the frame
+        // takes).
+        st.ensure_events(4 + 3 * bands)?;
         let ready = 2 + 3 * bands;
+        let start = ready + 1;
         let frame_ptr = st.frame.as_ref().map(|b| b.ptr()).ok_or(Error::Device {
             backend: BACKEND,
             operation: "render",
@@ -346,12 +352,14 @@ impl CudaBackend {
         st.ray_tally.fill_u32(&st.stream, 0, RAY_TALLY_BYTES / 4)?;
         st.events[1].record(&st.stream)?;
         // The tiles' camera candidates, counted in the frame's kernel time.
+        let mut started = false;
         if let Some(c) = &cones
             && let Some((masks, tiles)) =
-                st.find_camera_masks(c, &balls, (tile_angle, lists), (width, height))?
+                st.find_camera_masks(c, &balls, (tile_angle, lists), (width, height), start)?
         {
             scene.0.camera_masks = masks;
             scene.0.camera_mask_tiles = tiles;
+            started = true;
         }
         // Whatever returns from here on, no band is left running.
         let _join = StreamJoin::new(&st.band_stream);
@@ -380,6 +388,10 @@ impl CudaBackend {
                 resident,
                 config.render_min_waves,
             );
+            if b == 0 && !started {
+                // Band 0 is on the main stream.
+                st.events[start].record(&st.stream)?;
+            }
             st.launch_render(
                 &config,
                 settings.integrator,
@@ -464,12 +476,13 @@ impl CudaBackend {
             .map_or(0, ray_tally_sum);
         let last = 2 + 3 * (bands - 1);
         let upload_ms = st.events[0].elapsed_ms(&st.events[1])? as f64;
+        let launch_wait_ms = st.events[1].elapsed_ms(&st.events[start])? as f64;
         // Until the band that ends last (of either stream).
         let mut kernel_ms = 0.0f64;
         for b in 0..bands {
-            kernel_ms = kernel_ms.max(st.events[1].elapsed_ms(&st.events[2 + 3 * b])? as f64);
+            kernel_ms = kernel_ms.max(st.events[start].elapsed_ms(&st.events[2 + 3 * b])? as f64);
         }
-        let to_pinned_ms = st.events[1].elapsed_ms(&st.events[last + 2])? as f64;
+        let to_pinned_ms = st.events[start].elapsed_ms(&st.events[last + 2])? as f64;
         let mut download_ms = 0.0;
         for b in 0..bands {
             download_ms += st.events[2 + 3 * b + 1].elapsed_ms(&st.events[2 + 3 * b + 2])? as f64;
@@ -477,6 +490,7 @@ impl CudaBackend {
         let total = t0.elapsed();
         self.last_frame = FrameTimes {
             upload_ms,
+            launch_wait_ms,
             kernel_ms,
             download_ms,
             render_to_pinned_ms: to_pinned_ms,
