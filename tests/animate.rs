@@ -43,7 +43,7 @@ fn animate(out: &Path, cache: &Path, frames: &str, budget: &str, more: &[&str]) 
     cmd.output().expect("running prism")
 }
 
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 13] = [
     "frame",
     "target_ms",
     "model_ms",
@@ -55,6 +55,8 @@ const COLUMNS: [&str; 11] = [
     "mean_ao_rays",
     "shadows",
     "unreachable",
+    "probe_pixels",
+    "prepass_exposed_ms",
 ];
 
 /// The rows of a frames CSV, checked to have the columns and sane values.
@@ -83,6 +85,12 @@ fn rows(path: &Path, max_rays: u32) -> Vec<csv::StringRecord> {
         assert!((mean - (rays as f64 + extra)).abs() <= 1e-4, "mean {mean}");
         assert!(matches!(&row[9], "0" | "1"));
         assert!(matches!(&row[10], "0" | "1"));
+        assert!(row[11].parse::<u32>().unwrap() >= 1, "probe_pixels");
+        let exposed: f64 = row[12].parse().unwrap();
+        assert!(
+            exposed.is_finite() && exposed >= 0.0,
+            "prepass_exposed_ms {exposed}"
+        );
     }
     rows
 }
@@ -438,5 +446,27 @@ fn frame_tuner_runs_on_every_backend() {
             tuner.record(&plan, ms);
         }
         assert!(tuner.correction().is_finite() && tuner.correction() > 0.0);
+        // A pre-pass made beside a frame: estimating changes nothing, and a
+        // plan from an estimate keeps its workload and cost.
+        let camera = path_camera(&anim, 1, 4, None);
+        let first = tuner.estimate(&camera, 32, 24, 20.0).unwrap();
+        let again = tuner.estimate(&camera, 32, 24, 20.0).unwrap();
+        assert_eq!(first.workload, again.workload);
+        let plan = tuner.plan_estimated(&first, 20.0).unwrap();
+        assert_eq!(
+            (plan.workload, plan.prepass_ms),
+            (first.workload, first.prepass_ms)
+        );
+        assert!(tuner.estimate(&camera, 32, 24, f64::NAN).is_err());
+        for bad in [0.0, -1.0, 1.5, f64::NAN] {
+            assert!(matches!(
+                tuner.set_prepass_share(bad),
+                Err(prism::Error::Setting {
+                    field: "prepass_share",
+                    ..
+                })
+            ));
+        }
+        tuner.set_prepass_share(0.5).unwrap();
     }
 }

@@ -10,11 +10,12 @@ use crate::{CliError, save};
 use clap::Args;
 use prism::tune::scenes::{AnimatedScene, by_name, from_mesh, path_camera};
 use prism::tune::{
-    CalibrationOptions, FrameClock, FramePlan, FrameTuner, Knobs, Plan, SETTLING_FRAMES,
-    TunerConfig, calibrate,
+    CalibrationOptions, FrameClock, FrameEstimate, FramePlan, FrameTuner, Knobs,
+    PREPASS_BESIDE_SHARE, Plan, SETTLING_FRAMES, TunerConfig, calibrate,
 };
 use prism::{Backend, BackendChoice, Image, NoProgress, OpenOptions, PixelFormat, RenderSettings};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 #[derive(Args)]
 pub(crate) struct AnimateArgs {
@@ -111,6 +112,10 @@ pub(crate) struct Row {
     pub corrected_ms: f64,
     pub measured_ms: f64,
     pub prepass_ms: f64,
+    pub probe_pixels: u32,
+    /// The part of the pre-pass the frame loop waited for: all of it when it
+    /// runs before the frame, what outlasted the frame before when beside it.
+    pub prepass_exposed_ms: f64,
     pub ao_rays: u32,
     pub ao_extra: f32,
     pub shadows: bool,
@@ -155,11 +160,15 @@ pub(crate) fn summarize(rows: &[Row]) -> Summary {
             .map(|r| (r.corrected_ms - r.measured_ms).abs() / r.measured_ms)
             .sum::<f64>()
             / n,
-        prepass_share: rest.iter().map(|r| r.prepass_ms / r.target_ms).sum::<f64>() / n,
+        prepass_share: rest
+            .iter()
+            .map(|r| r.prepass_exposed_ms / r.target_ms)
+            .sum::<f64>()
+            / n,
     }
 }
 
-fn row(frame: u32, plan: &FramePlan, measured_ms: f64) -> Row {
+fn row(frame: u32, plan: &FramePlan, measured_ms: f64, prepass_exposed_ms: f64) -> Row {
     let c = plan.plan.choice();
     Row {
         frame,
@@ -168,6 +177,8 @@ fn row(frame: u32, plan: &FramePlan, measured_ms: f64) -> Row {
         corrected_ms: c.corrected_ms,
         measured_ms,
         prepass_ms: plan.prepass_ms,
+        probe_pixels: plan.workload.probe_pixels,
+        prepass_exposed_ms,
         ao_rays: c.knobs.ao_rays,
         ao_extra: c.knobs.ao_extra,
         shadows: c.knobs.shadows,
@@ -193,6 +204,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
         "mean_ao_rays",
         "shadows",
         "unreachable",
+        "probe_pixels",
+        "prepass_exposed_ms",
     ])
     .map_err(io)?;
     for r in rows {
@@ -208,6 +221,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
             format!("{:.4}", r.knobs().mean_ao()),
             (r.shadows as u8).to_string(),
             (r.unreachable as u8).to_string(),
+            r.probe_pixels.to_string(),
+            format!("{:.4}", r.prepass_exposed_ms),
         ])
         .map_err(io)?;
     }
@@ -341,6 +356,11 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
     // after its correction settled (the first frame the figures count): the
     // settings tuned at the start of the path, then kept.
     let settled = SETTLING_FRAMES.min(a.frames - 1) as usize;
+    // On a GPU backend each frame's pre-pass runs on the host while the device
+    // renders the frame before it, as in Ganestam and Doggett's tuner, sized
+    // for a larger share of the budget (less sampling error); the CPU
+    // backend's frames take every core, so its pre-pass runs before each frame.
+    let beside = backend.info().name != "cpu";
     let mut runs: Vec<(&str, Vec<Row>)> = Vec::new();
     let kinds: &[bool] = if a.no_baseline {
         &[false]
@@ -352,21 +372,51 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
             .first()
             .and_then(|(_, rows): &(&str, Vec<Row>)| rows.get(settled).map(Row::knobs));
         let mut tuner = FrameTuner::new(calibration.clone(), &anim.scene, base, config)?;
+        if beside {
+            tuner.set_prepass_share(PREPASS_BESIDE_SHARE)?;
+        }
+        let camera_at =
+            |f: u32| path_camera(&anim, if a.still { 0 } else { f }, a.frames, a.turn_at);
         let mut rows = Vec::new();
+        // The next frame's pre-pass, made beside this frame, and how long the
+        // frame loop waited for it after the frame.
+        let mut next: Option<(FrameEstimate, f64)> = None;
         for f in 0..a.frames {
-            let camera = path_camera(&anim, if a.still { 0 } else { f }, a.frames, a.turn_at);
-            let mut plan = tuner.plan(&camera, a.width, a.height, a.budget_ms)?;
+            let camera = camera_at(f);
+            let (estimate, exposed_ms) = match next.take() {
+                Some(made) => made,
+                None => {
+                    let e = tuner.estimate(&camera, a.width, a.height, a.budget_ms)?;
+                    (e, e.prepass_ms)
+                }
+            };
+            let mut plan = tuner.plan_estimated(&estimate, a.budget_ms)?;
             if let (true, Some(knobs)) = (fixed, kept) {
                 plan = tuner.with_knobs(&plan, knobs);
             }
+            let ahead = (beside && f + 1 < a.frames).then(|| camera_at(f + 1));
             let cpu_before = cpu_clock.then(process_cpu_seconds).flatten();
-            let wall = render(&mut *backend, &camera, &plan.settings, &mut image, clock)?;
+            let (wall, upcoming) = std::thread::scope(|s| {
+                let tuner = &tuner;
+                let job = ahead
+                    .as_ref()
+                    .map(|c| s.spawn(move || tuner.estimate(c, a.width, a.height, a.budget_ms)));
+                let wall = render(&mut *backend, &camera, &plan.settings, &mut image, clock);
+                let waiting = Instant::now();
+                let upcoming = job.map(|j| {
+                    let made = j.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    made.map(|e| (e, waiting.elapsed().as_secs_f64() * 1e3))
+                });
+                (wall, upcoming)
+            });
+            let wall = wall?;
+            next = upcoming.transpose()?;
             let measured = match (cpu_before, cpu_clock.then(process_cpu_seconds).flatten()) {
                 (Some(a), Some(b)) => (b - a) / threads as f64 * 1e3,
                 _ => wall * 1e3,
             };
             tuner.record(&plan, measured);
-            rows.push(row(f, &plan, measured));
+            rows.push(row(f, &plan, measured, exposed_ms));
             if a.save_frames {
                 let name = format!("{}_{f:04}.png", if fixed { "fixed" } else { "tuned" });
                 save(&image, &a.out.join("frames").join(name))?;

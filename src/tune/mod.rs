@@ -39,13 +39,18 @@ pub use calibrate::{
 };
 pub use prism_core::tune::{Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload};
 
-use prism_core::tune::{Controller, estimate};
+use prism_core::tune::{Controller, KindCounts, Prepass};
 use prism_core::{Accel, Camera, Error, RenderSettings, Scene};
+use rayon::prelude::*;
 use std::time::Instant;
 
-/// Share of the budget the pre-pass is sized for (the goal is at most 5%;
-/// 3% leaves room for its own noise).
+/// Share of the budget the pre-pass is sized for when it runs before the
+/// frame (the goal is at most 5%; 3% leaves room for its own noise).
 pub const PREPASS_SHARE: f64 = 0.03;
+/// Share of the budget the pre-pass is sized for when it runs on the host
+/// beside the device's previous frame (`prism animate` on a GPU): hidden
+/// behind that frame, with room to spare.
+pub const PREPASS_BESIDE_SHARE: f64 = 0.25;
 /// Fewest and most pre-pass pixels.
 pub const PREPASS_PIXELS: (u32, u32) = (64, 16_384);
 
@@ -78,6 +83,19 @@ pub struct FrameTuner {
     prepass_ms_per_pixel: Option<f64>,
     /// The pre-pass's pixel count in use (see [`probe_pixels`]).
     probe_pixels: Option<u32>,
+    /// Share of the budget the pre-pass is sized for.
+    prepass_share: f64,
+}
+
+/// A frame's pre-pass estimate ([`FrameTuner::estimate`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameEstimate {
+    /// The frame's work, estimated.
+    pub workload: Workload,
+    /// What the pre-pass cost on the host, in milliseconds.
+    pub prepass_ms: f64,
+    /// The pre-pass pixel count asked for (kept for the next frames' grid).
+    asked_pixels: u32,
 }
 
 impl FrameTuner {
@@ -98,6 +116,7 @@ impl FrameTuner {
             base,
             prepass_ms_per_pixel: None,
             probe_pixels: None,
+            prepass_share: PREPASS_SHARE,
         })
     }
 
@@ -112,7 +131,8 @@ impl FrameTuner {
     }
 
     /// The settings for a `width x height` frame seen by `camera` within
-    /// `target_ms`. Errors: a bad size, camera or target, naming it.
+    /// `target_ms`: [`FrameTuner::estimate`], then [`FrameTuner::plan_estimated`].
+    /// Errors: a bad size, camera or target, naming it.
     pub fn plan(
         &mut self,
         camera: &Camera,
@@ -120,6 +140,24 @@ impl FrameTuner {
         height: u32,
         target_ms: f64,
     ) -> Result<FramePlan, Error> {
+        let estimate = self.estimate(camera, width, height, target_ms)?;
+        self.plan_estimated(&estimate, target_ms)
+    }
+
+    /// The pre-pass of a `width x height` frame seen by `camera`, sized to
+    /// cost the tuner's pre-pass share of `target_ms`
+    /// ([`FrameTuner::set_prepass_share`]). It reads the tuner and changes
+    /// nothing, so an engine can run it for the next frame on the host while
+    /// the device renders this one, as Ganestam and Doggett did; the estimate
+    /// then goes to [`FrameTuner::plan_estimated`] once this frame's time is
+    /// recorded. Errors: a bad size, camera or target, naming it.
+    pub fn estimate(
+        &self,
+        camera: &Camera,
+        width: u32,
+        height: u32,
+        target_ms: f64,
+    ) -> Result<FrameEstimate, Error> {
         if !(target_ms.is_finite() && target_ms > 0.0) {
             return Err(Error::Setting {
                 field: "target_ms",
@@ -128,22 +166,41 @@ impl FrameTuner {
             });
         }
         let wanted = match self.prepass_ms_per_pixel {
-            Some(per) if per > 0.0 => (PREPASS_SHARE * target_ms / per) as u32,
+            Some(per) if per > 0.0 => (self.prepass_share * target_ms / per) as u32,
             _ => 256,
         }
         .clamp(PREPASS_PIXELS.0, PREPASS_PIXELS.1)
         .min(width.saturating_mul(height).max(1));
         let pixels = probe_pixels(self.probe_pixels, wanted);
-        self.probe_pixels = Some(pixels);
         let start = Instant::now();
-        let workload = estimate(
+        let workload = estimate_on_threads(
             &self.accel,
             camera,
             (width, height),
             self.base.ao_distance,
             pixels,
         )?;
-        let prepass_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(FrameEstimate {
+            workload,
+            prepass_ms: start.elapsed().as_secs_f64() * 1e3,
+            asked_pixels: pixels,
+        })
+    }
+
+    /// The settings for the frame of `estimate` (made by this tuner's
+    /// [`FrameTuner::estimate`]) within `target_ms`; the pre-pass's measured
+    /// cost sizes the next one. Errors: a bad target.
+    pub fn plan_estimated(
+        &mut self,
+        estimate: &FrameEstimate,
+        target_ms: f64,
+    ) -> Result<FramePlan, Error> {
+        let FrameEstimate {
+            workload,
+            prepass_ms,
+            asked_pixels,
+        } = *estimate;
+        self.probe_pixels = Some(asked_pixels);
         let per = prepass_ms / workload.probe_pixels.max(1) as f64;
         self.prepass_ms_per_pixel = Some(match self.prepass_ms_per_pixel {
             Some(old) => 0.7 * old + 0.3 * per,
@@ -159,12 +216,50 @@ impl FrameTuner {
         })
     }
 
+    /// Size the pre-pass to cost `share` of the budget (default
+    /// [`PREPASS_SHARE`]): an engine that runs it beside the device's previous
+    /// frame ([`FrameTuner::estimate`]) can give it more, for an estimate with
+    /// less sampling error. Errors: a share outside (0, 1].
+    pub fn set_prepass_share(&mut self, share: f64) -> Result<(), Error> {
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(Error::Setting {
+                field: "prepass_share",
+                value: share,
+                reason: "must be in (0, 1]",
+            });
+        }
+        self.prepass_share = share;
+        Ok(())
+    }
+
     /// Take the measured time of the frame rendered with `plan`'s settings,
     /// in milliseconds (a time that is not finite and positive is ignored).
     pub fn record(&mut self, plan: &FramePlan, measured_ms: f64) {
         self.controller
             .observe(plan.plan.choice().model_ms, measured_ms);
     }
+}
+
+/// [`prism_core::tune::estimate`] with the pre-pass's rows spread over
+/// rayon's threads (interleaved, so that each thread gets rows from all over
+/// the view): for the same cost, a pre-pass of as many times the pixels, whose
+/// sampling error is the smaller (a GPU frame's estimate from a pre-pass of
+/// 100 pixels on one thread moved 10-15% between neighbouring frames of a
+/// path). The same workload as on one thread.
+fn estimate_on_threads(
+    accel: &Accel,
+    camera: &Camera,
+    size: (u32, u32),
+    ao_distance: f32,
+    probe_pixels: u32,
+) -> Result<Workload, Error> {
+    let prepass = Prepass::new(accel, camera, size, ao_distance, probe_pixels)?;
+    let parts = (rayon::current_num_threads() as u32).clamp(1, prepass.rows().max(1));
+    let counts = (0..parts)
+        .into_par_iter()
+        .map(|first| prepass.count_rows(accel, first, parts))
+        .reduce(KindCounts::default, |a, b| a.plus(&b));
+    Ok(prepass.workload(&counts))
 }
 
 /// Most the pre-pass's size may drift from the one its cost asks for before
@@ -208,8 +303,9 @@ impl FrameTuner {
 
 #[cfg(test)]
 mod tests {
-    use super::{FrameClock, PROBE_RESIZE, probe_pixels};
-    use prism_core::RenderStats;
+    use super::{FrameClock, PROBE_RESIZE, calibration_scene, estimate_on_threads, probe_pixels};
+    use prism_core::tune::estimate;
+    use prism_core::{Accel, RenderStats};
     use proptest::prelude::*;
     use std::time::Duration;
 
@@ -223,6 +319,26 @@ mod tests {
         };
         assert_eq!(FrameClock::Wall.frame_ms(&stats), 8.0);
         assert_eq!(FrameClock::Device.frame_ms(&stats), 7.25);
+    }
+
+    /// The pre-pass's rows spread over threads count the same work as on
+    /// one thread: whole-number counts, added in any order.
+    #[test]
+    fn the_threaded_prepass_counts_what_one_thread_counts() {
+        let (scene, views) = calibration_scene().unwrap(); // ok: test code
+        let accel = Accel::build(&scene).unwrap(); // ok: test code
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap(); // ok: test code
+        for (camera, pixels) in views.iter().zip([64, 500, 3_000]) {
+            let one = estimate(&accel, camera, (320, 240), 0.5, pixels).unwrap(); // ok: test code
+            let threaded = pool
+                .install(|| estimate_on_threads(&accel, camera, (320, 240), 0.5, pixels))
+                .unwrap(); // ok: test code
+            assert_eq!(one, threaded);
+            assert!(one.ao_per_ray.rays > 0.0 && one.primary.node_steps > 0.0);
+        }
     }
 
     proptest! {

@@ -391,6 +391,18 @@ pub struct KindCounts {
     pub shadow: Counts,
 }
 
+impl KindCounts {
+    /// The sum of two counts, kind by kind.
+    #[inline]
+    pub fn plus(&self, o: &KindCounts) -> KindCounts {
+        KindCounts {
+            primary: self.primary.plus(&o.primary),
+            ao: self.ao.plus(&o.ao),
+            shadow: self.shadow.plus(&o.shadow),
+        }
+    }
+}
+
 /// A [`Tracer`] over an [`Accel`] that counts each query's work by kind: the
 /// AO integrator asks `closest_slot` for camera rays, `occluded` for AO rays
 /// and `light_blocked` for shadow rays, so running

@@ -83,4 +83,4 @@ pub use controller::{
 pub use counting::{CountingTracer, Counts, KindCounts, counted_closest, counted_occluded};
 pub use knobs::Knobs;
 pub use model::{Sample, TERMS, TimeModel, fit};
-pub use workload::{FrameWork, PROBE_AO_RAYS, Workload, estimate, probe_size};
+pub use workload::{FrameWork, PROBE_AO_RAYS, Prepass, Workload, estimate, probe_size};

@@ -6,6 +6,7 @@ use crate::accel::Accel;
 use crate::backend::{Integrator, RenderSettings};
 use crate::camera::Camera;
 use crate::error::Error;
+use crate::gpu::RenderParams;
 use crate::integrator::render_pixel;
 use crate::tune::counting::{CountingTracer, Counts, KindCounts};
 use crate::tune::knobs::Knobs;
@@ -86,39 +87,86 @@ pub fn probe_size(width: u32, height: u32, probe_pixels: u32) -> (u32, u32) {
     )
 }
 
+/// The pre-pass of [`estimate`] in pieces, so that its rows can be counted
+/// on several threads (the facade's tuner does) and the counts added:
+/// counts are whole numbers, so their sum is the same in any order.
+#[derive(Clone, Copy, Debug)]
+pub struct Prepass {
+    /// The pre-pass image's AO parameters (its size, [`PROBE_AO_RAYS`]).
+    params: RenderParams,
+    /// Pixels of the full frame the estimate is for.
+    frame_pixels: f64,
+}
+
+impl Prepass {
+    /// The pre-pass of a `width x height` AO frame (one sample a pixel, AO
+    /// rays of length `ao_distance`) seen by `camera`: about `probe_pixels`
+    /// pixels through the pixel centres of a coarser image of the same view.
+    /// Errors: a bad size, camera or distance, as `render` would report them.
+    pub fn new(
+        accel: &Accel,
+        camera: &Camera,
+        (width, height): (u32, u32),
+        ao_distance: f32,
+        probe_pixels: u32,
+    ) -> Result<Prepass, Error> {
+        let (pw, ph) = probe_size(width, height, probe_pixels);
+        let settings = RenderSettings {
+            integrator: Integrator::Ao,
+            spp: 1,
+            ao_samples: PROBE_AO_RAYS,
+            ao_shadows: true,
+            ao_distance,
+            ..RenderSettings::default()
+        };
+        // The full frame's parameters are checked too: the estimate is for it.
+        settings.params(accel, camera, width, height)?;
+        Ok(Prepass {
+            params: settings.params(accel, camera, pw, ph)?,
+            frame_pixels: width as f64 * height as f64,
+        })
+    }
+
+    /// Rows of the pre-pass image.
+    #[inline]
+    pub fn rows(&self) -> u32 {
+        self.params.height
+    }
+
+    /// The work of rows `first`, `first + step`, `first + 2 * step`, ... of
+    /// the pre-pass image (`step` 0 is taken as 1).
+    pub fn count_rows(&self, accel: &Accel, first: u32, step: u32) -> KindCounts {
+        let tracer = CountingTracer::new(accel);
+        for y in (first..self.params.height).step_by(step.max(1) as usize) {
+            for x in 0..self.params.width {
+                render_pixel(&tracer, &self.params, x, y);
+            }
+        }
+        tracer.counts()
+    }
+
+    /// The frame's workload from the counts of every row.
+    pub fn workload(&self, counts: &KindCounts) -> Workload {
+        Workload::from_probe(
+            counts,
+            self.params.width * self.params.height,
+            self.frame_pixels,
+        )
+    }
+}
+
 /// Estimate the work of a `width x height` AO frame (one sample a pixel, AO
 /// rays of length `ao_distance`) seen by `camera`, from a pre-pass of about
 /// `probe_pixels` pixels through the pixel centres of a coarser image of the
-/// same view. Errors: a bad size, camera or distance, as `render` would
-/// report them.
+/// same view, on this thread ([`Prepass`] splits it). Errors: a bad size,
+/// camera or distance, as `render` would report them.
 pub fn estimate(
     accel: &Accel,
     camera: &Camera,
-    (width, height): (u32, u32),
+    size: (u32, u32),
     ao_distance: f32,
     probe_pixels: u32,
 ) -> Result<Workload, Error> {
-    let (pw, ph) = probe_size(width, height, probe_pixels);
-    let settings = RenderSettings {
-        integrator: Integrator::Ao,
-        spp: 1,
-        ao_samples: PROBE_AO_RAYS,
-        ao_shadows: true,
-        ao_distance,
-        ..RenderSettings::default()
-    };
-    // The full frame's parameters are checked too: the estimate is for it.
-    settings.params(accel, camera, width, height)?;
-    let params = settings.params(accel, camera, pw, ph)?;
-    let tracer = CountingTracer::new(accel);
-    for y in 0..ph {
-        for x in 0..pw {
-            render_pixel(&tracer, &params, x, y);
-        }
-    }
-    Ok(Workload::from_probe(
-        &tracer.counts(),
-        pw * ph,
-        width as f64 * height as f64,
-    ))
+    let prepass = Prepass::new(accel, camera, size, ao_distance, probe_pixels)?;
+    Ok(prepass.workload(&prepass.count_rows(accel, 0, 1)))
 }
