@@ -212,12 +212,21 @@ fn wgpu_persistent_path() -> bool {
     std::env::var("PRISM_WGPU_PERSISTENT_PATH").map_or(true, |v| v != "0")
 }
 
+/// Whether `PRISM_WGPU_PERSISTENT_AO=0`: the wgpu backend then opens with
+/// [`prism_wgpu::WgpuOptions::persistent_ao`] off, to measure the persistent
+/// AO kernels.
+#[cfg(feature = "wgpu")]
+fn wgpu_persistent_ao() -> bool {
+    std::env::var("PRISM_WGPU_PERSISTENT_AO").map_or(true, |v| v != "0")
+}
+
 #[cfg(feature = "wgpu")]
 fn open_wgpu(allow_software: bool) -> Result<Box<dyn Backend + Send>, Error> {
     let options = prism_wgpu::WgpuOptions {
         allow_software,
         camera_masks: wgpu_camera_masks(),
         persistent_path: wgpu_persistent_path(),
+        persistent_ao: wgpu_persistent_ao(),
         ..Default::default()
     };
     prism_wgpu::WgpuBackend::new(options).map(|b| Box::new(b) as Box<dyn Backend + Send>)

@@ -447,6 +447,7 @@ impl WgpuBackend {
             cell_grid: options.cell_grid,
             camera_masks: options.camera_masks,
             persistent_path,
+            persistent_ao: persistent_path && options.persistent_ao,
             frame_cones,
             f64_division,
             lost,

@@ -265,6 +265,14 @@ pub struct WgpuOptions {
     /// kernels do; [`WgpuBackend::persistent_path`] says whether it does.
     /// Same pixels either way; `false` is there to measure it. Default `true`.
     pub persistent_path: bool,
+    /// Where the persistent path kernels run, render the AO integrator by
+    /// persistent subgroups too: a subgroup takes a piece of pixels, traces
+    /// their camera rays and spreads the AO rays of those it hit over all its
+    /// lanes, so a frame ends within a few AO rays of its last piece's start
+    /// instead of its slowest workgroup's (the CUDA backend's
+    /// `KernelConfig::persistent_ao`). Same pixels either way; `false` is there
+    /// to measure it. Default `true`.
+    pub persistent_ao: bool,
 }
 
 impl Default for WgpuOptions {
@@ -284,6 +292,7 @@ impl Default for WgpuOptions {
             cell_grid: true,
             camera_masks: true,
             persistent_path: true,
+            persistent_ao: true,
         }
     }
 }
@@ -305,6 +314,7 @@ impl std::fmt::Debug for WgpuOptions {
             .field("cell_grid", &self.cell_grid)
             .field("camera_masks", &self.camera_masks)
             .field("persistent_path", &self.persistent_path)
+            .field("persistent_ao", &self.persistent_ao)
             .finish()
     }
 }
@@ -360,6 +370,8 @@ pub struct WgpuBackend {
     overlap_transfers: bool,
     /// [`WgpuOptions::persistent_path`], where the module has subgroups.
     persistent_path: bool,
+    /// [`WgpuOptions::persistent_ao`], where the persistent path kernels run.
+    persistent_ao: bool,
     /// [`WgpuOptions::cell_grid`].
     cell_grid: bool,
     /// [`WgpuOptions::camera_masks`].
@@ -435,9 +447,17 @@ impl WgpuBackend {
         self.persistent_path
     }
 
-    /// Whether a frame of `integrator` runs the persistent path kernels.
+    /// Whether AO frames are rendered by persistent subgroups (see
+    /// [`WgpuOptions::persistent_ao`]).
+    pub fn persistent_ao(&self) -> bool {
+        self.persistent_ao
+    }
+
+    /// Whether a frame of `integrator` runs a persistent kernel
+    /// (shaders/path_pieces.wgsl): the path kernels', or the AO kernels'.
     pub(crate) fn path_pieces(&self, integrator: u32) -> bool {
-        self.persistent_path && integrator == prism_core::Integrator::Path as u32
+        (self.persistent_path && integrator == prism_core::Integrator::Path as u32)
+            || (self.persistent_ao && integrator == prism_core::Integrator::Ao as u32)
     }
 
     /// Where stage times come from on this adapter.

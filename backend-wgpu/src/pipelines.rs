@@ -31,6 +31,9 @@ pub(crate) enum Kernel {
     /// The path integrator by persistent subgroups (shaders/path_pieces.wgsl);
     /// whether the output is sRGB 8-bit.
     RenderPathPieces(bool),
+    /// The AO integrator by persistent subgroups that share their pixels' AO
+    /// rays (shaders/path_pieces.wgsl); whether the output is sRGB 8-bit.
+    RenderAoPieces(bool),
 }
 
 impl Kernel {
@@ -45,6 +48,8 @@ impl Kernel {
             Kernel::CameraMasks => "camera_masks_main",
             Kernel::RenderPathPieces(false) => "render_path_pieces_linear",
             Kernel::RenderPathPieces(true) => "render_path_pieces_srgb8",
+            Kernel::RenderAoPieces(false) => "render_ao_pieces_linear",
+            Kernel::RenderAoPieces(true) => "render_ao_pieces_srgb8",
         }
     }
 }
@@ -75,7 +80,7 @@ impl WgpuBackend {
     /// or on a primitive (within the scene's bounds, with 1% to spare for
     /// points rounded off their surfaces). `camera_masks`: the module with
     /// [`ModuleConfig::camera_masks`], for a frame whose cones the caller
-    /// wrote, and the pipeline of its masks pass too. `pieces`: the path
+    /// wrote, and the pipeline of its masks pass too. `pieces`: the path or AO
     /// integrator's persistent kernel (shaders/path_pieces.wgsl, for a caller
     /// that clears its piece counter before each dispatch; see
     /// [`WgpuBackend::path_pieces`]); else the tile kernel whose workgroups
@@ -107,7 +112,9 @@ impl WgpuBackend {
         } else {
             None
         };
-        let kernel = if pieces {
+        let kernel = if pieces && integrator == prism_core::Integrator::Ao as u32 {
+            Kernel::RenderAoPieces(srgb8)
+        } else if pieces {
             Kernel::RenderPathPieces(srgb8)
         } else {
             Kernel::Render(integrator, srgb8, tiles)

@@ -112,7 +112,10 @@ impl WgpuBackend {
         let tiles = mask_tiles(width, height);
         let mask_groups = tiles.div_ceil(self.batch_workgroup as u64);
         let mask_bytes = tiles * MASK_TILE_BYTES;
+        // The persistent AO kernels' camera and shadow rays walk the tree.
+        let pieces = self.path_pieces(settings.integrator as u32);
         let cones = if self.camera_masks
+            && !pieces
             && mask_groups <= max_groups
             && mask_bytes <= self.limits.max_storage_buffer_binding_size
         {
@@ -120,7 +123,6 @@ impl WgpuBackend {
         } else {
             None
         };
-        let pieces = self.path_pieces(settings.integrator as u32);
         let tiles = render_tiles(
             settings.integrator as u32,
             groups_x * chunk_rows.div_ceil(tile_y) as u64,

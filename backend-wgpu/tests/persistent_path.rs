@@ -112,3 +112,76 @@ fn persistent_path_kernels_give_the_tile_kernels_pixels() {
         );
     }
 }
+
+/// The persistent AO kernels (subgroups that share their pixels' AO rays)
+/// against the tile kernels: the same rays, so the same ray count and the
+/// same pixels (an AO ray given another's random numbers, traced twice or
+/// counted for another pixel moves a pixel far off).
+#[test]
+fn persistent_ao_kernels_give_the_tile_kernels_pixels() {
+    let Some(mut pieces) = open_backend(WgpuOptions::default()) else {
+        return;
+    };
+    if !pieces.persistent_ao() {
+        assert!(
+            !std::env::var("PRISM_REQUIRE_LANE_REFILL").is_ok_and(|v| v == "1"),
+            "PRISM_REQUIRE_LANE_REFILL=1 but the persistent AO kernels are not used on {}",
+            pieces.adapter()
+        );
+        eprintln!(
+            "SKIPPED: no persistent AO kernels on {} (software adapter or no subgroups)",
+            pieces.adapter()
+        );
+        return;
+    }
+    let mut tiles = open_backend(WgpuOptions {
+        persistent_ao: false,
+        ..Default::default()
+    })
+    .expect("second backend");
+    assert!(!tiles.persistent_ao());
+    let (scene, camera) = render_scene();
+    pieces.set_scene(&scene).expect("set_scene");
+    tiles.set_scene(&scene).expect("set_scene");
+    // (spp, AO rays, shadows, fractional count, size): 8 rays, several
+    // pixels' rays a round; 37, a pixel's rays over two rounds of 32 lanes;
+    // a fractional count (pixels of one piece with different counts) and
+    // several samples; 67 x 37 leaves tiles and pieces part-filled.
+    for (spp, ao_samples, ao_shadows, ao_extra, w, h) in [
+        (1, 8, false, 0.0, 67, 37),
+        (1, 37, true, 0.0, 64, 48),
+        (2, 5, true, 0.37, 67, 37),
+        (3, 1, false, 0.9, 40, 24),
+    ] {
+        let settings = RenderSettings {
+            integrator: Integrator::Ao,
+            spp,
+            ao_samples,
+            ao_shadows,
+            ao_extra,
+            ao_distance: 1.0,
+            seed: 7,
+            ..Default::default()
+        };
+        let mut a = Image::new(w, h, PixelFormat::LinearF32).expect("image");
+        let mut b = Image::new(w, h, PixelFormat::LinearF32).expect("image");
+        let sa = pieces
+            .render(&camera, &settings, &mut a, &NoProgress)
+            .expect("render");
+        let sb = tiles
+            .render(&camera, &settings, &mut b, &NoProgress)
+            .expect("render");
+        assert_eq!(sa.rays, sb.rays, "{settings:?}: ray counts");
+        let (worst, same) = difference(a.linear(), b.linear());
+        eprintln!(
+            "AO spp {spp}, {ao_samples} rays: {:.2}% of pixels the same bits, worst {worst:.2e}",
+            100.0 * same
+        );
+        assert!(worst <= 1e-5, "{settings:?}: worst difference {worst}");
+        assert!(
+            same >= 0.99,
+            "{settings:?}: {:.1}% the same bits",
+            100.0 * same
+        );
+    }
+}
