@@ -458,6 +458,28 @@ __device__ __forceinline__ u32 ao_rays_at(const RenderParams& params, u32 x, u32
     return params.ao_samples + (pattern < params.ao_extra ? 1u : 0u);
 }
 
+// The factor an AO pixel's colour keeps for its shadow ray to the key light,
+// from surface point `p` (normal `n` facing the camera ray, `size`, spawn
+// distance `spawn`) of mask tile `tile`: PRISM_SHADOW_KEEP if blocked, else 1
+// (and 1 without a shadow ray, params.ao_shadows 0). Adds the ray to `rays`.
+// trace_ao's tail, shared with the persistent AO kernels (prism.cu).
+template <int K, bool OCT>
+__device__ __forceinline__ float ao_shadow_keep(const SceneView& s, const RenderParams& params, V3 p, V3 n, float size,
+                                                float spawn, u32 tile, u32& rays) {
+    if (params.ao_shadows == 0) {
+        return 1.0f;
+    }
+    const V3 to_light = xyz(params.light_position) - p;
+    const float dist = length(to_light);
+    const V3 l = to_light * (1.0f / dist);
+    const float tmin = spawn + surface_margin(size, dot(l, n));
+    const u64 shadow_list =
+        s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
+    const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), shadow_list);
+    rays += 1;
+    return blocked ? PRISM_SHADOW_KEEP : 1.0f;
+}
+
 // `samples`: the pixel's own AO ray count (ao_rays_at).
 // mirrors prism_core::integrator::trace_ao
 template <int K, bool OCT, bool GRID = false>
@@ -482,20 +504,8 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
         const float tmin = spawn + surface_margin(size, dot(d, n));
         open += render_any_hit<K, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
-    u32 r = 1 + samples;
-    float keep = 1.0f;
-    if (params.ao_shadows != 0) {
-        const V3 to_light = xyz(params.light_position) - p;
-        const float dist = length(to_light);
-        const V3 l = to_light * (1.0f / dist);
-        const float tmin = spawn + surface_margin(size, dot(l, n));
-        const u64 shadow_list =
-            s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
-        const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), shadow_list);
-        keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
-        r += 1;
-    }
-    rays += r;
+    rays += 1 + samples;
+    const float keep = ao_shadow_keep<K, OCT>(s, params, p, n, size, spawn, tile, rays);
     const float ao = (float)open / (float)samples;
     return xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
 }

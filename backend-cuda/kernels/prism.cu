@@ -355,6 +355,16 @@ __device__ __forceinline__ u32 lanes_for(u32 n) {
     return lanes;
 }
 
+// The warp's next piece from `work` (one atomic a piece), the same in every
+// lane; at least the launch's piece count once every piece is taken.
+__device__ __forceinline__ u32 claim_piece(u32* work, u32 lane) {
+    u32 piece = 0;
+    if (lane == 0) {
+        piece = atomicAdd(work, 1u);
+    }
+    return __shfl_sync(0xffffffffu, piece, 0);
+}
+
 template <u32 INTEGRATOR, int K, bool OCT, bool GRID>
 __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                                        const uint2* srgb8, u64* ray_tally, u32* work) {
@@ -375,11 +385,7 @@ __device__ __forceinline__ void render_rows_persistent(const SceneView& s, u32 y
     const u32 pieces = bulk_pieces + tail_tiles * tail_per_tile;
     u32 rays = 0;
     for (;;) {
-        u32 piece = 0;
-        if (lane == 0) {
-            piece = atomicAdd(work, 1u);
-        }
-        piece = __shfl_sync(0xffffffffu, piece, 0);
+        const u32 piece = claim_piece(work, lane);
         if (piece >= pieces) {
             break;
         }
@@ -484,11 +490,7 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
     const u32 pieces = bulk_pieces + tail_tiles * tail_per_tile;
     u32 rays = 0;
     for (;;) {
-        u32 piece = 0;
-        if (lane == 0) {
-            piece = atomicAdd(work, 1u);
-        }
-        piece = __shfl_sync(0xffffffffu, piece, 0);
+        const u32 piece = claim_piece(work, lane);
         if (piece >= pieces) {
             break;
         }
@@ -574,19 +576,7 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                     c = sky_color(params, ray.dir);
                 } else {
                     const GpuMaterial m = hit_material<K>(s, hit);
-                    float keep = 1.0f;
-                    if (params.ao_shadows != 0) {
-                        const V3 to_light = xyz(params.light_position) - sp;
-                        const float dist = length(to_light);
-                        const V3 l = to_light * (1.0f / dist);
-                        const float tmin = spawn + surface_margin(size_at, dot(l, sn));
-                        const u64 shadow_list = s.camera_masks != nullptr
-                                                    ? tile_candidates(s, mask_tile, PRISM_MASK_SHADOW)
-                                                    : PRISM_SHADOW_WALK;
-                        const bool blocked = light_blocked<K, OCT>(s, ray_segment(sp, l, tmin, dist), shadow_list);
-                        keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
-                        rays += 1;
-                    }
+                    const float keep = ao_shadow_keep<K, OCT>(s, params, sp, sn, size_at, spawn, mask_tile, rays);
                     const float ao = (float)open / (float)samples;
                     c = xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
                 }

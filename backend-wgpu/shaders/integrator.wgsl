@@ -318,6 +318,23 @@ fn ao_rays_at(x: u32, y: u32) -> u32 {
     return params.ao_samples + select(0u, 1u, pattern < params.ao_extra);
 }
 
+// The factor an AO pixel's colour keeps for its shadow ray to the key light
+// from `surf` (normal `n` facing the camera ray, spawn distance `spawn`), with
+// the tile's shadow candidates `shadow_list`: SHADOW_KEEP if blocked, else 1
+// (and 1 without a shadow ray, params.ao_shadows 0). trace_ao's tail, shared
+// with the persistent AO kernels (path_pieces.wgsl).
+fn ao_shadow_keep(surf: ShadingPoint, n: vec3<f32>, spawn: f32, shadow_list: vec2<u32>) -> f32 {
+    if params.ao_shadows == 0u {
+        return 1.0;
+    }
+    let to_light = params.light_position.xyz - surf.p;
+    let dist = vec3_length(to_light);
+    let l = to_light * (1.0 / dist);
+    let tmin = spawn + surface_margin(surf.size, dot(l, n));
+    let blocked = light_blocked_listed(ray_segment(surf.p, l, tmin, dist), shadow_list);
+    return select(1.0, SHADOW_KEEP, blocked);
+}
+
 // `samples`: the pixel's own AO ray count (ao_rays_at).
 // mirrors prism_core::integrator::trace_ao (in a tile of `masks`:
 // camera_masks.wgsl)
@@ -338,17 +355,8 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
         let tmin = spawn + surface_margin(surf.size, dot(d, n));
         open += select(1u, 0u, accel_occluded(ray_segment(surf.p, d, tmin, params.ao_distance)));
     }
-    var rays = 1u + samples;
-    var keep = 1.0;
-    if params.ao_shadows != 0u {
-        let to_light = params.light_position.xyz - surf.p;
-        let dist = vec3_length(to_light);
-        let l = to_light * (1.0 / dist);
-        let tmin = spawn + surface_margin(surf.size, dot(l, n));
-        let blocked = light_blocked_listed(ray_segment(surf.p, l, tmin, dist), masks.shadow);
-        keep = select(1.0, SHADOW_KEEP, blocked);
-        rays += 1u;
-    }
+    let keep = ao_shadow_keep(surf, n, spawn, masks.shadow);
+    let rays = 1u + samples + select(0u, 1u, params.ao_shadows != 0u);
     let ao = f32(open) / f32(samples);
     return Traced(m.albedo_fuzz.xyz * (ao * keep) + m.emission_ior.xyz, rays);
 }

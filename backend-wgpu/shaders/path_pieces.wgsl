@@ -365,16 +365,8 @@ fn ao_piece(b: AoPieces, piece: u32, lane: u32, size: u32, rays: ptr<function, u
             if !hit_is_hit(hit) {
                 c = sky_color(ray.dir);
             } else {
-                var keep = 1.0;
-                if params.ao_shadows != 0u {
-                    let to_light = params.light_position.xyz - surf.p;
-                    let dist = vec3_length(to_light);
-                    let l = to_light * (1.0 / dist);
-                    let tmin = spawn + surface_margin(surf.size, dot(l, n));
-                    let blocked = light_blocked_listed(ray_segment(surf.p, l, tmin, dist), masks.shadow);
-                    keep = select(1.0, SHADOW_KEEP, blocked);
-                    *rays += 1u;
-                }
+                let keep = ao_shadow_keep(surf, n, spawn, masks.shadow);
+                *rays += select(0u, 1u, params.ao_shadows != 0u);
                 let ao = f32(open) / f32(samples);
                 c = surf.material.albedo_fuzz.xyz * (ao * keep) + surf.material.emission_ior.xyz;
             }
