@@ -460,6 +460,7 @@ static_assert(PRISM_AO_TAIL_PIXELS >= 1 && PRISM_AO_TAIL_PIXELS <= 32 && 128 % P
 // `rng` advanced by `steps` numbers at once: the generator's affine step
 // (state * a + c, wrapping) composed `steps` times by squaring, as steps
 // one at a time would leave it.
+// mirrors prism_core::rng::Pcg::advance
 __device__ __forceinline__ void pcg_advance(Pcg& rng, u32 steps) {
     u32 mult = 747796405u, plus = 2891336453u;
     u32 acc_mult = 1u, acc_plus = 0u;

@@ -214,6 +214,7 @@ const AO_TAIL_PIXELS: u32 = 8u;
 
 // `rng` advanced by `steps` numbers at once: the generator's affine step
 // (state * a + c, wrapping) composed `steps` times by squaring.
+// mirrors prism_core::rng::Pcg::advance
 fn pcg_advance(rng: ptr<function, Pcg>, steps: u32) {
     var mult = 747796405u;
     var plus = 2891336453u;

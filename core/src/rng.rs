@@ -48,6 +48,27 @@ impl Pcg {
         (word >> 22) ^ word
     }
 
+    /// The generator `steps` numbers on, at once: the LCG's step `state * a +
+    /// c` (wrapping) composed `steps` times by squaring, in `log2(steps)`
+    /// rounds. The GPU kernels that share one pixel's AO rays over a warp's
+    /// lanes start AO ray `i` this way, `2i` numbers after its camera numbers.
+    #[inline]
+    pub fn advance(&mut self, steps: u32) {
+        let (mut mult, mut plus) = (747_796_405u32, 2_891_336_453u32);
+        let (mut acc_mult, mut acc_plus) = (1u32, 0u32);
+        let mut n = steps;
+        while n != 0 {
+            if n & 1 != 0 {
+                acc_mult = acc_mult.wrapping_mul(mult);
+                acc_plus = acc_plus.wrapping_mul(mult).wrapping_add(plus);
+            }
+            plus = mult.wrapping_add(1).wrapping_mul(plus);
+            mult = mult.wrapping_mul(mult);
+            n >>= 1;
+        }
+        self.state = acc_mult.wrapping_mul(self.state).wrapping_add(acc_plus);
+    }
+
     /// A uniform float in `[0, 1)`: the top 24 bits scaled by `2^-24`, so every
     /// value is exact and 1 is never returned.
     #[inline(always)]

@@ -50,6 +50,25 @@ proptest! {
         }
     }
 
+    /// Advancing by `k` leaves the generator where `k` steps leave it, for any
+    /// state and count (the AO kernels' lanes rely on it), and advancing by
+    /// `a` then `b` equals advancing by `a + b`.
+    #[test]
+    fn advance_equals_stepping(state in any::<u32>(), k in 0u32..3000, a in any::<u32>(), b in any::<u32>()) {
+        let mut jumped = Pcg { state };
+        jumped.advance(k);
+        let mut stepped = Pcg { state };
+        for _ in 0..k {
+            stepped.next_u32();
+        }
+        prop_assert_eq!(jumped, stepped);
+        let (mut one, mut two) = (Pcg { state }, Pcg { state });
+        one.advance(a);
+        one.advance(b);
+        two.advance(a.wrapping_add(b));
+        prop_assert_eq!(one, two);
+    }
+
     /// Neighbouring pixels, samples and frames get different seeds, and so
     /// different streams.
     #[test]
