@@ -29,6 +29,46 @@
 //! }
 //! # Ok::<(), prism::Error>(())
 //! ```
+//!
+//! On a GPU the next frame's pre-pass can run on the host while the device
+//! renders this frame (`FrameTuner::estimate` changes nothing in the tuner);
+//! give it a larger share of the budget, since it is no longer on the frame's
+//! time:
+//!
+//! ```
+//! # use prism::tune::{CalibrationOptions, FrameTuner, calibrate};
+//! # use prism::{Camera, Image, NoProgress, PixelFormat, RenderSettings, Scene, Material};
+//! # use prism::glam::Vec3;
+//! # let mut backend = prism::open(prism::BackendChoice::Cpu)?.backend;
+//! # let mut options = CalibrationOptions::new(64, 48);
+//! # options.cache_dir = None;
+//! # let calibration = calibrate(&mut *backend, &options)?;
+//! # let mut scene = Scene::new();
+//! # let grey = scene.add_material(Material::lambertian(Vec3::splat(0.6)));
+//! # scene.add_sphere(Vec3::new(0.0, 0.0, -3.0), 1.0, grey);
+//! # backend.set_scene(&scene)?;
+//! # let base = RenderSettings { ao_distance: 0.5, ..RenderSettings::default() };
+//! # let mut tuner = FrameTuner::new(calibration, &scene, base, Default::default())?;
+//! # let mut image = Image::new(64, 48, PixelFormat::Srgba8)?;
+//! let camera_at = |frame: u32| {
+//!     let from = Vec3::new(0.1 * frame as f32, 0.0, 0.0);
+//!     Camera::look_at(from, Vec3::new(0.0, 0.0, -3.0), Vec3::Y, 45.0)
+//! };
+//! tuner.set_prepass_share(0.25)?;
+//! let mut next = tuner.estimate(&camera_at(0), 64, 48, 5.0)?;
+//! for frame in 0..3 {
+//!     let plan = tuner.plan_estimated(&next, 5.0)?;
+//!     let (stats, upcoming) = std::thread::scope(|s| {
+//!         let tuner = &tuner;
+//!         let ahead = s.spawn(move || tuner.estimate(&camera_at(frame + 1), 64, 48, 5.0));
+//!         let stats = backend.render(&camera_at(frame), &plan.settings, &mut image, &NoProgress);
+//!         (stats, ahead.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+//!     });
+//!     tuner.record(&plan, stats?.trace.as_secs_f64() * 1e3);
+//!     next = upcoming?;
+//! }
+//! # Ok::<(), prism::Error>(())
+//! ```
 
 mod calibrate;
 pub mod scenes;
