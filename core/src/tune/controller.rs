@@ -26,6 +26,17 @@ pub const SPREAD_RATE: f64 = 0.25;
 /// See [`SPREAD_RATE`].
 pub const SPREAD_START: f64 = 0.05;
 
+/// A frame whose work differs in kind from the frame before by more than
+/// this ([`Workload::shift`]) is a cut: the correction learned on the old
+/// view is dropped and the next frames settle afresh
+/// ([`Controller::observe_work`]). Frames along a moving path differ by a
+/// few percent; the 180-degree turn of `prism animate`'s ogre path halves
+/// the steps of an AO ray (4.6 to 2.0), and there the device's time per
+/// step differs by 2x from the view before (its rays then stay in the top
+/// of the tree, whose nodes every lane of a warp shares), which no linear
+/// model of counts follows (bench/RESULTS.md).
+pub const CUT_SHIFT: f64 = 0.25;
+
 /// How the controller trades quality for time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TunerConfig {
@@ -141,6 +152,8 @@ pub struct Controller {
     /// Smoothed `|surprise| / correction` (each held within the fixed
     /// clamp), for the adaptive clamp.
     spread: f64,
+    /// The work of the last frame observed with [`Controller::observe_work`].
+    last: Option<Workload>,
 }
 
 impl Controller {
@@ -153,6 +166,7 @@ impl Controller {
             correction: 1.0,
             frames: 0,
             spread: SPREAD_START,
+            last: None,
         })
     }
 
@@ -172,6 +186,35 @@ impl Controller {
     #[inline]
     pub fn correction(&self) -> f64 {
         self.correction
+    }
+
+    /// Whether a frame of `work` is a cut from the last frame observed with
+    /// [`Controller::observe_work`]: its work differs in kind by more than
+    /// [`CUT_SHIFT`].
+    #[inline]
+    pub fn is_cut(&self, work: &Workload) -> bool {
+        self.last.is_some_and(|last| work.shift(&last) > CUT_SHIFT)
+    }
+
+    /// Forget what the correction learned: the next frames settle afresh,
+    /// as on a new scene (a plain mean over [`SETTLING_FRAMES`], no clamp).
+    #[inline]
+    pub fn restart(&mut self) {
+        self.frames = 0;
+        self.spread = SPREAD_START;
+    }
+
+    /// [`Controller::observe`] for a frame of `work`: after a cut
+    /// ([`Controller::is_cut`]) the correction restarts from this frame's
+    /// own ratio, so the frame after a cut is predicted from its view's
+    /// time rather than from a correction learned on other work (which
+    /// the clamp would let through only a fifth at a time).
+    pub fn observe_work(&mut self, work: &Workload, model_ms: f64, measured_ms: f64) {
+        if self.is_cut(work) {
+            self.restart();
+        }
+        self.last = Some(*work);
+        self.observe(model_ms, measured_ms);
     }
 
     /// The prediction of `knobs` on `work`.

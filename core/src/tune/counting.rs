@@ -69,6 +69,27 @@ impl Counts {
     }
 }
 
+/// One unit of a walk's work, as the counted walks report it to a [`WalkLog`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Visit {
+    /// A step through node `i` of the scene's (bottom-level) tree.
+    Node(u32),
+    /// A step through node `i` of the tree over the instances.
+    Top(u32),
+    /// Instance `i` entered (counted as a node step).
+    Instance(u32),
+    /// A test of the primitive in leaf slot `i`.
+    Prim(u32),
+}
+
+/// Where a counted walk reports its work: [`Counts`] keep totals; a log of
+/// the visits themselves tells which nodes a group of rays shares (what a
+/// SIMT device's memory traffic depends on).
+pub trait WalkLog {
+    /// One more unit of work.
+    fn visit(&mut self, v: Visit);
+}
+
 /// Integer counters of one walk, added into a [`Counts`] afterwards.
 #[derive(Clone, Copy, Debug, Default)]
 struct Tally {
@@ -76,14 +97,31 @@ struct Tally {
     prims: u64,
 }
 
+impl WalkLog for Tally {
+    #[inline(always)]
+    fn visit(&mut self, v: Visit) {
+        match v {
+            Visit::Prim(_) => self.prims += 1,
+            _ => self.nodes += 1,
+        }
+    }
+}
+
 /// Closest hit (`Hit::prim` the leaf slot, as [`Accel::intersect_slot`]) and
 /// the work it took.
 pub fn counted_closest(accel: &Accel, ray: &Ray) -> (Hit, Counts) {
     let mut tally = Tally::default();
+    let hit = logged_closest(accel, ray, &mut tally);
+    (hit, counts(tally))
+}
+
+/// Closest hit (as [`counted_closest`]), each unit of its work reported to
+/// `log`.
+pub fn logged_closest<L: WalkLog>(accel: &Accel, ray: &Ray, tally: &mut L) -> Hit {
     let hf = accel.heightfield_set();
-    let hit = match &accel.levels {
+    match &accel.levels {
         None if ray.mask & 0xFF == 0 => Hit::MISS,
-        None => closest_at(&accel.nodes, 0, &accel.prims, hf, ray, &mut tally),
+        None => closest_at(&accel.nodes, 0, &accel.prims, hf, ray, tally),
         Some(l) => {
             let mut best = Hit {
                 t: ray.tmax,
@@ -94,7 +132,7 @@ pub fn counted_closest(accel: &Accel, ray: &Ray) -> (Hit, Counts) {
                 &l.records,
                 ray,
                 ray.tmax,
-                &mut tally,
+                tally,
                 |index, record, tmax, tally| {
                     let object = object_ray(record, ray, tmax);
                     let hit = closest_at(
@@ -119,17 +157,23 @@ pub fn counted_closest(accel: &Accel, ray: &Ray) -> (Hit, Counts) {
             }
             best
         }
-    };
-    (hit, counts(tally))
+    }
 }
 
 /// Whether anything lies on the ray (as [`Accel::occluded`]) and the work it
 /// took.
 pub fn counted_occluded(accel: &Accel, ray: &Ray) -> (bool, Counts) {
     let mut tally = Tally::default();
+    let found = logged_occluded(accel, ray, &mut tally);
+    (found, counts(tally))
+}
+
+/// Whether anything lies on the ray (as [`counted_occluded`]), each unit of
+/// its work reported to `log`.
+pub fn logged_occluded<L: WalkLog>(accel: &Accel, ray: &Ray, tally: &mut L) -> bool {
     let hf = accel.heightfield_set();
-    let found = match &accel.levels {
-        None => ray.mask & 0xFF != 0 && any_at(&accel.nodes, 0, &accel.prims, hf, ray, &mut tally),
+    match &accel.levels {
+        None => ray.mask & 0xFF != 0 && any_at(&accel.nodes, 0, &accel.prims, hf, ray, tally),
         Some(l) => {
             let mut found = false;
             walk_top(
@@ -137,7 +181,7 @@ pub fn counted_occluded(accel: &Accel, ray: &Ray) -> (bool, Counts) {
                 &l.records,
                 ray,
                 ray.tmax,
-                &mut tally,
+                tally,
                 |_, record, tmax, tally| {
                     let object = object_ray(record, ray, tmax);
                     found = any_at(
@@ -153,8 +197,7 @@ pub fn counted_occluded(accel: &Accel, ray: &Ray) -> (bool, Counts) {
             );
             found
         }
-    };
-    (found, counts(tally))
+    }
 }
 
 #[inline]
@@ -206,13 +249,13 @@ fn next_node(
 }
 
 /// `traverse::closest_hit_at` with counters.
-fn closest_at(
+fn closest_at<L: WalkLog>(
     nodes: &[BvhNode],
     root: usize,
     prims: &[Primitive],
     hf: Heightfields<'_>,
     ray: &Ray,
-    tally: &mut Tally,
+    tally: &mut L,
 ) -> Hit {
     let pre = RayPre::new(ray);
     let tmin = ray.tmin;
@@ -224,7 +267,7 @@ fn closest_at(
     let mut sp = 0usize;
     let mut node = root;
     while let Some(n) = nodes.get(node) {
-        tally.nodes += 1;
+        tally.visit(Visit::Node(node as u32));
         let ((mut t_near, near, near_count), (mut t_far, far, far_count)) =
             ordered(&pre, n, tmin, best.t);
         for (t, index, count) in [
@@ -255,7 +298,7 @@ fn closest_at(
     reason = "the walk's state, as in traverse"
 )]
 #[inline(always)]
-fn leaf_closest(
+fn leaf_closest<L: WalkLog>(
     pre: &RayPre,
     prims: &[Primitive],
     hf: Heightfields<'_>,
@@ -263,14 +306,14 @@ fn leaf_closest(
     count: u32,
     tmin: f32,
     best: &mut Hit,
-    tally: &mut Tally,
+    tally: &mut L,
 ) {
     let first = first as usize;
     let Some(leaf) = prims.get(first..first + count as usize) else {
         return;
     };
     for (k, p) in leaf.iter().enumerate() {
-        tally.prims += 1;
+        tally.visit(Visit::Prim((first + k) as u32));
         if let Some(h) = primitive_hit(pre, p, hf, (first + k) as u32, tmin, best.t) {
             *best = h;
         }
@@ -278,13 +321,13 @@ fn leaf_closest(
 }
 
 /// `traverse::any_hit_at` with counters.
-fn any_at(
+fn any_at<L: WalkLog>(
     nodes: &[BvhNode],
     root: usize,
     prims: &[Primitive],
     hf: Heightfields<'_>,
     ray: &Ray,
-    tally: &mut Tally,
+    tally: &mut L,
 ) -> bool {
     let pre = RayPre::new(ray);
     let (tmin, tmax) = (ray.tmin, ray.tmax);
@@ -292,7 +335,7 @@ fn any_at(
     let mut sp = 0usize;
     let mut node = root;
     while let Some(n) = nodes.get(node) {
-        tally.nodes += 1;
+        tally.visit(Visit::Node(node as u32));
         let tl = ray_aabb_rows(&pre, &n.left_lo, &n.left_hi, tmin, tmax);
         let tr = ray_aabb_rows(&pre, &n.right_lo, &n.right_hi, tmin, tmax);
         let (l_index, l_count, r_index, r_count) = (
@@ -313,7 +356,7 @@ fn any_at(
                     return false;
                 };
                 for (k, p) in leaf.iter().enumerate() {
-                    tally.prims += 1;
+                    tally.visit(Visit::Prim((first + k) as u32));
                     if primitive_hit(&pre, p, hf, (first + k) as u32, tmin, tmax).is_some() {
                         return true;
                     }
@@ -337,13 +380,13 @@ fn any_at(
 /// `two_level::TwoLevel::walk_top` with counters: `visit(index, record, tmax,
 /// tally)` for each instance entered, returning the new `tmax` and whether to
 /// stop.
-fn walk_top(
+fn walk_top<L: WalkLog>(
     top: &[BvhNode],
     records: &[GpuInstance],
     ray: &Ray,
     tmax: f32,
-    tally: &mut Tally,
-    mut visit: impl FnMut(u32, &GpuInstance, f32, &mut Tally) -> (f32, bool),
+    tally: &mut L,
+    mut visit: impl FnMut(u32, &GpuInstance, f32, &mut L) -> (f32, bool),
 ) {
     let pre = RayPre::new(ray);
     let tmin = ray.tmin;
@@ -352,7 +395,7 @@ fn walk_top(
     let mut sp = 0usize;
     let mut node = 0usize;
     while let Some(n) = top.get(node) {
-        tally.nodes += 1;
+        tally.visit(Visit::Top(node as u32));
         let ((mut t_near, near, near_count), (mut t_far, far, far_count)) =
             ordered(&pre, n, tmin, tmax);
         for (t, index, count) in [
@@ -362,7 +405,7 @@ fn walk_top(
             if count > 0 {
                 let record = records.get(index as usize).filter(|_| *t < tmax);
                 if let Some(record) = record.filter(|r| ray.mask & r.mask() != 0) {
-                    tally.nodes += 1;
+                    tally.visit(Visit::Instance(index));
                     let (t_new, stop) = visit(index, record, tmax, tally);
                     tmax = t_new;
                     if stop {

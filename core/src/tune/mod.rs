@@ -77,10 +77,13 @@ pub mod workload;
 mod tests;
 
 pub use controller::{
-    ADAPTIVE_FLOOR, ADAPTIVE_SPREADS, Choice, Controller, FIXED_CLAMP, Plan, SETTLING_FRAMES,
-    SPREAD_RATE, SPREAD_START, TunerConfig,
+    ADAPTIVE_FLOOR, ADAPTIVE_SPREADS, CUT_SHIFT, Choice, Controller, FIXED_CLAMP, Plan,
+    SETTLING_FRAMES, SPREAD_RATE, SPREAD_START, TunerConfig,
 };
-pub use counting::{CountingTracer, Counts, KindCounts, counted_closest, counted_occluded};
+pub use counting::{
+    CountingTracer, Counts, KindCounts, Visit, WalkLog, counted_closest, counted_occluded,
+    logged_closest, logged_occluded,
+};
 pub use knobs::Knobs;
 pub use model::{Sample, TERMS, TimeModel, fit};
 pub use workload::{FrameWork, PROBE_AO_RAYS, Prepass, Workload, estimate, probe_size};

@@ -104,13 +104,26 @@ fn run(
     frames: usize,
     work: impl Fn(usize) -> Workload,
 ) -> Vec<(f64, Choice)> {
+    run_views(|_| *truth, offset_ms, target_ms, frames, work)
+}
+
+/// [`run`] on a device whose true time model changes with the frame
+/// (`truth(frame)`): a view whose work the calibrated model prices wrong
+/// by another factor than the view before.
+fn run_views(
+    truth: impl Fn(usize) -> TimeModel,
+    offset_ms: f64,
+    target_ms: f64,
+    frames: usize,
+    work: impl Fn(usize) -> Workload,
+) -> Vec<(f64, Choice)> {
     let mut c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
     (0..frames)
         .map(|f| {
             let w = work(f);
             let choice = c.plan(&w, target_ms).unwrap().choice(); // ok: test, valid inputs
-            let measured = truth.predict_ms(&w.frame(choice.knobs)) + offset_ms;
-            c.observe(choice.model_ms, measured);
+            let measured = truth(f).predict_ms(&w.frame(choice.knobs)) + offset_ms;
+            c.observe_work(&w, choice.model_ms, measured);
             (measured, choice)
         })
         .collect()
@@ -187,6 +200,69 @@ fn a_sudden_turn_stays_on_target() {
         "{after} ms, {choice:?}"
     );
     assert!(choice.knobs.mean_ao() < frames[14].1.knobs.mean_ao());
+}
+
+/// A turn to work the model prices at half the rate of the view before
+/// (the device 1.7x the model before the turn, 0.85x after: the ogre
+/// path's turn on an H200) misses on the turn's own frame, but the frame
+/// after it is on target: the turn is a cut, and the correction restarts
+/// from the turn frame's ratio instead of creeping toward it a clamped
+/// fifth at a time. Moving frames before it are no cut.
+#[test]
+fn the_frame_after_a_cut_is_on_target() {
+    let scaled = |k: f64| TimeModel {
+        coefficients: CALIBRATED.coefficients.map(|c| c * k),
+    };
+    let target = 60.0;
+    let turn = 15;
+    let work = |f: usize| {
+        if f < turn {
+            // A moving view: 1% more work a frame.
+            let k = 1.0 + 0.01 * f as f64;
+            workload(76_800.0, 0.7, 30.0 * k, 20.0 * k, 40.0)
+        } else {
+            workload(76_800.0, 0.6, 12.0, 8.0, 40.0)
+        }
+    };
+    let truth = |f: usize| scaled(if f < turn { 1.7 } else { 0.85 });
+    let mut c = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
+    for f in 0..turn {
+        assert!(!c.is_cut(&work(f)), "frame {f} is no cut");
+        let choice = c.plan(&work(f), target).unwrap().choice(); // ok: test, valid inputs
+        let measured = truth(f).predict_ms(&work(f).frame(choice.knobs));
+        c.observe_work(&work(f), choice.model_ms, measured);
+    }
+    assert!(c.is_cut(&work(turn)));
+    let frames = run_views(truth, 0.0, target, 30, work);
+    let on_turn = (frames[turn].0 - target).abs() / target;
+    assert!(on_turn > 0.3, "the turn's own frame: {on_turn}");
+    for (f, (measured, choice)) in frames.iter().enumerate().skip(turn + 1) {
+        let err = (measured - target).abs() / target;
+        assert!(err <= 0.01, "frame {f}: {measured} ms ({choice:?})");
+    }
+    // Without the cut the correction takes several frames to follow.
+    let mut slow = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
+    let mut after = 0.0;
+    for f in 0..=turn + 1 {
+        let choice = slow.plan(&work(f), target).unwrap().choice(); // ok: test, valid inputs
+        after = truth(f).predict_ms(&work(f).frame(choice.knobs));
+        slow.observe(choice.model_ms, after);
+    }
+    assert!((after - target).abs() / target > 0.2, "{after}");
+}
+
+/// Shift is symmetric, zero on the same work and at most one.
+#[test]
+fn shift_measures_a_change_of_kind() {
+    let a = workload(76_800.0, 0.7, 30.0, 20.0, 40.0);
+    let b = workload(76_800.0, 0.6, 12.0, 8.0, 40.0);
+    assert_eq!(a.shift(&a), 0.0);
+    assert_eq!(a.shift(&b), b.shift(&a));
+    assert!((a.shift(&b) - 0.6).abs() < 1e-12, "{}", a.shift(&b));
+    // Twice the pixels with the same kind of work is no shift.
+    let c = workload(153_600.0, 0.7, 30.0, 20.0, 40.0);
+    assert!(a.shift(&c) < 1e-12);
+    assert_eq!(a.shift(&Workload::default()), 1.0);
 }
 
 /// A budget below the cheapest knobs is `Plan::Unreachable`, naming them and

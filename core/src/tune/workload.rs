@@ -61,6 +61,38 @@ impl Workload {
         }
     }
 
+    /// How far the kind of work changed from `before` to this frame: the
+    /// largest relative change (`|a - b| / max(a, b)`, in `[0, 1]`) of four
+    /// ratios that a view, not the knobs, sets: camera steps per pixel,
+    /// camera hits per pixel (AO rays per pixel at one ray), steps per AO
+    /// ray and steps per shadow ray. Neighbouring frames of a moving camera
+    /// differ by a few percent; a cut or a sudden turn changes the mix of
+    /// work the time model was corrected on ([`crate::tune::CUT_SHIFT`]).
+    pub fn shift(&self, before: &Workload) -> f64 {
+        let per = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let measures = |w: &Workload| {
+            [
+                per(w.primary.steps(), w.pixels),
+                per(w.ao_per_ray.rays, w.pixels),
+                per(w.ao_per_ray.steps(), w.ao_per_ray.rays),
+                per(w.shadow.steps(), w.shadow.rays),
+            ]
+        };
+        let relative = |a: f64, b: f64| {
+            let top = a.max(b);
+            if top > 0.0 {
+                libm::fabs(a - b) / top
+            } else {
+                0.0
+            }
+        };
+        measures(self)
+            .iter()
+            .zip(measures(before))
+            .map(|(&a, b)| relative(a, b))
+            .fold(0.0, f64::max)
+    }
+
     /// From the counts of a pre-pass over `probe_pixels` pixels, each with
     /// [`PROBE_AO_RAYS`] AO rays and a shadow ray, for a frame of `pixels`.
     pub fn from_probe(counts: &KindCounts, probe_pixels: u32, pixels: f64) -> Workload {
