@@ -43,7 +43,7 @@ fn animate(out: &Path, cache: &Path, frames: &str, budget: &str, more: &[&str]) 
     cmd.output().expect("running prism")
 }
 
-const COLUMNS: [&str; 13] = [
+const COLUMNS: [&str; 14] = [
     "frame",
     "target_ms",
     "model_ms",
@@ -57,6 +57,7 @@ const COLUMNS: [&str; 13] = [
     "unreachable",
     "probe_pixels",
     "prepass_exposed_ms",
+    "cut",
 ];
 
 /// The rows of a frames CSV, checked to have the columns and sane values.
@@ -91,6 +92,7 @@ fn rows(path: &Path, max_rays: u32) -> Vec<csv::StringRecord> {
             exposed.is_finite() && exposed >= 0.0,
             "prepass_exposed_ms {exposed}"
         );
+        assert!(matches!(&row[13], "0" | "1"));
     }
     rows
 }
@@ -116,6 +118,10 @@ fn animate_writes_csv_and_plot_that_parse() {
     let tuned = rows(&out.join("frames.csv"), 32);
     let fixed = rows(&out.join("fixed.csv"), 32);
     assert_eq!((tuned.len(), fixed.len()), (6, 6));
+    // The turn at frame 4 is a cut, and reported as one.
+    let cuts: Vec<&str> = tuned.iter().map(|r| &r[13]).collect();
+    assert_eq!(cuts[4], "1", "cut column {cuts:?}");
+    assert!(text.contains("cut at frame 4"), "{text}");
     // The fixed run keeps one choice of knobs on every frame.
     assert!(
         fixed

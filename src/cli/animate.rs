@@ -120,6 +120,8 @@ pub(crate) struct Row {
     pub ao_extra: f32,
     pub shadows: bool,
     pub unreachable: bool,
+    /// The frame's work differed in kind from the frame before (a cut).
+    pub cut: bool,
 }
 
 impl Row {
@@ -183,6 +185,7 @@ fn row(frame: u32, plan: &FramePlan, measured_ms: f64, prepass_exposed_ms: f64) 
         ao_extra: c.knobs.ao_extra,
         shadows: c.knobs.shadows,
         unreachable: matches!(plan.plan, Plan::Unreachable { .. }),
+        cut: plan.cut,
     }
 }
 
@@ -206,6 +209,7 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
         "unreachable",
         "probe_pixels",
         "prepass_exposed_ms",
+        "cut",
     ])
     .map_err(io)?;
     for r in rows {
@@ -223,6 +227,7 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), CliError> {
             (r.unreachable as u8).to_string(),
             r.probe_pixels.to_string(),
             format!("{:.4}", r.prepass_exposed_ms),
+            (r.cut as u8).to_string(),
         ])
         .map_err(io)?;
     }
@@ -448,6 +453,17 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
             s.worst_frame,
             100.0 * s.prediction_error,
             100.0 * s.prepass_share,
+        );
+    }
+    for cut in tuned.iter().filter(|r| r.cut) {
+        let err = |r: &Row| 100.0 * (r.measured_ms - r.target_ms).abs() / r.target_ms;
+        let next = tuned.iter().find(|r| r.frame == cut.frame + 1);
+        println!(
+            "cut at frame {} (the work changed in kind): {:.2}% off the budget on it, {} on the \
+             frame after (the correction restarts from the cut frame)",
+            cut.frame,
+            err(cut),
+            next.map_or("-".to_string(), |r| format!("{:.2}%", err(r))),
         );
     }
     if tuned.iter().any(|r| r.unreachable) {

@@ -77,7 +77,9 @@ pub use calibrate::{
     CHECK_TOLERANCE, Calibration, CalibrationOptions, FrameClock, cache_dir, calibrate,
     calibration_scene,
 };
-pub use prism_core::tune::{Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload};
+pub use prism_core::tune::{
+    CUT_SHIFT, Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload,
+};
 
 use prism_core::tune::{Controller, KindCounts, Prepass};
 use prism_core::{Accel, Camera, Error, RenderSettings, Scene};
@@ -108,6 +110,11 @@ pub struct FramePlan {
     pub prepass_ms: f64,
     /// The budget, in milliseconds.
     pub target_ms: f64,
+    /// Whether this frame's work differs in kind from the last frame's
+    /// ([`prism_core::tune::CUT_SHIFT`]: a camera cut or a sudden turn): its
+    /// prediction carries a correction learned on other work, and once its
+    /// time is recorded the correction restarts from it.
+    pub cut: bool,
 }
 
 /// The per-frame API: [`FrameTuner::plan`] before a frame (a pre-pass on the
@@ -253,6 +260,7 @@ impl FrameTuner {
             workload,
             prepass_ms,
             target_ms,
+            cut: self.controller.is_cut(&workload),
         })
     }
 
@@ -274,9 +282,11 @@ impl FrameTuner {
 
     /// Take the measured time of the frame rendered with `plan`'s settings,
     /// in milliseconds (a time that is not finite and positive is ignored).
+    /// After a cut ([`FramePlan::cut`]) the correction restarts from this
+    /// frame ([`Controller::observe_work`]).
     pub fn record(&mut self, plan: &FramePlan, measured_ms: f64) {
         self.controller
-            .observe(plan.plan.choice().model_ms, measured_ms);
+            .observe_work(&plan.workload, plan.plan.choice().model_ms, measured_ms);
     }
 }
 
