@@ -270,8 +270,9 @@ pub struct WgpuOptions {
     /// their camera rays and spreads the AO rays of those it hit over all its
     /// lanes, so a frame ends within a few AO rays of its last piece's start
     /// instead of its slowest workgroup's (the CUDA backend's
-    /// `KernelConfig::persistent_ao`). Same pixels either way; `false` is there
-    /// to measure it. Default `true`.
+    /// `KernelConfig::persistent_ao`), on flat scenes (a two-level scene's AO
+    /// frames run the tile kernel, which is faster there). Same pixels either
+    /// way; `false` is there to measure it. Default `true`.
     pub persistent_ao: bool,
 }
 
@@ -447,17 +448,23 @@ impl WgpuBackend {
         self.persistent_path
     }
 
-    /// Whether AO frames are rendered by persistent subgroups (see
-    /// [`WgpuOptions::persistent_ao`]).
+    /// Whether AO frames of flat scenes are rendered by persistent subgroups
+    /// (see [`WgpuOptions::persistent_ao`]).
     pub fn persistent_ao(&self) -> bool {
         self.persistent_ao
     }
 
     /// Whether a frame of `integrator` runs a persistent kernel
-    /// (shaders/path_pieces.wgsl): the path kernels', or the AO kernels'.
-    pub(crate) fn path_pieces(&self, integrator: u32) -> bool {
+    /// (shaders/path_pieces.wgsl): the path kernels', or the AO kernels' on a
+    /// flat scene. A two-level scene's AO frames keep the tile kernel: with
+    /// the two-level walk's state in every lane the shared AO rays' kernel
+    /// ran its frames 1.24-1.34x slower than the tiles on an H200 (the
+    /// built-in `instances` scene, 1920x1080, 1, 4 and 16 AO rays with
+    /// shadows: 16.7 / 12.7, 25.9 / 19.3, 41.3 / 32.9 ms), and `prism
+    /// animate` held its budget less closely (bench/RESULTS.md).
+    pub(crate) fn path_pieces(&self, integrator: u32, two_level: bool) -> bool {
         (self.persistent_path && integrator == prism_core::Integrator::Path as u32)
-            || (self.persistent_ao && integrator == prism_core::Integrator::Ao as u32)
+            || (self.persistent_ao && !two_level && integrator == prism_core::Integrator::Ao as u32)
     }
 
     /// Where stage times come from on this adapter.

@@ -113,7 +113,7 @@ impl WgpuBackend {
         let mask_groups = tiles.div_ceil(self.batch_workgroup as u64);
         let mask_bytes = tiles * MASK_TILE_BYTES;
         // The persistent AO kernels' camera and shadow rays walk the tree.
-        let pieces = self.path_pieces(settings.integrator as u32);
+        let pieces = self.path_pieces(settings.integrator as u32, scene.accel.is_two_level());
         let cones = if self.camera_masks
             && !pieces
             && mask_groups <= max_groups

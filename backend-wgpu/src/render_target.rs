@@ -162,7 +162,7 @@ impl WgpuBackend {
         // piece counter is cleared before each chunk's dispatch, below), else
         // the tile kernel with as many tiles a workgroup as a host frame's.
         let integrator = settings.integrator as u32;
-        let pieces = self.path_pieces(integrator);
+        let pieces = self.path_pieces(integrator, scene.accel.is_two_level());
         let tiles = render_tiles(integrator, groups_x * chunk_rows.div_ceil(tile_y) as u64);
         let pipeline = self
             .render_pipeline(integrator, srgb8, &params, false, pieces, tiles)?
