@@ -271,15 +271,22 @@ pub(crate) fn animate(a: AnimateArgs) -> Result<(), CliError> {
         FrameClock::Wall
     };
     options.clock = clock;
+    // A scene with instances gets a model measured on two levels.
+    options.two_level = !anim.scene.instances().is_empty();
     let calibration = calibrate(&mut *backend, &options)?;
     let c = &calibration.model.coefficients;
     println!(
-        "calibration: {} on {} at {}x{} ({}; {} frames, worst fit error {:.1}%): \
+        "calibration: {} on {} at {}x{}{} ({}; {} frames, worst fit error {:.1}%): \
          fixed {:.3} ms, camera {:.2} ns/ray + {:.3} ns/step, occlusion {:.2} ns/ray + {:.3} ns/step",
         calibration.backend,
         calibration.device,
         calibration.size.0,
         calibration.size.1,
+        if calibration.two_level {
+            ", two levels"
+        } else {
+            ""
+        },
         match (calibration.cached, calibration.replaced_stale) {
             (true, _) => "cached".to_owned(),
             (false, Some(moved)) => format!(

@@ -22,8 +22,8 @@ use crate::procedural::icosphere;
 use glam::{Affine3A, Vec3};
 use prism_core::tune::{Knobs, Sample, TimeModel, estimate, fit};
 use prism_core::{
-    Accel, Backend, Camera, Error, Image, Material, NoProgress, PixelFormat, PointLight,
-    RenderSettings, RenderStats, Scene,
+    Accel, Backend, Camera, Error, Geometry, Image, Instance, Material, NoProgress, PixelFormat,
+    PointLight, RenderSettings, RenderStats, Scene,
 };
 use std::path::{Path, PathBuf};
 
@@ -81,6 +81,13 @@ pub struct CalibrationOptions {
     /// The frame time to model (default [`FrameClock::Wall`]); each clock
     /// has its own cache entry.
     pub clock: FrameClock,
+    /// Calibrate on the two-level calibration scene (the same geometry
+    /// placed by instances, [`two_level_calibration_scene`]), for scenes
+    /// with instances: a backend's two-level walk costs another time per
+    /// step than its flat walk (on wgpu several times CUDA's ratio), so a
+    /// model measured on the flat scene prices their frames wrong by a
+    /// factor that differs with the AO ray count. Its own cache entry.
+    pub two_level: bool,
 }
 
 impl CalibrationOptions {
@@ -92,6 +99,7 @@ impl CalibrationOptions {
             recalibrate: false,
             cache_dir: cache_dir(),
             clock: FrameClock::Wall,
+            two_level: false,
         }
     }
 }
@@ -105,6 +113,9 @@ pub struct Calibration {
     pub device: String,
     /// Image size it was measured at.
     pub size: (u32, u32),
+    /// Whether it was measured on the two-level calibration scene
+    /// ([`CalibrationOptions::two_level`]).
+    pub two_level: bool,
     /// The fitted model.
     pub model: TimeModel,
     /// Calibration frames measured.
@@ -141,18 +152,41 @@ const CAL_PROBE_PIXELS: u32 = 16_384;
 /// triangles each) on a ground, and three views of it (far, middle, near) so
 /// that work per ray varies apart from the ray counts.
 pub fn calibration_scene() -> Result<(Scene, [Camera; 3]), Error> {
+    calibration_scene_of(false)
+}
+
+/// The calibration scene with two levels: one icosphere geometry placed nine
+/// times and a ground geometry placed once, the same triangles where the
+/// flat scene has them, and the same views.
+pub fn two_level_calibration_scene() -> Result<(Scene, [Camera; 3]), Error> {
+    calibration_scene_of(true)
+}
+
+fn calibration_scene_of(two_level: bool) -> Result<(Scene, [Camera; 3]), Error> {
     let mut scene = Scene::new();
     let m = scene.add_material(Material::lambertian(Vec3::splat(0.6)));
     let ball = icosphere(5, |p| 0.12 * (6.0 * p.x).sin() * (5.0 * p.z).cos());
+    let ball_geometry = if two_level {
+        Some(scene.add_geometry(Geometry::mesh(&ball.positions, &ball.triangles, m)?))
+    } else {
+        None
+    };
     for i in 0..9 {
         let at = Vec3::new((i % 3) as f32 * 2.5 - 2.5, 1.0, (i / 3) as f32 * 2.5 - 2.5);
         let t = Affine3A::from_translation(at);
-        let positions: Vec<Vec3> = ball
-            .positions
-            .iter()
-            .map(|&p| t.transform_point3(p))
-            .collect();
-        scene.add_mesh(&positions, &ball.triangles, m)?;
+        match ball_geometry {
+            Some(g) => {
+                scene.add_instance(Instance::new(g, t));
+            }
+            None => {
+                let positions: Vec<Vec3> = ball
+                    .positions
+                    .iter()
+                    .map(|&p| t.transform_point3(p))
+                    .collect();
+                scene.add_mesh(&positions, &ball.triangles, m)?;
+            }
+        }
     }
     let g = 20.0;
     let c = [
@@ -161,7 +195,13 @@ pub fn calibration_scene() -> Result<(Scene, [Camera; 3]), Error> {
         Vec3::new(g, 0.0, g),
         Vec3::new(-g, 0.0, g),
     ];
-    scene.add_mesh(&c, &[[0, 2, 1], [0, 3, 2]], m)?;
+    let ground = [[0, 2, 1], [0, 3, 2]];
+    if two_level {
+        let ground = scene.add_geometry(Geometry::mesh(&c, &ground, m)?);
+        scene.add_instance(Instance::new(ground, Affine3A::IDENTITY));
+    } else {
+        scene.add_mesh(&c, &ground, m)?;
+    }
     scene.light = PointLight {
         position: Vec3::new(5.0, 10.0, 4.0),
         color: Vec3::ONE,
@@ -185,11 +225,15 @@ fn cache_file(
     device: &str,
     (w, h): (u32, u32),
     clock: FrameClock,
+    two_level: bool,
 ) -> PathBuf {
-    // The wall clock's key is the one it had before there was a choice.
-    let clock = match clock {
-        FrameClock::Wall => "",
-        FrameClock::Device => "-device",
+    // The wall clock's and the flat scene's keys are the ones they had
+    // before there was a choice.
+    let clock = match (clock, two_level) {
+        (FrameClock::Wall, false) => "",
+        (FrameClock::Device, false) => "-device",
+        (FrameClock::Wall, true) => "-instances",
+        (FrameClock::Device, true) => "-device-instances",
     };
     let key = format!("{backend}\0{device}\0{w}x{h}{clock}");
     // FNV-1a, 64 bits: enough to keep a handful of devices apart.
@@ -199,13 +243,20 @@ fn cache_file(
     dir.join(format!("tune-{backend}-{w}x{h}{clock}-{hash:016x}.json"))
 }
 
-fn load(path: &Path, backend: &str, device: &str, size: (u32, u32)) -> Option<Calibration> {
+fn load(
+    path: &Path,
+    backend: &str,
+    device: &str,
+    size: (u32, u32),
+    two_level: bool,
+) -> Option<Calibration> {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     if v["backend"] != backend
         || v["device"] != device
         || v["width"] != size.0
         || v["height"] != size.1
         || v["prism"] != env!("CARGO_PKG_VERSION")
+        || v["two_level"].as_bool().unwrap_or(false) != two_level
     {
         return None;
     }
@@ -221,6 +272,7 @@ fn load(path: &Path, backend: &str, device: &str, size: (u32, u32)) -> Option<Ca
         backend: backend.into(),
         device: device.into(),
         size,
+        two_level,
         model: TimeModel { coefficients },
         frames: v["frames"].as_u64()? as usize,
         worst_fit_error: v["worst_fit_error"].as_f64()?,
@@ -238,6 +290,7 @@ fn save(path: &Path, c: &Calibration) -> std::io::Result<()> {
         "device": c.device,
         "width": c.size.0,
         "height": c.size.1,
+        "two_level": c.two_level,
         "coefficients": c.model.coefficients,
         "frames": c.frames,
         "worst_fit_error": c.worst_fit_error,
@@ -261,17 +314,23 @@ pub fn calibrate(
 ) -> Result<Calibration, Error> {
     let info = backend.info();
     let size = (options.width, options.height);
-    let file = options
-        .cache_dir
-        .as_deref()
-        .map(|d| cache_file(d, info.name, &info.device, size, options.clock));
+    let file = options.cache_dir.as_deref().map(|d| {
+        cache_file(
+            d,
+            info.name,
+            &info.device,
+            size,
+            options.clock,
+            options.two_level,
+        )
+    });
     let cached = file
         .as_deref()
         .filter(|_| !options.recalibrate)
-        .and_then(|f| load(f, info.name, &info.device, size));
+        .and_then(|f| load(f, info.name, &info.device, size, options.two_level));
     let mut stale = None;
     if let Some(c) = cached {
-        let set = CalibrationSet::on(backend)?;
+        let set = CalibrationSet::on(backend, options.two_level)?;
         let now = set.check_ratio(backend, &c.model, size, options.clock)?;
         let moved = (now / c.check_ratio - 1.0).abs();
         if moved <= CHECK_TOLERANCE {
@@ -279,7 +338,7 @@ pub fn calibrate(
         }
         stale = Some(moved);
     }
-    let mut c = measure(backend, size, options.clock)?;
+    let mut c = measure(backend, size, options.clock, options.two_level)?;
     c.replaced_stale = stale;
     if let Some(f) = file {
         // A cache that cannot be written only means measuring next time.
@@ -293,9 +352,10 @@ fn measure(
     backend: &mut dyn Backend,
     (width, height): (u32, u32),
     clock: FrameClock,
+    two_level: bool,
 ) -> Result<Calibration, Error> {
     let info = backend.info();
-    let set = CalibrationSet::on(backend)?;
+    let set = CalibrationSet::on(backend, two_level)?;
     let CalibrationSet { accel, views, base } = &set;
     let sizes = [(width, height), ((width / 2).max(1), (height / 2).max(1))];
     let mut samples = Vec::new();
@@ -338,6 +398,7 @@ fn measure(
         backend: info.name.into(),
         device: info.device,
         size: (width, height),
+        two_level,
         model,
         frames: samples.len(),
         worst_fit_error,
@@ -356,9 +417,10 @@ struct CalibrationSet {
 }
 
 impl CalibrationSet {
-    /// Build the calibration scene and set it on `backend`.
-    fn on(backend: &mut dyn Backend) -> Result<Self, Error> {
-        let (scene, views) = calibration_scene()?;
+    /// Build the calibration scene (the two-level one if `two_level`) and
+    /// set it on `backend`.
+    fn on(backend: &mut dyn Backend, two_level: bool) -> Result<Self, Error> {
+        let (scene, views) = calibration_scene_of(two_level)?;
         let accel = Accel::build(&scene)?;
         backend.set_scene(&scene)?;
         let base = RenderSettings {

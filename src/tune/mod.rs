@@ -75,7 +75,7 @@ pub mod scenes;
 
 pub use calibrate::{
     CHECK_TOLERANCE, Calibration, CalibrationOptions, FrameClock, cache_dir, calibrate,
-    calibration_scene,
+    calibration_scene, two_level_calibration_scene,
 };
 pub use prism_core::tune::{
     CUT_SHIFT, Choice, Knobs, Plan, SETTLING_FRAMES, TunerConfig, Workload,
@@ -353,7 +353,10 @@ impl FrameTuner {
 
 #[cfg(test)]
 mod tests {
-    use super::{FrameClock, PROBE_RESIZE, calibration_scene, estimate_on_threads, probe_pixels};
+    use super::{
+        FrameClock, PROBE_RESIZE, calibration_scene, estimate_on_threads, probe_pixels,
+        two_level_calibration_scene,
+    };
     use prism_core::tune::estimate;
     use prism_core::{Accel, RenderStats};
     use proptest::prelude::*;
@@ -389,6 +392,36 @@ mod tests {
             assert_eq!(one, threaded);
             assert!(one.ao_per_ray.rays > 0.0 && one.primary.node_steps > 0.0);
         }
+    }
+
+    /// The two-level calibration scene holds the flat one's triangles where
+    /// the flat one has them: every camera ray of its views hits or misses
+    /// alike, at the same distance to float rounding (the instances carry the
+    /// ray into object space).
+    #[test]
+    fn the_two_level_calibration_scene_is_the_flat_one() {
+        let (flat, views) = calibration_scene().unwrap(); // ok: test code
+        let (two, views_two) = two_level_calibration_scene().unwrap(); // ok: test code
+        assert_eq!(views, views_two);
+        assert!(flat.instances().is_empty() && two.instances().len() == 10);
+        let (a, b) = (Accel::build(&flat).unwrap(), Accel::build(&two).unwrap()); // ok: test code
+        let mut hits = 0;
+        for camera in &views {
+            let settings = prism_core::RenderSettings::default();
+            let params = settings.params(&a, camera, 32, 24).unwrap(); // ok: test code
+            for y in 0..24 {
+                for x in 0..32 {
+                    let (ray, _) = prism_core::integrator::camera_sample(&params, x, y, 0);
+                    let (ha, hb) = (a.intersect(&ray), b.intersect(&ray));
+                    assert_eq!(ha.is_hit(), hb.is_hit(), "pixel {x},{y}");
+                    if ha.is_hit() {
+                        hits += 1;
+                        assert!((ha.t - hb.t).abs() <= 1e-4 * ha.t, "{} {}", ha.t, hb.t);
+                    }
+                }
+            }
+        }
+        assert!(hits > 1000, "{hits} hits");
     }
 
     proptest! {
