@@ -295,7 +295,7 @@ fn a_180_degree_turn_stays_within_five_percent() {
         assert!(matches!(plan, Plan::Fits(_)), "frame {f}: {plan:?}");
         let choice = plan.choice();
         let measured = truth.predict_ms(&exact.frame(choice.knobs));
-        c.observe(choice.model_ms, measured);
+        c.observe(&choice, measured);
         if f == turn {
             after_turn = Some((measured, choice));
         }

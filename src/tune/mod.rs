@@ -286,7 +286,7 @@ impl FrameTuner {
     /// frame ([`Controller::observe_work`]).
     pub fn record(&mut self, plan: &FramePlan, measured_ms: f64) {
         self.controller
-            .observe_work(&plan.workload, plan.plan.choice().model_ms, measured_ms);
+            .observe_work(&plan.workload, &plan.plan.choice(), measured_ms);
     }
 }
 

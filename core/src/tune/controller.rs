@@ -141,17 +141,43 @@ impl Plan {
     }
 }
 
+/// One feedback correction: measured over modelled time, smoothed, with the
+/// frames it has taken since it (re)started and the spread of their
+/// surprises.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Correction {
+    value: f64,
+    frames: u32,
+    /// Smoothed `|surprise| / value` (each held within the fixed clamp), for
+    /// the adaptive clamp.
+    spread: f64,
+}
+
+impl Correction {
+    const START: Correction = Correction {
+        value: 1.0,
+        frames: 0,
+        spread: SPREAD_START,
+    };
+}
+
 /// Feed-forward choice plus feedback correction (see the module docs of
 /// [`crate::tune`] for why it is stable).
+///
+/// The correction is kept per shadow setting: a frame with shadows corrects
+/// the predictions of frames with shadows, one without those without (each
+/// falls back on the other until it has a frame of its own). A model that
+/// prices the shadow rays wrong (wgpu's two-level shadow rays, 4.7x CUDA's
+/// time where its model's are not) otherwise makes a budget between the two
+/// settings swap them every frame, each frame's ratio throwing the next.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Controller {
     model: TimeModel,
     config: TunerConfig,
-    correction: f64,
-    frames: u32,
-    /// Smoothed `|surprise| / correction` (each held within the fixed
-    /// clamp), for the adaptive clamp.
-    spread: f64,
+    /// Without shadows, with shadows.
+    corrections: [Correction; 2],
+    /// The shadow setting of the last frame observed.
+    last_shadows: bool,
     /// The work of the last frame observed with [`Controller::observe_work`].
     last: Option<Workload>,
 }
@@ -163,9 +189,8 @@ impl Controller {
         Ok(Controller {
             model,
             config,
-            correction: 1.0,
-            frames: 0,
-            spread: SPREAD_START,
+            corrections: [Correction::START; 2],
+            last_shadows: true,
             last: None,
         })
     }
@@ -182,10 +207,25 @@ impl Controller {
         &self.config
     }
 
-    /// The feedback correction: measured over modelled time, smoothed.
+    /// The feedback correction of the last frame's shadow setting: measured
+    /// over modelled time, smoothed.
     #[inline]
     pub fn correction(&self) -> f64 {
-        self.correction
+        self.correction_for(self.last_shadows)
+    }
+
+    /// The correction a frame with `shadows` is predicted with: its own once
+    /// it has a frame since the last (re)start, else the other setting's if
+    /// that has one, else its own as it was.
+    #[inline]
+    pub fn correction_for(&self, shadows: bool) -> f64 {
+        let own = &self.corrections[shadows as usize];
+        let other = &self.corrections[!shadows as usize];
+        if own.frames == 0 && other.frames > 0 {
+            other.value
+        } else {
+            own.value
+        }
     }
 
     /// Whether a frame of `work` is a cut from the last frame observed with
@@ -200,8 +240,10 @@ impl Controller {
     /// as on a new scene (a plain mean over [`SETTLING_FRAMES`], no clamp).
     #[inline]
     pub fn restart(&mut self) {
-        self.frames = 0;
-        self.spread = SPREAD_START;
+        for c in &mut self.corrections {
+            c.frames = 0;
+            c.spread = SPREAD_START;
+        }
     }
 
     /// [`Controller::observe`] for a frame of `work`: after a cut
@@ -209,12 +251,12 @@ impl Controller {
     /// own ratio, so the frame after a cut is predicted from its view's
     /// time rather than from a correction learned on other work (which
     /// the clamp would let through only a fifth at a time).
-    pub fn observe_work(&mut self, work: &Workload, model_ms: f64, measured_ms: f64) {
+    pub fn observe_work(&mut self, work: &Workload, choice: &Choice, measured_ms: f64) {
         if self.is_cut(work) {
             self.restart();
         }
         self.last = Some(*work);
-        self.observe(model_ms, measured_ms);
+        self.observe(choice, measured_ms);
     }
 
     /// The prediction of `knobs` on `work`.
@@ -224,7 +266,7 @@ impl Controller {
         Choice {
             knobs,
             model_ms,
-            corrected_ms: model_ms * self.correction,
+            corrected_ms: model_ms * self.correction_for(knobs.shadows),
         }
     }
 
@@ -284,40 +326,51 @@ impl Controller {
         Ok(Plan::Fits(pick))
     }
 
-    /// Take a frame's measured time: `model_ms` is [`Choice::model_ms`] of
-    /// the knobs it was rendered with. The correction moves toward
-    /// `measured_ms / model_ms` by [`TunerConfig::feedback_rate`] (by
-    /// `1 / frames` over the first [`SETTLING_FRAMES`], a plain mean, so
-    /// that a model calibrated on another scene settles at once). After
-    /// those each move is clamped, so that one frame disturbed by something
-    /// else (another process, a page fault) cannot throw it: within
-    /// [`FIXED_CLAMP`] of the correction, or with
-    /// [`TunerConfig::adaptive_clamp`] within [`ADAPTIVE_SPREADS`] times the
-    /// smoothed spread of recent surprises (at least [`ADAPTIVE_FLOOR`]): a
-    /// lasting change raises the spread and passes within a few frames, a
-    /// single outlier moves the correction by about the ordinary noise. A
-    /// time that is not finite and positive is ignored.
-    pub fn observe(&mut self, model_ms: f64, measured_ms: f64) {
+    /// Take the measured time of a frame rendered with `choice` (its
+    /// [`Choice::model_ms`] and its knobs' shadow setting, whose correction
+    /// it moves). The correction moves toward `measured_ms / model_ms` by
+    /// [`TunerConfig::feedback_rate`] (by `1 / frames` over its first
+    /// [`SETTLING_FRAMES`], a plain mean, so that a model calibrated on
+    /// another scene settles at once; a correction with no frame of its own
+    /// starts from the other setting's). After those each move is clamped,
+    /// so that one frame disturbed by something else (another process, a
+    /// page fault) cannot throw it: within [`FIXED_CLAMP`] of the
+    /// correction, or with [`TunerConfig::adaptive_clamp`] within
+    /// [`ADAPTIVE_SPREADS`] times the smoothed spread of recent surprises (at
+    /// least [`ADAPTIVE_FLOOR`]): a lasting change raises the spread and
+    /// passes within a few frames, a single outlier moves the correction by
+    /// about the ordinary noise. A time that is not finite and positive is
+    /// ignored.
+    pub fn observe(&mut self, choice: &Choice, measured_ms: f64) {
+        let model_ms = choice.model_ms;
         if !(model_ms.is_finite() && model_ms > 0.0 && measured_ms.is_finite() && measured_ms > 0.0)
         {
             return;
         }
-        self.frames = self.frames.saturating_add(1);
+        let shadows = choice.knobs.shadows;
+        let start = self.correction_for(shadows);
+        self.last_shadows = shadows;
+        let config = self.config;
+        let c = &mut self.corrections[shadows as usize];
+        if c.frames == 0 {
+            c.value = start;
+        }
+        c.frames = c.frames.saturating_add(1);
         let ratio = measured_ms / model_ms;
-        let rate = self.config.feedback_rate.max(1.0 / self.frames as f64);
-        let settling = self.frames <= SETTLING_FRAMES;
-        let relative = libm::fabs(ratio - self.correction) / self.correction;
+        let rate = config.feedback_rate.max(1.0 / c.frames as f64);
+        let settling = c.frames <= SETTLING_FRAMES;
+        let relative = libm::fabs(ratio - c.value) / c.value;
         let limit = if settling {
             f64::INFINITY
-        } else if self.config.adaptive_clamp {
-            (ADAPTIVE_SPREADS * self.spread).max(ADAPTIVE_FLOOR) * self.correction
+        } else if config.adaptive_clamp {
+            (ADAPTIVE_SPREADS * c.spread).max(ADAPTIVE_FLOOR) * c.value
         } else {
-            FIXED_CLAMP * self.correction
+            FIXED_CLAMP * c.value
         };
         if !settling {
-            self.spread += SPREAD_RATE * (relative.min(FIXED_CLAMP) - self.spread);
+            c.spread += SPREAD_RATE * (relative.min(FIXED_CLAMP) - c.spread);
         }
-        let surprise = (ratio - self.correction).clamp(-limit, limit);
-        self.correction += rate * surprise;
+        let surprise = (ratio - c.value).clamp(-limit, limit);
+        c.value += rate * surprise;
     }
 }

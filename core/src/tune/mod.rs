@@ -63,9 +63,14 @@
 //!   update is an exponential mean converging geometrically by `1 - rate` a
 //!   frame; where it is not, the knobs, now continuous, move the time onto
 //!   the target and the correction settles on the ratio of the knobs that
-//!   meet it. Sudden view changes (a 180-degree turn) are met by the
-//!   feed-forward part: the pre-pass sees the new view before its frame is
-//!   rendered.
+//!   meet it. There is one correction per shadow setting, so that a model
+//!   that prices the shadow rays wrong does not make the two settings swap
+//!   every frame at a budget between them. Sudden view changes (a
+//!   180-degree turn) are met by the feed-forward part (the pre-pass sees
+//!   the new view before its frame is rendered) as far as the model prices
+//!   the new view's work as it prices the old's; where the work changes in
+//!   kind ([`CUT_SHIFT`]) the corrections restart from the new view's first
+//!   frame, so the frame after it is predicted from its own time.
 
 pub mod controller;
 pub mod counting;
