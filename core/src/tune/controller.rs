@@ -331,8 +331,9 @@ impl Controller {
     /// it moves). The correction moves toward `measured_ms / model_ms` by
     /// [`TunerConfig::feedback_rate`] (by `1 / frames` over its first
     /// [`SETTLING_FRAMES`], a plain mean, so that a model calibrated on
-    /// another scene settles at once; a correction with no frame of its own
-    /// starts from the other setting's). After those each move is clamped,
+    /// another scene settles at once; until a setting has a frame of its
+    /// own, its predictions take the other's, [`Controller::correction_for`]).
+    /// After those each move is clamped,
     /// so that one frame disturbed by something else (another process, a
     /// page fault) cannot throw it: within [`FIXED_CLAMP`] of the
     /// correction, or with [`TunerConfig::adaptive_clamp`] within
@@ -348,13 +349,9 @@ impl Controller {
             return;
         }
         let shadows = choice.knobs.shadows;
-        let start = self.correction_for(shadows);
         self.last_shadows = shadows;
         let config = self.config;
         let c = &mut self.corrections[shadows as usize];
-        if c.frames == 0 {
-            c.value = start;
-        }
         c.frames = c.frames.saturating_add(1);
         let ratio = measured_ms / model_ms;
         let rate = config.feedback_rate.max(1.0 / c.frames as f64);
