@@ -37,6 +37,16 @@ pub const SPREAD_START: f64 = 0.05;
 /// model of counts follows (bench/RESULTS.md).
 pub const CUT_SHIFT: f64 = 0.25;
 
+/// The pull of the two factors of a correction toward each other
+/// ([`Controller::observe`]), as a share of the weight of the frames they
+/// are fitted to. Small enough that frames whose AO counts differ by a
+/// fraction of a ray tell a mispriced AO ray apart from the rest within a
+/// few frames (a synthetic device 4.5x the model's fixed time and 0.64x its
+/// AO ray, wgpu's two-level frames on an H200: 0.7% from the target on
+/// average instead of 2.4%), large enough that frames of one AO count give
+/// one factor, as a single correction would.
+pub const SPLIT_RIDGE: f64 = 1e-3;
+
 /// How the controller trades quality for time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TunerConfig {
@@ -106,6 +116,9 @@ pub struct Choice {
     pub knobs: Knobs,
     /// The calibrated model's time, in milliseconds.
     pub model_ms: f64,
+    /// The share of [`Choice::model_ms`] that the AO rays take (the
+    /// model's time of the frame less that of the same frame without them).
+    pub model_ao_ms: f64,
     /// The model's time times the feedback correction: the prediction the
     /// choice was made on.
     pub corrected_ms: f64,
@@ -141,28 +154,89 @@ impl Plan {
     }
 }
 
-/// One feedback correction: measured over modelled time, smoothed, with the
-/// frames it has taken since it (re)started and the spread of their
-/// surprises.
+/// One feedback correction: a factor on the model's time of the AO rays and
+/// one on the rest of the frame, fitted to the frames since it (re)started
+/// (each frame's weight falling by the feedback rate a frame), with the
+/// spread of their surprises.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Correction {
-    value: f64,
+    /// Factors on the model's time of everything but the AO rays, and of
+    /// the AO rays.
+    factors: [f64; 2],
+    /// The fit's weighted sums: `[b b, b a, a a]` and `[b m, a m]` over the
+    /// frames, `b` the model's time of the rest, `a` of the AO rays, `m` the
+    /// measured time, each frame weighted by `1 / m^2` (relative errors).
+    normal: [f64; 3],
+    rhs: [f64; 2],
     frames: u32,
-    /// Smoothed `|surprise| / value` (each held within the fixed clamp), for
-    /// the adaptive clamp.
+    /// Smoothed `|surprise|` relative to the prediction (each held within
+    /// the fixed clamp), for the adaptive clamp.
     spread: f64,
 }
 
 impl Correction {
     const START: Correction = Correction {
-        value: 1.0,
+        factors: [1.0; 2],
+        normal: [0.0; 3],
+        rhs: [0.0; 2],
         frames: 0,
         spread: SPREAD_START,
     };
+
+    /// The corrected time of a frame the model gives `base_ms` for the rest
+    /// and `ao_ms` for the AO rays.
+    #[inline]
+    fn apply(factors: [f64; 2], base_ms: f64, ao_ms: f64) -> f64 {
+        factors[0] * base_ms + factors[1] * ao_ms
+    }
+
+    /// Add a frame (`base_ms`, `ao_ms` as in [`Correction::apply`], its
+    /// measured time `measured_ms`) to the sums after weighting those
+    /// before by `keep`, and fit the factors again: least squares with a
+    /// pull of [`SPLIT_RIDGE`] toward equal factors. Frames of one mix of
+    /// work fit one common factor; frames that differ in their AO share
+    /// tell the two apart. A fit with a factor that is not positive falls
+    /// back on the common factor.
+    fn fit(&mut self, keep: f64, base_ms: f64, ao_ms: f64, measured_ms: f64) {
+        let (b, a, m) = (base_ms, ao_ms, measured_ms);
+        let w = 1.0 / (m * m);
+        let [sbb, sba, saa] = self.normal;
+        self.normal = [
+            keep * sbb + w * b * b,
+            keep * sba + w * b * a,
+            keep * saa + w * a * a,
+        ];
+        let [vb, va] = self.rhs;
+        self.rhs = [keep * vb + w * b * m, keep * va + w * a * m];
+        let [sbb, sba, saa] = self.normal;
+        let [vb, va] = self.rhs;
+        let mu = SPLIT_RIDGE * (sbb + saa);
+        let (p, q, r) = (sbb + mu, sba - mu, saa + mu);
+        let det = p * r - q * q;
+        let split = [(vb * r - va * q) / det, (va * p - vb * q) / det];
+        self.factors = if split.iter().all(|f| f.is_finite() && *f > 0.0) {
+            split
+        } else {
+            let common = (vb + va) / (sbb + 2.0 * sba + saa);
+            if common.is_finite() && common > 0.0 {
+                [common; 2]
+            } else {
+                self.factors
+            }
+        };
+    }
 }
 
 /// Feed-forward choice plus feedback correction (see the module docs of
 /// [`crate::tune`] for why it is stable).
+///
+/// The correction has two factors, one on the model's time of the AO rays
+/// and one on the rest of the frame ([`Controller::observe`]): a model that
+/// prices the AO rays right against the rest only scaled needs one, but
+/// one that misprices them against the rest (a device whose camera rays
+/// cost far more, relative to its AO rays, than the calibration's) would
+/// otherwise overstate each ray's time by the ratio the rest sets, and the
+/// feedback would close the gap only a few percent a frame.
 ///
 /// The correction is kept per shadow setting: a frame with shadows corrects
 /// the predictions of frames with shadows, one without those without (each
@@ -178,6 +252,9 @@ pub struct Controller {
     corrections: [Correction; 2],
     /// The shadow setting of the last frame observed.
     last_shadows: bool,
+    /// The last frame's corrected time over its modelled time, after its
+    /// measurement was taken in.
+    last_ratio: f64,
     /// The work of the last frame observed with [`Controller::observe_work`].
     last: Option<Workload>,
 }
@@ -191,6 +268,7 @@ impl Controller {
             config,
             corrections: [Correction::START; 2],
             last_shadows: true,
+            last_ratio: 1.0,
             last: None,
         })
     }
@@ -207,24 +285,26 @@ impl Controller {
         &self.config
     }
 
-    /// The feedback correction of the last frame's shadow setting: measured
-    /// over modelled time, smoothed.
+    /// The feedback correction of the last frame observed: its corrected
+    /// time over its modelled time, with the correction its measurement
+    /// left.
     #[inline]
     pub fn correction(&self) -> f64 {
-        self.correction_for(self.last_shadows)
+        self.last_ratio
     }
 
-    /// The correction a frame with `shadows` is predicted with: its own once
-    /// it has a frame since the last (re)start, else the other setting's if
-    /// that has one, else its own as it was.
+    /// The correction's factors a frame with `shadows` is predicted with
+    /// (on the model's time of all but the AO rays, and of the AO rays):
+    /// its own once it has a frame since the last (re)start, else the
+    /// other setting's if that has one, else its own as they were.
     #[inline]
-    pub fn correction_for(&self, shadows: bool) -> f64 {
+    pub fn correction_for(&self, shadows: bool) -> [f64; 2] {
         let own = &self.corrections[shadows as usize];
         let other = &self.corrections[!shadows as usize];
         if own.frames == 0 && other.frames > 0 {
-            other.value
+            other.factors
         } else {
-            own.value
+            own.factors
         }
     }
 
@@ -263,10 +343,18 @@ impl Controller {
     #[inline]
     pub fn predict(&self, work: &Workload, knobs: Knobs) -> Choice {
         let model_ms = self.model.predict_ms(&work.frame(knobs));
+        let without_ao = Knobs {
+            ao_rays: 0,
+            ao_extra: 0.0,
+            ..knobs
+        };
+        let model_ao_ms = model_ms - self.model.predict_ms(&work.frame(without_ao));
+        let factors = self.correction_for(knobs.shadows);
         Choice {
             knobs,
             model_ms,
-            corrected_ms: model_ms * self.correction_for(knobs.shadows),
+            model_ao_ms,
+            corrected_ms: Correction::apply(factors, model_ms - model_ao_ms, model_ao_ms),
         }
     }
 
@@ -327,47 +415,74 @@ impl Controller {
     }
 
     /// Take the measured time of a frame rendered with `choice` (its
-    /// [`Choice::model_ms`] and its knobs' shadow setting, whose correction
-    /// it moves). The correction moves toward `measured_ms / model_ms` by
-    /// [`TunerConfig::feedback_rate`] (by `1 / frames` over its first
-    /// [`SETTLING_FRAMES`], a plain mean, so that a model calibrated on
-    /// another scene settles at once; until a setting has a frame of its
-    /// own, its predictions take the other's, [`Controller::correction_for`]).
-    /// After those each move is clamped,
-    /// so that one frame disturbed by something else (another process, a
-    /// page fault) cannot throw it: within [`FIXED_CLAMP`] of the
-    /// correction, or with [`TunerConfig::adaptive_clamp`] within
-    /// [`ADAPTIVE_SPREADS`] times the smoothed spread of recent surprises (at
-    /// least [`ADAPTIVE_FLOOR`]): a lasting change raises the spread and
-    /// passes within a few frames, a single outlier moves the correction by
-    /// about the ordinary noise. A time that is not finite and positive is
-    /// ignored.
+    /// model's times and its knobs' shadow setting, whose correction it
+    /// moves).
+    ///
+    /// The correction's two factors are fitted to the frames since it
+    /// (re)started by least squares on the relative error, each frame's
+    /// weight falling by [`TunerConfig::feedback_rate`] a frame (over the
+    /// first [`SETTLING_FRAMES`] every frame weighs the same, a plain
+    /// mean, so that a model calibrated on another scene settles at once;
+    /// until a setting has a frame of its own, its predictions take the
+    /// other's, [`Controller::correction_for`]). At one mix of work the fit
+    /// is one factor, a smoothed ratio of measured to modelled time; as the
+    /// AO count moves, it tells the AO rays' factor from the rest's
+    /// ([`SPLIT_RIDGE`]), so that the next plan prices a ray as the device
+    /// does. After the settling frames each measurement is clamped before
+    /// it is taken in, so that one frame disturbed by something else
+    /// (another process, a page fault) cannot throw the correction: within
+    /// [`FIXED_CLAMP`] of the prediction, or with
+    /// [`TunerConfig::adaptive_clamp`] within [`ADAPTIVE_SPREADS`] times the
+    /// smoothed spread of recent surprises (at least [`ADAPTIVE_FLOOR`]): a
+    /// lasting change raises the spread and passes within a few frames, a
+    /// single outlier moves the correction by about the ordinary noise. A
+    /// time that is not finite and positive is ignored.
     pub fn observe(&mut self, choice: &Choice, measured_ms: f64) {
         let model_ms = choice.model_ms;
-        if !(model_ms.is_finite() && model_ms > 0.0 && measured_ms.is_finite() && measured_ms > 0.0)
+        let ao_ms = choice.model_ao_ms;
+        let base_ms = model_ms - ao_ms;
+        if !(model_ms.is_finite()
+            && model_ms > 0.0
+            && ao_ms.is_finite()
+            && ao_ms >= 0.0
+            && base_ms >= 0.0
+            && measured_ms.is_finite()
+            && measured_ms > 0.0)
         {
             return;
         }
         let shadows = choice.knobs.shadows;
         self.last_shadows = shadows;
         let config = self.config;
+        let factors = self.correction_for(shadows);
         let c = &mut self.corrections[shadows as usize];
         c.frames = c.frames.saturating_add(1);
-        let ratio = measured_ms / model_ms;
-        let rate = config.feedback_rate.max(1.0 / c.frames as f64);
+        let predicted = Correction::apply(factors, base_ms, ao_ms);
         let settling = c.frames <= SETTLING_FRAMES;
-        let relative = libm::fabs(ratio - c.value) / c.value;
+        let surprise = measured_ms / predicted - 1.0;
         let limit = if settling {
             f64::INFINITY
         } else if config.adaptive_clamp {
-            (ADAPTIVE_SPREADS * c.spread).max(ADAPTIVE_FLOOR) * c.value
+            (ADAPTIVE_SPREADS * c.spread).max(ADAPTIVE_FLOOR)
         } else {
-            FIXED_CLAMP * c.value
+            FIXED_CLAMP
         };
         if !settling {
-            c.spread += SPREAD_RATE * (relative.min(FIXED_CLAMP) - c.spread);
+            c.spread += SPREAD_RATE * (libm::fabs(surprise).min(FIXED_CLAMP) - c.spread);
         }
-        let surprise = (ratio - c.value).clamp(-limit, limit);
-        c.value += rate * surprise;
+        let taken = predicted * (1.0 + surprise.clamp(-limit, limit));
+        // The weight left to the frames before: none for a (re)start's
+        // first frame, all of it while the plain mean of the settling
+        // frames weighs more than the feedback rate, then less by the rate.
+        let mean_share = 1.0 / c.frames as f64;
+        let keep = if c.frames == 1 {
+            0.0
+        } else if mean_share > config.feedback_rate {
+            1.0
+        } else {
+            1.0 - config.feedback_rate
+        };
+        c.fit(keep, base_ms, ao_ms, taken);
+        self.last_ratio = Correction::apply(c.factors, base_ms, ao_ms) / model_ms;
     }
 }

@@ -40,30 +40,41 @@
 //!   shadows are worth [`TunerConfig::shadow_worth`] AO rays). A budget below
 //!   the cheapest knobs (one AO ray, no shadows) is [`Plan::Unreachable`],
 //!   never a silent miss.
-//! - **Feedback**: the correction is a smoothed ratio of measured to
-//!   modelled time, multiplying every prediction. It corrects what the
-//!   calibration frames could not see: the scene's own memory behaviour (a
-//!   400k-triangle tree misses caches that the calibration scene's does
-//!   not), the clock and load of the device now, and the ray-count-independent
-//!   costs of this image size. Over the first [`SETTLING_FRAMES`] it is the
-//!   plain mean of the ratios; then it moves by [`TunerConfig::feedback_rate`]
-//!   of each frame's surprise. A quarter (the default) halves a disturbance
-//!   in under three frames and averages frame-to-frame noise over about
-//!   four; it lags a ratio that drifts along a camera path by about three
-//!   frames' drift. Rate 1 takes the last frame's own ratio (measured over
-//!   modelled time of the knobs it ran, which the next frame's knobs are
-//!   near, their workload being the pre-pass's): no lag on a smooth path,
-//!   all of the noise. Each move is clamped so that one odd frame (another
-//!   process, a page fault) cannot throw it: to [`FIXED_CLAMP`] of the
-//!   correction, or with [`TunerConfig::adaptive_clamp`] to
-//!   [`ADAPTIVE_SPREADS`] times the recent spread of the surprises (a
-//!   lasting change widens it within a few frames). Stable because the
-//!   ratio it tracks does not depend on the correction itself: where the
-//!   model is right up to a factor, every knob has the same ratio and the
-//!   update is an exponential mean converging geometrically by `1 - rate` a
-//!   frame; where it is not, the knobs, now continuous, move the time onto
-//!   the target and the correction settles on the ratio of the knobs that
-//!   meet it. There is one correction per shadow setting, so that a model
+//! - **Feedback**: the correction is two factors, one on the model's time
+//!   of the AO rays and one on the rest of the frame, fitted to the recent
+//!   frames' measured times (least squares on the relative error). At one
+//!   mix of work they are one factor, a smoothed ratio of measured to
+//!   modelled time. It corrects what the calibration frames could not see:
+//!   the scene's own memory behaviour (a 400k-triangle tree misses caches
+//!   that the calibration scene's does not), the clock and load of the
+//!   device now, and the ray-count-independent costs of this image size.
+//!   Two factors because a model may misprice one AO ray against the rest
+//!   of the frame (wgpu's camera and shadow rays over thousands of
+//!   instances cost it 4.5x the model, its AO rays 0.64x); a single factor
+//!   then prices each AO ray several times too dear, and each frame closes
+//!   a few percent of the gap. The frames of a moving AO count tell the two
+//!   apart; a small pull toward equal factors ([`SPLIT_RIDGE`]) keeps frames
+//!   of one count at one factor. Over the first [`SETTLING_FRAMES`] every
+//!   frame weighs the same (a plain mean); then each frame's weight falls by
+//!   [`TunerConfig::feedback_rate`] a frame. A quarter (the default) halves
+//!   a disturbance in under three frames and averages frame-to-frame noise
+//!   over about four; it lags a ratio that drifts along a camera path by
+//!   about three frames' drift. Rate 1 takes the last frame's own ratio
+//!   (measured over modelled time of the knobs it ran, which the next
+//!   frame's knobs are near, their workload being the pre-pass's): no lag
+//!   on a smooth path, all of the noise. Each measurement is clamped before
+//!   it is taken in, so that one odd frame (another process, a page fault)
+//!   cannot throw the correction: to [`FIXED_CLAMP`] of the prediction, or
+//!   with [`TunerConfig::adaptive_clamp`] to [`ADAPTIVE_SPREADS`] times the
+//!   recent spread of the surprises (a lasting change widens it within a
+//!   few frames). Stable because the ratio it tracks does not depend on the
+//!   correction itself: where the model is right up to a factor, every knob
+//!   has the same ratio and the fit is an exponential mean converging
+//!   geometrically by `1 - rate` a frame; where it is right up to a factor
+//!   on each part, the fit finds both and the next plan meets the target;
+//!   otherwise the knobs, now continuous, move the time onto the target and
+//!   the correction settles on the ratio of the knobs that meet it. There
+//!   is one correction per shadow setting, so that a model
 //!   that prices the shadow rays wrong does not make the two settings swap
 //!   every frame at a budget between them. Sudden view changes (a
 //!   180-degree turn) are met by the feed-forward part (the pre-pass sees
@@ -83,7 +94,7 @@ mod tests;
 
 pub use controller::{
     ADAPTIVE_FLOOR, ADAPTIVE_SPREADS, CUT_SHIFT, Choice, Controller, FIXED_CLAMP, Plan,
-    SETTLING_FRAMES, SPREAD_RATE, SPREAD_START, TunerConfig,
+    SETTLING_FRAMES, SPLIT_RIDGE, SPREAD_RATE, SPREAD_START, TunerConfig,
 };
 pub use counting::{
     CountingTracer, Counts, KindCounts, Visit, WalkLog, counted_closest, counted_occluded,

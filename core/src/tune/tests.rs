@@ -248,7 +248,42 @@ fn the_frame_after_a_cut_is_on_target() {
         after = truth(f).predict_ms(&work(f).frame(choice.knobs));
         slow.observe(&choice, after);
     }
-    assert!((after - target).abs() / target > 0.2, "{after}");
+    assert!((after - target).abs() / target > 0.1, "{after}");
+}
+
+/// A device whose frame costs 4.5x the model's time but for the AO rays,
+/// which cost 0.64x theirs (wgpu's two-level frames on an H200: camera and
+/// shadow rays over thousands of instances dearer, against the
+/// calibration, than its AO rays), with frames that jitter by up to 0.8%:
+/// from the fourth frame on the frames hold the budget within 1% on
+/// average and 5% at worst (0.55% and 1.25% here). A single factor on the
+/// whole frame prices each AO ray 4x too dear there, so that each frame
+/// closes only a few percent of the gap: 3.0% and 19% on this device
+/// (`SPLIT_RIDGE` raised until the two factors are one).
+#[test]
+fn a_mispriced_ao_ray_is_told_from_the_rest() {
+    let w = workload(76_800.0, 0.7, 30.0, 20.0, 40.0);
+    let c0 = Controller::new(CALIBRATED, TunerConfig::default()).unwrap(); // ok: test, valid inputs
+    let truth = |knobs: Knobs| {
+        let p = c0.predict(&w, knobs);
+        4.5 * (p.model_ms - p.model_ao_ms) + 0.64 * p.model_ao_ms
+    };
+    // A budget the device meets with three AO rays and shadows.
+    let target = truth(Knobs::with_mean(3.0, true));
+    let mut c = c0;
+    let mut errors = Vec::new();
+    for f in 0..100 {
+        let choice = c.plan(&w, target).unwrap().choice(); // ok: test, valid inputs
+        let jitter = 1.0 + 0.008 * libm::sin(2.399_963 * f as f64);
+        let measured = truth(choice.knobs) * jitter;
+        c.observe_work(&w, &choice, measured);
+        if f >= 3 {
+            errors.push((measured - target).abs() / target);
+        }
+    }
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    let worst = errors.iter().cloned().fold(0.0, f64::max);
+    assert!(mean <= 0.01 && worst <= 0.05, "mean {mean}, worst {worst}");
 }
 
 /// A device whose shadow rays cost far more than the model says (a fixed
