@@ -458,6 +458,16 @@ __device__ __forceinline__ u32 ao_rays_at(const RenderParams& params, u32 x, u32
     return params.ao_samples + (pattern < params.ao_extra ? 1u : 0u);
 }
 
+// The shadow ray of an AO pixel to the key light from surface point `p`
+// (normal `n` facing the camera ray, `size`, spawn distance `spawn`).
+__device__ __forceinline__ Ray ao_shadow_ray(const RenderParams& params, V3 p, V3 n, float size, float spawn) {
+    const V3 to_light = xyz(params.light_position) - p;
+    const float dist = length(to_light);
+    const V3 l = to_light * (1.0f / dist);
+    const float tmin = spawn + surface_margin(size, dot(l, n));
+    return ray_segment(p, l, tmin, dist);
+}
+
 // The factor an AO pixel's colour keeps for its shadow ray to the key light,
 // from surface point `p` (normal `n` facing the camera ray, `size`, spawn
 // distance `spawn`) of mask tile `tile`: PRISM_SHADOW_KEEP if blocked, else 1
@@ -469,13 +479,9 @@ __device__ __forceinline__ float ao_shadow_keep(const SceneView& s, const Render
     if (params.ao_shadows == 0) {
         return 1.0f;
     }
-    const V3 to_light = xyz(params.light_position) - p;
-    const float dist = length(to_light);
-    const V3 l = to_light * (1.0f / dist);
-    const float tmin = spawn + surface_margin(size, dot(l, n));
     const u64 shadow_list =
         s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
-    const bool blocked = light_blocked<K, OCT>(s, ray_segment(p, l, tmin, dist), shadow_list);
+    const bool blocked = light_blocked<K, OCT>(s, ao_shadow_ray(params, p, n, size, spawn), shadow_list);
     rays += 1;
     return blocked ? PRISM_SHADOW_KEEP : 1.0f;
 }

@@ -480,6 +480,13 @@ template <int K, bool OCT, bool GRID>
 __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                                const uint2* srgb8, u64* ray_tally, u32* work) {
     const RenderParams& params = c_params;
+    // A two-level scene's shadow rays run as one more job of their pixels,
+    // dealt over the lanes with the AO rays and through the same call of the
+    // any-hit walk: a second inlined copy of the two-level walk (the shadow
+    // ray's, after the rounds) slowed the whole kernel, as it did the WGSL
+    // tile kernel (integrator.wgsl's trace_ao). A flat scene's shadow ray
+    // reads its tile's shadow candidates instead (ao_shadow_keep).
+    constexpr bool SHADOW_JOBS = (K & PRISM_INSTANCES) != 0;
     const u32 lane = threadIdx.x & 31u;  // blocks are one row (PRISM_PATH_THREADS)
     const u32 tiles_x = (params.width + 15u) / 16u;
     const u32 rows = y1 > y0 ? y1 - y0 : 0u;
@@ -513,7 +520,7 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
             Ray ray;
             V3 sp = v3s(0.0f), sn = v3s(0.0f);
             float size_at = 0.0f, spawn = 0.0f;
-            u32 mask_tile = 0u, samples = 0u;
+            u32 mask_tile = 0u, samples = 0u, jobs_here = 0u;
             if (inside) {
                 ray = primary_ray(params, x, y, sample, rng);
                 mask_tile = camera_mask_tile(s, x, y);
@@ -524,17 +531,22 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                     sn = dot(sn, ray.dir) < 0.0f ? sn : -sn;
                     spawn = spawn_tmin(sp, ray.origin);
                     samples = ao_rays_at(params, x, y);
+                    // A two-level scene's shadow ray is its pixel's last job
+                    // (see below).
+                    jobs_here = samples + (SHADOW_JOBS && params.ao_shadows != 0 ? 1u : 0u);
                 }
             }
-            // This lane's pixel's AO rays are jobs [first, end) of the warp's.
-            u32 end = samples;
+            // This lane's pixel's AO rays (and shadow ray, SHADOW_JOBS) are
+            // jobs [first, end) of the warp's.
+            u32 end = jobs_here;
             for (u32 o = 1; o < 32u; o <<= 1) {
                 const u32 before = __shfl_up_sync(0xffffffffu, end, o);
                 end += lane >= o ? before : 0u;
             }
-            const u32 first = end - samples;
+            const u32 first = end - jobs_here;
             const u32 jobs = __shfl_sync(0xffffffffu, end, 31);
             u32 open = 0;
+            bool shadow_clear = true;
             for (u32 base = 0; base < jobs; base += 32u) {
                 const u32 j = base + lane;
                 // The lane whose pixel job j belongs to: the first with end > j.
@@ -551,20 +563,32 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                                  __shfl_sync(0xffffffffu, sn.z, owner));
                 const float osize = __shfl_sync(0xffffffffu, size_at, owner);
                 const float ospawn = __shfl_sync(0xffffffffu, spawn, owner);
+                const u32 osamples = __shfl_sync(0xffffffffu, samples, owner);
                 Pcg orng{__shfl_sync(0xffffffffu, rng.state, owner)};
                 bool clear = false;
                 if (j < jobs) {
-                    pcg_advance(orng, 2u * (j - from));
-                    const float u1 = next_f32(orng);
-                    const float u2 = next_f32(orng);
-                    const V3 d = cosine_hemisphere(on, u1, u2);
-                    const float tmin = ospawn + surface_margin(osize, dot(d, on));
-                    clear = !render_any_hit<K, OCT>(s, ray_segment(op, d, tmin, params.ao_distance));
+                    Ray r;
+                    if (j - from < osamples) {
+                        pcg_advance(orng, 2u * (j - from));
+                        const float u1 = next_f32(orng);
+                        const float u2 = next_f32(orng);
+                        const V3 d = cosine_hemisphere(on, u1, u2);
+                        const float tmin = ospawn + surface_margin(osize, dot(d, on));
+                        r = ray_segment(op, d, tmin, params.ao_distance);
+                    } else {
+                        r = ao_shadow_ray(params, op, on, osize, ospawn);
+                    }
+                    clear = !render_any_hit<K, OCT>(s, r);
                     rays += 1;
                 }
-                // This lane's pixel's jobs of the round, [lo, hi) of its lanes.
+                // This lane's pixel's jobs of the round, [lo, hi) of its lanes;
+                // its AO rays' end before its shadow ray's job.
                 const u32 cleared = __ballot_sync(0xffffffffu, clear);
-                const u32 lo = max(first, base), hi = min(end, base + 32u);
+                const u32 ao_end = first + samples;
+                if (SHADOW_JOBS && jobs_here > samples && ao_end >= base && ao_end < base + 32u) {
+                    shadow_clear = ((cleared >> (ao_end - base)) & 1u) != 0u;
+                }
+                const u32 lo = max(first, base), hi = min(ao_end, base + 32u);
                 if (lo < hi) {
                     const u32 width = hi - lo;
                     const u32 bits = width >= 32u ? 0xffffffffu : ((1u << width) - 1u);
@@ -577,7 +601,9 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                     c = sky_color(params, ray.dir);
                 } else {
                     const GpuMaterial m = hit_material<K>(s, hit);
-                    const float keep = ao_shadow_keep<K, OCT>(s, params, sp, sn, size_at, spawn, mask_tile, rays);
+                    const float keep =
+                        SHADOW_JOBS ? (params.ao_shadows == 0 || shadow_clear ? 1.0f : PRISM_SHADOW_KEEP)
+                                    : ao_shadow_keep<K, OCT>(s, params, sp, sn, size_at, spawn, mask_tile, rays);
                     const float ao = (float)open / (float)samples;
                     c = xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
                 }
