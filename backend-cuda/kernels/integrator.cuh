@@ -55,26 +55,6 @@ __device__ __forceinline__ bool light_blocked(const SceneView& s, const Ray& ray
     }
 }
 
-// light_blocked's answer where a list gives it without walking the tree: 1
-// blocked, 0 clear, -1 when only the walk (render_any_hit) can tell. The AO
-// kernels walk such a shadow ray through the call of the walk their AO rays
-// take (trace_ao, render_rows_ao): a second inlined copy of the walk slowed
-// the whole kernel.
-template <int K>
-__device__ __forceinline__ int light_blocked_by_lists(const SceneView& s, const Ray& ray, u64 shadow_list) {
-    if constexpr ((K & PRISM_INSTANCES) != 0) {
-        (void)s;
-        (void)ray;
-        (void)shadow_list;
-        return -1;
-    } else {
-        if (shadow_list != PRISM_SHADOW_WALK) {
-            return occluded_listed<K>(s, ray, shadow_list) ? 1 : 0;
-        }
-        return s.light_grid == nullptr ? -1 : any_hit_listed<K>(s, s.light_grid, s.light_reach_squared, ray);
-    }
-}
-
 // The closest hit of a render ray: through the scene's uniform grid when GRID
 // (the *_grid kernels, launched when the host uploaded one), else by walking
 // the tree (or a two-level scene's instances). The same hits either way,
@@ -488,10 +468,22 @@ __device__ __forceinline__ Ray ao_shadow_ray(const RenderParams& params, V3 p, V
     return ray_segment(p, l, tmin, dist);
 }
 
-// The shadow candidates of mask tile `tile` (camera_mask_tile) when the frame
-// has camera masks, else PRISM_SHADOW_WALK.
-__device__ __forceinline__ u64 ao_shadow_list(const SceneView& s, u32 tile) {
-    return s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
+// The factor an AO pixel's colour keeps for its shadow ray to the key light,
+// from surface point `p` (normal `n` facing the camera ray, `size`, spawn
+// distance `spawn`) of mask tile `tile`: PRISM_SHADOW_KEEP if blocked, else 1
+// (and 1 without a shadow ray, params.ao_shadows 0). Adds the ray to `rays`.
+// trace_ao's tail, shared with the persistent AO kernels (prism.cu).
+template <int K, bool OCT>
+__device__ __forceinline__ float ao_shadow_keep(const SceneView& s, const RenderParams& params, V3 p, V3 n, float size,
+                                                float spawn, u32 tile, u32& rays) {
+    if (params.ao_shadows == 0) {
+        return 1.0f;
+    }
+    const u64 shadow_list =
+        s.camera_masks != nullptr ? tile_candidates(s, tile, PRISM_MASK_SHADOW) : PRISM_SHADOW_WALK;
+    const bool blocked = light_blocked<K, OCT>(s, ao_shadow_ray(params, p, n, size, spawn), shadow_list);
+    rays += 1;
+    return blocked ? PRISM_SHADOW_KEEP : 1.0f;
 }
 
 // `samples`: the pixel's own AO ray count (ao_rays_at).
@@ -510,38 +502,16 @@ __device__ __forceinline__ V3 trace_ao(const SceneView& s, const RenderParams& p
     n = dot(n, ray.dir) < 0.0f ? n : -n;
     const GpuMaterial m = hit_material<K>(s, hit);
     const float spawn = spawn_tmin(p, ray.origin);
-    // The shadow ray's answer from the lists where they give it; else it is
-    // walked after the AO rays, as the loop's last turn, through the same
-    // call of the walk (a second inlined copy of the walk slowed the whole
-    // kernel). Same rays, same answers, same random numbers.
-    float keep = 1.0f;
-    Ray shadow = ray;
-    bool walk_shadow = false;
-    if (params.ao_shadows != 0) {
-        shadow = ao_shadow_ray(params, p, n, size, spawn);
-        const int listed = light_blocked_by_lists<K>(s, shadow, ao_shadow_list(s, tile));
-        keep = listed == 1 ? PRISM_SHADOW_KEEP : 1.0f;
-        walk_shadow = listed < 0;
-    }
     u32 open = 0;
-    const u32 total = samples + (walk_shadow ? 1u : 0u);
-    for (u32 i = 0; i < total; ++i) {
-        Ray r = shadow;
-        if (i < samples) {
-            const float u1 = next_f32(rng);
-            const float u2 = next_f32(rng);
-            const V3 d = cosine_hemisphere(n, u1, u2);
-            const float tmin = spawn + surface_margin(size, dot(d, n));
-            r = ray_segment(p, d, tmin, params.ao_distance);
-        }
-        const bool blocked = render_any_hit<K, OCT>(s, r);
-        if (i < samples) {
-            open += blocked ? 0u : 1u;
-        } else {
-            keep = blocked ? PRISM_SHADOW_KEEP : 1.0f;
-        }
+    for (u32 i = 0; i < samples; ++i) {
+        const float u1 = next_f32(rng);
+        const float u2 = next_f32(rng);
+        const V3 d = cosine_hemisphere(n, u1, u2);
+        const float tmin = spawn + surface_margin(size, dot(d, n));
+        open += render_any_hit<K, OCT>(s, ray_segment(p, d, tmin, params.ao_distance)) ? 0u : 1u;
     }
-    rays += 1 + samples + (params.ao_shadows != 0 ? 1u : 0u);
+    rays += 1 + samples;
+    const float keep = ao_shadow_keep<K, OCT>(s, params, p, n, size, spawn, tile, rays);
     const float ao = (float)open / (float)samples;
     return xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
 }

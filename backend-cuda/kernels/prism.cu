@@ -480,6 +480,13 @@ template <int K, bool OCT, bool GRID>
 __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y1, void* out, u32 format,
                                                const uint2* srgb8, u64* ray_tally, u32* work) {
     const RenderParams& params = c_params;
+    // A two-level scene's shadow rays run as one more job of their pixels,
+    // dealt over the lanes with the AO rays and through the same call of the
+    // any-hit walk: a second inlined copy of the two-level walk (the shadow
+    // ray's, after the rounds) slowed the whole kernel, as it did the WGSL
+    // tile kernel (integrator.wgsl's trace_ao). A flat scene's shadow ray
+    // reads its tile's shadow candidates instead (ao_shadow_keep).
+    constexpr bool SHADOW_JOBS = (K & PRISM_INSTANCES) != 0;
     const u32 lane = threadIdx.x & 31u;  // blocks are one row (PRISM_PATH_THREADS)
     const u32 tiles_x = (params.width + 15u) / 16u;
     const u32 rows = y1 > y0 ? y1 - y0 : 0u;
@@ -513,14 +520,7 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
             Ray ray;
             V3 sp = v3s(0.0f), sn = v3s(0.0f);
             float size_at = 0.0f, spawn = 0.0f;
-            u32 mask_tile = 0u, samples = 0u;
-            // The shadow ray: from the lists where they tell, else one more
-            // job of the pixel's, after its AO rays, dealt over the lanes
-            // with them and walked through the same call of the any-hit
-            // walk (a second inlined copy, the shadow ray's after the
-            // rounds, slowed the whole kernel: two-level scenes 1.66x).
-            float keep = 1.0f;
-            bool walk_shadow = false;
+            u32 mask_tile = 0u, samples = 0u, jobs_here = 0u;
             if (inside) {
                 ray = primary_ray(params, x, y, sample, rng);
                 mask_tile = camera_mask_tile(s, x, y);
@@ -531,17 +531,13 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                     sn = dot(sn, ray.dir) < 0.0f ? sn : -sn;
                     spawn = spawn_tmin(sp, ray.origin);
                     samples = ao_rays_at(params, x, y);
-                    if (params.ao_shadows != 0) {
-                        const int listed = light_blocked_by_lists<K>(
-                            s, ao_shadow_ray(params, sp, sn, size_at, spawn), ao_shadow_list(s, mask_tile));
-                        keep = listed == 1 ? PRISM_SHADOW_KEEP : 1.0f;
-                        walk_shadow = listed < 0;
-                    }
+                    // A two-level scene's shadow ray is its pixel's last job
+                    // (see below).
+                    jobs_here = samples + (SHADOW_JOBS && params.ao_shadows != 0 ? 1u : 0u);
                 }
             }
-            const u32 jobs_here = samples + (walk_shadow ? 1u : 0u);
-            // This lane's pixel's AO rays (then its shadow ray, if walked)
-            // are jobs [first, end) of the warp's.
+            // This lane's pixel's AO rays (and shadow ray, SHADOW_JOBS) are
+            // jobs [first, end) of the warp's.
             u32 end = jobs_here;
             for (u32 o = 1; o < 32u; o <<= 1) {
                 const u32 before = __shfl_up_sync(0xffffffffu, end, o);
@@ -550,6 +546,7 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
             const u32 first = end - jobs_here;
             const u32 jobs = __shfl_sync(0xffffffffu, end, 31);
             u32 open = 0;
+            bool shadow_clear = true;
             for (u32 base = 0; base < jobs; base += 32u) {
                 const u32 j = base + lane;
                 // The lane whose pixel job j belongs to: the first with end > j.
@@ -588,8 +585,8 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                 // its AO rays' end before its shadow ray's job.
                 const u32 cleared = __ballot_sync(0xffffffffu, clear);
                 const u32 ao_end = first + samples;
-                if (walk_shadow && ao_end >= base && ao_end < base + 32u) {
-                    keep = ((cleared >> (ao_end - base)) & 1u) != 0u ? 1.0f : PRISM_SHADOW_KEEP;
+                if (SHADOW_JOBS && jobs_here > samples && ao_end >= base && ao_end < base + 32u) {
+                    shadow_clear = ((cleared >> (ao_end - base)) & 1u) != 0u;
                 }
                 const u32 lo = max(first, base), hi = min(ao_end, base + 32u);
                 if (lo < hi) {
@@ -604,8 +601,9 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                     c = sky_color(params, ray.dir);
                 } else {
                     const GpuMaterial m = hit_material<K>(s, hit);
-                    // A walked shadow ray was counted as a job.
-                    rays += params.ao_shadows != 0 && !walk_shadow ? 1u : 0u;
+                    const float keep =
+                        SHADOW_JOBS ? (params.ao_shadows == 0 || shadow_clear ? 1.0f : PRISM_SHADOW_KEEP)
+                                    : ao_shadow_keep<K, OCT>(s, params, sp, sn, size_at, spawn, mask_tile, rays);
                     const float ao = (float)open / (float)samples;
                     c = xyz(m.albedo_fuzz) * (ao * keep) + xyz(m.emission_ior);
                 }

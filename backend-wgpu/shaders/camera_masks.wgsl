@@ -327,18 +327,3 @@ fn light_blocked_listed(ray: Ray, shadow_list: vec2<u32>) -> bool {
     }
     return tracer_light_blocked(ray);
 }
-
-// light_blocked_listed's answer where a list gives it without walking the
-// tree: 1 blocked, 0 clear, -1 when only the walk (accel_occluded) can tell.
-// The AO kernels walk such a shadow ray through the call of the walk their AO
-// rays take (trace_ao): a second inlined copy of the walk slowed the whole
-// kernel.
-fn light_blocked_by_lists(ray: Ray, shadow_list: vec2<u32>) -> i32 {
-    if CAMERA_MASKS == 1u && TWO_LEVEL == 0u && any(shadow_list != MASK_WALK) {
-        return select(0, 1, occluded_listed(ray, shadow_list));
-    }
-    if LIGHT_GRID == 1u {
-        return any_hit_listed(ray);
-    }
-    return -1;
-}

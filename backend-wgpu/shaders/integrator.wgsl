@@ -318,14 +318,27 @@ fn ao_rays_at(x: u32, y: u32) -> u32 {
     return params.ao_samples + select(0u, 1u, pattern < params.ao_extra);
 }
 
-// The shadow ray of an AO pixel to the key light from surface point `p`
-// (normal `n` facing the camera ray, `size`, spawn distance `spawn`).
-fn ao_shadow_ray(p: vec3<f32>, n: vec3<f32>, size: f32, spawn: f32) -> Ray {
-    let to_light = params.light_position.xyz - p;
+// The factor an AO pixel's colour keeps for its shadow ray to the key light
+// from `surf` (normal `n` facing the camera ray, spawn distance `spawn`), with
+// the tile's shadow candidates `shadow_list`: SHADOW_KEEP if blocked, else 1
+// (and 1 without a shadow ray, params.ao_shadows 0). trace_ao's tail, shared
+// with the persistent AO kernels (path_pieces.wgsl).
+fn ao_shadow_keep(surf: ShadingPoint, n: vec3<f32>, spawn: f32, shadow_list: vec2<u32>) -> f32 {
+    if params.ao_shadows == 0u {
+        return 1.0;
+    }
+    let blocked = light_blocked_listed(ao_shadow_ray(surf, n, spawn), shadow_list);
+    return select(1.0, SHADOW_KEEP, blocked);
+}
+
+// The shadow ray of an AO pixel to the key light from `surf` (normal `n`
+// facing the camera ray, spawn distance `spawn`).
+fn ao_shadow_ray(surf: ShadingPoint, n: vec3<f32>, spawn: f32) -> Ray {
+    let to_light = params.light_position.xyz - surf.p;
     let dist = vec3_length(to_light);
     let l = to_light * (1.0 / dist);
-    let tmin = spawn + surface_margin(size, dot(l, n));
-    return ray_segment(p, l, tmin, dist);
+    let tmin = spawn + surface_margin(surf.size, dot(l, n));
+    return ray_segment(surf.p, l, tmin, dist);
 }
 
 // `samples`: the pixel's own AO ray count (ao_rays_at).
@@ -340,38 +353,45 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
     let n = select(-surf.n, surf.n, dot(surf.n, ray.dir) < 0.0);
     let m = surf.material;
     let spawn = spawn_tmin(surf.p, ray.origin);
-    // The shadow ray's answer from the lists where they give it; else it is
-    // walked after the AO rays, as the loop's last turn, through the same
-    // call of the walk: a second inlined copy of the walk made the whole
-    // kernel slower (two-level scenes, whose walk is the longest: 3.5x on an
-    // H200 with one AO ray and the shadow ray, 12.75 against 3.6 ms). Same
-    // rays, same answers, same random numbers.
-    var keep = 1.0;
-    var shadow: Ray;
-    var walk_shadow = false;
-    if params.ao_shadows != 0u {
-        shadow = ao_shadow_ray(surf.p, n, surf.size, spawn);
-        let listed = light_blocked_by_lists(shadow, masks.shadow);
-        keep = select(1.0, SHADOW_KEEP, listed == 1);
-        walk_shadow = listed < 0;
-    }
     var open = 0u;
-    let total = samples + select(0u, 1u, walk_shadow);
-    for (var i = 0u; i < total; i++) {
-        var r = shadow;
-        if i < samples {
+    var keep = 1.0;
+    if TWO_LEVEL == 1u && LIGHT_GRID == 0u {
+        // The AO rays and the shadow ray (after them, as below) through one
+        // call of the walk: a second inlined copy of the two-level any-hit
+        // walk made the whole kernel 3.5x slower on an H200 (`instances`,
+        // one AO ray and the shadow ray: 12.75 against 3.6 ms; the kernel
+        // without any occlusion walk, 1.30 ms). Same rays, same order, same
+        // random numbers. (A two-level scene has neither camera masks nor a
+        // light grid: its shadow ray is accel_occluded's, as
+        // light_blocked_listed answers it.)
+        let total = samples + select(0u, 1u, params.ao_shadows != 0u);
+        for (var i = 0u; i < total; i++) {
+            var r: Ray;
+            if i < samples {
+                let u1 = pcg_next_f32(rng);
+                let u2 = pcg_next_f32(rng);
+                let d = cosine_hemisphere(n, u1, u2);
+                let tmin = spawn + surface_margin(surf.size, dot(d, n));
+                r = ray_segment(surf.p, d, tmin, params.ao_distance);
+            } else {
+                r = ao_shadow_ray(surf, n, spawn);
+            }
+            let blocked = accel_occluded(r);
+            if i < samples {
+                open += select(1u, 0u, blocked);
+            } else {
+                keep = select(1.0, SHADOW_KEEP, blocked);
+            }
+        }
+    } else {
+        for (var i = 0u; i < samples; i++) {
             let u1 = pcg_next_f32(rng);
             let u2 = pcg_next_f32(rng);
             let d = cosine_hemisphere(n, u1, u2);
             let tmin = spawn + surface_margin(surf.size, dot(d, n));
-            r = ray_segment(surf.p, d, tmin, params.ao_distance);
+            open += select(1u, 0u, accel_occluded(ray_segment(surf.p, d, tmin, params.ao_distance)));
         }
-        let blocked = accel_occluded(r);
-        if i < samples {
-            open += select(1u, 0u, blocked);
-        } else {
-            keep = select(1.0, SHADOW_KEEP, blocked);
-        }
+        keep = ao_shadow_keep(surf, n, spawn, masks.shadow);
     }
     let rays = 1u + samples + select(0u, 1u, params.ao_shadows != 0u);
     let ao = f32(open) / f32(samples);

@@ -306,8 +306,6 @@ fn ao_piece(b: AoPieces, piece: u32, lane: u32, size: u32, rays: ptr<function, u
         var n = vec3<f32>(0.0);
         var spawn = 0.0;
         var samples = 0u;
-        var keep = 1.0;
-        var walk_shadow = false;
         if inside {
             rng = pcg_for_path(y * params.width + x, sample_index, params.seed);
             let jx0 = pcg_next_f32(&rng);
@@ -325,21 +323,11 @@ fn ao_piece(b: AoPieces, piece: u32, lane: u32, size: u32, rays: ptr<function, u
                 n = select(-surf.n, surf.n, dot(surf.n, ray.dir) < 0.0);
                 spawn = spawn_tmin(surf.p, ray.origin);
                 samples = ao_rays_at(x, y);
-                // The shadow ray: from the lists where they tell (trace_ao),
-                // else one more job of the pixel's, after its AO rays.
-                if params.ao_shadows != 0u {
-                    let listed = light_blocked_by_lists(ao_shadow_ray(surf.p, n, surf.size, spawn), masks.shadow);
-                    keep = select(1.0, SHADOW_KEEP, listed == 1);
-                    walk_shadow = listed < 0;
-                }
             }
         }
-        // This lane's pixel's AO rays (then its shadow ray, if walked) are
-        // jobs [first, end) of the subgroup's.
-        let jobs_here = samples + select(0u, 1u, walk_shadow);
-        let end = subgroupInclusiveAdd(jobs_here);
-        let first = end - jobs_here;
-        let ao_end = first + samples;
+        // This lane's pixel's AO rays are jobs [first, end) of the subgroup's.
+        let end = subgroupInclusiveAdd(samples);
+        let first = end - samples;
         let jobs = subgroupShuffle(end, size - 1u);
         var open = 0u;
         for (var base = 0u; base < jobs; base += size) {
@@ -355,30 +343,20 @@ fn ao_piece(b: AoPieces, piece: u32, lane: u32, size: u32, rays: ptr<function, u
             let on = subgroupShuffle(n, owner);
             let osize = subgroupShuffle(surf.size, owner);
             let ospawn = subgroupShuffle(spawn, owner);
-            let osamples = subgroupShuffle(samples, owner);
             var orng = Pcg(subgroupShuffle(rng.state, owner));
             var clear = false;
             if j < jobs {
-                var r = ao_shadow_ray(op, on, osize, ospawn);
-                if j - owner_first < osamples {
-                    pcg_advance(&orng, 2u * (j - owner_first));
-                    let u1 = pcg_next_f32(&orng);
-                    let u2 = pcg_next_f32(&orng);
-                    let d = cosine_hemisphere(on, u1, u2);
-                    let tmin = ospawn + surface_margin(osize, dot(d, on));
-                    r = ray_segment(op, d, tmin, params.ao_distance);
-                }
-                clear = !accel_occluded(r);
+                pcg_advance(&orng, 2u * (j - owner_first));
+                let u1 = pcg_next_f32(&orng);
+                let u2 = pcg_next_f32(&orng);
+                let d = cosine_hemisphere(on, u1, u2);
+                let tmin = ospawn + surface_margin(osize, dot(d, on));
+                clear = !accel_occluded(ray_segment(op, d, tmin, params.ao_distance));
                 *rays += 1u;
             }
             let cleared = subgroupBallot(clear);
-            if walk_shadow && ao_end >= base && ao_end < base + size {
-                let bit = ao_end - base;
-                let blocked = ((cleared[bit / 32u] >> (bit % 32u)) & 1u) == 0u;
-                keep = select(1.0, SHADOW_KEEP, blocked);
-            }
             let lo = max(first, base);
-            let hi = min(ao_end, base + size);
+            let hi = min(end, base + size);
             if lo < hi {
                 open += ballot_count_range(cleared, lo - base, hi - base);
             }
@@ -388,8 +366,8 @@ fn ao_piece(b: AoPieces, piece: u32, lane: u32, size: u32, rays: ptr<function, u
             if !hit_is_hit(hit) {
                 c = sky_color(ray.dir);
             } else {
-                // A walked shadow ray was counted as a job.
-                *rays += select(0u, 1u, params.ao_shadows != 0u && !walk_shadow);
+                let keep = ao_shadow_keep(surf, n, spawn, masks.shadow);
+                *rays += select(0u, 1u, params.ao_shadows != 0u);
                 let ao = f32(open) / f32(samples);
                 c = surf.material.albedo_fuzz.xyz * (ao * keep) + surf.material.emission_ior.xyz;
             }
