@@ -458,10 +458,10 @@ impl WgpuBackend {
     /// (shaders/path_pieces.wgsl): the path kernels', or the AO kernels' on a
     /// flat scene. A two-level scene's AO frames keep the tile kernel: with
     /// the two-level walk's state in every lane the shared AO rays' kernel
-    /// ran its frames 1.24-1.34x slower than the tiles on an H200 (the
-    /// built-in `instances` scene, 1920x1080, 1, 4 and 16 AO rays with
-    /// shadows: 16.7 / 12.7, 25.9 / 19.3, 41.3 / 32.9 ms), and `prism
-    /// animate` held its budget less closely (bench/RESULTS.md).
+    /// ran them slower on an H200 wherever an AO frame is cheap (the built-in
+    /// `instances` scene, 1920x1080, 1, 4 and 16 AO rays with shadows, each
+    /// pixel's shadow ray through its AO rays' walk call in both kernels:
+    /// 3.99 / 3.20, 7.18 / 6.60, 19.43 / 20.15 ms; bench/RESULTS.md).
     pub(crate) fn path_pieces(&self, integrator: u32, two_level: bool) -> bool {
         (self.persistent_path && integrator == prism_core::Integrator::Path as u32)
             || (self.persistent_ao && !two_level && integrator == prism_core::Integrator::Ao as u32)
