@@ -563,12 +563,13 @@ __device__ __forceinline__ void render_rows_ao(const SceneView& s, u32 y0, u32 y
                                  __shfl_sync(0xffffffffu, sn.z, owner));
                 const float osize = __shfl_sync(0xffffffffu, size_at, owner);
                 const float ospawn = __shfl_sync(0xffffffffu, spawn, owner);
-                const u32 osamples = __shfl_sync(0xffffffffu, samples, owner);
+                // Every job of a flat scene's pixel is an AO ray.
+                const u32 osamples = SHADOW_JOBS ? __shfl_sync(0xffffffffu, samples, owner) : 0xffffffffu;
                 Pcg orng{__shfl_sync(0xffffffffu, rng.state, owner)};
                 bool clear = false;
                 if (j < jobs) {
                     Ray r;
-                    if (j - from < osamples) {
+                    if (!SHADOW_JOBS || j - from < osamples) {
                         pcg_advance(orng, 2u * (j - from));
                         const float u1 = next_f32(orng);
                         const float u2 = next_f32(orng);
