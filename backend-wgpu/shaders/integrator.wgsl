@@ -341,6 +341,17 @@ fn ao_shadow_ray(surf: ShadingPoint, n: vec3<f32>, spawn: f32) -> Ray {
     return ray_segment(surf.p, l, tmin, dist);
 }
 
+// The next AO ray of a pixel from `surf` (normal `n` facing the camera ray,
+// spawn distance `spawn`): a cosine-weighted direction from two numbers of
+// `rng`, of length params.ao_distance.
+fn ao_ray(surf: ShadingPoint, n: vec3<f32>, spawn: f32, rng: ptr<function, Pcg>) -> Ray {
+    let u1 = pcg_next_f32(rng);
+    let u2 = pcg_next_f32(rng);
+    let d = cosine_hemisphere(n, u1, u2);
+    let tmin = spawn + surface_margin(surf.size, dot(d, n));
+    return ray_segment(surf.p, d, tmin, params.ao_distance);
+}
+
 // `samples`: the pixel's own AO ray count (ao_rays_at).
 // mirrors prism_core::integrator::trace_ao (in a tile of `masks`:
 // camera_masks.wgsl)
@@ -368,11 +379,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
         for (var i = 0u; i < total; i++) {
             var r: Ray;
             if i < samples {
-                let u1 = pcg_next_f32(rng);
-                let u2 = pcg_next_f32(rng);
-                let d = cosine_hemisphere(n, u1, u2);
-                let tmin = spawn + surface_margin(surf.size, dot(d, n));
-                r = ray_segment(surf.p, d, tmin, params.ao_distance);
+                r = ao_ray(surf, n, spawn, rng);
             } else {
                 r = ao_shadow_ray(surf, n, spawn);
             }
@@ -385,11 +392,7 @@ fn trace_ao(ray: Ray, rng: ptr<function, Pcg>, samples: u32, masks: TileMasks) -
         }
     } else {
         for (var i = 0u; i < samples; i++) {
-            let u1 = pcg_next_f32(rng);
-            let u2 = pcg_next_f32(rng);
-            let d = cosine_hemisphere(n, u1, u2);
-            let tmin = spawn + surface_margin(surf.size, dot(d, n));
-            open += select(1u, 0u, accel_occluded(ray_segment(surf.p, d, tmin, params.ao_distance)));
+            open += select(1u, 0u, accel_occluded(ao_ray(surf, n, spawn, rng)));
         }
         keep = ao_shadow_keep(surf, n, spawn, masks.shadow);
     }
