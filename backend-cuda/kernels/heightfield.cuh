@@ -157,6 +157,18 @@ __device__ __forceinline__ void hf_slab(const HfWalk& w, int k, float a, float b
     }
 }
 
+// One end of hf_slab's interval, alone: the far end (FAR) or the near one,
+// from the plane hf_slab would pick for it. The same value as hf_slab's, with
+// one plane's product instead of two.
+template <bool FAR>
+__device__ __forceinline__ float hf_slab_end(const HfWalk& w, int k, u32 a, u32 b) {
+    if (w.par[k]) {
+        return FAR ? PRISM_INF : -PRISM_INF;
+    }
+    const u32 plane = (w.pos[k] == FAR) ? b : a;
+    return __fmul_rn(hf_plane(w, plane) - hf_at(w.o, k), hf_at(w.inv, k));
+}
+
 // mirrors prism_core::heightfield::Walk::slab_y
 __device__ __forceinline__ void hf_slab_y(const HfWalk& w, float h, float& tn, float& tf) {
     if (w.par[1]) {
@@ -259,8 +271,18 @@ __device__ __forceinline__ HfHit hf_walk_from(const HfWalk& w, u32 cx, u32 cz, u
         const u32 x1 = min((nx + 1u) << level, wd);
         const u32 z1 = min((nz + 1u) << level, dp);
         const float m = hf_entry(w, level, nx, nz);
-        const HfSlabs s = hf_slabs(w, x0, x1, z0, z1, m);
+        // core's Walk::slabs, in two parts: every step reads the far x and z
+        // planes and the y slab; only a step at level 0 (the crossing) reads
+        // the near x and z planes, so only it computes them. Each value is
+        // hf_slabs' (hf_slab_end), so a step above level 0 does four plane
+        // products and selects fewer.
+        HfSlabs s;
+        s.txf = hf_slab_end<true>(w, 0, x0, x1);
+        s.tzf = hf_slab_end<true>(w, 2, z0, z1);
+        hf_slab_y(w, m, s.tyn, s.tyf);
         if (level == 0u) {
+            s.txn = hf_slab_end<false>(w, 0, x0, x1);
+            s.tzn = hf_slab_end<false>(w, 2, z0, z1);
             HfHit c = hf_crossing(w, s, m, tmin, tmax);
             if (c.found) {
                 c.cell = cz * wd + cx;

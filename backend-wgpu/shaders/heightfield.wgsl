@@ -148,6 +148,17 @@ fn walk_slab(par: bool, pos: bool, o: f32, inv: f32, a: f32, b: f32) -> vec2<f32
     return select(vec2<f32>(tb, ta), vec2<f32>(ta, tb), pos);
 }
 
+// One end of walk_slab's interval for the planes `a` and `b` (indices) on
+// one axis, alone: the far end (`far`) or the near one, from the plane
+// walk_slab would pick for it. The same value as walk_slab's, with one
+// plane's product instead of two.
+fn walk_slab_end(w: Walk, far: bool, par: bool, pos: bool, o: f32, inv: f32, a: u32, b: u32) -> f32 {
+    if par {
+        return select(-f32_infinity(), f32_infinity(), far);
+    }
+    return (walk_plane(w, select(a, b, pos == far)) - o) * inv;
+}
+
 // mirrors prism_core::heightfield::Walk::slab_y
 fn walk_slab_y(w: Walk, h: f32) -> vec2<f32> {
     if w.par.y {
@@ -245,8 +256,20 @@ fn walk_walk(w: Walk, cx_in: u32, cz_in: u32, level_in: u32, tmin: f32, tmax: f3
         let x1 = min((nx + 1u) << level, wd);
         let z1 = min((nz + 1u) << level, dp);
         let m = walk_entry(w, level, nx, nz);
-        let s = walk_slabs(w, x0, x1, z0, z1, m);
+        // core's Walk::slabs, in two parts: every step reads the far x and z
+        // planes and the y slab; only a step at level 0 (the crossing) reads
+        // the near x and z planes, so only it computes them. Each value is
+        // walk_slabs' (walk_slab_end), so a step above level 0 does four
+        // plane products and selects fewer.
+        var s: Slabs;
+        s.txf = walk_slab_end(w, true, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1);
+        s.tzf = walk_slab_end(w, true, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1);
+        let y = walk_slab_y(w, m);
+        s.tyn = y.x;
+        s.tyf = y.y;
         if level == 0u {
+            s.txn = walk_slab_end(w, false, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1);
+            s.tzn = walk_slab_end(w, false, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1);
             var c = walk_crossing(w, s, m, tmin, tmax);
             if c.found {
                 c.cell = cz * wd + cx;
