@@ -143,25 +143,13 @@ __device__ __forceinline__ float hf_entry(const HfWalk& w, u32 level, u32 i, u32
 #endif
 }
 
-// mirrors prism_core::heightfield::Walk::slab
-__device__ __forceinline__ void hf_slab(const HfWalk& w, int k, float a, float b, float& tn, float& tf) {
-    if (w.par[k]) {
-        tn = -PRISM_INF;
-        tf = PRISM_INF;
-    } else {
-        const float ok = hf_at(w.o, k), ik = hf_at(w.inv, k);
-        const float ta = __fmul_rn(a - ok, ik);
-        const float tb = __fmul_rn(b - ok, ik);
-        tn = w.pos[k] ? ta : tb;
-        tf = w.pos[k] ? tb : ta;
-    }
-}
-
-// One end of hf_slab's interval, alone: the far end (FAR) or the near one,
-// from the plane hf_slab would pick for it. The same value as hf_slab's, with
-// one plane's product instead of two.
+// mirrors prism_core::heightfield::Walk::slab, one end of it: the far end
+// (FAR) or the near one of axis k between the planes `a` and `b` (indices).
+// Core takes both planes' distances and picks near and far by the ray's sign;
+// this takes the distance of the plane it would pick, the same value with one
+// product. Parallel to the axis: the whole line.
 template <bool FAR>
-__device__ __forceinline__ float hf_slab_end(const HfWalk& w, int k, u32 a, u32 b) {
+__device__ __forceinline__ float hf_slab(const HfWalk& w, int k, u32 a, u32 b) {
     if (w.par[k]) {
         return FAR ? PRISM_INF : -PRISM_INF;
     }
@@ -185,8 +173,10 @@ __device__ __forceinline__ void hf_slab_y(const HfWalk& w, float h, float& tn, f
 // mirrors prism_core::heightfield::Walk::slabs
 __device__ __forceinline__ HfSlabs hf_slabs(const HfWalk& w, u32 x0, u32 x1, u32 z0, u32 z1, float h) {
     HfSlabs s;
-    hf_slab(w, 0, hf_plane(w, x0), hf_plane(w, x1), s.txn, s.txf);
-    hf_slab(w, 2, hf_plane(w, z0), hf_plane(w, z1), s.tzn, s.tzf);
+    s.txn = hf_slab<false>(w, 0, x0, x1);
+    s.txf = hf_slab<true>(w, 0, x0, x1);
+    s.tzn = hf_slab<false>(w, 2, z0, z1);
+    s.tzf = hf_slab<true>(w, 2, z0, z1);
     hf_slab_y(w, h, s.tyn, s.tyf);
     return s;
 }
@@ -271,18 +261,17 @@ __device__ __forceinline__ HfHit hf_walk_from(const HfWalk& w, u32 cx, u32 cz, u
         const u32 x1 = min((nx + 1u) << level, wd);
         const u32 z1 = min((nz + 1u) << level, dp);
         const float m = hf_entry(w, level, nx, nz);
-        // core's Walk::slabs, in two parts: every step reads the far x and z
-        // planes and the y slab; only a step at level 0 (the crossing) reads
-        // the near x and z planes, so only it computes them. Each value is
-        // hf_slabs' (hf_slab_end), so a step above level 0 does four plane
-        // products and selects fewer.
+        // hf_slabs in two parts: every step reads the far x and z planes and
+        // the y slab; only a step at level 0 (the crossing) reads the near x
+        // and z planes, so only it computes them (four plane products fewer
+        // on every step above level 0).
         HfSlabs s;
-        s.txf = hf_slab_end<true>(w, 0, x0, x1);
-        s.tzf = hf_slab_end<true>(w, 2, z0, z1);
+        s.txf = hf_slab<true>(w, 0, x0, x1);
+        s.tzf = hf_slab<true>(w, 2, z0, z1);
         hf_slab_y(w, m, s.tyn, s.tyf);
         if (level == 0u) {
-            s.txn = hf_slab_end<false>(w, 0, x0, x1);
-            s.tzn = hf_slab_end<false>(w, 2, z0, z1);
+            s.txn = hf_slab<false>(w, 0, x0, x1);
+            s.tzn = hf_slab<false>(w, 2, z0, z1);
             HfHit c = hf_crossing(w, s, m, tmin, tmax);
             if (c.found) {
                 c.cell = cz * wd + cx;

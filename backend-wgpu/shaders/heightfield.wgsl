@@ -137,22 +137,13 @@ fn walk_entry(w: Walk, level: u32, i: u32, j: u32) -> f32 {
     return bitcast<f32>(slot_materials[w.heights + k]);
 }
 
-// mirrors prism_core::heightfield::Walk::slab for one axis (its origin,
-// inverse direction, whether parallel and whether positive): (near, far).
-fn walk_slab(par: bool, pos: bool, o: f32, inv: f32, a: f32, b: f32) -> vec2<f32> {
-    if par {
-        return vec2<f32>(-f32_infinity(), f32_infinity());
-    }
-    let ta = (a - o) * inv;
-    let tb = (b - o) * inv;
-    return select(vec2<f32>(tb, ta), vec2<f32>(ta, tb), pos);
-}
-
-// One end of walk_slab's interval for the planes `a` and `b` (indices) on
-// one axis, alone: the far end (`far`) or the near one, from the plane
-// walk_slab would pick for it. The same value as walk_slab's, with one
-// plane's product instead of two.
-fn walk_slab_end(w: Walk, far: bool, par: bool, pos: bool, o: f32, inv: f32, a: u32, b: u32) -> f32 {
+// mirrors prism_core::heightfield::Walk::slab, one end of it: the far end
+// (`far`) or the near one of an axis (its origin, inverse direction, whether
+// parallel and whether positive) between the planes `a` and `b` (indices).
+// Core takes both planes' distances and picks near and far by the ray's sign;
+// this takes the distance of the plane it would pick, the same value with one
+// product. Parallel to the axis: the whole line.
+fn walk_slab(w: Walk, far: bool, par: bool, pos: bool, o: f32, inv: f32, a: u32, b: u32) -> f32 {
     if par {
         return select(-f32_infinity(), f32_infinity(), far);
     }
@@ -173,10 +164,15 @@ fn walk_slab_y(w: Walk, h: f32) -> vec2<f32> {
 
 // mirrors prism_core::heightfield::Walk::slabs
 fn walk_slabs(w: Walk, x0: u32, x1: u32, z0: u32, z1: u32, h: f32) -> Slabs {
-    let x = walk_slab(w.par.x, w.pos.x, w.o.x, w.inv.x, walk_plane(w, x0), walk_plane(w, x1));
-    let z = walk_slab(w.par.z, w.pos.z, w.o.z, w.inv.z, walk_plane(w, z0), walk_plane(w, z1));
     let y = walk_slab_y(w, h);
-    return Slabs(x.x, x.y, y.x, y.y, z.x, z.y);
+    return Slabs(
+        walk_slab(w, false, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1),
+        walk_slab(w, true, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1),
+        y.x,
+        y.y,
+        walk_slab(w, false, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1),
+        walk_slab(w, true, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1),
+    );
 }
 
 // mirrors prism_core::heightfield::Walk::crossing (found: Some((t, face)))
@@ -256,20 +252,19 @@ fn walk_walk(w: Walk, cx_in: u32, cz_in: u32, level_in: u32, tmin: f32, tmax: f3
         let x1 = min((nx + 1u) << level, wd);
         let z1 = min((nz + 1u) << level, dp);
         let m = walk_entry(w, level, nx, nz);
-        // core's Walk::slabs, in two parts: every step reads the far x and z
-        // planes and the y slab; only a step at level 0 (the crossing) reads
-        // the near x and z planes, so only it computes them. Each value is
-        // walk_slabs' (walk_slab_end), so a step above level 0 does four
-        // plane products and selects fewer.
+        // walk_slabs in two parts: every step reads the far x and z planes
+        // and the y slab; only a step at level 0 (the crossing) reads the
+        // near x and z planes, so only it computes them (four plane products
+        // fewer on every step above level 0).
         var s: Slabs;
-        s.txf = walk_slab_end(w, true, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1);
-        s.tzf = walk_slab_end(w, true, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1);
+        s.txf = walk_slab(w, true, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1);
+        s.tzf = walk_slab(w, true, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1);
         let y = walk_slab_y(w, m);
         s.tyn = y.x;
         s.tyf = y.y;
         if level == 0u {
-            s.txn = walk_slab_end(w, false, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1);
-            s.tzn = walk_slab_end(w, false, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1);
+            s.txn = walk_slab(w, false, w.par.x, w.pos.x, w.o.x, w.inv.x, x0, x1);
+            s.tzn = walk_slab(w, false, w.par.z, w.pos.z, w.o.z, w.inv.z, z0, z1);
             var c = walk_crossing(w, s, m, tmin, tmax);
             if c.found {
                 c.cell = cz * wd + cx;

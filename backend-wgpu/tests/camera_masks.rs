@@ -212,11 +212,11 @@ fn masks_give_the_trees_pixels() {
                     // subgroups, `WgpuOptions::persistent_ao`), their camera
                     // and shadow rays walk the tree and read no masks, so
                     // the AO frame has none to break.
-                    let ao_reads_masks = k == 0 || !gpu.persistent_ao();
+                    let frame_reads_masks = k == 0 || !gpu.persistent_ao();
                     let used = match *what {
-                        "cones" => ao_reads_masks,
+                        "cones" => frame_reads_masks,
                         "reflection" => name == "whitted19" && k == 0,
-                        _ => name == "whitted19" && ao_reads_masks,
+                        _ => name == "whitted19" && frame_reads_masks,
                     };
                     if used {
                         assert!(
